@@ -1,0 +1,12 @@
+"""Small backbones, one family per submodule.
+
+- :mod:`clkit.models.mlp` -- multi-layer perceptrons (tabular data).
+
+Further submodules (CNNs, the time-series transformer, the GCN) live beside it
+and are imported on demand, so ``import clkit.models`` does not pull in
+torch-geometric.
+"""
+
+from .mlp import MLP
+
+__all__ = ["MLP"]

@@ -1,0 +1,314 @@
+"""The one strategy interface shared by every notebook.
+
+A :class:`Strategy` wraps any ``torch.nn.Module`` and a loss. It is modality
+agnostic: a batch is ``(x, y)`` where ``x`` is whatever the model takes (images,
+feature vectors, time-series windows, or node indices for a model that holds its
+graph) and ``y`` is a label vector (classification) or a target array (regression).
+
+Two ways to train:
+
+- task-aware: :meth:`Strategy.train_task` runs ``epochs`` passes over a
+  :class:`Task`, calling :meth:`before_task` / :meth:`after_task` around them;
+- task-free (online): :meth:`Strategy.observe` takes one optimisation step on an
+  incoming batch; strategies with ``task_free = True`` need no boundaries.
+
+Subclasses customise one training step through hooks, in this order::
+
+    batch = self.augment_batch(x, y, task)        # e.g. replay mixes memory in
+    loss  = self.criterion(self.forward(x, task), y) + self.penalty(task)
+    loss.backward(); self.after_backward(x, y, task)   # e.g. gradient projection
+    self.optimizer.step(); self.after_step(x, y, task)  # e.g. buffer update
+
+Scenarios: ``scenario="class"`` uses a single head over all classes;
+``scenario="task"`` masks the logits to the classes of the current task at
+training and evaluation time (the task-id is known), so any single-head model
+serves task-incremental learning too.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+from .._validate import check_choice, check_int, check_real
+
+__all__ = ["Task", "Strategy", "register", "make_strategy", "available_strategies", "take"]
+
+_REGISTRY: dict[str, type] = {}
+
+
+def register(name: str):
+    """Class decorator: make a strategy available under ``name``."""
+    def deco(cls):
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+    return deco
+
+
+def available_strategies() -> list[str]:
+    """Names of all registered strategies."""
+    from . import _all  # noqa: F401  (imports every strategy module)
+
+    return sorted(_REGISTRY)
+
+
+def make_strategy(name: str, model: nn.Module, **kwargs) -> "Strategy":
+    """Build the strategy called ``name`` around ``model``.
+
+    Raises ``ValueError`` naming the allowed strategies for an unknown name.
+    """
+    names = available_strategies()
+    check_choice("strategy", name, names)
+    return _REGISTRY[name](model, **kwargs)
+
+
+def take(x, idx):
+    """Index a tensor, or each tensor of a tuple/list, with ``idx``."""
+    if isinstance(x, (tuple, list)):
+        return type(x)(take(v, idx) for v in x)
+    return x[idx]
+
+
+def _cat(a, b):
+    if isinstance(a, (tuple, list)):
+        return type(a)(_cat(u, v) for u, v in zip(a, b))
+    return torch.cat([a, b])
+
+
+@dataclass
+class Task:
+    """One task (or one period / one experience) of a continual stream.
+
+    Parameters
+    ----------
+    x : Tensor, shape (N, ...), or tuple of tensors
+        Inputs in the form the model takes.
+    y : Tensor, shape (N,) (labels) or (N, d) (regression targets)
+    task_id : int
+        Position of the task in the stream (0-based).
+    classes : tuple of int, optional
+        Classes of the task; filled from ``y`` for integer labels when omitted.
+    """
+
+    x: Any
+    y: torch.Tensor
+    task_id: int = 0
+    classes: tuple | None = None
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.classes is None and not torch.is_floating_point(self.y):
+            self.classes = tuple(int(c) for c in torch.unique(self.y).tolist())
+        n = len(self.y)
+        xs = self.x if isinstance(self.x, (tuple, list)) else (self.x,)
+        for v in xs:
+            if len(v) != n:
+                raise ValueError(f"x and y of task {self.task_id} differ in length: {len(v)} vs {n}")
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+
+LOSSES: dict[str, Callable] = {
+    "cross_entropy": F.cross_entropy,
+    "mse": F.mse_loss,
+}
+
+
+class Strategy:
+    """Naive fine-tuning and the base class of all strategies.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Any module mapping a batch ``x`` to outputs.
+    loss : {"cross_entropy", "mse"} or callable
+        ``loss(outputs, y)`` -> scalar tensor.
+    optimizer : {"sgd", "adam", "adamw"} or callable
+        A callable gets ``model.parameters()`` and returns an optimizer.
+    lr, momentum, weight_decay : float
+        Optimizer settings (momentum for SGD only).
+    epochs : int
+        Passes over each task in :meth:`train_task`.
+    batch_size : int
+    scenario : {"class", "task"}
+        Class-incremental (single head) or task-incremental (logits masked to the
+        task's classes).
+    seed : int
+        Seeds the local generators used for shuffling and sampling.
+    device : str
+    """
+
+    name = "naive"
+    #: works without task boundaries (online, through :meth:`observe`)
+    task_free = True
+    #: defined for regression losses
+    supports_regression = True
+    #: needs the task id at test time (task-incremental only)
+    task_incremental_only = False
+
+    def __init__(self, model: nn.Module, *, loss="cross_entropy", optimizer="sgd", lr: float = 1e-3,
+                 momentum: float = 0.9, weight_decay: float = 0.0, epochs: int = 1, batch_size: int = 128,
+                 scenario: str = "class", seed: int = 0, device: str = "cpu"):
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        self.scenario = check_choice("scenario", scenario, ["class", "task"])
+        if self.task_incremental_only and scenario != "task":
+            raise ValueError(f"strategy {self.name!r} is task-incremental only: scenario must be 'task', "
+                             f"got {scenario!r}")
+        if isinstance(loss, str):
+            check_choice("loss", loss, list(LOSSES))
+            if loss == "mse" and not self.supports_regression:
+                raise ValueError(f"strategy {self.name!r} is not defined for regression (loss='mse')")
+            self.loss_fn = LOSSES[loss]
+        elif callable(loss):
+            self.loss_fn = loss
+        else:
+            raise TypeError(f"loss must be a name or a callable, got {type(loss).__name__}")
+        self.lr = check_real("lr", lr, low=0, low_open=True)
+        self.momentum = check_real("momentum", momentum, low=0, high=1)
+        self.weight_decay = check_real("weight_decay", weight_decay, low=0)
+        self.epochs = check_int("epochs", epochs, low=0)
+        self.batch_size = check_int("batch_size", batch_size, low=1)
+        self.seed = check_int("seed", seed)
+        self.device = torch.device(device)
+        self.model = model.to(self.device)
+        self._optimizer_spec = optimizer
+        self.optimizer = self.make_optimizer(self.model.parameters())
+        self.generator = torch.Generator().manual_seed(self.seed)
+        self.rng = np.random.default_rng(self.seed)
+        self.seen_tasks: list[int] = []
+        self.seen_classes: set[int] = set()
+        self.steps = 0
+
+    # ------------------------------------------------------------------ set-up
+    def make_optimizer(self, params):
+        """Build the optimizer for ``params`` from the constructor's settings."""
+        spec = self._optimizer_spec
+        if callable(spec):
+            return spec(params)
+        check_choice("optimizer", spec, ["sgd", "adam", "adamw"])
+        if spec == "sgd":
+            return torch.optim.SGD(params, lr=self.lr, momentum=self.momentum, weight_decay=self.weight_decay)
+        if spec == "adam":
+            return torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
+        return torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay)
+
+    # ------------------------------------------------------------------ hooks
+    def before_task(self, task: Task) -> None:
+        """Called before the first step on ``task``."""
+
+    def after_task(self, task: Task) -> None:
+        """Called after the last step on ``task`` (consolidation goes here)."""
+
+    def augment_batch(self, x, y, task: Task | None):
+        """Return the batch actually trained on (replay methods add memory here)."""
+        return x, y
+
+    def penalty(self, task: Task | None) -> torch.Tensor | float:
+        """Regularisation term added to the loss (0 for naive fine-tuning)."""
+        return 0.0
+
+    def after_backward(self, x, y, task: Task | None) -> None:
+        """Called after ``loss.backward()`` and before the optimizer step."""
+
+    def after_step(self, x, y, task: Task | None) -> None:
+        """Called after the optimizer step with the incoming (not augmented) batch."""
+
+    # ------------------------------------------------------------------ core
+    def forward(self, x, task: Task | None = None, classes=None) -> torch.Tensor:
+        """Model outputs; in the task-incremental scenario, logits outside the task's classes are masked."""
+        out = self.model(x)
+        classes = classes if classes is not None else (task.classes if task is not None else None)
+        if self.scenario == "task" and classes is not None and out.ndim == 2:
+            mask = torch.full((out.shape[1],), float("-inf"), device=out.device)
+            mask[list(classes)] = 0.0
+            out = out + mask
+        return out
+
+    def criterion(self, outputs, y) -> torch.Tensor:
+        """The task loss on a batch."""
+        return self.loss_fn(outputs, y)
+
+    def train_step(self, x, y, task: Task | None = None) -> float:
+        """One optimisation step on the batch ``(x, y)``; returns the loss value."""
+        self.model.train()
+        xb, yb = self.augment_batch(x, y, task)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.criterion(self.forward(xb, task), yb) + self.penalty(task)
+        loss.backward()
+        self.after_backward(xb, yb, task)
+        self.optimizer.step()
+        self.after_step(x, y, task)
+        self.steps += 1
+        return float(loss.detach())
+
+    def batches(self, n: int):
+        """Shuffled mini-batch index tensors over ``n`` samples (local generator)."""
+        perm = torch.randperm(n, generator=self.generator)
+        for start in range(0, n, self.batch_size):
+            yield perm[start:start + self.batch_size]
+
+    def train_task(self, task: Task, epochs: int | None = None) -> list[float]:
+        """Train on a whole task (``epochs`` passes); returns the mean loss per epoch."""
+        if not isinstance(task, Task):
+            raise TypeError(f"task must be a clkit.strategies.Task, got {type(task).__name__}")
+        epochs = self.epochs if epochs is None else check_int("epochs", epochs, low=0)
+        self._register_task(task)
+        self.before_task(task)
+        history = []
+        for _ in range(epochs):
+            losses = [self.train_step(take(task.x, idx), task.y[idx], task) for idx in self.batches(len(task))]
+            history.append(float(np.mean(losses)) if losses else float("nan"))
+        self.after_task(task)
+        return history
+
+    def observe(self, x, y, task: Task | None = None) -> float:
+        """Task-free use: one step on an incoming batch, no task boundaries needed."""
+        if task is not None:
+            self._register_task(task)
+        elif not torch.is_floating_point(y):
+            self.seen_classes.update(int(c) for c in torch.unique(y).tolist())
+        return self.train_step(x, y, task)
+
+    def _register_task(self, task: Task) -> None:
+        if task.task_id not in self.seen_tasks:
+            self.seen_tasks.append(task.task_id)
+        if task.classes:
+            self.seen_classes.update(task.classes)
+
+    # ------------------------------------------------------------------ inference
+    @torch.no_grad()
+    def predict(self, x, task: Task | None = None, batch_size: int = 4096) -> torch.Tensor:
+        """Outputs on ``x`` in evaluation mode (batched)."""
+        self.model.eval()
+        n = len(x[0]) if isinstance(x, (tuple, list)) else len(x)
+        outs = [self.forward(take(x, slice(s, s + batch_size)), task) for s in range(0, n, batch_size)]
+        return torch.cat(outs) if outs else torch.empty(0)
+
+    def evaluate(self, task: Task, metric: str | Callable = "accuracy") -> float:
+        """Score on ``task``: ``"accuracy"`` (argmax), ``"mse"`` or ``metric(outputs, y)``."""
+        out = self.predict(task.x, task)
+        if callable(metric):
+            return float(metric(out, task.y))
+        check_choice("metric", metric, ["accuracy", "mse"])
+        if metric == "accuracy":
+            return float((out.argmax(1) == task.y).float().mean()) if len(task) else float("nan")
+        return float(F.mse_loss(out, task.y))
+
+    def clone_model(self) -> nn.Module:
+        """A deep copy of the current model (frozen snapshots, experts, teachers)."""
+        return copy.deepcopy(self.model)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(scenario={self.scenario!r}, lr={self.lr}, epochs={self.epochs})"
+
+
+register("naive")(Strategy)
