@@ -1,0 +1,24 @@
+"""DRIFT: task-free continual graph learning under Gaussian task mixing (notebook 05_drift).
+
+- :mod:`clkit.drift.schedule` -- latent tasks, task centres (Eq. 9), Gaussian
+  weights (Eq. 10), largest-remainder batch counts (Eq. 5), overlap index (Eq. 6);
+- :mod:`clkit.drift.streams` -- hard / Gaussian / boundary-local / global-mixing
+  streams of node-index batches, with or without replacement;
+- :mod:`clkit.drift.cache` -- :func:`build_stream`, built once per configuration
+  and cached on disk;
+- :mod:`clkit.drift.evaluate` -- online training along a stream with periodic
+  evaluation on every latent task's test set, and the Joint upper bound.
+"""
+
+from .cache import build_stream, stream_key
+from .schedule import (DEFAULT_TAU, gaussian_weights, hard_weights, largest_remainder, latent_tasks,
+                       mixing_entropy, overlap_index, task_centers)
+from .streams import (SAMPLINGS, SETTINGS, Stream, boundary_local_stream, fill_counts, gaussian_stream,
+                      global_stream, hard_stream)
+
+__all__ = [
+    "build_stream", "stream_key",
+    "DEFAULT_TAU", "gaussian_weights", "hard_weights", "largest_remainder", "latent_tasks", "mixing_entropy",
+    "overlap_index", "task_centers", "SAMPLINGS", "SETTINGS", "Stream", "boundary_local_stream", "fill_counts",
+    "gaussian_stream", "global_stream", "hard_stream",
+]

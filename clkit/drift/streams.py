@@ -1,0 +1,328 @@
+"""DRIFT stream builders: Gaussian, hard, boundary-local and global mixing.
+
+A stream is a fixed sequence of mini-batches of training-node indices, built
+from per-task node pools. Builders are vectorised over batches: the only Python
+loops run over latent tasks (to shuffle each task's queue) or boundaries.
+
+Sampling (Sect. 4.4 / App. A.3):
+
+- ``"without"`` -- each latent task keeps its own shuffled queue, drawn in order
+  and reshuffled (an independent permutation) each time it is exhausted;
+- ``"with"`` -- samples drawn independently and uniformly with replacement.
+
+Finally the samples of every batch are shuffled within the batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validate import check_choice, check_int, check_real
+from .schedule import gaussian_weights, hard_weights, largest_remainder, task_centers
+
+__all__ = [
+    "Stream",
+    "SETTINGS",
+    "SAMPLINGS",
+    "fill_counts",
+    "gaussian_stream",
+    "hard_stream",
+    "boundary_local_stream",
+    "global_stream",
+]
+
+SETTINGS = ["hard", "gaussian", "boundary_local", "global"]
+SAMPLINGS = ["without", "with"]
+
+
+@dataclass
+class Stream:
+    """A task-free stream of node-index mini-batches.
+
+    Attributes
+    ----------
+    batches : ndarray of int64, shape (T, B)
+        Node indices of each batch (already shuffled within the batch).
+    counts : ndarray of int64, shape (T, num_tasks)
+        Realised composition: samples of latent task k in batch t (rows sum to B).
+    weights : ndarray of float, shape (T, num_tasks)
+        The mixing curve :math:`\\alpha_k(t)` the stream was drawn from.
+    setting : str
+    meta : dict
+        Construction parameters (sigma, p, k_bl, sampling, seed, ...).
+    """
+
+    batches: np.ndarray
+    counts: np.ndarray
+    weights: np.ndarray
+    setting: str
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def num_batches(self) -> int:
+        return int(self.batches.shape[0])
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.batches.shape[1])
+
+    @property
+    def num_tasks(self) -> int:
+        return int(self.counts.shape[1])
+
+
+def _queue(nodes: np.ndarray, n: int, replace: bool, rng) -> np.ndarray:
+    """``n`` draws from ``nodes``: with replacement, or from reshuffled permutations."""
+    if n == 0:
+        return nodes[:0]
+    if replace:
+        return nodes[rng.integers(0, nodes.size, size=n)]
+    reps = -(-n // nodes.size)
+    keys = rng.random((reps, nodes.size))
+    return nodes[np.argsort(keys, axis=1)].ravel()[:n]
+
+
+def _shuffle_rows(a: np.ndarray, rng) -> np.ndarray:
+    return np.take_along_axis(a, np.argsort(rng.random(a.shape), axis=1), axis=1)
+
+
+def fill_counts(task_nodes, counts, *, sampling: str = "without", rng=None, seed: int = 0) -> np.ndarray:
+    """Fill batches with node indices given the per-batch task composition.
+
+    Parameters
+    ----------
+    task_nodes : list of ndarray of int
+        Training nodes of each latent task (each non-empty).
+    counts : ndarray of int, shape (T, num_tasks)
+        :math:`n_k(t)`; every row sums to the batch size B.
+    sampling : {"without", "with"}
+    rng : numpy.random.Generator, optional
+        Stream generator (default ``np.random.default_rng(seed)``).
+
+    Returns
+    -------
+    ndarray of int64, shape (T, B)
+        Task k's draws are consumed in time order; each row is shuffled.
+
+    Examples
+    --------
+    >>> b = fill_counts([np.array([0, 1]), np.array([5, 6, 7])], np.array([[2, 0], [1, 1], [0, 2]]))
+    >>> b.shape, sorted(b[0].tolist()), bool(np.isin(b[2], [5, 6, 7]).all())
+    ((3, 2), [0, 1], True)
+    """
+    check_choice("sampling", sampling, SAMPLINGS)
+    rng = np.random.default_rng(seed) if rng is None else rng
+    counts = np.asarray(counts, dtype=np.int64)
+    T = counts.shape[0]
+    B = int(counts[0].sum()) if T else 0
+    if (counts.sum(axis=1) != B).any():
+        raise ValueError("counts rows must all sum to the same batch size")
+    return _shuffle_rows(_fill_flat(task_nodes, counts, sampling == "with", rng).reshape(T, B), rng)
+
+
+def _fill_flat(task_nodes, counts, replace: bool, rng) -> np.ndarray:
+    """Draws for the slots of ``counts`` (T, K), flat in (batch, task) order, unshuffled."""
+    T, K = counts.shape
+    # slot labels in (batch, task) order; a stable sort groups them by task, time order kept
+    labels = np.repeat(np.tile(np.arange(K), T), counts.ravel())
+    order = np.argsort(labels, kind="stable")
+    totals = counts.sum(axis=0)
+    draws = np.concatenate([_queue(np.asarray(task_nodes[k], dtype=np.int64), int(totals[k]), replace, rng)
+                            for k in range(K)])
+    flat = np.empty(labels.size, dtype=np.int64)
+    flat[order] = draws
+    return flat
+
+
+def _check_common(task_nodes, batch_size, sampling):
+    batch_size = check_int("batch_size", batch_size, low=1)
+    check_choice("sampling", sampling, SAMPLINGS)
+    sizes = np.array([len(n) for n in task_nodes], dtype=np.int64)
+    if sizes.size == 0 or (sizes == 0).any():
+        raise ValueError(f"every latent task needs at least one training node, got sizes {sizes.tolist()}")
+    return batch_size, sizes
+
+
+def _counts_from_nodes(batches, node_task, K):
+    """Realised per-batch task composition (T, K) from a node -> task map."""
+    tasks = node_task[batches]
+    T = batches.shape[0]
+    flat = (np.arange(T)[:, None] * K + tasks).ravel()
+    return np.bincount(flat, minlength=T * K).reshape(T, K)
+
+
+def gaussian_stream(task_nodes, batch_size: int, sigma: float, *, sampling: str = "without",
+                    seed: int = 0) -> Stream:
+    """Gaussian-mixing stream (Eqs. 9, 10 and 5).
+
+    Parameters
+    ----------
+    task_nodes : list of ndarray of int
+        Training nodes of each latent task, in task order.
+    batch_size : int
+    sigma : float
+        Mixing width in batches (> 0, finite).
+    sampling : {"without", "with"}
+    seed : int
+        Seeds the stream generator (kept separate from any method's generator).
+
+    Examples
+    --------
+    >>> s = gaussian_stream([np.arange(20), np.arange(20, 40)], batch_size=5, sigma=1.0)
+    >>> s.batches.shape, bool((s.counts.sum(1) == 5).all())
+    ((8, 5), True)
+    """
+    batch_size, sizes = _check_common(task_nodes, batch_size, sampling)
+    sigma = check_real("sigma", sigma, low=0, low_open=True)
+    mu, _, T = task_centers(sizes, batch_size)
+    w = gaussian_weights(mu, T, sigma)
+    counts = largest_remainder(w, batch_size)
+    rng = np.random.default_rng(seed)
+    batches = fill_counts(task_nodes, counts, sampling=sampling, rng=rng)
+    return Stream(batches, counts, w, "gaussian", {"sigma": sigma, "sampling": sampling, "seed": seed})
+
+
+def hard_stream(task_nodes, batch_size: int, *, sampling: str = "without", seed: int = 0) -> Stream:
+    """Hard transitions (Eq. 11, sigma -> 0): task k fills all B slots of its B_k batches.
+
+    Examples
+    --------
+    >>> s = hard_stream([np.arange(7), np.arange(7, 10)], batch_size=5)
+    >>> s.counts.tolist()
+    [[5, 0], [5, 0], [0, 5]]
+    """
+    batch_size, sizes = _check_common(task_nodes, batch_size, sampling)
+    _, bk, _ = task_centers(sizes, batch_size)
+    w = hard_weights(bk)
+    counts = (w * batch_size).astype(np.int64)
+    batches = fill_counts(task_nodes, counts, sampling=sampling, rng=np.random.default_rng(seed))
+    return Stream(batches, counts, w, "hard", {"sampling": sampling, "seed": seed})
+
+
+def boundary_local_stream(task_nodes, batch_size: int, k_bl: int, *, sampling: str = "without",
+                          seed: int = 0) -> Stream:
+    """Boundary-local mixing: adjacent tasks mixed within ``k_bl`` batches of each boundary.
+
+    The hard stream is built first; then, at each boundary, the last ``k_bl * B``
+    samples of task k and the first ``k_bl * B`` samples of task k+1 are pooled and
+    permuted uniformly over those ``2 k_bl`` batches (App. A.3). Windows never
+    overlap: a side is clipped to ``floor(B_k / 2)`` batches of its task (so a
+    one-batch task is not mixed), which is recorded in ``meta["windows"]``.
+
+    Examples
+    --------
+    >>> s = boundary_local_stream([np.arange(40), np.arange(40, 80)], batch_size=5, k_bl=2)
+    >>> s.counts[:6, 0].tolist(), s.counts[10:, 0].tolist()
+    ([5, 5, 5, 5, 5, 5], [0, 0, 0, 0, 0, 0])
+    >>> int(s.counts[6:10, 0].sum())
+    10
+    """
+    k_bl = check_int("k_bl", k_bl, low=1)
+    hard = hard_stream(task_nodes, batch_size, sampling=sampling, seed=seed)
+    _, bk, T = task_centers(np.array([len(n) for n in task_nodes]), batch_size)
+    B = hard.batch_size
+    rng = np.random.default_rng([seed, 1])
+    bounds = np.cumsum(bk)[:-1]
+    left = np.minimum(k_bl, bk[:-1] // 2)
+    right = np.minimum(k_bl, bk[1:] // 2)
+    region = np.full(T, -1, dtype=np.int64)
+    for i, (b, l, r) in enumerate(zip(bounds, left, right)):
+        if l and r:
+            region[b - l:b + r] = i
+    slots = np.flatnonzero(np.repeat(region, B) >= 0)
+    flat = hard.batches.ravel().copy()
+    # permute uniformly within each region: sort slots by (region, random key)
+    reg = np.repeat(region, B)[slots]
+    perm = slots[np.lexsort((rng.random(slots.size), reg))]
+    flat[slots] = flat[perm]
+    batches = _shuffle_rows(flat.reshape(T, B), rng)
+    node_task = _node_task(task_nodes)
+    counts = _counts_from_nodes(batches, node_task, len(task_nodes))
+    w = hard.weights.copy()
+    for i, (b, l, r) in enumerate(zip(bounds, left, right)):
+        if l and r:
+            w[b - l:b + r] = 0.0
+            w[b - l:b + r, i] = l / (l + r)
+            w[b - l:b + r, i + 1] = r / (l + r)
+    return Stream(batches, counts, w, "boundary_local",
+                  {"k_bl": k_bl, "sampling": sampling, "seed": seed,
+                   "windows": np.stack([bounds - left, bounds + right], 1).tolist()})
+
+
+def _node_task(task_nodes):
+    n = max(int(np.max(t)) for t in task_nodes) + 1
+    node_task = np.full(n, -1, dtype=np.int64)
+    for k, t in enumerate(task_nodes):
+        node_task[np.asarray(t)] = k
+    return node_task
+
+
+def global_stream(task_nodes, batch_size: int, p: float, *, sampling: str = "without", seed: int = 0) -> Stream:
+    """Global mixing: a fraction ``p`` of every task is spread over the whole stream.
+
+    App. A.3: ``round(p * N_k)`` nodes of each task (drawn at random) form a shared
+    pool; the rest follow the hard schedule. Choices where the paper is silent:
+    the pool takes a fraction ``p`` of the slots of *every* batch, batch t holding
+    ``m_t = floor(pB(t+1)) - floor(pBt)`` pool slots (so exactly ``p`` of all slots
+    in the long run, spread evenly); task k's main part then owns consecutive
+    batches until their ``B - m_t`` main slots hold ``N_k - round(p N_k)`` nodes
+    (its last batch is topped up from its own reshuffled queue, as in the hard
+    stream). Pool slots draw from the pool's shuffled queue (or with replacement),
+    so off-window tasks appear in proportion to their pool share.
+
+    Examples
+    --------
+    >>> s = global_stream([np.arange(50), np.arange(50, 100)], batch_size=10, p=0.2)
+    >>> s.batches.shape, bool((s.counts.sum(1) == 10).all()), bool((s.counts > 0).mean() > 0.5)
+    ((10, 10), True, True)
+    """
+    p = check_real("p", p, low=0, high=1, high_open=True)
+    batch_size, sizes = _check_common(task_nodes, batch_size, sampling)
+    B = batch_size
+    rng = np.random.default_rng(seed)
+    K = len(task_nodes)
+    reserved, main = [], []
+    for nodes in task_nodes:
+        nodes = np.asarray(nodes, dtype=np.int64)
+        perm = nodes[rng.permutation(nodes.size)]
+        r = int(round(p * nodes.size))
+        r = min(r, nodes.size - 1)  # keep at least one node in the task's own window
+        reserved.append(perm[:r])
+        main.append(perm[r:])
+    msize = np.array([m.size for m in main])
+    # pool slots per batch and cumulative main capacity; generous upper bound on T
+    t_max = int(np.sum(-(-msize // max(1, B - int(np.ceil(p * B)))))) + K + 1
+    tt = np.arange(t_max + 1)
+    cum_pool = np.floor(p * B * tt + 1e-9).astype(np.int64)
+    m_t = np.diff(cum_pool)
+    cap = B * tt - cum_pool  # main slots in batches [0, t)
+    if (B - m_t <= 0).any():
+        raise ValueError(f"p={p} leaves no main slots in a batch of size {B}")
+    ends = np.empty(K, dtype=np.int64)
+    start = 0
+    for k in range(K):
+        ends[k] = np.searchsorted(cap, cap[start] + msize[k], side="left")
+        start = ends[k]
+    T = int(ends[-1])
+    m_t = m_t[:T]
+    starts = np.concatenate([[0], ends[:-1]])
+    owner = np.repeat(np.arange(K), ends - starts)
+    main_counts = np.zeros((T, K), dtype=np.int64)
+    main_counts[np.arange(T), owner] = B - m_t
+    main_draws = _fill_flat(main, main_counts, sampling == "with", rng)  # batch order, B - m_t per batch
+    pool = np.concatenate(reserved)
+    flat = np.empty(T * B, dtype=np.int64)
+    is_pool = (np.arange(B)[None, :] < m_t[:, None]).ravel()
+    flat[~is_pool] = main_draws
+    if is_pool.any():
+        if pool.size == 0:
+            raise ValueError(f"p={p} reserves no node of any task for the shared pool; increase p")
+        flat[is_pool] = _queue(pool, int(is_pool.sum()), sampling == "with", rng)
+    batches = _shuffle_rows(flat.reshape(T, B), rng)
+    counts = _counts_from_nodes(batches, _node_task(task_nodes), K)
+    share = np.array([r.size for r in reserved], dtype=float)
+    share = share / share.sum() if share.sum() else share
+    w = ((B - m_t) / B)[:, None] * np.eye(K)[owner] + (m_t / B)[:, None] * share[None, :]
+    return Stream(batches, counts, w, "global", {"p": p, "sampling": sampling, "seed": seed})
