@@ -1,0 +1,27 @@
+"""Temporal taskification of a stream and its structural diagnostics (the taskification paper).
+
+- :mod:`~clkit.taskification.boundaries` -- :class:`Taskification`, :func:`fixed_windows`,
+  :func:`days_to_steps`, the boundary neighbourhood :func:`perturb_boundaries`;
+- :mod:`~clkit.taskification.discrepancy` -- task distributions and the Wasserstein
+  discrepancy matrix :func:`distance_matrix`;
+- :mod:`~clkit.taskification.profiles` -- plasticity / stability profiles, the profile
+  distance :func:`profile_distance` (Eq. 2) and :func:`bps`;
+- :mod:`~clkit.taskification.compare` -- comparing task-to-task matrices of different sizes;
+- :mod:`~clkit.taskification.case_studies` -- the synthetic streams of Eqs. 3-5;
+- :mod:`~clkit.taskification.forecasting` -- continual forecasting under a taskification
+  (error matrix ``M``, average MSE, BWT, forgetting).
+"""
+
+from .boundaries import Taskification, check_delta, days_to_steps, fixed_windows, perturb_boundaries
+from .discrepancy import check_stream, distance_matrix, task_quantiles
+from .compare import interpolation_matrix, matrix_mse, matrix_mse_table, upsample_matrix
+from .case_studies import changepoint_stream, recurrence_stream, transient_stream
+from .profiles import (BPSReport, Profile, bps, bps_report, plasticity_profile, profile_components,
+                       profile_distance, stability_profile, taskification_profile)
+
+__all__ = ["Taskification", "check_delta", "days_to_steps", "fixed_windows", "perturb_boundaries",
+           "check_stream", "distance_matrix", "task_quantiles",
+           "BPSReport", "Profile", "bps", "bps_report", "plasticity_profile", "profile_components",
+           "profile_distance", "stability_profile", "taskification_profile",
+           "interpolation_matrix", "matrix_mse", "matrix_mse_table", "upsample_matrix",
+           "changepoint_stream", "recurrence_stream", "transient_stream"]
