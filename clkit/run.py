@@ -72,12 +72,33 @@ def param_sets(notebook: str) -> list[str]:
 
 
 def notebook_parameters(notebook: str) -> dict:
-    """The notebook's declared parameters: ``{name: {"type": ..., "default": ..., "help": ...}}``."""
-    import papermill as pm
+    """The notebook's declared parameters: ``{name: {"type": ..., "default": ..., "help": ...}}``.
 
-    info = pm.inspect_notebook(str(notebooks_dir() / f"{notebook}.ipynb"))
-    return {k: {"type": v["inferred_type_name"], "default": v["default"], "help": v["help"]}
-            for k, v in info.items()}
+    Read with :mod:`ast` from the cell tagged ``parameters`` (papermill's own
+    inspector gives up on comments that contain ``=``).
+    """
+    import ast
+
+    import nbformat
+
+    nb = nbformat.read(str(notebooks_dir() / f"{notebook}.ipynb"), as_version=4)
+    cells = [c for c in nb.cells if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])]
+    if not cells:
+        raise ValueError(f"{notebook} has no code cell tagged 'parameters'")
+    src = cells[0].source
+    lines = src.splitlines()
+    out = {}
+    for node in ast.parse(src).body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            line = lines[node.lineno - 1]
+            out[node.target.id] = {"type": ast.unparse(node.annotation),
+                                   "default": ast.literal_eval(node.value) if node.value is not None else None,
+                                   "help": line.split("#", 1)[1].strip() if "#" in line else ""}
+        elif isinstance(node, ast.Assign):
+            for tgt in node.targets:
+                if isinstance(tgt, ast.Name):
+                    out[tgt.id] = {"type": "None", "default": ast.literal_eval(node.value), "help": ""}
+    return out
 
 
 def load_params(notebook: str, params: str = "default", overrides=()) -> dict:

@@ -49,6 +49,7 @@ __all__ = [
     "id_accuracy",
     "ood_accuracy",
     "summarize_learner",
+    "accuracy_matrix",
     "check_params",
     "DATASETS",
     "LEARNERS",
@@ -396,3 +397,67 @@ def check_params(*, dataset, learners, period_length, delta, epsilon, lam, n, ho
     )
     out.update(extra)
     return out
+
+
+# --------------------------------------------------------------------------- producing A(t, tau)
+
+#: learner name -> (strategy name in clkit.strategies, trains one fresh model per period?)
+_LEARNER_STRATEGY = {"erm": ("naive", True), "finetune": ("naive", False), "ewc": ("ewc", False),
+                     "si": ("si", False), "agem": ("agem", False)}
+
+
+def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr: float = 1e-3,
+                    batch_size: int = 64, seed: int = 0, strategy_kwargs: dict | None = None,
+                    progress: bool = False) -> np.ndarray:
+    """Train ``learner`` period by period and fill A(t, tau) for tau >= t.
+
+    Parameters
+    ----------
+    dataset : clkit.data.temporal.PeriodDataset
+    learner : {"erm", "finetune", "ewc", "si", "agem"}
+        ``"erm"``: a fresh model trained on period t only (Wild-Time's per-period
+        ERM; its diagonal is the oracle). The others train one model sequentially
+        through the periods with the :mod:`clkit.strategies` of that name
+        (``"finetune"`` = naive fine-tuning), and row t is evaluated after period t.
+    epochs, hidden, lr, batch_size : training settings (Adam, an MLP with ``hidden`` layers).
+    seed : int
+        Seeds model initialisation and batch order.
+    strategy_kwargs : dict, optional
+        Extra strategy hyper-parameters (e.g. ``{"ewc_lambda": 10}``).
+
+    Returns
+    -------
+    A : ndarray, shape (num_periods, num_periods)
+        Test accuracies; NaN below the diagonal (not evaluated, as in the paper).
+    """
+    from ._seed import torch_seeded
+    from .models.mlp import MLP
+    from .strategies import make_strategy
+
+    check_choice("learner", learner, LEARNERS)
+    name, fresh = _LEARNER_STRATEGY[learner]
+    train, test = dataset.tasks("train"), dataset.tasks("test")
+    T = len(train)
+    in_features = int(np.prod(dataset.input_shape))
+    kw = dict(optimizer="adam", lr=lr, epochs=epochs, batch_size=batch_size)
+    kw.update(strategy_kwargs or {})
+
+    def build(s):
+        with torch_seeded(s):
+            model = MLP(in_features, dataset.num_classes, hidden=tuple(hidden))
+        return make_strategy(name, model, seed=s, **kw)
+
+    A = np.full((T, T), np.nan)
+    strategy = None
+    periods = range(T)
+    if progress:
+        from tqdm.auto import tqdm
+
+        periods = tqdm(periods, desc=learner, leave=False)
+    for t in periods:
+        if fresh or strategy is None:
+            strategy = build(seed + (1000 * t if fresh else 0))
+        strategy.train_task(train[t])
+        for tau in range(t, T):
+            A[t, tau] = strategy.evaluate(test[tau])
+    return A

@@ -1,0 +1,172 @@
+"""clkit.temporal: the paper's metrics on hand-computed matrices and their edge cases."""
+
+import numpy as np
+import pytest
+
+from clkit import temporal as tm
+from clkit.data.temporal import gaussian_ground_truth, make_drifting_gaussians
+
+nan = np.nan
+
+
+def test_transfer_ratio_clips_above_one():
+    A = [[0.5, 0.9], [nan, 0.6]]          # 0.9 / 0.6 = 1.5 -> clipped to 1
+    g = tm.transfer_ratio(A)
+    assert g[0, 1] == 1.0 and np.isnan(g[1, 0]) and g[1, 1] == 1.0
+
+
+def test_transfer_ratio_external_oracle_and_zero_oracle():
+    A = [[0.5, 0.3], [nan, 0.0]]
+    g = tm.transfer_ratio(A, oracle=[0.5, 0.0])
+    assert g[0, 1] == 1.0              # oracle 0: cannot do worse than the oracle
+    g = tm.transfer_ratio([[0.4, 0.3], [nan, 0.6]], oracle=[0.8, 0.6])
+    assert g[0, 0] == pytest.approx(0.5) and g[0, 1] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="oracle"):
+        tm.transfer_ratio(A, oracle=[1.0])
+
+
+def test_stability_horizon_hand_example():
+    A = [[0.9, 0.85, 0.7, 0.9],       # g = 1, .944, .778, 1
+         [nan, 0.9, 0.9, 0.9],
+         [nan, nan, 0.9, 0.3],
+         [nan, nan, nan, 0.9]]
+    assert tm.stability_horizon(A, delta=0.8).tolist() == [1.0, 2.0, 0.0, 0.0]
+    assert tm.stability_horizon(A, delta=0.8, contiguous=False).tolist() == [3.0, 2.0, 0.0, 0.0]
+    # never crossed -> censored at the last available step; delta = 0 never crosses
+    assert tm.stability_horizon(A, delta=0.0).tolist() == [3.0, 2.0, 1.0, 0.0]
+    # horizon caps h
+    assert tm.stability_horizon(A, delta=0.0, horizon=1).tolist() == [1.0, 1.0, 1.0, 0.0]
+
+
+def test_stability_horizon_skips_nan_cells():
+    A = [[0.9, nan, 0.88, 0.2], [nan, 0.9, 0.9, 0.9], [nan, nan, 0.9, 0.9], [nan, nan, nan, 0.9]]
+    assert tm.stability_horizon(A, delta=0.9)[0] == 2.0
+
+
+def _dh_reference(A, eps, lam, H):
+    """Literal recursion of Eq. 4-5."""
+    A = np.asarray(A, float)
+    T = len(A)
+    out = []
+    for t in range(T):
+        S, dh = 0.0, H + 1
+        for h in range(1, H + 1):
+            if t + h < T and not np.isnan(A[t, t + h]):
+                S = max(0.0, S + abs(A[t, t + h] - A[t, t]) - eps)
+            if S > lam:
+                dh = h
+                break
+        out.append(dh)
+    return np.array(out, float)
+
+
+def test_drift_horizon_hand_example_and_sentinel():
+    A = [[0.9, 0.85, 0.6, 0.5], [nan, 0.9, 0.88, 0.87], [nan, nan, 0.9, 0.9], [nan, nan, nan, 0.9]]
+    # row 0: S1 = max(0, .05-.02) = .03; S2 = .03 + .30 - .02 = .31 > .15 -> DH = 2
+    # row 1: S1 = 0, S2 = .01 -> never -> sentinel H + 1 = 4
+    assert tm.drift_horizon(A, epsilon=0.02, lam=0.15).tolist() == [2.0, 4.0, 4.0, 4.0]
+    assert tm.drift_horizon(A, epsilon=0.02, lam=0.15, horizon=6).tolist() == [2.0, 7.0, 7.0, 7.0]
+
+
+def test_drift_horizon_statistic_resets_at_zero():
+    # deviations below epsilon pull S down but never below 0
+    A = [[0.9, 0.9, 0.9, 0.7], [nan] * 4, [nan] * 4, [nan] * 4]
+    A[1][1] = A[2][2] = A[3][3] = 0.9
+    assert tm.drift_horizon(A, epsilon=0.05, lam=0.1)[0] == 3.0  # S = 0, 0, 0.15 > 0.1
+
+
+def test_drift_horizon_matches_literal_recursion():
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        A = np.triu(rng.random((7, 7))) + np.tril(np.full((7, 7), nan), -1)
+        A[rng.random((7, 7)) < 0.1] = nan
+        np.fill_diagonal(A, rng.random(7))
+        for H in (3, 6):
+            got = tm.drift_horizon(A, epsilon=0.05, lam=0.2, horizon=H)
+            np.testing.assert_array_equal(got, _dh_reference(A, 0.05, 0.2, H))
+
+
+def test_tas_hand_example_partial_and_clipping():
+    A = [[0.8, 0.6, 0.3], [nan, 0.8, 0.4], [nan, nan, 0.5]]
+    tas = tm.temporal_adaptation_score(A, n=2)
+    assert tas[0] == pytest.approx((0.6 + 0.3) / (0.8 + 0.5))
+    assert tas[1] == pytest.approx(0.4 / 0.5)      # only one future step exists
+    assert np.isnan(tas[2])                        # last period: no future
+    assert np.isnan(tm.temporal_adaptation_score(A, n=2, partial=False)[1])
+    # n beyond the stream: uses what exists
+    assert tm.temporal_adaptation_score(A, n=10)[0] == pytest.approx(tas[0])
+    # above the oracle -> clipped to 1
+    assert tm.temporal_adaptation_score([[0.5, 0.9], [nan, 0.6]], n=1)[0] == 1.0
+
+
+def test_tas_nan_pairs_and_zero_oracle():
+    A = [[0.8, nan, 0.3], [nan, 0.8, 0.4], [nan, nan, 0.5]]
+    assert tm.temporal_adaptation_score(A, n=2)[0] == pytest.approx(0.3 / 0.5)
+    assert tm.temporal_adaptation_score([[0.5, 0.0], [nan, 0.0]], n=1)[0] == 1.0
+
+
+def test_id_ood():
+    A = [[0.9, 0.5, 0.4], [nan, 0.8, 0.6], [nan, nan, 0.7]]
+    np.testing.assert_allclose(tm.id_accuracy(A), [0.9, 0.8, 0.7])
+    np.testing.assert_allclose(tm.ood_accuracy(A)[:2], [0.45, 0.6])
+    np.testing.assert_allclose(tm.ood_accuracy(A, n=1)[:2], [0.5, 0.6])
+
+
+def test_metrics_on_200x200_are_consistent():
+    rng = np.random.default_rng(0)
+    A = np.triu(rng.uniform(0.5, 1.0, (200, 200)))
+    A[np.tril_indices(200, -1)] = nan
+    s = tm.summarize_learner(A, delta=0.8, epsilon=0.01, lam=0.2, n=5, horizon=20)
+    assert 0 <= s["tas"] <= 1 and 0 <= s["sh"] <= 20 and 1 <= s["dh"] <= 21
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: tm.transfer_ratio([[1, 2, 3]]), "square"),
+    (lambda: tm.stability_horizon(np.eye(2), delta=1.5), "delta"),
+    (lambda: tm.stability_horizon(np.eye(2), delta=-0.1), "delta"),
+    (lambda: tm.drift_horizon(np.eye(2), epsilon=-1, lam=0.1), "epsilon"),
+    (lambda: tm.drift_horizon(np.eye(2), epsilon=0.1, lam=-1), "lam"),
+    (lambda: tm.temporal_adaptation_score(np.eye(2), n=0), "n"),
+    (lambda: tm.check_params(dataset="mnist", learners=["erm"], period_length=1, delta=0.5, epsilon=0,
+                             lam=0, n=1, horizon=0, epochs=1, seed=0), "dataset"),
+    (lambda: tm.check_params(dataset="rainfall", learners=["erm", "lwf"], period_length=1, delta=0.5,
+                             epsilon=0, lam=0, n=1, horizon=0, epochs=1, seed=0), "learners"),
+    (lambda: tm.check_params(dataset="rainfall", learners=["erm"], period_length=1, delta=0.5,
+                             epsilon=0, lam=0, n=1.5, horizon=0, epochs=1, seed=0), "n"),
+])
+def test_bad_input_names_parameter(call, name):
+    with pytest.raises((ValueError, TypeError), match=name):
+        call()
+
+
+# ----------------------------------------------------------------- the paper's claim, ground truth
+
+def test_ground_truth_separates_shift_from_difficulty():
+    T = 8
+    difficulty = gaussian_ground_truth(np.linspace(4, 1, T), np.zeros(T))
+    shift = gaussian_ground_truth(np.full(T, 4.0), 0.5 * np.arange(T))
+    kw = dict(delta=0.9, epsilon=0.01, lam=0.1, n=3)
+    d = tm.summarize_learner(difficulty["acc_matrix"], oracle=difficulty["oracle"], **kw)
+    s = tm.summarize_learner(shift["acc_matrix"], oracle=shift["oracle"], **kw)
+    assert d["id"] - d["ood"] > 0.05 and s["id"] - s["ood"] > 0.05   # both show an ID-OOD gap
+    assert d["tas"] == pytest.approx(1.0)                            # difficulty: perfect adaptation
+    assert s["tas"] < 0.9                                            # shift: adaptation lag
+
+
+def test_learned_erm_recovers_the_distinction():
+    kw = dict(epochs=20, hidden=(16,), lr=0.01, batch_size=64, seed=0)
+    dif = make_drifting_gaussians(6, 400, drift=0.0, separation_start=4, separation_end=1, seed=0)
+    shf = make_drifting_gaussians(6, 400, drift=0.5, separation_start=4, separation_end=4, seed=0)
+    tas_d = np.nanmean(tm.temporal_adaptation_score(tm.accuracy_matrix(dif, "erm", **kw), n=3))
+    tas_s = np.nanmean(tm.temporal_adaptation_score(tm.accuracy_matrix(shf, "erm", **kw), n=3))
+    assert tas_d > 0.95 and tas_s < tas_d - 0.05
+
+
+def test_accuracy_matrix_is_deterministic_and_upper_triangular():
+    ds = make_drifting_gaussians(4, 100, seed=3)
+    A1 = tm.accuracy_matrix(ds, "finetune", epochs=2, seed=5)
+    A2 = tm.accuracy_matrix(ds, "finetune", epochs=2, seed=5)
+    np.testing.assert_array_equal(A1, A2)
+    assert np.isnan(A1[np.tril_indices(4, -1)]).all() and np.isfinite(A1[np.triu_indices(4)]).all()
+    with pytest.raises(ValueError, match="learner"):
+        tm.accuracy_matrix(ds, "cumulative")
