@@ -1,3 +1,8 @@
 """Imports every strategy module so that each registers its name."""
 
 from . import base  # noqa: F401
+from . import distillation  # noqa: F401
+from . import importance  # noqa: F401
+from . import projection  # noqa: F401
+from . import rehearsal  # noqa: F401
+from . import task_free  # noqa: F401
