@@ -53,7 +53,7 @@ def upsample_matrix(dist, size: int, method: str = "linear") -> np.ndarray:
     Examples
     --------
     >>> upsample_matrix([[0, 2], [2, 0]], 4).tolist()[1]
-    [0.5, 0.5, 1.0, 1.5]
+    [0.5, 0.75, 1.25, 1.5]
     """
     D = check_matrix("dist", dist, square=True, allow_nan=False)
     W = interpolation_matrix(size, D.shape[0], method)

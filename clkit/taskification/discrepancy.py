@@ -99,28 +99,34 @@ def prepare_stream(stream, taskification: Taskification | None = None, *, standa
 
 
 class _SortedStream:
-    """A stream sorted once per column; task quantiles for any boundaries reuse the sort."""
+    """A stream sorted once per feature; task quantiles for any boundaries reuse the sort.
+
+    For new boundaries, every sorted value gets its task label (a gather through
+    the stored order), and a stable counting sort (radix sort of small integers)
+    groups the values by task while keeping them sorted inside each task.
+    """
 
     def __init__(self, x: np.ndarray):
-        self.x = x
-        self.order = np.argsort(x, axis=0, kind="stable")          # (T, F) time index of each rank
-        self.values = np.take_along_axis(x, self.order, axis=0)     # (T, F) sorted values
+        xt = np.ascontiguousarray(x.T)                                # (F, T)
+        self.length = xt.shape[1]
+        self.order = np.argsort(xt, axis=1, kind="stable")           # time index of each rank
+        self.values = np.take_along_axis(xt, self.order, axis=1)     # sorted values, (F, T)
 
     def quantiles(self, boundaries: np.ndarray, num_quantiles: int) -> np.ndarray:
         b = np.asarray(boundaries, dtype=np.int64)
         K = b.size - 1
-        # task label of every sorted value; steps outside [t_0, t_K) sort to either end
-        label = np.searchsorted(b, self.order, side="right") - 1     # -1 .. K
         dtype = np.int16 if K + 2 < np.iinfo(np.int16).max else np.int32
-        # stable counting sort by task: values stay sorted inside each task group
-        perm = np.argsort(label.astype(dtype), axis=0, kind="stable")
-        grouped = np.take_along_axis(self.values, perm, axis=0)
-        # group k starts at position b[k] (all steps before b[k] have a smaller label)
+        # task label of every step (-1 before t_0, K from t_K on), then of every sorted value
+        counts = np.concatenate([[b[0]], np.diff(b), [self.length - b[-1]]])
+        step_label = np.repeat(np.arange(-1, K + 1, dtype=dtype), counts)
+        perm = np.argsort(step_label[self.order], axis=1, kind="stable")   # (F, T), values stay sorted per task
+        # group k starts at rank b[k] (all steps before b[k] have a smaller label)
         n = np.diff(b)
         q = (np.arange(num_quantiles) + 0.5) / num_quantiles
         idx = np.ceil(q[None, :] * n[:, None]).astype(np.int64) - 1
-        idx = b[:-1, None] + np.clip(idx, 0, n[:, None] - 1)          # (K, G)
-        return grouped[idx]                                            # (K, G, F)
+        idx = (b[:-1, None] + np.clip(idx, 0, n[:, None] - 1)).ravel()     # (K * G,)
+        out = np.take_along_axis(self.values, perm[:, idx], axis=1)          # (F, K * G)
+        return out.reshape(-1, K, num_quantiles).transpose(1, 2, 0)          # (K, G, F)
 
 
 def task_quantiles(stream, taskification: Taskification, num_quantiles: int = 64) -> np.ndarray:

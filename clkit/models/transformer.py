@@ -1,0 +1,102 @@
+"""A small time-series transformer forecaster (the taskification paper's model).
+
+Input: a window ``x`` of shape ``(batch, context, num_features)``. Each window is
+standardised per sample and per feature over its time axis (the per-sample
+normalisation the paper takes from Chronos-2), linearly projected to ``d_model``,
+given a learned positional embedding, passed through ``num_layers`` pre-norm
+transformer encoder blocks with ``num_heads`` heads, and the last position's
+representation is mapped to the next ``horizon`` values of the target.
+
+The paper's configuration: 12 features -> 32-d, 8 blocks, 4 heads, two days of
+10-minute context (288 steps), next step (``horizon=1``). The feed-forward width
+(4 x d_model) and dropout (0.1) are not given in the paper; they are our choice.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .._validate import check_int, check_real
+
+__all__ = ["TimeSeriesTransformer", "standardize_windows"]
+
+
+def standardize_windows(x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """Standardise each window and feature over the time axis.
+
+    Parameters
+    ----------
+    x : Tensor, shape (batch, context, num_features)
+
+    Returns
+    -------
+    Tensor, same shape; constant features become 0.
+
+    Examples
+    --------
+    >>> z = standardize_windows(torch.tensor([[[1.0, 5.0], [3.0, 5.0]]]))
+    >>> z[0].tolist()
+    [[-1.0, 0.0], [1.0, 0.0]]
+    """
+    mu = x.mean(dim=1, keepdim=True)
+    sd = x.std(dim=1, keepdim=True, unbiased=False)
+    return (x - mu) / (sd + eps) * (sd > eps)
+
+
+class TimeSeriesTransformer(nn.Module):
+    """Transformer encoder forecaster over multivariate windows.
+
+    Parameters
+    ----------
+    num_features : int
+        Input features per step (12 for CESNET-TimeSeries24).
+    context : int
+        Window length in steps (positional embedding size).
+    d_model : int
+    num_layers : int
+    num_heads : int
+        Must divide ``d_model``.
+    horizon : int
+        Number of future target values predicted.
+    dropout : float
+    normalize : bool
+        Apply :func:`standardize_windows` to the input.
+
+    Examples
+    --------
+    >>> m = TimeSeriesTransformer(num_features=3, context=8, d_model=8, num_layers=1, num_heads=2)
+    >>> m(torch.randn(5, 8, 3)).shape
+    torch.Size([5, 1])
+    """
+
+    def __init__(self, num_features: int = 12, context: int = 288, d_model: int = 32, num_layers: int = 8,
+                 num_heads: int = 4, horizon: int = 1, dropout: float = 0.1, normalize: bool = True):
+        super().__init__()
+        self.num_features = check_int("num_features", num_features, low=1)
+        self.context = check_int("context", context, low=1)
+        d_model = check_int("d_model", d_model, low=1)
+        num_layers = check_int("num_layers", num_layers, low=1)
+        num_heads = check_int("num_heads", num_heads, low=1)
+        if d_model % num_heads:
+            raise ValueError(f"num_heads must divide d_model={d_model}, got {num_heads}")
+        self.horizon = check_int("horizon", horizon, low=1)
+        dropout = check_real("dropout", dropout, low=0, high=1, high_open=True)
+        self.normalize = bool(normalize)
+        self.embed = nn.Linear(self.num_features, d_model)
+        self.pos = nn.Parameter(torch.zeros(1, self.context, d_model))
+        nn.init.normal_(self.pos, std=0.02)
+        layer = nn.TransformerEncoderLayer(d_model, num_heads, dim_feedforward=4 * d_model, dropout=dropout,
+                                           batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, num_layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, self.horizon)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Forecast, shape (batch, horizon), from windows of shape (batch, context, num_features)."""
+        if x.ndim != 3 or x.shape[1] != self.context or x.shape[2] != self.num_features:
+            raise ValueError(f"x must have shape (batch, {self.context}, {self.num_features}), got {tuple(x.shape)}")
+        if self.normalize:
+            x = standardize_windows(x)
+        h = self.encoder(self.embed(x) + self.pos)
+        return self.head(self.norm(h[:, -1]))
