@@ -2,10 +2,29 @@
 
 ``make_strategy(name, model, **kwargs)`` builds one by name;
 ``available_strategies()`` lists the names.
+
+One module per family:
+
+- :mod:`~clkit.strategies.base` -- ``naive`` fine-tuning and the interface;
+- :mod:`~clkit.strategies.importance` -- ``ewc``, ``si``, ``mas`` (quadratic penalties);
+- :mod:`~clkit.strategies.distillation` -- ``lwf``;
+- :mod:`~clkit.strategies.rehearsal` -- ``replay``, ``er``, ``cumulative``, ``gdumb``;
+- :mod:`~clkit.strategies.projection` -- ``gem``, ``agem``;
+- :mod:`~clkit.strategies.memory` -- reservoir, class- and task-balanced buffers.
+
+Regression (``loss="mse"``) is supported by every strategy except ``gdumb``
+(class-balanced memory needs labels); ``lwf`` distils with MSE there.
 """
 
 from .base import Strategy, Task, available_strategies, make_strategy, register, take
+from .distillation import LwF
+from .importance import EWC, MAS, SI
+from .memory import ClassBalancedBuffer, ReservoirBuffer, TaskBalancedBuffer
+from .projection import AGEM, GEM
+from .rehearsal import ER, Cumulative, GDumb, Replay
 
 Naive = Strategy
 
-__all__ = ["Strategy", "Naive", "Task", "available_strategies", "make_strategy", "register", "take"]
+__all__ = ["Strategy", "Naive", "Task", "available_strategies", "make_strategy", "register", "take",
+           "EWC", "SI", "MAS", "LwF", "Replay", "ER", "Cumulative", "GDumb", "AGEM", "GEM",
+           "ReservoirBuffer", "ClassBalancedBuffer", "TaskBalancedBuffer"]

@@ -1,0 +1,182 @@
+"""Pieces shared by several strategy families.
+
+- :class:`TaskAwareStrategy` -- remembers the classes of every task so that a
+  batch mixing rows of several tasks (replay, gradient memories, cumulative
+  training) gets each row's logits masked to *its own* task's classes in the
+  task-incremental scenario.
+- flat-gradient helpers for the gradient-projection methods;
+- :func:`per_sample_mean` -- averages of per-sample gradients with ``torch.func`` (vmap),
+  the basis of EWC's empirical Fisher and MAS's importance.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .._validate import check_int
+from .base import Strategy, Task, take
+
+__all__ = ["TaskAwareStrategy", "flat_grad", "set_flat_grad", "trainable", "mask_to", "per_sample_mean"]
+
+
+def trainable(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
+    """``(name, parameter)`` pairs of the parameters that require gradients."""
+    return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+
+
+def flat_grad(params) -> torch.Tensor:
+    """Concatenate the ``.grad`` of ``params`` into one vector (zeros where a grad is missing)."""
+    return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
+
+
+def set_flat_grad(params, flat: torch.Tensor) -> None:
+    """Write the vector ``flat`` back into the ``.grad`` of ``params``."""
+    start = 0
+    for p in params:
+        n = p.numel()
+        p.grad = flat[start:start + n].view_as(p).clone()
+        start += n
+
+
+class TaskAwareStrategy(Strategy):
+    """A :class:`Strategy` that knows the classes of every task it has seen.
+
+    ``self.task_classes[task_id]`` holds the classes of each registered task;
+    :meth:`rows_forward` masks each row to the classes of its own task in the
+    task-incremental scenario (no masking in the class-incremental one, or for
+    rows with task id ``-1``).
+    """
+
+    def __init__(self, model, **kwargs):
+        super().__init__(model, **kwargs)
+        self.task_classes: dict[int, tuple] = {}
+
+    def _register_task(self, task: Task) -> None:
+        super()._register_task(task)
+        if task.classes:
+            self.task_classes[task.task_id] = tuple(task.classes)
+
+    def observe(self, x, y, task: Task | None = None) -> float:
+        """One online step; refused for strategies that need task boundaries (``task_free = False``)."""
+        if not self.task_free:
+            raise ValueError(f"strategy {self.name!r} needs task boundaries (task_free = False); "
+                             "train it with train_task")
+        return super().observe(x, y, task)
+
+    def begin_task(self, task: Task, epochs: int | None) -> int:
+        """Checks, registration and :meth:`before_task` for a custom ``train_task``; returns the epochs."""
+        if not isinstance(task, Task):
+            raise TypeError(f"task must be a clkit.strategies.Task, got {type(task).__name__}")
+        epochs = self.epochs if epochs is None else check_int("epochs", epochs, low=0)
+        self._register_task(task)
+        self.before_task(task)
+        return epochs
+
+    def replay(self, x, y, task: Task | None):
+        """The rows actually trained on, with their task ids: ``(x, y, task_ids)``.
+
+        The incoming batch by default; rehearsal strategies append memory rows.
+        """
+        return x, y, self.task_ids_of(len(y), task)
+
+    def train_step(self, x, y, task: Task | None = None) -> float:
+        """One optimisation step on the incoming batch plus whatever :meth:`replay` adds."""
+        xb, yb, tb = self.replay(x, y, task)
+        return self.step_rows(xb, yb, tb, task, incoming=(x, y))
+
+    def step_rows(self, xb, yb, tb, task: Task | None, incoming=None) -> float:
+        """One step on rows ``(xb, yb)`` of tasks ``tb``; the hook order is the base class's."""
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.rows_loss(xb, yb, tb) + self.penalty(task)
+        loss.backward()
+        self.after_backward(xb, yb, task)
+        self.optimizer.step()
+        x, y = incoming if incoming is not None else (xb, yb)
+        self.after_step(x, y, task)
+        self.steps += 1
+        return float(loss.detach())
+
+    def rows_forward(self, x, task_ids: torch.Tensor) -> torch.Tensor:
+        """Model outputs for rows belonging to tasks ``task_ids`` (shape (B,))."""
+        out = self.model(x)
+        if self.scenario != "task" or out.ndim != 2 or not self.task_classes:
+            return out
+        size = max(max(self.task_classes), int(task_ids.max()) if len(task_ids) else 0) + 2
+        table = torch.zeros((size, out.shape[1]), device=out.device)  # last row: task id -1, no mask
+        for t, classes in self.task_classes.items():
+            table[t] = float("-inf")
+            table[t, list(classes)] = 0.0
+        return out + table[task_ids.to(out.device)]
+
+    def rows_loss(self, x, y, task_ids: torch.Tensor) -> torch.Tensor:
+        """Mean task loss over rows of (possibly) different tasks."""
+        return self.criterion(self.rows_forward(x, task_ids), y)
+
+    def task_ids_of(self, n: int, task: Task | None) -> torch.Tensor:
+        """Task-id vector for ``n`` incoming rows (``-1`` when the task is unknown)."""
+        return torch.full((n,), task.task_id if task is not None else -1, dtype=torch.int64)
+
+
+def mask_to(out: torch.Tensor, classes, scenario: str) -> torch.Tensor:
+    """Mask logits outside ``classes`` with ``-inf`` in the task-incremental scenario."""
+    if scenario != "task" or classes is None or out.ndim != 2:
+        return out
+    mask = torch.full((out.shape[1],), float("-inf"), device=out.device)
+    mask[list(classes)] = 0.0
+    return out + mask
+
+
+def per_sample_mean(model: nn.Module, sample_loss, x, y, transform=torch.square,
+                    budget_bytes: int = 2 ** 28) -> dict[str, torch.Tensor]:
+    """Mean over samples of ``transform(per-sample gradient)`` for each trainable parameter.
+
+    Per-sample gradients come from ``torch.func`` (``vmap(grad(...))``) in chunks
+    sized to stay within ``budget_bytes``; with ``transform=torch.square`` the
+    result is the diagonal empirical Fisher of ``sample_loss``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Evaluated in its current mode; buffers (batch-norm statistics) are read, not updated.
+    sample_loss : callable
+        ``sample_loss(outputs, y)`` on a batch of one row -> scalar.
+    x : Tensor, shape (N, ...), or tuple of tensors
+    y : Tensor, shape (N,) or (N, d)
+    transform : callable
+        Applied elementwise to each per-sample gradient before averaging.
+
+    Returns
+    -------
+    dict name -> Tensor shaped like the parameter
+
+    Examples
+    --------
+    >>> lin = nn.Linear(2, 1, bias=False)
+    >>> with torch.no_grad():
+    ...     _ = lin.weight.fill_(1.0)
+    >>> x = torch.tensor([[1.0, 2.0], [3.0, 0.0]])
+    >>> f = per_sample_mean(lin, lambda o, t: (o ** 2).sum(), x, torch.zeros(2))
+    >>> f["weight"].tolist()   # per-sample grads 2 (w.x) x = (6, 12) and (18, 0); mean of squares
+    [[180.0, 72.0]]
+    """
+    from torch.func import functional_call, grad, vmap
+
+    params = {n: p.detach() for n, p in trainable(model)}
+    buffers = {n: b.detach() for n, b in model.named_buffers()}
+
+    def one(p, xi, yi):
+        xi = tuple(v.unsqueeze(0) for v in xi) if isinstance(xi, (tuple, list)) else xi.unsqueeze(0)
+        return sample_loss(functional_call(model, (p, buffers), (xi,)), yi.unsqueeze(0))
+
+    g = vmap(grad(one), in_dims=(None, 0, 0), randomness="different")
+    n = len(y)
+    numel = sum(p.numel() for p in params.values())
+    chunk = max(1, min(n, budget_bytes // (4 * max(numel, 1))))
+    total = {k: torch.zeros_like(v) for k, v in params.items()}
+    for s in range(0, n, chunk):
+        part = g(params, take(x, slice(s, s + chunk)), y[s:s + chunk])
+        for k in total:
+            total[k] += transform(part[k]).sum(0)
+    return {k: v / max(n, 1) for k, v in total.items()}

@@ -1,0 +1,115 @@
+"""Learning without Forgetting (Li & Hoiem, 2017): output distillation from the previous model.
+
+Before each new task the current model is frozen as a *teacher*. While the
+task is learned, the loss adds ``lwf_alpha * D(student(x), teacher(x))`` on
+the incoming batch:
+
+- classification: ``D = T^2 * KL(softmax(teacher / T) || softmax(student / T))``
+  over the logits of the classes of *earlier* tasks (temperature
+  ``T = lwf_temperature``, batch mean), computed on the raw, unmasked logits so the old
+  tasks' outputs are kept in the task-incremental scenario too;
+- regression (``loss="mse"``): ``D`` is the mean squared difference between
+  the student's and the teacher's outputs (the natural distillation target for
+  real-valued outputs; documented choice).
+
+The first task is plain training. Needs task boundaries (``task_free = False``).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .._validate import check_real
+from ._common import TaskAwareStrategy, mask_to
+from .base import Task, register
+
+__all__ = ["LwF", "distillation_loss"]
+
+
+def distillation_loss(student: torch.Tensor, teacher: torch.Tensor, temperature: float = 2.0) -> torch.Tensor:
+    """Temperature-scaled KL divergence ``T^2 KL(softmax(teacher/T) || softmax(student/T))``.
+
+    Parameters
+    ----------
+    student, teacher : Tensor, shape (B, C)
+        Logits over the same classes.
+    temperature : float
+
+    Examples
+    --------
+    >>> z = torch.tensor([[1.0, 2.0, 0.5]])
+    >>> float(distillation_loss(z, z))
+    0.0
+    >>> float(distillation_loss(torch.zeros(1, 2), torch.tensor([[0.0, 10.0]]), 1.0)) > 0.6
+    True
+    """
+    t = temperature
+    log_p = F.log_softmax(student / t, dim=1)
+    q = F.softmax(teacher / t, dim=1)
+    return F.kl_div(log_p, q, reduction="batchmean") * t * t
+
+
+@register("lwf")
+class LwF(TaskAwareStrategy):
+    """Learning without Forgetting.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    lwf_alpha : float
+        Weight of the distillation term (paper: 2).
+    lwf_temperature : float
+        Softmax temperature ``T`` (Li & Hoiem: 2).
+    **kwargs
+        Passed to :class:`~clkit.strategies.Strategy`.
+
+    Examples
+    --------
+    >>> from clkit.models import MLP
+    >>> s = LwF(MLP(2, 4, hidden=()), epochs=1)
+    >>> _ = s.train_task(Task(torch.randn(8, 2), torch.tensor([0, 1] * 4), task_id=0))
+    >>> _ = s.train_task(Task(torch.randn(8, 2), torch.tensor([2, 3] * 4), task_id=1))
+    >>> s.old_classes
+    [0, 1]
+    """
+
+    task_free = False
+
+    def __init__(self, model, *, lwf_alpha: float = 2.0, lwf_temperature: float = 2.0, **kwargs):
+        super().__init__(model, **kwargs)
+        self.lwf_alpha = check_real("lwf_alpha", lwf_alpha, low=0)
+        self.lwf_temperature = check_real("lwf_temperature", lwf_temperature, low=0, low_open=True)
+        self.teacher = None
+        self.old_classes: list[int] = []
+
+    def before_task(self, task: Task) -> None:
+        if self.steps > 0:
+            self.teacher = self.clone_model().eval()
+            for p in self.teacher.parameters():
+                p.requires_grad_(False)
+            self.old_classes = sorted({c for t, cl in self.task_classes.items() if t != task.task_id for c in cl})
+
+    def distillation(self, raw: torch.Tensor, x) -> torch.Tensor | float:
+        """The distillation term for the student's raw outputs ``raw`` on batch ``x``."""
+        if self.teacher is None:
+            return 0.0
+        with torch.no_grad():
+            old = self.teacher(x)
+        if self.loss_fn is F.mse_loss or raw.ndim != 2 or not self.old_classes:
+            return F.mse_loss(raw, old)
+        cols = self.old_classes
+        return distillation_loss(raw[:, cols], old[:, cols], self.lwf_temperature)
+
+    def train_step(self, x, y, task: Task | None = None) -> float:
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        raw = self.model(x)
+        classes = task.classes if task is not None else None
+        loss = self.criterion(mask_to(raw, classes, self.scenario), y) + self.lwf_alpha * self.distillation(raw, x)
+        loss.backward()
+        self.after_backward(x, y, task)
+        self.optimizer.step()
+        self.after_step(x, y, task)
+        self.steps += 1
+        return float(loss.detach())
