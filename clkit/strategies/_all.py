@@ -6,3 +6,4 @@ from . import importance  # noqa: F401
 from . import projection  # noqa: F401
 from . import rehearsal  # noqa: F401
 from . import task_free  # noqa: F401
+from . import graph  # noqa: F401
