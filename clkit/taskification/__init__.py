@@ -15,7 +15,7 @@
 from .boundaries import Taskification, check_delta, days_to_steps, fixed_windows, perturb_boundaries
 from .discrepancy import check_stream, distance_matrix, task_quantiles
 from .compare import interpolation_matrix, matrix_mse, matrix_mse_table, upsample_matrix
-from .case_studies import changepoint_stream, recurrence_stream, transient_stream
+from .case_studies import CaseStudy, case_studies, changepoint_stream, recurrence_stream, transient_stream
 from .profiles import (BPSReport, Profile, bps, bps_over_series, bps_report, plasticity_profile, profile_components,
                        profile_distance, stability_profile, taskification_profile)
 
@@ -24,4 +24,4 @@ __all__ = ["Taskification", "check_delta", "days_to_steps", "fixed_windows", "pe
            "BPSReport", "Profile", "bps", "bps_over_series", "bps_report", "plasticity_profile", "profile_components",
            "profile_distance", "stability_profile", "taskification_profile",
            "interpolation_matrix", "matrix_mse", "matrix_mse_table", "upsample_matrix",
-           "changepoint_stream", "recurrence_stream", "transient_stream"]
+           "CaseStudy", "case_studies", "changepoint_stream", "recurrence_stream", "transient_stream"]

@@ -7,11 +7,13 @@ ours, chosen so that the structure is clear at a few thousand steps.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .._validate import check_int, check_real
 
-__all__ = ["changepoint_stream", "transient_stream", "recurrence_stream"]
+__all__ = ["changepoint_stream", "transient_stream", "recurrence_stream", "CaseStudy", "case_studies"]
 
 
 def _times(length, changepoints):
@@ -79,3 +81,59 @@ def recurrence_stream(length: int = 3000, period: float = 200.0, noise: float = 
     t = np.arange(length, dtype=float)
     xi = noise * np.random.default_rng(check_int("seed", seed)).standard_normal(length)
     return np.sin(2 * np.pi * t / period) + xi
+
+
+@dataclass(frozen=True)
+class CaseStudy:
+    """One case study: a stream, a fragile and a robust taskification of it, and the neighbourhood size."""
+
+    name: str
+    stream: np.ndarray
+    near: object          # Taskification with a boundary at the structure (fragile)
+    far: object           # Taskification whose boundaries avoid the structure (robust)
+    delta: int
+    structure: list       # positions of the structure (change points, peaks, phase marks)
+
+
+def case_studies(length: int = 3000, seed: int = 0) -> dict:
+    """The three case studies of Fig. 1 at stream length ``length``.
+
+    - ``"changepoint"`` (Eq. 3): a short regime :math:`N(\mu_2, \sigma^2)` on
+      ``[0.4 L, 0.42 L]``; tasks of ``L/10`` steps; *near* puts a boundary at
+      :math:`t_1^\star`, *far* keeps the regime in the middle of a task.
+    - ``"transient"`` (Eq. 4): peaks at ``L/3`` and ``2L/3``; tasks of ``L/6``;
+      *near* has boundaries exactly on both peaks, *far* centres each peak in a task.
+    - ``"recurrence"`` (Eq. 5): period ``L/15``, tasks of half a period; *near*
+      puts the boundaries on the cycle's extremes (then every task is one full
+      sweep from -1 to 1, all alike, and a small shift makes neighbouring tasks
+      alternate), *far* puts them on the zero crossings (tasks alternate between the
+      positive and the negative half-wave, and a small shift only moves values near 0).
+
+    ``delta`` is a tenth of the task length in every case.
+
+    Examples
+    --------
+    >>> cs = case_studies(3000)
+    >>> sorted(cs), cs["transient"].near.boundaries[:3].tolist()
+    (['changepoint', 'recurrence', 'transient'], [0, 500, 1000])
+    """
+    from .boundaries import fixed_windows
+
+    L = check_int("length", length, low=300)
+    seed = check_int("seed", seed)
+    out = {}
+    t1, t2 = int(0.4 * L), int(0.42 * L)
+    w = L // 10
+    out["changepoint"] = CaseStudy("changepoint", changepoint_stream(L, t1, t2, seed=seed),
+                                   fixed_windows(L, w, t1 % w), fixed_windows(L, w, (t1 + (t2 - t1) // 2 + w // 2) % w),
+                                   w // 10, [t1, t2])
+    p1, p2 = L // 3, 2 * L // 3
+    w = L // 6
+    out["transient"] = CaseStudy("transient", transient_stream(L, p1, p2, eta=L / 200, period=L / 2, seed=seed),
+                                 fixed_windows(L, w, p1 % w), fixed_windows(L, w, (p1 + w // 2) % w), w // 10, [p1, p2])
+    period = L // 15
+    w = period // 2
+    out["recurrence"] = CaseStudy("recurrence", recurrence_stream(L, period, seed=seed),
+                                  fixed_windows(L, w, period // 4), fixed_windows(L, w, 0), w // 10,
+                                  list(range(period // 4, L, period)))
+    return out

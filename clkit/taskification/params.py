@@ -1,0 +1,81 @@
+"""Validation of the 01_taskification notebook's parameters."""
+
+from __future__ import annotations
+
+from .._validate import check_choice, check_choices, check_int, check_real, check_type
+from .profiles import check_weights
+
+__all__ = ["check_params", "DATASETS", "METHODS", "METHOD_LABELS"]
+
+DATASETS = ["synthetic", "cesnet"]
+#: CL methods of the paper and the clkit strategy behind each.
+METHODS = ["naive", "replay", "ewc", "lwf"]
+METHOD_LABELS = {"naive": "Finetune", "replay": "ER", "ewc": "EWC", "lwf": "LwF"}
+
+
+def check_params(*, dataset, num_series, num_weeks, window_days, offset_days, delta_days, num_perturbations, l_min,
+                 alpha, beta, discrepancy, num_quantiles, methods, cl_series, context_steps, stride, d_model,
+                 num_layers, num_heads, epochs, patience, lr, batch_size, seed, river_windows, river_delta,
+                 **_ignored) -> dict:
+    """Check every parameter (``ValueError`` / ``TypeError`` naming it); return them as a dict.
+
+    Window lengths must be whole numbers of 10-minute steps, strictly increasing,
+    and fit the stream after the offset; ``delta_days`` must leave every task
+    non-empty (checked again against the actual taskifications).
+
+    Examples
+    --------
+    >>> p = dict(dataset="synthetic", num_series=2, num_weeks=4, window_days=[3, 6], offset_days=1.0,
+    ...          delta_days=0.25, num_perturbations=5, l_min=2, alpha=0.5, beta=0.5, discrepancy="quantile",
+    ...          num_quantiles=32, methods=["naive"], cl_series=1, context_steps=36, stride=12, d_model=8,
+    ...          num_layers=1, num_heads=2, epochs=1, patience=10, lr=1e-3, batch_size=64, seed=0,
+    ...          river_windows=[24, 48], river_delta=4)
+    >>> check_params(**p)["window_days"]
+    [3, 6]
+    >>> check_params(**{**p, "l_min": 1})
+    Traceback (most recent call last):
+    ...
+    ValueError: l_min must be an integer >= 2, got 1
+    """
+    out = {}
+    out["dataset"] = check_choice("dataset", dataset, DATASETS)
+    out["num_series"] = check_int("num_series", num_series, low=1)
+    out["num_weeks"] = check_int("num_weeks", num_weeks, low=1, high=40)
+    check_type("window_days", window_days, list, "a list of window lengths in days")
+    if not window_days:
+        raise ValueError("window_days must name at least one window length, got []")
+    for w in window_days:
+        check_real("window_days", w, low=0, low_open=True)
+    if sorted(window_days) != list(window_days) or len(set(window_days)) != len(window_days):
+        raise ValueError(f"window_days must be strictly increasing, got {window_days}")
+    out["window_days"] = list(window_days)
+    out["offset_days"] = check_real("offset_days", offset_days, low=0)
+    out["delta_days"] = check_real("delta_days", delta_days, low=0)
+    if dataset == "synthetic" and max(window_days) + offset_days > 7 * num_weeks:
+        raise ValueError(f"window_days contains {max(window_days)} days, longer than the stream after "
+                         f"offset_days ({7 * num_weeks - offset_days} days of num_weeks={num_weeks})")
+    out["num_perturbations"] = check_int("num_perturbations", num_perturbations, low=1)
+    out["l_min"] = check_int("l_min", l_min, low=2)
+    out["alpha"], out["beta"] = check_weights(alpha, beta)
+    out["discrepancy"] = check_choice("discrepancy", discrepancy, ["quantile", "sliced", "exact"])
+    out["num_quantiles"] = check_int("num_quantiles", num_quantiles, low=2)
+    out["methods"] = check_choices("methods", methods, METHODS, min_len=0)
+    out["cl_series"] = check_int("cl_series", cl_series, low=1, high=num_series)
+    out["context_steps"] = check_int("context_steps", context_steps, low=2)
+    out["stride"] = check_int("stride", stride, low=1)
+    out["d_model"] = check_int("d_model", d_model, low=2)
+    out["num_layers"] = check_int("num_layers", num_layers, low=1)
+    out["num_heads"] = check_int("num_heads", num_heads, low=1)
+    if d_model % num_heads:
+        raise ValueError(f"num_heads must divide d_model={d_model}, got {num_heads}")
+    out["epochs"] = check_int("epochs", epochs, low=1)
+    out["patience"] = check_int("patience", patience, low=1)
+    out["lr"] = check_real("lr", lr, low=0, low_open=True)
+    out["batch_size"] = check_int("batch_size", batch_size, low=1)
+    out["seed"] = check_int("seed", seed, low=0)
+    check_type("river_windows", river_windows, list, "a list of window lengths in steps")
+    for w in river_windows:
+        check_int("river_windows", w, low=2)
+    out["river_windows"] = list(river_windows)
+    out["river_delta"] = check_int("river_delta", river_delta, low=0)
+    return out
