@@ -7,3 +7,5 @@ from . import projection  # noqa: F401
 from . import rehearsal  # noqa: F401
 from . import task_free  # noqa: F401
 from . import graph  # noqa: F401
+from . import architectural  # noqa: F401
+from . import generative  # noqa: F401

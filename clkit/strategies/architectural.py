@@ -1,0 +1,255 @@
+"""Architectural strategies: MSTE, PNN and CWR*.
+
+- **MSTE** (``"mste"``, multiple single-task experts): a fresh copy of the
+  initial model for every task, trained on that task only; prediction routes
+  by task id. Task-incremental only. For a task not trained yet (the
+  forward-transfer entries ``R[i, j], j > i``) the untrained initial model
+  answers -- no knowledge can flow to it, which is what MSTE means.
+- **PNN** (``"pnn"``, Rusu et al., 2016): one column per task, earlier columns
+  frozen; column ``k`` receives lateral connections from the same depth of every
+  earlier column. Needs a model with ``features`` (an ``nn.Sequential``) and a
+  linear ``head`` (:class:`~clkit.models.MLP`, :class:`~clkit.models.cnn.SmallCNN`).
+  Laterals enter at every ``nn.Linear`` of ``features`` after the first and at
+  the head; convolutional features are one block (lateral at the head only:
+  the paper notes that the reference implementation supports fully connected
+  layers only). Each column is initialised from the initial model's weights.
+  Task-incremental only; a task not trained yet uses the newest column.
+- **CWR*** (``"cwr"``, Lomonaco et al., 2019): the whole model learns the
+  first task; afterwards everything but the output layer is frozen. Per task
+  the output rows of the task's classes are reset to zero and trained; at the
+  task's end they are *consolidated* into the kept weights:
+  ``cw_j = (cw_j n_j + (tw_j - mean_task(tw)) m_j) / (n_j + m_j)`` with ``n_j``
+  past and ``m_j`` current examples of class ``j``; rows of other classes stay
+  untouched. Prediction uses the consolidated weights. Classification only;
+  the model needs a linear ``head``.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+
+from ._common import mask_to
+from .base import Strategy, Task, register
+
+__all__ = ["MSTE", "PNN", "CWRStar", "ProgressiveNet"]
+
+
+def _need_head(model, who: str):
+    if not isinstance(getattr(model, "head", None), nn.Linear):
+        raise TypeError(f"{who} needs a model with a linear `head` (e.g. clkit.models.MLP), "
+                        f"got {type(model).__name__}")
+
+
+@register("mste")
+class MSTE(Strategy):
+    """Multiple single-task experts (task-incremental upper-bound baseline).
+
+    Examples
+    --------
+    >>> from clkit.models import MLP
+    >>> s = MSTE(MLP(2, 4, hidden=()), scenario="task")
+    >>> _ = s.train_task(Task(torch.randn(8, 2), torch.tensor([0, 1] * 4), task_id=0))
+    >>> _ = s.train_task(Task(torch.randn(8, 2), torch.tensor([2, 3] * 4), task_id=1))
+    >>> len(s.experts)
+    2
+    """
+
+    task_free = False
+    task_incremental_only = True
+
+    def __init__(self, model, **kwargs):
+        super().__init__(model, **kwargs)
+        self.initial = copy.deepcopy(self.model)
+        self.experts = nn.ModuleDict()
+
+    def before_task(self, task: Task) -> None:
+        key = str(task.task_id)
+        if key not in self.experts:
+            self.experts[key] = copy.deepcopy(self.initial)
+        self.model = self.experts[key]
+        self.optimizer = self.make_optimizer(self.model.parameters())
+
+    def forward(self, x, task: Task | None = None, classes=None):
+        if task is None:
+            raise ValueError("MSTE needs the task (task id) to pick an expert: pass task=")
+        key = str(task.task_id)
+        expert = self.experts[key] if key in self.experts else self.initial
+        expert.train(self.model.training)
+        return mask_to(expert(x), classes if classes is not None else task.classes, self.scenario)
+
+
+class ProgressiveNet(nn.Module):
+    """Columns of a base model with lateral connections (the network behind :class:`PNN`).
+
+    Parameters
+    ----------
+    base : torch.nn.Module
+        Has ``features`` (``nn.Sequential``) and a linear ``head``.
+
+    Examples
+    --------
+    >>> from clkit.models import MLP
+    >>> net = ProgressiveNet(MLP(3, 2, hidden=(5, 4)))
+    >>> net.add_column(); net.add_column()
+    >>> net(torch.zeros(6, 3), column=1).shape
+    torch.Size([6, 2])
+    >>> [tuple(a.weight.shape) for a in net.laterals[1]]   # (col 0 -> col 1): before layer 2 and the head
+    [(4, 5), (2, 4)]
+    """
+
+    def __init__(self, base: nn.Module):
+        super().__init__()
+        _need_head(base, "PNN")
+        if not isinstance(getattr(base, "features", None), nn.Sequential):
+            raise TypeError(f"PNN needs a model whose `features` is an nn.Sequential, got {type(base).__name__}")
+        self.base = copy.deepcopy(base)
+        # blocks: split features before every nn.Linear but the first
+        mods = list(self.base.features)
+        linear_at = [i for i, m in enumerate(mods) if isinstance(m, nn.Linear)][1:]
+        cuts = [0, *linear_at, len(mods)]
+        self.cuts = cuts
+        self.columns = nn.ModuleList()
+        self.laterals = nn.ModuleList()   # laterals[k]: adapters of column k, per entry point and source
+
+    def add_column(self) -> None:
+        """Append a column (a copy of the base) and its lateral adapters; freeze the older columns."""
+        for col in self.columns:
+            col.requires_grad_(False)
+        for lat in self.laterals:
+            lat.requires_grad_(False)
+        col = nn.ModuleDict({"features": copy.deepcopy(self.base.features), "head": copy.deepcopy(self.base.head)})
+        entries = [m for m in col["features"] if isinstance(m, nn.Linear)][1:] + [col["head"]]
+        k = len(self.columns)
+        adapters = nn.ModuleList()
+        for layer in entries:
+            for _ in range(k):
+                adapters.append(nn.Linear(layer.in_features, layer.out_features, bias=False))
+        self.columns.append(col)
+        self.laterals.append(adapters)
+
+    def forward(self, x, column: int = -1):
+        column = column % len(self.columns)
+        acts = []   # acts[j][e]: input of entry point e in column j
+        out = None
+        for j in range(column + 1):
+            col = self.columns[j]
+            blocks = list(col["features"])
+            h = x
+            entry_inputs = []
+            e = 0
+            for b, (a, z) in enumerate(zip(self.cuts[:-1], self.cuts[1:])):
+                for i in range(a, z):
+                    m = blocks[i]
+                    if b > 0 and i == a:   # first (linear) module of a later block: add laterals
+                        entry_inputs.append(h)
+                        h = m(h) + self._lateral(j, e, acts)
+                        e += 1
+                    else:
+                        h = m(h)
+            entry_inputs.append(h)
+            out = col["head"](h) + self._lateral(j, e, acts)
+            acts.append(entry_inputs)
+        return out
+
+    def _lateral(self, j: int, e: int, acts) -> torch.Tensor | float:
+        if j == 0:
+            return 0.0
+        adapters = self.laterals[j]
+        return sum(adapters[e * j + src](acts[src][e]) for src in range(j))
+
+
+@register("pnn")
+class PNN(Strategy):
+    """Progressive neural networks (task-incremental only).
+
+    Examples
+    --------
+    >>> from clkit.models import MLP
+    >>> s = PNN(MLP(2, 4, hidden=(3,)), scenario="task")
+    >>> _ = s.train_task(Task(torch.randn(8, 2), torch.tensor([0, 1] * 4), task_id=0))
+    >>> _ = s.train_task(Task(torch.randn(8, 2), torch.tensor([2, 3] * 4), task_id=1))
+    >>> len(s.model.columns), s.column_of
+    (2, {0: 0, 1: 1})
+    """
+
+    task_free = False
+    task_incremental_only = True
+
+    def __init__(self, model, **kwargs):
+        super().__init__(ProgressiveNet(model), **kwargs)
+        self.column_of: dict[int, int] = {}
+
+    def before_task(self, task: Task) -> None:
+        if task.task_id not in self.column_of:
+            self.model.add_column()
+            self.column_of[task.task_id] = len(self.model.columns) - 1
+        self.optimizer = self.make_optimizer([p for p in self.model.parameters() if p.requires_grad])
+
+    def forward(self, x, task: Task | None = None, classes=None):
+        if task is None:
+            raise ValueError("PNN needs the task (task id) to pick a column: pass task=")
+        if not self.model.columns:
+            self.model.add_column()
+        out = self.model(x, column=self.column_of.get(task.task_id, -1))
+        return mask_to(out, classes if classes is not None else task.classes, self.scenario)
+
+
+@register("cwr")
+class CWRStar(Strategy):
+    """CWR*: frozen representation after the first task, consolidated output layer.
+
+    Examples
+    --------
+    >>> from clkit.models import MLP
+    >>> s = CWRStar(MLP(2, 4, hidden=(3,)))
+    >>> _ = s.train_task(Task(torch.randn(8, 2), torch.tensor([0, 1] * 4), task_id=0))
+    >>> s.class_counts.tolist()
+    [4.0, 4.0, 0.0, 0.0]
+    """
+
+    task_free = False
+    supports_regression = False
+
+    def __init__(self, model, **kwargs):
+        _need_head(model, "CWR*")
+        super().__init__(model, **kwargs)
+        head = self.model.head
+        self.cw_weight = torch.zeros_like(head.weight.detach())
+        self.cw_bias = torch.zeros(head.out_features)
+        self.class_counts = torch.zeros(head.out_features)
+
+    def before_task(self, task: Task) -> None:
+        head = self.model.head
+        if self.class_counts.sum() > 0:   # after the first task: only the output layer learns
+            for name, p in self.model.named_parameters():
+                p.requires_grad_(name.startswith("head."))
+        with torch.no_grad():  # training weights of the task's classes start at zero
+            cls = list(task.classes)
+            head.weight[cls] = 0.0
+            if head.bias is not None:
+                head.bias[cls] = 0.0
+        self.optimizer = self.make_optimizer([p for p in self.model.parameters() if p.requires_grad])
+
+    def after_task(self, task: Task) -> None:
+        head = self.model.head
+        cls = torch.as_tensor(list(task.classes))
+        m = torch.bincount(task.y, minlength=head.out_features)[cls].float()
+        n = self.class_counts[cls]
+        tw = head.weight.detach()[cls]
+        tw = tw - tw.mean(0, keepdim=True)
+        self.cw_weight[cls] = (self.cw_weight[cls] * n[:, None] + tw * m[:, None]) / (n + m)[:, None]
+        if head.bias is not None:
+            tb = head.bias.detach()[cls]
+            self.cw_bias[cls] = (self.cw_bias[cls] * n + (tb - tb.mean()) * m) / (n + m)
+        self.class_counts[cls] += m
+        self._load_consolidated()
+
+    def _load_consolidated(self) -> None:
+        head = self.model.head
+        with torch.no_grad():
+            head.weight.copy_(self.cw_weight)
+            if head.bias is not None:
+                head.bias.copy_(self.cw_bias)
