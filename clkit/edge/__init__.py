@@ -1,0 +1,30 @@
+"""EDGE: extreme class sequences for evaluating class-incremental learning.
+
+Paper: "EDGE: Extreme case-based Distribution & Generalization Evaluation" (see
+``shared/papers.md``). Modules:
+
+- :mod:`clkit.edge.combinatorics` -- |Omega| (Lemma 1), enumeration, RS sampling;
+- :mod:`clkit.edge.similarity` -- class similarity from names via a text encoder;
+- :mod:`clkit.edge.sequences` -- S(O) (Eq. 5), hard / easy sequences, percentiles;
+- :mod:`clkit.edge.estimation` -- Gaussian estimates, JSD / W to the truth, extremes,
+  ranking distance, Theorem 1-2 sample sizes, normality tests, correlations;
+- :mod:`clkit.edge.learners` -- batched class-incremental learners over many sequences;
+- :mod:`clkit.edge.experiment` -- the enumerable experiment on Fashion-MNIST.
+"""
+
+from .combinatorics import (RS_SEEDS, canonical, check_sequence, enumerate_sequences, log_num_sequences,
+                            num_sequences, random_sequences)
+from .sequences import (check_similarity, default_granularities, easy_sequence, hard_sequence,
+                        inter_task_similarity, random_scores, score_percentile, sequence_score,
+                        sequence_scores)
+from .similarity import (DEFAULT_TEMPLATES, ENCODERS, ClassSimilarity, EncoderUnavailableError,
+                         class_similarity, cosine_similarity, encode_texts)
+
+__all__ = [
+    "RS_SEEDS", "canonical", "check_sequence", "enumerate_sequences", "log_num_sequences",
+    "num_sequences", "random_sequences",
+    "check_similarity", "default_granularities", "easy_sequence", "hard_sequence",
+    "inter_task_similarity", "random_scores", "score_percentile", "sequence_score", "sequence_scores",
+    "DEFAULT_TEMPLATES", "ENCODERS", "ClassSimilarity", "EncoderUnavailableError", "class_similarity",
+    "cosine_similarity", "encode_texts",
+]

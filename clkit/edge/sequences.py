@@ -1,0 +1,507 @@
+"""Inter-task similarity S(O) (Eq. 5) and extreme (hard / easy) class sequences.
+
+:func:`hard_sequence` / :func:`easy_sequence` follow the paper's Algorithms 1-2
+(hierarchical clustering at several granularities, balancing clusters into equal
+tasks, greedy ordering, best candidate by S) and then improve the best candidate
+by a local search that only ever lowers (hard) or raises (easy) S:
+
+* class swaps between two tasks, best improvement first, with an O(N^2) vectorised
+  evaluation of all swaps at once (see :func:`_swap_gains`);
+* the exact best task order for the current partition (Held-Karp dynamic
+  programme over task subsets for ``num_tasks <= 12``; 2-opt segment reversals
+  beyond), since S only depends on adjacent tasks.
+
+Both moves repeat until neither improves S, so the result is never worse than the
+paper's candidate; the paper's own candidate is reported in ``info``.
+
+Choices where the paper leaves details open (documented and tested):
+
+* clustering: average linkage on the dissimilarity ``1 - sim`` (diagonal 0);
+  granularities (numbers of clusters) default to every value in ``2..N`` for
+  ``N <= 64`` and about 24 geometrically spaced values (plus ``num_tasks``) otherwise;
+* hard balancing: clusters largest first, each placed whole into the task with the
+  smallest sufficient free room (best fit); a cluster too big for any task fills the
+  emptiest task with its first members in dendrogram-leaf order (so the members
+  that stay together are the most similar ones) and the rest continues;
+* easy balancing: classes dealt round-robin across tasks cluster by cluster
+  (clusters largest first, members in leaf order), so similar classes land in
+  different tasks;
+* greedy ordering: both variants of the text are tried as candidates -- the next
+  task is the least (most) similar to the *last* task (Sect. D.2) or to *all* tasks
+  chosen so far (Algorithm 2, step 13).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .._validate import check_int, check_type
+from .combinatorics import canonical, check_num_tasks, check_sequence
+
+__all__ = [
+    "check_similarity",
+    "sequence_score",
+    "sequence_scores",
+    "inter_task_similarity",
+    "hard_sequence",
+    "easy_sequence",
+    "random_scores",
+    "score_percentile",
+    "default_granularities",
+]
+
+
+def check_similarity(sim, name: str = "sim") -> np.ndarray:
+    """Validate a class-similarity matrix: square, at least 2 x 2, finite, symmetric.
+
+    Examples
+    --------
+    >>> check_similarity([[1, 0.5], [0.5, 1]]).shape
+    (2, 2)
+    >>> check_similarity([[1, 0.5], [0.2, 1]])
+    Traceback (most recent call last):
+    ...
+    ValueError: sim must be symmetric (sim[i, j] == sim[j, i]); largest asymmetry 0.3 at (0, 1)
+    """
+    arr = np.asarray(sim, dtype=float)
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1] or arr.shape[0] < 2:
+        raise ValueError(f"{name} must be a square (N, N) matrix with N >= 2, got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        bad = np.argwhere(~np.isfinite(arr))[0]
+        raise ValueError(f"{name} must contain only finite values; found {arr[tuple(bad)]} at {tuple(bad.tolist())}")
+    asym = np.abs(arr - arr.T)
+    if asym.max() > 1e-6 * max(1.0, np.abs(arr).max()):
+        i, j = np.unravel_index(np.argmax(asym), asym.shape)
+        raise ValueError(f"{name} must be symmetric (sim[i, j] == sim[j, i]); largest asymmetry "
+                         f"{asym[i, j]:.3g} at {(int(min(i, j)), int(max(i, j)))}")
+    return (arr + arr.T) / 2
+
+
+def _coef(n, k):
+    return k / ((k - 1) * n)
+
+
+def sequence_scores(sim, sequences) -> np.ndarray:
+    """S(O) of Eq. 5 for many sequences at once.
+
+    Parameters
+    ----------
+    sim : array_like, shape (N, N)
+    sequences : array_like of int, shape (L, K, M)
+
+    Returns
+    -------
+    ndarray, shape (L,)
+
+    Examples
+    --------
+    >>> sim = np.eye(4)
+    >>> sequence_scores(sim, [[[0, 1], [2, 3]], [[0, 2], [1, 3]]]).tolist()
+    [0.0, 0.0]
+    """
+    sim = check_similarity(sim)
+    seqs = np.asarray(sequences, dtype=np.int64)
+    if seqs.ndim != 3:
+        raise ValueError(f"sequences must have shape (L, K, M), got {seqs.shape}")
+    n, k = sim.shape[0], seqs.shape[1]
+    if seqs.shape[1] * seqs.shape[2] != n:
+        raise ValueError(f"sequences must cover the {n} classes of sim, got shape {seqs.shape}")
+    a = seqs[:, :-1, :, None]
+    b = seqs[:, 1:, None, :]
+    return _coef(n, k) * sim[a, b].sum(axis=(1, 2, 3))
+
+
+def sequence_score(sim, sequence) -> float:
+    """Inter-task similarity of one class sequence, Eq. 5.
+
+    .. math:: S(O) = \\frac{K}{(K-1)N} \\sum_{i=1}^{K-1} \\sum_{c \\in C_i}
+              \\sum_{c' \\in C_{i+1}} \\mathrm{Sim}(c, c')
+
+    Parameters
+    ----------
+    sim : array_like, shape (N, N)
+        Symmetric class similarity.
+    sequence : list of lists of int, shape (K, M)
+        Tasks in order, each a list of class indices.
+
+    Examples
+    --------
+    >>> sim = np.array([[1, .9, .1, .2], [.9, 1, .3, .4], [.1, .3, 1, .8], [.2, .4, .8, 1]])
+    >>> round(sequence_score(sim, [[0, 1], [2, 3]]), 4)  # 2/(1*4) * (.1+.2+.3+.4)
+    0.5
+    >>> round(sequence_score(sim, [[0, 2], [1, 3]]), 4)  # 2/4 * (.9+.2+.3+.8)
+    1.1
+    """
+    sim = check_similarity(sim)
+    seq = check_sequence("sequence", sequence, sim.shape[0])
+    return float(sequence_scores(sim, seq[None])[0])
+
+
+def inter_task_similarity(sim, sequence) -> np.ndarray:
+    """ITS matrix: mean similarity between the classes of every pair of tasks.
+
+    Returns
+    -------
+    ndarray, shape (K, K); ``ITS[i, j] = mean(sim[C_i][:, C_j])``
+
+    Examples
+    --------
+    >>> inter_task_similarity(np.eye(4), [[0, 1], [2, 3]]).tolist()
+    [[0.5, 0.0], [0.0, 0.5]]
+    """
+    sim = check_similarity(sim)
+    seq = np.asarray(sequence, dtype=np.int64)
+    return sim[seq[:, None, :, None], seq[None, :, None, :]].mean(axis=(2, 3))
+
+
+def default_granularities(num_classes: int, num_tasks: int) -> list[int]:
+    """Numbers of clusters tried by the generators (see module docstring).
+
+    Examples
+    --------
+    >>> default_granularities(6, 3)
+    [2, 3, 4, 5, 6]
+    >>> default_granularities(100, 10)[:10], len(default_granularities(100, 10))
+    ([2, 3, 4, 5, 6, 7, 8, 9, 10, 11], 23)
+    """
+    if num_classes <= 64:
+        return list(range(2, num_classes + 1))
+    return sorted({int(round(g)) for g in np.geomspace(2, num_classes, 24)} | {num_tasks})[:24]
+
+
+def _check_granularities(granularities, n, k):
+    if granularities is None:
+        return default_granularities(n, k)
+    check_type("granularities", granularities, (list, tuple), "a list of cluster counts")
+    if not granularities:
+        raise ValueError("granularities must name at least one number of clusters, got []")
+    return [check_int("granularities", g, low=1, high=n) for g in granularities]
+
+
+# --------------------------------------------------------------------------- partitions
+
+def _clusters(sim, granularities):
+    """(labels per granularity, dendrogram leaf order) from average linkage on 1 - sim."""
+    from scipy.cluster.hierarchy import fcluster, leaves_list, linkage
+    from scipy.spatial.distance import squareform
+
+    dis = 1.0 - sim
+    np.fill_diagonal(dis, 0.0)
+    dis = np.maximum(dis, 0.0)
+    Z = linkage(squareform(dis, checks=False), method="average")
+    leaves = leaves_list(Z)
+    return {g: fcluster(Z, t=g, criterion="maxclust") for g in granularities}, leaves
+
+
+def _ordered_clusters(labels, leaves):
+    """Clusters as lists of members in leaf order, largest first (ties: first leaf)."""
+    rank = np.empty_like(leaves)
+    rank[leaves] = np.arange(len(leaves))
+    groups = {}
+    for c in leaves:
+        groups.setdefault(labels[c], []).append(int(c))
+    return sorted(groups.values(), key=lambda members: (-len(members), rank[members[0]]))
+
+
+def _hard_partition(labels, leaves, k, m):
+    tasks = [[] for _ in range(k)]
+    for members in _ordered_clusters(labels, leaves):
+        rest = list(members)
+        while rest:
+            free = np.array([m - len(t) for t in tasks])
+            fits = np.nonzero(free >= len(rest))[0]
+            if len(fits):
+                j = fits[np.argmin(free[fits])]
+                tasks[j].extend(rest)
+                rest = []
+            else:
+                j = int(np.argmax(free))
+                tasks[j].extend(rest[: free[j]])
+                rest = rest[free[j]:]
+    return np.array(tasks, dtype=np.int64)
+
+
+def _easy_partition(labels, leaves, k, m):
+    tasks = [[] for _ in range(k)]
+    j = 0
+    for members in _ordered_clusters(labels, leaves):
+        for c in members:
+            while len(tasks[j]) >= m:
+                j = (j + 1) % k
+            tasks[j].append(c)
+            j = (j + 1) % k
+    return np.array(tasks, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------- orders
+
+def _greedy_orders(X, sign):
+    """Greedy task orders on the (K, K) cross-similarity sums X (minimising sign * X)."""
+    k = X.shape[0]
+    Y = sign * X
+    off = Y.copy()
+    np.fill_diagonal(off, 0.0)
+    start = int(np.argmin(off.sum(axis=1)))
+    orders = []
+    for variant in ("last", "all"):
+        order, left = [start], set(range(k)) - {start}
+        while left:
+            cand = sorted(left)
+            if variant == "last":
+                cost = Y[order[-1], cand]
+            else:
+                cost = Y[np.ix_(order, cand)].sum(axis=0)
+            nxt = cand[int(np.argmin(cost))]
+            order.append(nxt)
+            left.discard(nxt)
+        orders.append(order)
+    return orders
+
+
+def _task_sums(W, tasks):
+    """(K, K) sums of W between the classes of every pair of tasks (one-hot products)."""
+    tasks = np.asarray(tasks)
+    k = tasks.shape[0]
+    P = np.zeros((W.shape[0], k))
+    P[tasks.ravel(), np.repeat(np.arange(k), tasks.shape[1])] = 1.0
+    return P.T @ W @ P
+
+
+def _path_cost(Y, order):
+    order = np.asarray(order)
+    return float(Y[order[:-1], order[1:]].sum())
+
+
+def _best_order(Y, order):
+    """Order of the K tasks minimising the sum of Y over adjacent pairs.
+
+    Exact (Held-Karp) for K <= 12, otherwise 2-opt starting from ``order``.
+    """
+    k = Y.shape[0]
+    if k <= 3:
+        perms = list(itertools.permutations(range(k)))
+        costs = [_path_cost(Y, p) for p in perms]
+        return list(perms[int(np.argmin(costs))])
+    if k <= 12:
+        full = 1 << k
+        dp = np.full((full, k), np.inf)
+        dp[1 << np.arange(k), np.arange(k)] = 0.0
+        bits = 1 << np.arange(k)
+        popcount = np.array([bin(x).count("1") for x in range(full)])
+        for r in range(1, k):                      # extend all paths over r tasks by one task
+            masks = np.nonzero(popcount == r)[0]
+            best = (dp[masks][:, :, None] + Y[None]).min(axis=1)          # (n_masks, to)
+            new = masks[:, None] | bits[None, :]
+            free = (masks[:, None] & bits[None, :]) == 0
+            flat = dp.reshape(-1)
+            np.minimum.at(flat, (new * k + np.arange(k)[None, :])[free], best[free])
+        mask, j = full - 1, int(np.argmin(dp[full - 1]))
+        out = [j]
+        while mask != (1 << j):                    # backtrack by recomputing the argmin
+            prev = mask ^ (1 << j)
+            cand = dp[prev] + Y[:, j]
+            cand[(prev & bits) == 0] = np.inf
+            j, mask = int(np.argmin(cand)), prev
+            out.append(j)
+        return out[::-1]
+    order = list(order)
+    improved = True
+    while improved:
+        improved = False
+        for a in range(k - 1):
+            for b in range(a + 1, k):
+                new = order[:a] + order[a:b + 1][::-1] + order[b + 1:]
+                if _path_cost(Y, new) < _path_cost(Y, order) - 1e-12:
+                    order, improved = new, True
+    return order
+
+
+# --------------------------------------------------------------------------- local search
+
+def _swap_gains(W, pos, A, k):
+    """Change of sum_{adjacent pairs} W for every class swap, all at once.
+
+    ``pos[c]`` is the task position of class c and ``A[c, p]`` the summed similarity
+    of c to the classes at position p. Swapping c (at p) with d (at q) changes the
+    objective by ``NB[c, q] + NB[d, p] - NB[c, p] - NB[d, q] - adj * (W_cc + W_dd - 2 W_cd)``
+    where ``NB[c, p] = A[c, p-1] + A[c, p+1]`` and ``adj = |p - q| == 1``.
+    """
+    pad = np.pad(A, ((0, 0), (1, 1)))
+    NB = pad[:, :-2] + pad[:, 2:]                     # (N, K)
+    own = NB[np.arange(len(pos)), pos]               # NB[c, pos c]
+    cross = NB[:, pos]                               # [c, d] -> NB[c, pos d]
+    gain = cross + cross.T - own[:, None] - own[None, :]
+    adj = np.abs(pos[:, None] - pos[None, :]) == 1
+    diag = np.diag(W)
+    gain -= adj * (diag[:, None] + diag[None, :] - 2 * W)
+    gain[pos[:, None] == pos[None, :]] = np.inf
+    return gain
+
+
+def _local_search(W, tasks, max_rounds=10_000):
+    """Minimise sum over adjacent tasks of W by class swaps and exact re-ordering."""
+    tasks = np.array(tasks, dtype=np.int64)
+    k, m = tasks.shape
+    n = k * m
+    pos = np.empty(n, dtype=np.int64)
+    pos[tasks.ravel()] = np.repeat(np.arange(k), m)
+    rounds = 0
+    while rounds < max_rounds:
+        P = np.zeros((n, k))
+        P[np.arange(n), pos] = 1.0
+        A = W @ P
+        moved = False
+        while rounds < max_rounds:
+            gain = _swap_gains(W, pos, A, k)
+            idx = int(np.argmin(gain))
+            c, d = divmod(idx, n)
+            if not gain[c, d] < -1e-12:
+                break
+            p, q = pos[c], pos[d]
+            A[:, p] += W[:, d] - W[:, c]
+            A[:, q] += W[:, c] - W[:, d]
+            pos[c], pos[d] = q, p
+            rounds += 1
+            moved = True
+        # exact best order of the tasks for this partition
+        X = _task_sums(W, np.argsort(pos, kind="stable").reshape(k, m))
+        order = _best_order(X, list(range(k)))
+        if _path_cost(X, order) < _path_cost(X, list(range(k))) - 1e-12:
+            newpos = np.empty(k, dtype=np.int64)
+            newpos[order] = np.arange(k)
+            pos = newpos[pos]
+            moved = True
+            rounds += 1
+        elif not moved:
+            break
+        if not moved:
+            break
+    return np.stack([np.sort(np.nonzero(pos == t)[0]) for t in range(k)])
+
+
+def _extreme(sim, num_tasks, granularities, improve, sign, num_starts=3):
+    sim = check_similarity(sim)
+    n, k, m = check_num_tasks(sim.shape[0], num_tasks)
+    gs = _check_granularities(granularities, n, k)
+    labels, leaves = _clusters(sim, gs)
+    make = _hard_partition if sign > 0 else _easy_partition
+    cands = []
+    for g in gs:
+        tasks = make(labels[g], leaves, k, m)
+        X = _task_sums(sim, tasks)
+        for order in _greedy_orders(X, sign):
+            seq = canonical(tasks[order])
+            cands.append((_path_cost(X, order) * _coef(n, k), g, seq))
+    cands.sort(key=lambda c: sign * c[0])
+    best_s, best_g, best = cands[0]
+    info = {"paper_sequence": best.tolist(), "paper_score": float(best_s), "granularity": best_g,
+            "granularities": gs}
+    if improve:
+        # local search from the best few distinct candidates; keep the best result
+        starts, seen = [], set()
+        for _, _, seq in cands:
+            key = seq.tobytes()
+            if key not in seen:
+                seen.add(key)
+                starts.append(seq)
+            if len(starts) == num_starts:
+                break
+        results = [canonical(_local_search(sign * sim, st)) for st in starts]
+        scores = [_path_cost(_task_sums(sim, r), range(k)) * _coef(n, k) for r in results]
+        best = results[int(np.argmin(sign * np.array(scores)))]
+    info["score"] = float(sequence_scores(sim, best[None])[0])
+    return best, info
+
+
+def hard_sequence(sim, num_tasks: int, *, granularities=None, improve: bool = True,
+                  return_info: bool = False):
+    """The hardest class sequence found: minimal inter-task similarity S(O).
+
+    Parameters
+    ----------
+    sim : array_like, shape (N, N)
+        Symmetric class similarity (e.g. :func:`clkit.edge.class_similarity`).
+    num_tasks : int
+        ``K >= 2``, must divide ``N``.
+    granularities : list of int, optional
+        Numbers of clusters to try (see :func:`default_granularities`).
+    improve : bool
+        Run the local search after the paper's algorithm (default). With ``False``
+        the paper's Algorithm 1 candidate is returned as is.
+    return_info : bool
+        Also return a dict with ``paper_sequence``, ``paper_score`` (the paper's
+        candidate and its S), ``score`` and the chosen ``granularity``.
+
+    Returns
+    -------
+    ndarray of int, shape (K, M)
+        Tasks in order (classes ascending within a task).
+
+    Examples
+    --------
+    >>> sim = np.array([[1, .9, .1, .2], [.9, 1, .3, .4], [.1, .3, 1, .8], [.2, .4, .8, 1]])
+    >>> hard_sequence(sim, 2).tolist()   # similar classes together in a task
+    [[0, 1], [2, 3]]
+    """
+    seq, info = _extreme(sim, num_tasks, granularities, improve, +1)
+    return (seq, info) if return_info else seq
+
+
+def easy_sequence(sim, num_tasks: int, *, granularities=None, improve: bool = True,
+                  return_info: bool = False):
+    """The easiest class sequence found: maximal inter-task similarity S(O).
+
+    Same parameters and return value as :func:`hard_sequence` (Algorithm 2 of the paper,
+    then local search).
+
+    Examples
+    --------
+    >>> sim = np.array([[1, .9, .1, .2], [.9, 1, .3, .4], [.1, .3, 1, .8], [.2, .4, .8, 1]])
+    >>> easy_sequence(sim, 2).tolist()   # similar classes split across adjacent tasks
+    [[0, 2], [1, 3]]
+    """
+    seq, info = _extreme(sim, num_tasks, granularities, improve, -1)
+    return (seq, info) if return_info else seq
+
+
+def random_scores(sim, num_tasks: int, num_random: int = 10_000, seed: int = 0) -> np.ndarray:
+    """S(O) of ``num_random`` uniformly random class sequences (vectorised).
+
+    Returns
+    -------
+    ndarray, shape (num_random,)
+
+    Examples
+    --------
+    >>> random_scores(np.eye(4), 2, num_random=3).tolist()
+    [0.0, 0.0, 0.0]
+    """
+    sim = check_similarity(sim)
+    n, k, m = check_num_tasks(sim.shape[0], num_tasks)
+    num_random = check_int("num_random", num_random, low=1)
+    seed = check_int("seed", seed, low=0)
+    rng = np.random.default_rng(seed)
+    perms = rng.permuted(np.tile(np.arange(n), (num_random, 1)), axis=1)
+    return sequence_scores(sim, perms.reshape(num_random, k, m))
+
+
+def score_percentile(sim, sequence, num_random: int = 10_000, seed: int = 0) -> float:
+    """Percentile (0-100) of a sequence's S(O) among random sequences.
+
+    Mid-rank convention: ``100 * (#{S_r < S} + 0.5 #{S_r == S}) / num_random``, so a
+    hard sequence scores near 0 and an easy one near 100.
+
+    Examples
+    --------
+    >>> sim = np.array([[1, .9, .1, .2], [.9, 1, .3, .4], [.1, .3, 1, .8], [.2, .4, .8, 1]])
+    >>> score_percentile(sim, [[0, 1], [2, 3]], num_random=600) < 25
+    True
+    """
+    sim = check_similarity(sim)
+    seq = check_sequence("sequence", sequence, sim.shape[0])
+    s = sequence_scores(sim, seq[None])[0]
+    r = random_scores(sim, seq.shape[0], num_random, seed)
+    tol = 1e-12 * max(1.0, abs(s))
+    return float(100.0 * ((r < s - tol).sum() + 0.5 * (np.abs(r - s) <= tol).sum()) / len(r))

