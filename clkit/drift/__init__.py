@@ -7,9 +7,13 @@
 - :mod:`clkit.drift.cache` -- :func:`build_stream`, built once per configuration
   and cached on disk;
 - :mod:`clkit.drift.evaluate` -- online training along a stream with periodic
-  evaluation on every latent task's test set, and the Joint upper bound.
+  evaluation on every latent task's test set, and the Joint upper bound;
+- :mod:`clkit.drift.experiment` -- latent-task splits, the paper's metrics and a
+  grid over methods x stream configurations x seeds.
 """
 
+from .experiment import LatentTaskSplit, StreamConfig, check_params, run_grid, split_tasks, stream_metrics
+from .evaluate import METHODS, StreamRun, eval_points, make_learner, run_stream, task_accuracy, train_joint
 from .cache import build_stream, stream_key
 from .schedule import (DEFAULT_TAU, gaussian_weights, hard_weights, largest_remainder, latent_tasks,
                        mixing_entropy, overlap_index, task_centers)
@@ -17,6 +21,8 @@ from .streams import (SAMPLINGS, SETTINGS, Stream, boundary_local_stream, fill_c
                       global_stream, hard_stream)
 
 __all__ = [
+    "LatentTaskSplit", "StreamConfig", "check_params", "run_grid", "split_tasks", "stream_metrics", "METHODS",
+    "StreamRun", "eval_points", "make_learner", "run_stream", "task_accuracy", "train_joint",
     "build_stream", "stream_key",
     "DEFAULT_TAU", "gaussian_weights", "hard_weights", "largest_remainder", "latent_tasks", "mixing_entropy",
     "overlap_index", "task_centers", "SAMPLINGS", "SETTINGS", "Stream", "boundary_local_stream", "fill_counts",
