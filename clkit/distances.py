@@ -15,7 +15,7 @@ import numpy as np
 
 from ._validate import check_int
 
-__all__ = ["wasserstein_1d", "jensen_shannon", "sliced_wasserstein"]
+__all__ = ["wasserstein_1d", "jensen_shannon", "sliced_wasserstein", "histogram", "gaussian_histogram"]
 
 
 def _samples(name, a):
@@ -121,3 +121,61 @@ def sliced_wasserstein(x, y, num_projections: int = 50, seed: int = 0) -> float:
     num_projections = check_int("num_projections", num_projections, low=1)
     proj = ot.sliced.get_random_projections(x.shape[1], num_projections, seed=np.random.RandomState(seed))
     return float(np.mean(wasserstein_1d(x @ proj, y @ proj)))
+
+
+# --------------------------------------------------------------------------- histograms
+# (appended for clkit.edge: discretising an empirical distribution and a Gaussian
+# estimate on the same bins before a Jensen-Shannon divergence)
+
+def histogram(values, bin_edges, tails: bool = True) -> np.ndarray:
+    """Fraction of ``values`` per bin; with ``tails`` two open bins are added outside.
+
+    Parameters
+    ----------
+    values : array_like, shape (n,)
+    bin_edges : array_like, shape (k + 1,), increasing
+    tails : bool
+        Prepend ``(-inf, edges[0])`` and append ``[edges[-1], inf)`` as open bins
+        (shape ``(k + 2,)``); the last finite bin is closed on the right.
+
+    Examples
+    --------
+    >>> histogram([0.1, 0.2, 0.9], [0.0, 0.5, 1.0]).tolist()
+    [0.0, 0.6666666666666666, 0.3333333333333333, 0.0]
+    """
+    v = _samples("values", values).ravel()
+    e = np.asarray(bin_edges, dtype=float)
+    if e.ndim != 1 or len(e) < 2 or not (np.diff(e) > 0).all():
+        raise ValueError(f"bin_edges must be a strictly increasing 1-D array of >= 2 edges, got {e!r}")
+    inner = np.histogram(v[(v >= e[0]) & (v <= e[-1])], bins=e)[0].astype(float)
+    if tails:
+        inner = np.concatenate([[(v < e[0]).sum()], inner, [(v > e[-1]).sum()]])
+    return inner / len(v)
+
+
+def gaussian_histogram(mean: float, std: float, bin_edges, tails: bool = True) -> np.ndarray:
+    """Probability mass of ``N(mean, std^2)`` per bin (same bins as :func:`histogram`).
+
+    ``std == 0`` is a point mass at ``mean``.
+
+    Examples
+    --------
+    >>> gaussian_histogram(0.0, 1.0, [-1.0, 0.0, 1.0]).round(4).tolist()
+    [0.1587, 0.3413, 0.3413, 0.1587]
+    >>> gaussian_histogram(0.5, 0.0, [0.0, 1.0]).tolist()
+    [0.0, 1.0, 0.0]
+    """
+    from scipy.stats import norm
+
+    e = np.asarray(bin_edges, dtype=float)
+    if e.ndim != 1 or len(e) < 2 or not (np.diff(e) > 0).all():
+        raise ValueError(f"bin_edges must be a strictly increasing 1-D array of >= 2 edges, got {e!r}")
+    if not np.isfinite(mean) or not np.isfinite(std) or std < 0:
+        raise ValueError(f"mean must be finite and std finite and >= 0, got mean={mean!r}, std={std!r}")
+    if std == 0:
+        return histogram([mean], e, tails=tails)
+    cdf = norm.cdf(e, loc=mean, scale=std)
+    inner = np.diff(cdf)
+    if tails:
+        return np.concatenate([[cdf[0]], inner, [1.0 - cdf[-1]]])
+    return inner / inner.sum()
