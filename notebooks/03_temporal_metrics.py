@@ -167,7 +167,7 @@ for ax, (name, res) in zip(axes, part1.items()):
     ax.set_xlabel("training period t")
 axes[0].set_ylabel("accuracy / score")
 axes[1].legend(fontsize=7, ncol=2)
-fig.suptitle("ID and OOD fall in both streams; only TAS tells shift from difficulty")
+fig.suptitle("Both streams open an ID-OOD gap; only TAS tells shift from difficulty (dotted: ground truth)")
 fig.tight_layout()
 record.figure(fig, "part1_adaptation_vs_difficulty")
 plt.show()
@@ -179,12 +179,13 @@ tas_s = part1["shift only"]["erm"]["tas"]
 record.log(part1={name: {src: {k: v for k, v in res[src].items() if k != "per_period"} for src in res}
                   for name, res in part1.items()})
 display(Markdown(
-    f"**What Part 1 shows.** Both streams lose accuracy over time (ID-OOD gap {gap_d:.3f} for "
-    f"*difficulty only*, {gap_s:.3f} for *shift only*), so ID and OOD alone cannot say why. "
+    f"**What Part 1 shows.** Both streams show an ID-OOD gap ({gap_d:.3f} for *difficulty only*, "
+    f"{gap_s:.3f} for *shift only*), so ID and OOD alone cannot say why models do worse on the future. "
     f"TAS can: it stays at {tas_d:.3f} when only the difficulty changes (the ERM model keeps "
     f"the share of the oracle's accuracy that is there to keep) and drops to {tas_s:.3f} when the "
     f"distribution shifts. The learned values follow the ground truth "
-    f"(true TAS {part1['difficulty only']['true']['tas']:.3f} and {part1['shift only']['true']['tas']:.3f})."))
+    f"(true TAS {part1['difficulty only']['true']['tas']:.3f} and {part1['shift only']['true']['tas']:.3f}). "
+    f"The Drift Horizon, which works on raw accuracy, reacts to both causes alike."))
 
 # %% [markdown]
 # ## Part 2 — The metric suite for continual learners on a real stream

@@ -1,0 +1,60 @@
+"""The clkit command: listing, parameter resolution, summaries."""
+
+import json
+
+import pytest
+
+from clkit import run
+
+
+def test_list_includes_notebook_and_param_sets(capsys):
+    assert run.main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "03_temporal_metrics" in out and "smoke" in out and "paper" in out
+
+
+def test_resolve_by_prefix_and_unknown():
+    assert run.resolve_notebook("03") == "03_temporal_metrics"
+    with pytest.raises(ValueError, match="notebook must be one of"):
+        run.resolve_notebook("99_nothing")
+
+
+def test_parameters_are_read_from_the_tagged_cell():
+    params = run.notebook_parameters("03_temporal_metrics")
+    assert params["delta"]["type"] == "float" and params["delta"]["help"]
+    assert params["learners"]["type"] == "list"
+
+
+def test_load_params_overrides_and_checks():
+    p = run.load_params("03_temporal_metrics", "smoke", [("n", "4")])
+    assert p["n"] == 4
+    with pytest.raises(ValueError, match="no parameter 'nope'"):
+        run.load_params("03_temporal_metrics", "smoke", [("nope", "1")])
+    with pytest.raises(TypeError, match="delta"):
+        run.load_params("03_temporal_metrics", "smoke", [("delta", "[1]")])
+    with pytest.raises(ValueError, match="params"):
+        run.load_params("03_temporal_metrics", "nonexistent.yaml")
+
+
+def test_every_param_set_matches_declared_parameters():
+    for nb in run.list_notebooks():
+        sets = run.param_sets(nb)
+        assert {"smoke", "default", "paper"} <= set(sets), nb
+        for s in sets:
+            run.load_params(nb, s)  # raises on unknown names or wrong types
+
+
+def test_summary_tabulates_results(tmp_path, capsys):
+    for i, seed in enumerate((0, 1)):
+        d = tmp_path / f"run{i}" / "03_temporal_metrics"
+        d.mkdir(parents=True)
+        (d / "results.json").write_text(json.dumps(
+            {"notebook": "03_temporal_metrics", "params": {"seed": seed},
+             "results": {"tas": 0.9 + i / 100, "learners": {"erm": {"id": 0.8}}}}))
+        (d / "run.json").write_text(json.dumps({"params_set": "smoke", "status": "ok", "runtime_s": 1.0}))
+    assert run.main(["summary", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "learners.erm.id" in out and "param.seed" in out
+    csv = (tmp_path / "summary.csv").read_text().splitlines()
+    assert len(csv) == 3
+    assert run.main(["summary", str(tmp_path / "empty")]) == 1
