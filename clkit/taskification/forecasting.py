@@ -165,7 +165,8 @@ def regression_cl_metrics(M) -> dict:
 
 def continual_forecasting(tasks: list[ForecastTask], model_fn, method: str, *, max_epochs: int = 1,
                           patience: int = 10, lr_patience: int = 5, lr: float = 1e-4, batch_size: int = 256,
-                          seed: int = 0, strategy_kwargs: dict | None = None, progress=None) -> np.ndarray:
+                          seed: int = 0, strategy_kwargs: dict | None = None, num_threads: int | None = 1,
+                          progress=None) -> np.ndarray:
     """Train ``method`` over ``tasks`` in order; return ``M`` (num_tasks, num_tasks), test MSE x 10^3.
 
     Parameters
@@ -179,10 +180,29 @@ def continual_forecasting(tasks: list[ForecastTask], model_fn, method: str, *, m
         The paper: AdamW 1e-4, batch 256, LR x0.1 after 5 stagnant epochs, early stopping 10.
     strategy_kwargs : dict, optional
         Extra strategy settings (``memory_size``, ``ewc_lambda``, ...).
+    num_threads : int or None
+        torch CPU threads while training (restored afterwards). One thread is the
+        fastest for small models, and far faster on a busy machine where several
+        threads contend for cores; ``None`` leaves torch's setting alone.
     progress : callable, optional
         Called with no arguments after each task (e.g. a tqdm bar's ``update``).
     """
     seed = check_int("seed", seed)
+    if num_threads is None:
+        return _continual(tasks, model_fn, method, max_epochs, patience, lr_patience, lr, batch_size, seed,
+                          strategy_kwargs, progress)
+    num_threads = check_int("num_threads", num_threads, low=1)
+    before = torch.get_num_threads()
+    torch.set_num_threads(num_threads)
+    try:
+        return _continual(tasks, model_fn, method, max_epochs, patience, lr_patience, lr, batch_size, seed,
+                          strategy_kwargs, progress)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _continual(tasks, model_fn, method, max_epochs, patience, lr_patience, lr, batch_size, seed, strategy_kwargs,
+               progress):
     with torch_seeded(seed):
         model = model_fn()
     strategy = make_strategy(method, model, loss="mse", optimizer="adamw", lr=lr, batch_size=batch_size,

@@ -16,7 +16,7 @@ METHOD_LABELS = {"naive": "Finetune", "replay": "ER", "ewc": "EWC", "lwf": "LwF"
 def check_params(*, dataset, num_series, num_weeks, window_days, offset_days, delta_days, num_perturbations, l_min,
                  alpha, beta, discrepancy, num_quantiles, methods, cl_series, context_steps, stride, d_model,
                  num_layers, num_heads, epochs, patience, lr, batch_size, seed, river_windows, river_delta,
-                 **_ignored) -> dict:
+                 torch_threads=1) -> dict:
     """Check every parameter (``ValueError`` / ``TypeError`` naming it); return them as a dict.
 
     Window lengths must be whole numbers of 10-minute steps, strictly increasing,
@@ -78,4 +78,5 @@ def check_params(*, dataset, num_series, num_weeks, window_days, offset_days, de
         check_int("river_windows", w, low=2)
     out["river_windows"] = list(river_windows)
     out["river_delta"] = check_int("river_delta", river_delta, low=0)
+    out["torch_threads"] = check_int("torch_threads", torch_threads, low=1)
     return out
