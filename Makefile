@@ -1,5 +1,5 @@
 # clkit: two commands do everything on a fresh machine.
-#   make run    all notebooks, default parameters, headless via papermill -> runs/default/
+#   make run    all notebooks, default parameters, headless via papermill -> runs/default/, figures/
 #   make test   the test suite (smoke notebooks included)
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -33,7 +33,7 @@ data:
 	fi
 
 run: install data
-	$(VENV)/bin/clkit run all --params default --out runs/default
+	$(VENV)/bin/clkit run all --params default --out runs/default --figures figures
 
 test: install data
 	$(PY) -m pytest -q
