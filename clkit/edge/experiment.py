@@ -1,0 +1,200 @@
+"""The enumerable experiment (Sect. 5.1) on real offline data.
+
+Fashion-MNIST (offline through the Debian package, or torchvision online), a few
+of its classes (the paper: the first six), ``num_tasks`` tasks: every class
+sequence is trained with every learner (batched, :mod:`clkit.edge.learners`),
+giving the ground-truth accuracy distribution; protocols (RS, EDGE) are judged
+against it.
+
+Data choices (documented in the notebook): ``n_train`` / ``n_test`` images per
+class drawn without replacement with ``seed``; images average-pooled by ``pool``
+(2: 28x28 -> 14x14 = 196 inputs) and standardised with the training mean / std.
+The NCM learner's frozen features come from an MLP pre-trained on the *other*
+Fashion-MNIST classes (never on the experiment's classes), standing in for the
+pre-trained backbone of the paper's prototype methods.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .._seed import torch_seeded
+from .._validate import check_choices, check_int
+from ..data.images import FASHION_MNIST_CLASSES, load_fashion_mnist
+from .combinatorics import canonical
+from .estimation import distribution_distances, extremes, gaussian_estimate
+from .learners import LEARNERS, LearnerConfig, train_sequences
+
+__all__ = ["DATASETS", "load_enumerable_data", "run_learners", "sequence_index", "evaluate_protocol"]
+
+DATASETS = ("fashion_mnist",)
+
+
+def _pool(x, pool):
+    n, h, w = x.shape
+    x = x[:, : h - h % pool, : w - w % pool].astype(np.float32) / 255.0
+    return x.reshape(n, h // pool, pool, w // pool, pool).mean(axis=(2, 4)).reshape(n, -1)
+
+
+def _per_class(x, y, classes, n, rng):
+    out = []
+    for c in classes:
+        idx = np.nonzero(y == c)[0]
+        if len(idx) < n:
+            raise ValueError(f"class {c} has only {len(idx)} images, fewer than the {n} requested")
+        out.append(x[np.sort(rng.choice(idx, size=n, replace=False))])
+    return np.stack(out)
+
+
+def _pretrain_features(x, y, hidden, seed, epochs=3, batch_size=64, lr=0.05):
+    """Train a one-hidden-layer MLP on (x, y); return its frozen feature map."""
+    classes = np.unique(y)
+    y = np.searchsorted(classes, y)
+    with torch_seeded(seed):
+        net = torch.nn.Sequential(torch.nn.Linear(x.shape[1], hidden), torch.nn.ReLU(),
+                                  torch.nn.Linear(hidden, len(classes)))
+    opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
+    xt, yt = torch.as_tensor(x), torch.as_tensor(y)
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(epochs):
+        perm = torch.randperm(len(xt), generator=g)
+        for s in range(0, len(xt), batch_size):
+            b = perm[s:s + batch_size]
+            loss = torch.nn.functional.cross_entropy(net(xt[b]), yt[b])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    body = net[:2].eval()
+
+    def features(z):
+        with torch.no_grad():
+            return body(torch.as_tensor(z, dtype=torch.float32)).numpy()
+    return features
+
+
+def load_enumerable_data(dataset: str = "fashion_mnist", classes=(0, 1, 2, 3, 4, 5), *, n_train: int = 500,
+                         n_test: int = 500, pool: int = 2, feature_dim: int = 64, seed: int = 0) -> dict:
+    """Images of the experiment's classes, per class, plus frozen features for NCM.
+
+    Parameters
+    ----------
+    dataset : {"fashion_mnist"}
+    classes : list of int
+        Class labels of the dataset used, in order (class ``i`` of the experiment is
+        ``classes[i]``).
+    n_train, n_test : int
+        Images per class (sampled with ``seed``).
+    pool : int
+        Average-pooling factor.
+    feature_dim : int
+        Width of the frozen feature extractor (pre-trained on the other classes).
+    seed : int
+
+    Returns
+    -------
+    dict
+        ``x_train`` (C, n_train, D), ``x_test`` (C, n_test, D), ``f_train`` /
+        ``f_test`` (C, n, feature_dim) frozen features, ``class_names`` (list of
+        str), ``data_source`` (str).
+    """
+    if dataset not in DATASETS:
+        raise ValueError(f"dataset must be one of {list(DATASETS)}, got {dataset!r}")
+    if isinstance(classes, (str, bytes)) or not isinstance(classes, (list, tuple)):
+        raise TypeError(f"classes must be a list of class labels, got {classes!r}")
+    classes = [check_int("classes", c, low=0, high=len(FASHION_MNIST_CLASSES) - 1) for c in classes]
+    if len(set(classes)) != len(classes) or len(classes) < 2:
+        raise ValueError(f"classes must name at least 2 distinct labels in 0..9, got {classes!r}")
+    n_train = check_int("n_train", n_train, low=10, high=6000)
+    n_test = check_int("n_test", n_test, low=10, high=1000)
+    pool = check_int("pool", pool, low=1, high=7)
+    feature_dim = check_int("feature_dim", feature_dim, low=2)
+    seed = check_int("seed", seed, low=0)
+    xtr_all, ytr_all, source = load_fashion_mnist("train")
+    xte_all, yte_all, _ = load_fashion_mnist("test")
+    rng = np.random.default_rng(seed)
+    xtr = _pool(_per_class(xtr_all, ytr_all, classes, n_train, rng).reshape(-1, 28, 28), pool)
+    xte = _pool(_per_class(xte_all, yte_all, classes, n_test, rng).reshape(-1, 28, 28), pool)
+    mu, sd = xtr.mean(axis=0), xtr.std(axis=0) + 1e-3
+    xtr, xte = (xtr - mu) / sd, (xte - mu) / sd
+    C = len(classes)
+    others = [c for c in range(len(FASHION_MNIST_CLASSES)) if c not in classes]
+    if others:
+        idx = np.nonzero(np.isin(ytr_all, others))[0]
+        idx = np.sort(rng.choice(idx, size=min(len(idx), 1000 * len(others)), replace=False))
+        xo = (_pool(xtr_all[idx], pool) - mu) / sd
+        feats = _pretrain_features(xo.astype(np.float32), ytr_all[idx], feature_dim, seed)
+        how = f"MLP pre-trained on the other classes {[FASHION_MNIST_CLASSES[c] for c in others]}"
+    else:  # every class is in the experiment: fixed random ReLU features
+        with torch_seeded(seed):
+            lin = torch.nn.Linear(xtr.shape[1], feature_dim)
+        feats = lambda z: torch.relu(lin(torch.as_tensor(z, dtype=torch.float32))).detach().numpy()  # noqa: E731
+        how = "random ReLU features (no class left for pre-training)"
+    return {
+        "x_train": xtr.reshape(C, n_train, -1).astype(np.float32),
+        "x_test": xte.reshape(C, n_test, -1).astype(np.float32),
+        "f_train": feats(xtr.astype(np.float32)).reshape(C, n_train, -1),
+        "f_test": feats(xte.astype(np.float32)).reshape(C, n_test, -1),
+        "class_names": [FASHION_MNIST_CLASSES[c] for c in classes],
+        "data_source": f"Fashion-MNIST ({source}); classes {classes}; {n_train}/{n_test} train/test images "
+                       f"per class; {pool}x{pool} average pooling; NCM features: {how}",
+    }
+
+
+def run_learners(data: dict, sequences, learners, config: LearnerConfig = LearnerConfig(), *, seed: int = 0,
+                 progress: bool = True) -> dict:
+    """Train every learner on every sequence (batched); return ``{learner: train_sequences output}``."""
+    learners = check_choices("learners", learners, LEARNERS)
+    seqs = np.asarray(sequences)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(learners) * seqs.shape[1], desc="training all sequences")
+    out = {}
+    try:
+        for name in learners:
+            xtr, xte = (data["f_train"], data["f_test"]) if name == "ncm" else (data["x_train"], data["x_test"])
+            out[name] = train_sequences(xtr, xte, seqs, name, config, seed=seed,
+                                        progress=bar.update if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    return out
+
+
+def sequence_index(all_sequences, sequences) -> np.ndarray:
+    """Positions of ``sequences`` (P, K, M) within ``all_sequences`` (L, K, M).
+
+    Examples
+    --------
+    >>> from clkit.edge import enumerate_sequences
+    >>> sequence_index(enumerate_sequences(4, 2), [[[2, 3], [1, 0]]]).tolist()
+    [5]
+    """
+    allc = canonical(all_sequences)
+    lookup = {s.tobytes(): i for i, s in enumerate(allc)}
+    out = []
+    for s in canonical(sequences):
+        key = s.tobytes()
+        if key not in lookup:
+            raise ValueError(f"sequence {s.tolist()} is not among all_sequences")
+        out.append(lookup[key])
+    return np.array(out, dtype=np.int64)
+
+
+def evaluate_protocol(true_values, sampled_values, *, num_bins: int = 10) -> dict:
+    """Gaussian estimate from sampled accuracies, its JSD / W1 to the truth, and extremes.
+
+    Examples
+    --------
+    >>> out = evaluate_protocol([1.0, 2.0, 3.0, 4.0], [1.0, 4.0])
+    >>> out["mean"], out["std"], out["min_gap"], out["max_gap"]
+    (2.5, 1.5, 0.0, 0.0)
+    """
+    mean, std = gaussian_estimate(sampled_values)
+    out = {"mean": mean, "std": std}
+    out.update(distribution_distances(true_values, mean, std, num_bins=num_bins))
+    ext = extremes(true_values, sampled_values)
+    out.update({k: ext[k] for k in ("min", "max", "min_gap", "max_gap", "range_coverage")})
+    return out
