@@ -88,7 +88,13 @@ def stream_metrics(acc) -> dict:
 
 @dataclass(frozen=True)
 class StreamConfig:
-    """One stream configuration: setting and its parameter, batch size, sampling."""
+    """One stream configuration: setting and its parameter, batch size, sampling.
+
+    Examples
+    --------
+    >>> StreamConfig("gaussian", sigma=4.0).label(), StreamConfig("hard").label()
+    ('gaussian σ=4.0 B=10 without', 'hard B=10 without')
+    """
 
     setting: str
     sigma: float | None = None
@@ -98,7 +104,7 @@ class StreamConfig:
     sampling: str = "without"
 
     def label(self) -> str:
-        par = {"gaussian": f" σ={self.sigma:g}", "global": f" p={self.p:g}", "boundary_local": f" K={self.k_bl}"}
+        par = {"gaussian": f" σ={self.sigma}", "global": f" p={self.p}", "boundary_local": f" K={self.k_bl}"}
         return f"{self.setting}{par.get(self.setting, '')} B={self.batch_size} {self.sampling}"
 
 
