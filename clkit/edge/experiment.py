@@ -24,7 +24,7 @@ from .._validate import check_choices, check_int
 from ..data.images import FASHION_MNIST_CLASSES, load_fashion_mnist
 from .combinatorics import canonical
 from .estimation import distribution_distances, extremes, gaussian_estimate
-from .learners import LEARNERS, LearnerConfig, train_sequences
+from .learners import LEARNERS, LearnerConfig, torch_threads, train_sequences
 
 __all__ = ["DATASETS", "load_enumerable_data", "run_learners", "sequence_index", "evaluate_protocol"]
 
@@ -47,7 +47,7 @@ def _per_class(x, y, classes, n, rng):
     return np.stack(out)
 
 
-def _pretrain_features(x, y, hidden, seed, epochs=3, batch_size=64, lr=0.05):
+def _pretrain_features(x, y, hidden, seed, epochs=2, batch_size=64, lr=0.05):
     """Train a one-hidden-layer MLP on (x, y); return its frozen feature map."""
     classes = np.unique(y)
     y = np.searchsorted(classes, y)
@@ -57,14 +57,15 @@ def _pretrain_features(x, y, hidden, seed, epochs=3, batch_size=64, lr=0.05):
     opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
     xt, yt = torch.as_tensor(x), torch.as_tensor(y)
     g = torch.Generator().manual_seed(seed)
-    for _ in range(epochs):
-        perm = torch.randperm(len(xt), generator=g)
-        for s in range(0, len(xt), batch_size):
-            b = perm[s:s + batch_size]
-            loss = torch.nn.functional.cross_entropy(net(xt[b]), yt[b])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+    with torch_threads(1):
+        for _ in range(epochs):
+            perm = torch.randperm(len(xt), generator=g)
+            for s in range(0, len(xt), batch_size):
+                b = perm[s:s + batch_size]
+                loss = torch.nn.functional.cross_entropy(net(xt[b]), yt[b])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
     body = net[:2].eval()
 
     def features(z):
@@ -121,7 +122,7 @@ def load_enumerable_data(dataset: str = "fashion_mnist", classes=(0, 1, 2, 3, 4,
     others = [c for c in range(len(FASHION_MNIST_CLASSES)) if c not in classes]
     if others:
         idx = np.nonzero(np.isin(ytr_all, others))[0]
-        idx = np.sort(rng.choice(idx, size=min(len(idx), 1000 * len(others)), replace=False))
+        idx = np.sort(rng.choice(idx, size=min(len(idx), 600 * len(others)), replace=False))
         xo = (_pool(xtr_all[idx], pool) - mu) / sd
         feats = _pretrain_features(xo.astype(np.float32), ytr_all[idx], feature_dim, seed)
         how = f"MLP pre-trained on the other classes {[FASHION_MNIST_CLASSES[c] for c in others]}"

@@ -42,6 +42,7 @@ Learners (batched re-implementations; the generic ones live in
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -53,10 +54,26 @@ from .._seed import torch_seeded
 from .._validate import check_choice, check_int, check_real
 
 __all__ = ["LEARNERS", "LearnerConfig", "init_params", "batch_order", "sequence_code",
-           "train_sequences"]
+           "train_sequences", "torch_threads"]
 
 LEARNERS = ("finetune", "ewc", "lwf", "icarl", "ncm")
 _NEG = -1e9
+
+
+@contextlib.contextmanager
+def torch_threads(num_threads: int | None = 1):
+    """Run the block with ``num_threads`` torch intra-op threads, restoring the setting after.
+
+    Small batched products run fastest on one thread and then do not oversubscribe a
+    shared CPU; results do not depend on the thread count.
+    """
+    before = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(check_int("num_threads", num_threads, low=1))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 @dataclass(frozen=True)
@@ -261,13 +278,8 @@ def train_sequences(x_train, x_test, sequences, learner: str, config: LearnerCon
     ((1, 2, 2), True)
     """
     check_choice("learner", learner, LEARNERS)
-    before = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(check_int("num_threads", num_threads, low=1))
-    try:
+    with torch_threads(num_threads):
         return _train(x_train, x_test, sequences, learner, config, seed, progress)
-    finally:
-        torch.set_num_threads(before)
 
 
 def _train(x_train, x_test, sequences, learner, config, seed, progress):

@@ -1,0 +1,65 @@
+"""Validation of notebook 02_edge's parameters (one error per bad value, naming it)."""
+
+from __future__ import annotations
+
+from .._validate import check_choice, check_choices, check_int, check_real, check_type
+from ..data.class_names import CLASS_NAME_LISTS
+from .combinatorics import check_num_tasks
+from .experiment import DATASETS
+from .learners import LEARNERS
+from .similarity import ENCODERS
+
+__all__ = ["check_params"]
+
+
+def check_params(*, dataset, classes, num_tasks, encoder, learners, n_train, n_test, epochs, hidden,
+                 batch_size, lr, seeds, seed, granularities, num_random, num_bins, classic_datasets,
+                 classic_num_tasks) -> dict:
+    """Validate the parameters of notebook 02_edge; return them as a dict.
+
+    Examples
+    --------
+    >>> p = dict(dataset="fashion_mnist", classes=[0, 1, 2, 3, 4, 5], num_tasks=3, encoder="auto",
+    ...          learners=["finetune"], n_train=100, n_test=100, epochs=1, hidden=32, batch_size=32,
+    ...          lr=0.05, seeds=[0, 42, 1993], seed=0, granularities=[], num_random=1000, num_bins=10,
+    ...          classic_datasets=["cifar100"], classic_num_tasks=10)
+    >>> check_params(**p)["num_tasks"]
+    3
+    >>> check_params(**{**p, "num_tasks": 4})
+    Traceback (most recent call last):
+    ...
+    ValueError: num_tasks must divide num_classes into equal tasks: 6 classes cannot be split into 4 tasks (allowed: a divisor of 6 that is >= 2, e.g. [2, 3, 6])
+    """
+    check_choice("dataset", dataset, DATASETS)
+    check_type("classes", classes, (list, tuple), "a list of class labels")
+    classes = [check_int("classes", c, low=0, high=9) for c in classes]
+    if len(set(classes)) != len(classes):
+        raise ValueError(f"classes has duplicates: {classes!r}")
+    check_num_tasks(len(classes), num_tasks)
+    if len(classes) > 9:
+        raise ValueError(f"classes: at most 9 classes can be enumerated (9/3 -> 1680 sequences), got {len(classes)}")
+    check_choice("encoder", encoder, ENCODERS)
+    learners = check_choices("learners", learners, LEARNERS)
+    check_int("n_train", n_train, low=10, high=6000)
+    check_int("n_test", n_test, low=10, high=1000)
+    check_int("epochs", epochs, low=1)
+    check_int("hidden", hidden, low=1)
+    check_int("batch_size", batch_size, low=1)
+    check_real("lr", lr, low=0, low_open=True)
+    check_type("seeds", seeds, (list, tuple), "a list of integer seeds")
+    if len(seeds) < 2:
+        raise ValueError(f"seeds must name at least 2 RS seeds (a std needs two values), got {seeds!r}")
+    seeds = [check_int("seeds", s, low=0, high=2**32 - 1) for s in seeds]
+    check_int("seed", seed, low=0)
+    check_type("granularities", granularities, (list, tuple), "a list of cluster counts ([] = default)")
+    granularities = [check_int("granularities", g, low=1, high=len(classes)) for g in granularities]
+    check_int("num_random", num_random, low=100)
+    check_int("num_bins", num_bins, low=2)
+    check_choices("classic_datasets", classic_datasets, [d for d in CLASS_NAME_LISTS if d != "fashion_mnist"],
+                  min_len=0)
+    for d in classic_datasets:
+        check_num_tasks(CLASS_NAME_LISTS[d], classic_num_tasks)
+    return dict(dataset=dataset, classes=classes, num_tasks=num_tasks, encoder=encoder, learners=learners,
+                n_train=n_train, n_test=n_test, epochs=epochs, hidden=hidden, batch_size=batch_size, lr=lr,
+                seeds=seeds, seed=seed, granularities=granularities, num_random=num_random, num_bins=num_bins,
+                classic_datasets=list(classic_datasets), classic_num_tasks=classic_num_tasks)
