@@ -347,7 +347,7 @@ def stream_metrics(R, scenario: str) -> dict:
 
 def check_params(*, datasets, scenario, strategies, backbone, epochs, difficulty_epochs, memory_size,
                  per_class_train, per_class_test, image_size, channels, lr, momentum, batch_size, seed,
-                 **others) -> None:
+                 optimizer: str = "sgd", **others) -> None:
     """Validate notebook 04's parameters; raise ``ValueError``/``TypeError`` naming the parameter.
 
     Examples
@@ -376,6 +376,7 @@ def check_params(*, datasets, scenario, strategies, backbone, epochs, difficulty
     check_int("per_class_test", per_class_test, low=1)
     check_int("image_size", image_size, low=8)
     check_choice("channels", channels, [1, 3])
+    check_choice("optimizer", optimizer, ["sgd", "adam", "adamw"])
     check_real("lr", lr, low=0, low_open=True)
     check_real("momentum", momentum, low=0, high=1)
     check_int("batch_size", batch_size, low=1)

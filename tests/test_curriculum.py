@@ -1,0 +1,156 @@
+"""The curriculum benchmark builder, difficulty ordering, streams and bad input."""
+
+import numpy as np
+import pytest
+import torch
+
+import clkit.curriculum as cur
+from clkit.data import DatasetNotFoundError
+from clkit.data.images import ImageDataset, load_image_dataset, tinyimagenet_wnids
+
+
+def _fake(name, num_classes=10, n=12, shape=(6, 6), seed=0, rgb=False, level=None):
+    """A synthetic ImageDataset whose class c has constant brightness (easy to learn)."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(num_classes), n)
+    base = (np.arange(num_classes) * (255 // num_classes))[y] if level is None else np.full(len(y), level)
+    full = (*shape, 3) if rgb else shape
+    x = np.clip(base[:, None, None] + rng.integers(-5, 5, (len(y), *shape)), 0, 255).astype(np.uint8)
+    if rgb:
+        x = np.repeat(x[..., None], 3, axis=-1).reshape(len(y), *full)
+    return ImageDataset(name, x, y, x.copy(), y.copy(), tuple(map(str, range(num_classes))), "synthetic test data")
+
+
+def test_prepare_images_resizes_and_replicates_channels():
+    grey = np.zeros((2, 28, 28), np.uint8)
+    grey[:, :14] = 255
+    t = cur.prepare_images(grey, 14, 3)
+    assert t.shape == (2, 3, 14, 14) and t.dtype == torch.float32
+    assert torch.equal(t[:, 0], t[:, 1]) and torch.equal(t[:, 1], t[:, 2])   # grey replicated
+    assert float(t[0, 0, :6].min()) == 1.0 and float(t[0, 0, 8:].max()) == 0.0
+    rgb = np.zeros((1, 8, 8, 3), np.uint8)
+    rgb[..., 0] = 255
+    g = cur.prepare_images(rgb, 8, 1)
+    assert g.shape == (1, 1, 8, 8) and torch.allclose(g, torch.full_like(g, 1 / 3))
+
+
+def test_benchmark_is_class_balanced_and_records_fewer_images():
+    b = cur.build_benchmark(["digits", "mnist_subset"], per_class_train=200, per_class_test=40, image_size=12)
+    x, y = b.train["digits"]
+    assert x.shape[1:] == (3, 12, 12) and 0.0 <= float(x.min()) and float(x.max()) <= 1.0
+    counts = torch.bincount(y).tolist()
+    assert len(set(counts)) == 1 and counts[0] == b.per_class["digits"][0] == 87   # smallest digits class
+    assert b.per_class["mnist_subset"] == (200, 40)
+    assert set(torch.bincount(b.test["mnist_subset"][1]).tolist()) == {40}
+
+
+def test_train_and_test_images_are_disjoint_for_split_free_datasets():
+    d = load_image_dataset("mnist_subset")
+    train = {r.tobytes() for r in d.x_train}
+    assert not any(r.tobytes() in train for r in d.x_test[:500])
+
+
+def test_tasks_offset_labels_per_position_and_scenario_check():
+    b = cur.build_benchmark([_fake("a"), _fake("b", seed=1)], per_class_train=5, per_class_test=3, image_size=6)
+    train, test = b.tasks(["b", "a"], "task")
+    assert train[0].meta["dataset"] == "b" and train[1].classes == tuple(range(10, 20))
+    assert int(test[1].y.min()) == 10 and int(test[1].y.max()) == 19
+    with pytest.raises(ValueError, match="scenario"):
+        b.tasks(["a"], "domain")
+    with pytest.raises(ValueError, match="order"):
+        b.tasks(["a", "zzz"])
+
+
+def test_difficulty_ordering_is_computed_from_single_task_accuracy():
+    easy = _fake("easy", n=20)                              # brightness encodes the class
+    hard = _fake("hard", n=20, level=128, seed=3)           # all classes look alike: chance level
+    b = cur.build_benchmark([hard, easy], per_class_train=20, per_class_test=20, image_size=6, channels=1)
+    acc = cur.single_task_accuracy(b, backbone="mlp", epochs=15, optimizer="adam", lr=0.01, batch_size=20)
+    assert acc["easy"] > 0.8 > 0.3 > acc["hard"]
+    m2i, i2m = cur.curriculum_orders(acc)
+    assert m2i == ["easy", "hard"] and i2m == ["hard", "easy"]
+
+
+def test_run_stream_fills_R_and_metrics_follow_the_paper():
+    b = cur.build_benchmark([_fake("a", n=20), _fake("b", n=20, seed=2)], per_class_train=20, per_class_test=10,
+                            image_size=6, channels=1)
+    R = cur.run_stream(b, ["a", "b"], "naive", scenario="class", backbone="mlp", epochs=20, optimizer="adam",
+                       lr=0.01, batch_size=20)
+    assert R.shape == (2, 2) and not np.isnan(R).any()
+    assert R[0, 0] > 0.5 and R[0, 1] == 0.0        # class-IL: unseen classes are never predicted
+    assert R[1, 0] < R[0, 0]                        # naive forgets
+    m = cur.stream_metrics(R, "class")
+    assert m["ACC"] == pytest.approx((R[0, 0] + R[1, 0] + R[1, 1]) / 3)
+    assert m["BWT"] == pytest.approx(R[1, 0] - R[0, 0])
+    assert np.isnan(m["FWT"])
+    Rt = cur.run_stream(b, ["a", "b"], "pnn", scenario="task", backbone="mlp", epochs=10, optimizer="adam",
+                        lr=0.01, batch_size=20)
+    assert Rt[1, 0] == Rt[0, 0]                     # PNN: no forgetting
+    assert cur.stream_metrics(Rt, "task")["FWT"] == pytest.approx(Rt[0, 1])
+
+
+def test_strategy_kwargs_pick_what_each_constructor_takes():
+    hyper = {"memory_size": 10, "ewc_lambda": 2.0, "gem_patterns_per_task": 5, "lr": 0.1, "optimizer": "adam"}
+    assert cur.strategy_kwargs("replay", hyper) == {"memory_size": 10, "lr": 0.1, "optimizer": "adam"}
+    assert cur.strategy_kwargs("gem", hyper) == {"gem_patterns_per_task": 5, "lr": 0.1, "optimizer": "adam"}
+
+
+def test_bad_input_names_the_parameter():
+    with pytest.raises(ValueError, match="datasets"):
+        cur.build_benchmark(["mnistt"])
+    with pytest.raises(ValueError, match="10 classes"):
+        cur.build_benchmark([_fake("five", num_classes=5)], image_size=6)
+    with pytest.raises(TypeError, match="datasets"):
+        cur.build_benchmark("digits")
+    ok = dict(datasets=["digits"], scenario="task", strategies=["naive"], backbone="small_cnn", epochs=1,
+              difficulty_epochs=1, memory_size=10, per_class_train=5, per_class_test=5, image_size=16, channels=3,
+              lr=0.01, momentum=0.9, batch_size=8, seed=0)
+    cur.check_params(**ok)
+    for key, bad, match in [("memory_size", -1, "memory_size"), ("strategies", ["ewc", "foo"], "strategies"),
+                            ("datasets", ["imagenet"], "datasets"), ("scenario", "domain", "scenario"),
+                            ("backbone", "vit", "backbone"), ("channels", 2, "channels")]:
+        with pytest.raises(ValueError, match=match):
+            cur.check_params(**{**ok, key: bad})
+    with pytest.raises(ValueError, match="task-incremental only"):
+        cur.check_params(**{**ok, "scenario": "class", "strategies": ["naive", "mste"]})
+
+
+def test_online_datasets_fail_fast_offline_with_a_helpful_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLKIT_DATA", str(tmp_path))
+    for name in ["svhn", "tinyimagenet"]:
+        with pytest.raises(DatasetNotFoundError) as err:
+            load_image_dataset(name)
+        assert str(tmp_path) in str(err.value) and "download=True" in str(err.value)
+    b = cur.build_benchmark(["digits", "cifar10"], per_class_train=2, per_class_test=2, image_size=8,
+                            skip_missing=True)
+    assert b.names == ["digits"] and list(b.missing) == ["cifar10"]
+
+
+def test_tinyimagenet_classes_are_chosen_by_name_not_folder_order(tmp_path, monkeypatch):
+    """A fake archive whose folders are in another order: labels follow the paper's class list."""
+    from PIL import Image
+
+    from clkit.data.images import TINYIMAGENET_CLASSES
+
+    base = tmp_path / "tiny-imagenet-200"
+    wnids = [f"n{9000 - i}" for i in range(12)]            # 2 distractor classes
+    words = {w: n for w, n in zip(wnids, reversed([*TINYIMAGENET_CLASSES, "goldfish", "cat, house cat"]))}
+    (base / "val" / "images").mkdir(parents=True)
+    (base / "wnids.txt").write_text("\n".join(wnids))
+    (base / "words.txt").write_text("\n".join(f"{w}\t{n}" for w, n in words.items()))
+    ann = []
+    for k, w in enumerate(wnids):
+        (base / "train" / w / "images").mkdir(parents=True)
+        img = Image.fromarray(np.full((64, 64, 3), k * 20, np.uint8))
+        img.save(base / "train" / w / "images" / f"{w}_0.JPEG")
+        img.save(base / "val" / "images" / f"val_{k}.JPEG")
+        ann.append(f"val_{k}.JPEG\t{w}\t0\t0\t63\t63")
+    (base / "val" / "val_annotations.txt").write_text("\n".join(ann))
+    monkeypatch.setenv("CLKIT_DATA", str(tmp_path))
+    d = load_image_dataset("tinyimagenet")
+    assert d.classes == TINYIMAGENET_CLASSES and len(d.y_train) == 10
+    expected = tinyimagenet_wnids(words, wnids)
+    for label, w in enumerate(expected):
+        k = wnids.index(w)
+        assert words[w] == TINYIMAGENET_CLASSES[label]
+        assert abs(int(d.x_train[d.y_train == label][0, 0, 0, 0]) - k * 20) <= 2
