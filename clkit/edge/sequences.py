@@ -12,7 +12,11 @@ by a local search that only ever lowers (hard) or raises (easy) S:
   beyond), since S only depends on adjacent tasks.
 
 Both moves repeat until neither improves S, so the result is never worse than the
-paper's candidate; the paper's own candidate is reported in ``info``.
+paper's candidate; the paper's own candidate is reported in ``info``. The search
+starts from the three best distinct candidates. When the whole space is small
+(``|Omega| <= exact_limit``, default 20,000, e.g. 6 classes / 3 tasks or 9 / 3),
+every sequence is scored instead and the exact extreme is returned
+(``info["method"] == "exhaustive"``).
 
 Choices where the paper leaves details open (documented and tested):
 
@@ -381,9 +385,12 @@ def _local_search(W, tasks, max_rounds=10_000):
     return np.stack([np.sort(np.nonzero(pos == t)[0]) for t in range(k)])
 
 
-def _extreme(sim, num_tasks, granularities, improve, sign, num_starts=3):
+def _extreme(sim, num_tasks, granularities, improve, sign, exact_limit, num_starts=3):
+    from .combinatorics import enumerate_sequences, num_sequences
+
     sim = check_similarity(sim)
     n, k, m = check_num_tasks(sim.shape[0], num_tasks)
+    exact_limit = check_int("exact_limit", exact_limit, low=0)
     gs = _check_granularities(granularities, n, k)
     labels, leaves = _clusters(sim, gs)
     make = _hard_partition if sign > 0 else _easy_partition
@@ -397,8 +404,14 @@ def _extreme(sim, num_tasks, granularities, improve, sign, num_starts=3):
     cands.sort(key=lambda c: sign * c[0])
     best_s, best_g, best = cands[0]
     info = {"paper_sequence": best.tolist(), "paper_score": float(best_s), "granularity": best_g,
-            "granularities": gs}
-    if improve:
+            "granularities": gs, "method": "paper"}
+    if improve and num_sequences(n, k) <= exact_limit:
+        allseq = enumerate_sequences(n, k)
+        scores = sequence_scores(sim, allseq)
+        best = allseq[int(np.argmin(sign * scores))]
+        info["method"] = "exhaustive"
+    elif improve:
+        info["method"] = "local search"
         # local search from the best few distinct candidates; keep the best result
         starts, seen = [], set()
         for _, _, seq in cands:
@@ -416,7 +429,7 @@ def _extreme(sim, num_tasks, granularities, improve, sign, num_starts=3):
 
 
 def hard_sequence(sim, num_tasks: int, *, granularities=None, improve: bool = True,
-                  return_info: bool = False):
+                  exact_limit: int = 20_000, return_info: bool = False):
     """The hardest class sequence found: minimal inter-task similarity S(O).
 
     Parameters
@@ -428,11 +441,14 @@ def hard_sequence(sim, num_tasks: int, *, granularities=None, improve: bool = Tr
     granularities : list of int, optional
         Numbers of clusters to try (see :func:`default_granularities`).
     improve : bool
-        Run the local search after the paper's algorithm (default). With ``False``
-        the paper's Algorithm 1 candidate is returned as is.
+        Improve on the paper's algorithm (default): exhaustive search when
+        ``|Omega| <= exact_limit``, else the local search. With ``False`` the paper's
+        Algorithm 1 candidate is returned as is.
+    exact_limit : int
+        Largest number of sequences scored exhaustively (0: always local search).
     return_info : bool
         Also return a dict with ``paper_sequence``, ``paper_score`` (the paper's
-        candidate and its S), ``score`` and the chosen ``granularity``.
+        candidate and its S), ``score``, ``method`` and the chosen ``granularity``.
 
     Returns
     -------
@@ -445,12 +461,12 @@ def hard_sequence(sim, num_tasks: int, *, granularities=None, improve: bool = Tr
     >>> hard_sequence(sim, 2).tolist()   # similar classes together in a task
     [[0, 1], [2, 3]]
     """
-    seq, info = _extreme(sim, num_tasks, granularities, improve, +1)
+    seq, info = _extreme(sim, num_tasks, granularities, improve, +1, exact_limit)
     return (seq, info) if return_info else seq
 
 
 def easy_sequence(sim, num_tasks: int, *, granularities=None, improve: bool = True,
-                  return_info: bool = False):
+                  exact_limit: int = 20_000, return_info: bool = False):
     """The easiest class sequence found: maximal inter-task similarity S(O).
 
     Same parameters and return value as :func:`hard_sequence` (Algorithm 2 of the paper,
@@ -462,7 +478,7 @@ def easy_sequence(sim, num_tasks: int, *, granularities=None, improve: bool = Tr
     >>> easy_sequence(sim, 2).tolist()   # similar classes split across adjacent tasks
     [[0, 2], [1, 3]]
     """
-    seq, info = _extreme(sim, num_tasks, granularities, improve, -1)
+    seq, info = _extreme(sim, num_tasks, granularities, improve, -1, exact_limit)
     return (seq, info) if return_info else seq
 
 
