@@ -1,6 +1,8 @@
 """Small backbones, one family per submodule.
 
 - :mod:`clkit.models.mlp` -- multi-layer perceptrons (tabular data).
+- :mod:`clkit.models.cnn` -- ``SmallCNN``, ``WideVGG9``, ``ResNet`` (18/34) and
+  ``make_backbone(name, ...)`` for image tasks (curriculum benchmark).
 
 Further submodules (CNNs, the time-series transformer, the GCN) live beside it
 and are imported on demand, so ``import clkit.models`` does not pull in
