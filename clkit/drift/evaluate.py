@@ -10,6 +10,7 @@ accuracy-over-time array ``acc[i, k]`` of shape (num_evals, num_tasks) that
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -119,12 +120,20 @@ def run_stream(strategy: Strategy, stream: Stream, y, test_idx, test_task, *, ev
     -------
     StreamRun
     """
-    if num_threads is None:
+    with torch_threads(num_threads):
         return _run_stream(strategy, stream, y, test_idx, test_task, eval_every, progress, desc)
+
+
+@contextlib.contextmanager
+def torch_threads(num_threads: int | None):
+    """Run the block with ``num_threads`` torch intra-op threads (None: unchanged); restore afterwards."""
+    if num_threads is None:
+        yield
+        return
     before = torch.get_num_threads()
     torch.set_num_threads(check_int("num_threads", num_threads, low=1))
     try:
-        return _run_stream(strategy, stream, y, test_idx, test_task, eval_every, progress, desc)
+        yield
     finally:
         torch.set_num_threads(before)
 
@@ -174,7 +183,7 @@ def make_learner(method: str, model: torch.nn.Module, *, lr: float = 5e-3, memor
 
 
 def train_joint(model_fn, y, train_idx, test_idx, test_task, num_tasks: int, *, epochs: int = 50,
-                batch_size: int = 256, lr: float = 5e-3, seed: int = 0) -> np.ndarray:
+                batch_size: int = 256, lr: float = 5e-3, seed: int = 0, num_threads: int | None = 1) -> np.ndarray:
     """Joint (offline) upper bound: all training nodes at once, several shuffled epochs.
 
     Parameters
@@ -186,6 +195,8 @@ def train_joint(model_fn, y, train_idx, test_idx, test_task, num_tasks: int, *, 
     num_tasks : int
     epochs, batch_size, lr : training settings (Adam).
     seed : int
+    num_threads : int or None
+        torch intra-op threads while training (restored afterwards).
 
     Returns
     -------
@@ -196,7 +207,8 @@ def train_joint(model_fn, y, train_idx, test_idx, test_task, num_tasks: int, *, 
         model = model_fn()
     learner = Strategy(model, optimizer="adam", lr=lr, epochs=epochs, batch_size=batch_size, seed=seed)
     tr = torch.as_tensor(np.asarray(train_idx), dtype=torch.int64)
-    learner.train_task(Task(tr, y[tr], task_id=0))
     te = torch.as_tensor(np.asarray(test_idx), dtype=torch.int64)
-    logits = learner.predict(te, batch_size=max(1, len(te)))
+    with torch_threads(num_threads):
+        learner.train_task(Task(tr, y[tr], task_id=0))
+        logits = learner.predict(te, batch_size=max(1, len(te)))
     return task_accuracy(logits, y[te], test_task, num_tasks)

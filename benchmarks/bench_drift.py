@@ -1,0 +1,63 @@
+"""Timings for clkit.drift (prints figures; not a pass/fail test).
+
+1. Building the Gaussian stream for an ogbn-arxiv-sized label vector (169,343 nodes,
+   40 classes -> 20 latent tasks, batch 10, sigma 60); target <= 1 s on 2 cores.
+   The other settings are timed too.
+2. Optionally (``--notebook``) the default notebook run through the clkit runner; target <= 5 min.
+
+Run: ``.venv/bin/python benchmarks/bench_drift.py [--notebook]``
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import clkit.drift as drift
+
+
+def best_of(fn, repeat=3):
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), out
+
+
+def main():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 40, 169_343)
+    t_split, split = best_of(lambda: drift.split_tasks(y, 2, 0.2, seed=0))
+    print(f"latent tasks + per-class split (169,343 nodes): {t_split:.3f} s")
+    cases = {
+        "gaussian sigma=60 without": lambda: drift.gaussian_stream(split.task_nodes, 10, 60.0, seed=0),
+        "gaussian sigma=60 with": lambda: drift.gaussian_stream(split.task_nodes, 10, 60.0, sampling="with", seed=0),
+        "hard": lambda: drift.hard_stream(split.task_nodes, 10, seed=0),
+        "boundary_local K=5": lambda: drift.boundary_local_stream(split.task_nodes, 10, 5, seed=0),
+        "global p=0.3": lambda: drift.global_stream(split.task_nodes, 10, 0.3, seed=0),
+    }
+    for name, fn in cases.items():
+        t, s = best_of(fn)
+        flag = "  (target <= 1 s)" if name == "gaussian sigma=60 without" else ""
+        print(f"{name:28s} {t:.3f} s  -> {s.num_batches} batches of {s.batch_size}{flag}")
+    with tempfile.TemporaryDirectory() as d:
+        t_build, _ = best_of(lambda: drift.build_stream(split.task_nodes, "gaussian", dataset="bench", sigma=60.0,
+                                                        root=d, cache=True), repeat=1)
+        t_load, _ = best_of(lambda: drift.build_stream(split.task_nodes, "gaussian", dataset="bench", sigma=60.0,
+                                                       root=d, cache=True))
+    print(f"build_stream, first (build + atomic write): {t_build:.3f} s; cached load: {t_load:.3f} s")
+    if "--notebook" in sys.argv:
+        with tempfile.TemporaryDirectory() as d:
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "clkit.run", "run", "05_drift", "--params", "default", "--out", d],
+                           check=True)
+            print(f"notebook 05_drift --params default: {time.perf_counter() - t0:.1f} s (target <= 300 s)")
+
+
+if __name__ == "__main__":
+    main()
