@@ -360,7 +360,7 @@ if methods and len(names) > 1:
     spread = {METHOD_LABELS[m]: table1.loc[METHOD_LABELS[m], ("Std. across taskifications", "Avg MSE")]
               for m in methods}
     text += ("Changing only the taskification moves the average MSE of every method: its standard deviation "
-             "across splits is " + ", ".join(f"{k} {v:.2f}" for k, v in spread.items()) + " (x1e-3). ")
+             "across splits is " + ", ".join(f"{k} {v:.2f}" for k, v in spread.items()) + " (MSE x10^3 units). ")
 text += ("On the real occupancy stream, BPS per window length is "
          + ", ".join(f"{k}: {v['BPS']:.3f}" for k, v in river_rows.items()) + ". " if river_rows else "")
 text += ("The conclusion the paper draws, that benchmark numbers depend on how the stream is cut, holds "

@@ -203,15 +203,17 @@ def continual_forecasting(tasks: list[ForecastTask], model_fn, method: str, *, m
 
 def _continual(tasks, model_fn, method, max_epochs, patience, lr_patience, lr, batch_size, seed, strategy_kwargs,
                progress):
+    # the whole run inside torch_seeded: model init *and* dropout draw from a generator seeded here,
+    # and the caller's global torch state is restored afterwards
     with torch_seeded(seed):
         model = model_fn()
-    strategy = make_strategy(method, model, loss="mse", optimizer="adamw", lr=lr, batch_size=batch_size,
-                             seed=seed, **(strategy_kwargs or {}))
-    K = len(tasks)
-    M = np.full((K, K), np.nan)
-    for i, task in enumerate(tasks):
-        train_with_early_stopping(strategy, task, max_epochs, patience, lr_patience)
-        M[i] = [1e3 * _mse(strategy, t.test) for t in tasks]
-        if progress is not None:
-            progress()
+        strategy = make_strategy(method, model, loss="mse", optimizer="adamw", lr=lr, batch_size=batch_size,
+                                 seed=seed, **(strategy_kwargs or {}))
+        K = len(tasks)
+        M = np.full((K, K), np.nan)
+        for i, task in enumerate(tasks):
+            train_with_early_stopping(strategy, task, max_epochs, patience, lr_patience)
+            M[i] = [1e3 * _mse(strategy, t.test) for t in tasks]
+            if progress is not None:
+                progress()
     return M

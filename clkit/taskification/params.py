@@ -54,6 +54,9 @@ def check_params(*, dataset, num_series, num_weeks, window_days, offset_days, de
     if dataset == "synthetic" and max(window_days) + offset_days > 7 * num_weeks:
         raise ValueError(f"window_days contains {max(window_days)} days, longer than the stream after "
                          f"offset_days ({7 * num_weeks - offset_days} days of num_weeks={num_weeks})")
+    if 2 * delta_days >= min(window_days):
+        raise ValueError(f"delta_days={delta_days} is so large that tasks can vanish: it must be < half the "
+                         f"shortest window ({min(window_days) / 2} days)")
     out["num_perturbations"] = check_int("num_perturbations", num_perturbations, low=1)
     out["l_min"] = check_int("l_min", l_min, low=2)
     out["alpha"], out["beta"] = check_weights(alpha, beta)

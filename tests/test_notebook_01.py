@@ -1,0 +1,61 @@
+"""Notebook 01_taskification executed with smoke parameters through papermill."""
+
+import json
+
+import numpy as np
+import pytest
+
+from clkit.run import run_notebook
+
+pytestmark = pytest.mark.notebook
+
+NB = "01_taskification"
+
+
+def test_smoke_run_records_results_and_figures(run_smoke):
+    res, out = run_smoke(NB)
+    r = res["results"]
+    assert "synthetic" in r["data_source"] and "not real" in r["data_source"]
+    assert "river" in r["river_source"] and "real data" in r["river_source"]
+    names = list(r["num_tasks"])
+    assert names == ["2d", "4d", "6d"] and r["num_tasks"]["2d"] > r["num_tasks"]["6d"]
+    # Fig. 1: the boundary placed at the structure is the fragile one in every case study
+    for name, row in r["case_studies"].items():
+        assert row["near BPS"] > row["far BPS"], name
+    # Tables 3-4: BPS values present, and BPS ~ sqrt(a pl^2 + b st^2) of the mean components (as in the
+    # paper's tables: 0.12 ~ sqrt(0.5 * 0.15^2 + 0.5 * 0.08^2)); not equal, since means of roots differ
+    for table in ("bps", "bps_shifted"):
+        for n in names:
+            row = r[table][n]
+            assert row["bps"] > 0
+            approx = np.sqrt(0.5 * row["plasticity"] ** 2 + 0.5 * row["stability"] ** 2)
+            assert 0.8 * approx <= row["bps"] <= 1.2 * approx
+    # the paper's robust finding at smoke scale: the shortest split is the most fragile
+    assert r["bps_order"][0] == "2d"
+    # Table 2 is symmetric; Fig. 2's matrix MSE is symmetric with zero diagonal
+    assert r["d_prof"]["2d|6d"]["mean"] == pytest.approx(r["d_prof"]["6d|2d"]["mean"])
+    assert r["matrix_mse"]["2d"]["2d"] == 0 and r["matrix_mse"]["2d"]["6d"] == pytest.approx(r["matrix_mse"]["6d"]["2d"])
+    # Table 1: every method under every split, M has num_tasks x num_tasks cells
+    for m in ("naive", "replay", "ewc", "lwf"):
+        for n in names:
+            cell = r["cl"][f"{m}|{n}"]
+            M = np.array(cell["M"], dtype=float)
+            assert M.shape == (r["num_tasks"][n],) * 2 and np.isfinite(M).all()
+            assert cell["avg_mse"] == pytest.approx(M[-1].mean())
+    assert r["river_bps"] and "BPS ranks the splits" in r["summary"]
+    for fig in ("fig1_case_studies", "stream", "fig2_wasserstein_matrices", "tables3_4_bps", "cl_error_matrices"):
+        assert (out / "figures" / f"{fig}.png").stat().st_size > 1000
+    assert json.loads((out / "run.json").read_text())["status"] == "ok"
+
+
+def test_same_seed_gives_identical_results(run_smoke, tmp_path):
+    first, _ = run_smoke(NB)
+    again = run_notebook(NB, "smoke", out=tmp_path, progress=False)
+    assert json.loads((again / "results.json").read_text()) == first
+
+
+@pytest.mark.parametrize("name, value", [("l_min", "1"), ("alpha", "0.0"), ("delta_days", "3.0"),
+                                         ("window_days", "[2, 40]"), ("methods", "[naive, gdumb]")])
+def test_bad_parameter_fails_naming_it(tmp_path, name, value):
+    with pytest.raises(RuntimeError, match=name):
+        run_notebook(NB, "smoke", [(name, value)], out=tmp_path, progress=False)
