@@ -87,7 +87,7 @@ def test_ncm_depends_on_order_only_through_the_seen_classes(toy):
     xtr = centres[:, None, :] + rng.normal(size=(6, 40, 20))
     xte = centres[:, None, :] + rng.normal(size=(6, 30, 20))
     out = train_sequences(xtr, xte, seqs, "ncm", CFG)
-    assert np.ptp(out["final_acc"]) == 0          # all classes seen: the same classifier for every order
+    assert np.ptp(out["final_acc"]) < 1e-6         # all classes seen: the same classifier for every order
     assert np.ptp(out["avg_acc"]) > 0             # Eq. 1 still depends on the order
 
 
