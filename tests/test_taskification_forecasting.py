@@ -97,12 +97,14 @@ def test_early_stopping_restores_best_weights():
     task = make_forecast_tasks(x, tau, context=24, target_index=0, stride=2)[0]
     from clkit.strategies import make_strategy
 
+    from clkit._seed import torch_seeded
+
     def run(max_epochs):
-        torch.manual_seed(0)
-        s = make_strategy("naive", TimeSeriesTransformer(2, 24, 8, 1, 2, dropout=0.0), loss="mse",
-                          optimizer="adamw", lr=0.3, batch_size=16, seed=0)   # a large LR: validation is noisy
-        epochs = train_with_early_stopping(s, task, max_epochs=max_epochs, patience=2, lr_patience=0)
-        return epochs, s.evaluate(task.val, "mse")
+        with torch_seeded(0):
+            s = make_strategy("naive", TimeSeriesTransformer(2, 24, 8, 1, 2, dropout=0.0), loss="mse",
+                              optimizer="adamw", lr=0.3, batch_size=16, seed=0)   # a large LR: noisy validation
+            epochs = train_with_early_stopping(s, task, max_epochs=max_epochs, patience=2, lr_patience=0)
+            return epochs, s.evaluate(task.val, "mse")
 
     _, val_one_epoch = run(1)
     epochs, val_best = run(30)

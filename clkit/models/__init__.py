@@ -1,6 +1,7 @@
 """Small backbones, one family per submodule.
 
 - :mod:`clkit.models.mlp` -- multi-layer perceptrons (tabular data).
+- :mod:`clkit.models.gcn` -- a 2-layer GCN that holds its graph (node-index batches -> logits).
 - :mod:`clkit.models.cnn` -- ``SmallCNN``, ``WideVGG9``, ``ResNet`` (18/34) and
   ``make_backbone(name, ...)`` for image tasks (curriculum benchmark).
 
