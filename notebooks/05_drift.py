@@ -103,13 +103,15 @@ kw = dict(num_nodes=num_nodes, num_classes=num_classes, homophily=homophily, avg
 graph = load_graph(dataset, root=data_dir or None, seed=min(seeds), **kw)
 split = drift.split_tasks(graph.y.numpy(), classes_per_task, test_fraction, seed=min(seeds))
 stats = graph.stats()
+dropped = sorted(set(range(graph.num_classes)) - {c for t in split.task_classes for c in t})
 record.log(data_source=graph.source, graph_stats=stats, num_tasks=split.num_tasks,
-           task_classes=split.task_classes, task_sizes=[len(t) for t in split.task_nodes])
+           task_classes=split.task_classes, task_sizes=[len(t) for t in split.task_nodes], dropped_classes=dropped)
 display(Markdown(f"**Data used:** {graph.source}.  \n"
                  f"{stats['num_nodes']} nodes, {stats['num_edges']} edges, {stats['num_classes']} classes, "
                  f"homophily {stats['homophily']:.2f}, average degree {stats['avg_degree']:.1f}; "
                  f"{split.num_tasks} latent tasks, {sum(len(t) for t in split.task_nodes)} stream nodes, "
-                 f"{len(split.test_idx)} test nodes."))
+                 f"{len(split.test_idx)} test nodes."
+                 + (f" Classes {dropped} do not fill a task of {classes_per_task} and are left out." if dropped else "")))
 
 # %% [markdown]
 # ## Method: the mixing schedule
@@ -357,8 +359,9 @@ if "mas_star" in methods and "bare" in methods:
     gap = mean.loc[(gauss_c, "mas_star"), "A_AUC"] - mean.loc[(gauss_c, "bare"), "A_AUC"]
     lines.append(f"MAS* under Gaussian mixing is {100 * gap:+.1f} points from Bare (its loss-based shift detector "
                  "needs sharp loss peaks).")
-lines.append("This is a small synthetic reproduction with few seeds: the direction of the effects is the "
-             "comparison to make with the paper, not the exact numbers.")
+scale = "synthetic graph" if graph.source.startswith("synthetic") else "graph"
+lines.append(f"This is a small-scale run on a {scale} with {len(seeds)} seed(s): the direction of the effects is "
+             "the comparison to make with the paper, not the exact numbers.")
 summary = " ".join(lines)
 record.log(summary=summary)
 display(Markdown(summary))
