@@ -13,7 +13,7 @@ by a local search that only ever lowers (hard) or raises (easy) S:
 
 Both moves repeat until neither improves S, so the result is never worse than the
 paper's candidate; the paper's own candidate is reported in ``info``. The search
-starts from the three best distinct candidates. When the whole space is small
+starts from the three best distinct candidates (``N <= 64``; the best one beyond). When the whole space is small
 (``|Omega| <= exact_limit``, default 20,000, e.g. 6 classes / 3 tasks or 9 / 3),
 every sequence is scored instead and the exact extreme is returned
 (``info["method"] == "exhaustive"``).
@@ -324,73 +324,83 @@ def _best_order(Y, order):
 
 # --------------------------------------------------------------------------- local search
 
-def _swap_gains(W, pos, A, k):
-    """Change of sum_{adjacent pairs} W for every class swap, all at once.
-
-    ``pos[c]`` is the task position of class c and ``A[c, p]`` the summed similarity
-    of c to the classes at position p. Swapping c (at p) with d (at q) changes the
-    objective by ``NB[c, q] + NB[d, p] - NB[c, p] - NB[d, q] - adj * (W_cc + W_dd - 2 W_cd)``
-    where ``NB[c, p] = A[c, p-1] + A[c, p+1]`` and ``adj = |p - q| == 1``.
-    """
-    pad = np.pad(A, ((0, 0), (1, 1)))
-    NB = pad[:, :-2] + pad[:, 2:]                     # (N, K)
-    own = NB[np.arange(len(pos)), pos]               # NB[c, pos c]
-    cross = NB[:, pos]                               # [c, d] -> NB[c, pos d]
-    gain = cross + cross.T - own[:, None] - own[None, :]
-    adj = np.abs(pos[:, None] - pos[None, :]) == 1
-    diag = np.diag(W)
-    gain -= adj * (diag[:, None] + diag[None, :] - 2 * W)
-    gain[pos[:, None] == pos[None, :]] = np.inf
-    return gain
-
-
 def _local_search(W, tasks, max_rounds=10_000):
-    """Minimise sum over adjacent tasks of W by class swaps and exact re-ordering."""
+    """Minimise the sum over adjacent tasks of W by class swaps and exact re-ordering.
+
+    Works in *slot* coordinates: slot ``i`` holds class ``idx[i]`` and slots
+    ``p*M .. p*M+M-1`` form the task at position ``p``, so the adjacency and
+    same-task masks are fixed block matrices. With ``Ws = W[idx][:, idx]``,
+    ``As[i, p]`` the summed similarity of slot i to the task at p and
+    ``NB[i, p] = As[i, p-1] + As[i, p+1]``, swapping slots i (task p) and j (task q)
+    changes the objective by ``G[i, q] + G[j, p] - adj(p, q) * (Ws_ii + Ws_jj - 2 Ws_ij)``
+    with ``G[i, r] = NB[i, r] - NB[i, p]``; all N^2 swaps are scored at once and the
+    best is applied (rows / columns of the slot matrices are updated in O(N M)).
+    """
     tasks = np.array(tasks, dtype=np.int64)
     k, m = tasks.shape
     n = k * m
-    pos = np.empty(n, dtype=np.int64)
-    pos[tasks.ravel()] = np.repeat(np.arange(k), m)
+    spos = np.repeat(np.arange(k), m)
+    ADJ = np.abs(spos[:, None] - spos[None, :]) == 1
+    SAME = spos[:, None] == spos[None, :]
     rounds = 0
-    while rounds < max_rounds:
-        P = np.zeros((n, k))
-        P[np.arange(n), pos] = 1.0
-        A = W @ P
+    idx = tasks.ravel().copy()
+
+    def setup(idx):
+        Ws = W[np.ix_(idx, idx)]
+        d = np.diag(Ws)
+        D2 = d[:, None] + d[None, :] - 2 * Ws
+        PEN = np.where(SAME, np.inf, -(ADJ * D2))
+        As = Ws.reshape(n, k, m).sum(axis=2)
+        return Ws, D2, PEN, As
+
+    while True:
+        Ws, D2, PEN, As = setup(idx)
         moved = False
         while rounds < max_rounds:
-            gain = _swap_gains(W, pos, A, k)
-            idx = int(np.argmin(gain))
-            c, d = divmod(idx, n)
-            if not gain[c, d] < -1e-12:
+            NB = np.zeros_like(As)
+            NB[:, 1:] += As[:, :-1]
+            NB[:, :-1] += As[:, 1:]
+            G = NB - NB[np.arange(n), spos][:, None]
+            R = np.repeat(G, m, axis=1)
+            gain = R + R.T + PEN
+            flat = int(np.argmin(gain))
+            i, j = divmod(flat, n)
+            if not gain[i, j] < -1e-12:
                 break
-            p, q = pos[c], pos[d]
-            A[:, p] += W[:, d] - W[:, c]
-            A[:, q] += W[:, c] - W[:, d]
-            pos[c], pos[d] = q, p
+            p, q = spos[i], spos[j]
+            idx[[i, j]] = idx[[j, i]]
+            for M_ in (Ws, D2):
+                M_[[i, j]] = M_[[j, i]]
+                M_[:, [i, j]] = M_[:, [j, i]]
+            for r in (i, j):
+                PEN[r] = np.where(SAME[r], np.inf, -(ADJ[r] * D2[r]))
+                PEN[:, r] = PEN[r]
+            As[[i, j]] = As[[j, i]]
+            As[:, p] = Ws[:, p * m:(p + 1) * m].sum(axis=1)
+            As[:, q] = Ws[:, q * m:(q + 1) * m].sum(axis=1)
             rounds += 1
             moved = True
         # exact best order of the tasks for this partition
-        X = _task_sums(W, np.argsort(pos, kind="stable").reshape(k, m))
+        X = As.reshape(k, m, k).sum(axis=1)           # (K, K) task-to-task sums
         order = _best_order(X, list(range(k)))
         if _path_cost(X, order) < _path_cost(X, list(range(k))) - 1e-12:
-            newpos = np.empty(k, dtype=np.int64)
-            newpos[order] = np.arange(k)
-            pos = newpos[pos]
-            moved = True
+            idx = idx.reshape(k, m)[order].ravel().copy()
             rounds += 1
-        elif not moved:
+            if rounds < max_rounds:
+                continue
+        if not moved or rounds >= max_rounds:
             break
-        if not moved:
-            break
-    return np.stack([np.sort(np.nonzero(pos == t)[0]) for t in range(k)])
+    return idx.reshape(k, m)
 
 
-def _extreme(sim, num_tasks, granularities, improve, sign, exact_limit, num_starts=3):
+def _extreme(sim, num_tasks, granularities, improve, sign, exact_limit, num_starts=None):
     from .combinatorics import enumerate_sequences, num_sequences
 
     sim = check_similarity(sim)
     n, k, m = check_num_tasks(sim.shape[0], num_tasks)
     exact_limit = check_int("exact_limit", exact_limit, low=0)
+    if num_starts is None:
+        num_starts = 3 if n <= 64 else 1
     gs = _check_granularities(granularities, n, k)
     labels, leaves = _clusters(sim, gs)
     make = _hard_partition if sign > 0 else _easy_partition
