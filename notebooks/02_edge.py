@@ -155,6 +155,19 @@ record.figure(fig, "similarity_heatmap")
 plt.show()
 
 # %% [markdown]
+# Does the name-based similarity reflect how alike the *images* are? Appendix E.3.1 compares the
+# text similarity with one from image features. We take the cosine similarity of the class-mean
+# frozen features (`edge.prototype_similarity`) and report, as the paper does, the mean absolute
+# difference (MAE), plus the Spearman correlation of the entries and the consistency of sequence
+# generation (CSG: share of classes put in the same task of the hard sequence by both matrices).
+
+# %%
+img_sim = edge.prototype_similarity(data["f_train"], class_names)
+agree = edge.similarity_agreement(sim, img_sim, K)
+display(pd.DataFrame([agree], index=[f"{sim.encoder} vs image prototypes"]).round(3))
+record.log(image_similarity=img_sim.matrix.round(6), similarity_agreement=agree)
+
+# %% [markdown]
 # ## 4. Hard and easy sequences
 #
 # The inter-task similarity of a sequence $O$ with tasks $C_1, \dots, C_K$ is (Eq. 5)
@@ -210,7 +223,9 @@ display(pd.DataFrame({name: {"mean": v.mean(), "std": v.std(), "min": v.min(), "
 #
 # **RS** evaluates the sequences of the seeds `seeds` (each seed shuffles the classes with
 # NumPy's `RandomState`, as PyCIL does). **EDGE** evaluates the hard sequence, one random
-# sequence (the first RS seed's: "the same seeds") and the easy sequence. Each protocol
+# sequence (the first RS seed's: "the same seeds") and the easy sequence. **EDGE-img** is the
+# same protocol with hard/easy sequences from the image-prototype similarity (not available
+# without images; it shows what a better similarity buys). Each protocol
 # estimates $\mathcal{N}(\mu, \sigma^2)$ with the population standard deviation
 # $\sigma^2 = \frac1L\sum_l (\mathcal{A}(O_l) - \mu)^2$. Distances to the true distribution:
 # Jensen-Shannon divergence (bits; both discretised on `num_bins` bins over the true range
@@ -220,10 +235,13 @@ display(pd.DataFrame({name: {"mean": v.mean(), "std": v.std(), "min": v.min(), "
 # %%
 rs_seqs = edge.random_sequences(N, K, seeds=seeds)
 edge_seqs = np.stack([hard, rs_seqs[0], easy])
-rs_idx, edge_idx = sequence_index(all_seqs, rs_seqs), sequence_index(all_seqs, edge_seqs)
+img_seqs = np.stack([edge.hard_sequence(img_sim, K, granularities=grans), rs_seqs[0],
+                     edge.easy_sequence(img_sim, K, granularities=grans)])
+protocols = {"RS": sequence_index(all_seqs, rs_seqs), "EDGE": sequence_index(all_seqs, edge_seqs),
+             "EDGE-img": sequence_index(all_seqs, img_seqs)}
 table, protocol_values = {}, {}
 for name, acc in truth.items():
-    for proto, idx in [("RS", rs_idx), ("EDGE", edge_idx)]:
+    for proto, idx in protocols.items():
         ev = evaluate_protocol(acc, acc[idx], num_bins=num_bins)
         table[(name, proto)] = ev
         protocol_values[(name, proto)] = acc[idx]
@@ -231,7 +249,7 @@ for name, acc in truth.items():
 proto_df = pd.DataFrame(table).T[["mean", "std", "min", "max", "jsd", "wasserstein"]]
 display(proto_df.round(3))
 record.log(protocols={f"{n}/{p}": {k: float(v) for k, v in row.items()} for (n, p), row in table.items()},
-           rs_sequences=rs_seqs, edge_sequences=edge_seqs)
+           rs_sequences=rs_seqs, edge_sequences=edge_seqs, edge_img_sequences=img_seqs)
 
 # %%
 fig, axes = plt.subplots(1, len(truth), figsize=(3.3 * len(truth), 3.0), squeeze=False)
@@ -241,7 +259,7 @@ for ax, (name, acc) in zip(axes[0], truth.items()):
     grid = np.linspace(lo - pad, hi + pad, 300)
     ax.hist(acc, bins=num_bins, density=True, color="0.8", edgecolor="0.5", label="truth (all sequences)")
     ax.plot(grid, norm.pdf(grid, acc.mean(), max(acc.std(), 1e-6)), color="black", lw=1.5, label="truth Gaussian")
-    for proto, color in [("RS", "tab:blue"), ("EDGE", "tab:red")]:
+    for proto, color in [("RS", "tab:blue"), ("EDGE", "tab:red"), ("EDGE-img", "tab:green")]:
         row = table[(name, proto)]
         ax.plot(grid, norm.pdf(grid, row["mean"], max(row["std"], 1e-3)), color=color, lw=1.5,
                 label=f"{proto} (JSD {row['jsd']:.2f}, W {row['wasserstein']:.2f})")
@@ -269,12 +287,12 @@ record.log(normality=normal)
 # is $\sum_m |r_{\text{true}}(m) - r_{\text{protocol}}(m)|$.
 
 # %%
-rank_rows, rank_err = {}, {"RS": 0, "EDGE": 0}
+rank_rows, rank_err = {}, {p: 0 for p in protocols}
 if len(truth) >= 2:
     for dim in ("lower", "upper", "stability"):
         ref = rank_methods(truth, dim)
         rank_rows[(dim, "truth")] = ref
-        for proto in ("RS", "EDGE"):
+        for proto in protocols:
             r = rank_methods({n: protocol_values[(n, proto)] for n in truth}, dim)
             rank_rows[(dim, proto)] = r
             rank_err[proto] += ranking_distance(ref, r)
@@ -289,6 +307,10 @@ record.log(ranking_error=rank_err)
 
 # %%
 corr = {name: similarity_correlation(S_all, acc) for name, acc in truth.items()}
+S_img = edge.sequence_scores(img_sim, all_seqs)
+corr_img = {name: similarity_correlation(S_img, acc) for name, acc in truth.items()}
+display(pd.DataFrame({"R (text S)": {n: c["r"] for n, c in corr.items()},
+                      "R (image S)": {n: c["r"] for n, c in corr_img.items()}}).round(3))
 fig, axes = plt.subplots(1, len(truth), figsize=(3.0 * len(truth), 2.8), squeeze=False, sharex=True)
 for ax, (name, acc) in zip(axes[0], truth.items()):
     ax.scatter(S_all, acc, s=8, alpha=0.6)
@@ -298,7 +320,7 @@ axes[0][0].set_ylabel("accuracy A(O) (%)")
 fig.tight_layout()
 record.figure(fig, "similarity_vs_accuracy")
 plt.show()
-record.log(correlation=corr)
+record.log(correlation=corr, correlation_image=corr_img)
 
 # %% [markdown]
 # ## 8. Classic settings: hard and easy sequences from class names alone
@@ -340,18 +362,21 @@ record.log(classic=classic)
 
 # %%
 better_jsd = [n for n in truth if table[(n, "EDGE")]["jsd"] < table[(n, "RS")]["jsd"]]
+img_better_jsd = [n for n in truth if table[(n, "EDGE-img")]["jsd"] < table[(n, "RS")]["jsd"]]
+img_better_w = [n for n in truth if table[(n, "EDGE-img")]["wasserstein"] < table[(n, "RS")]["wasserstein"]]
 better_w = [n for n in truth if table[(n, "EDGE")]["wasserstein"] < table[(n, "RS")]["wasserstein"]]
 wider = [n for n in truth if table[(n, "EDGE")]["range_coverage"] > table[(n, "RS")]["range_coverage"]]
 rs_std_under = [n for n in truth if table[(n, "RS")]["std"] < truth[n].std()]
 pos_corr = [n for n in truth if corr[n]["r"] > 0]
 gauss = [n for n in truth if np.nansum([normal[n][k] > 0.05 for k in ("shapiro_p", "dagostino_p", "ks_p")]) >= 2]
-record.log(edge_better_jsd=better_jsd, edge_better_w=better_w, edge_wider_range=wider,
+record.log(edge_better_jsd=better_jsd, edge_better_w=better_w, edge_img_better_jsd=img_better_jsd,
+           edge_img_better_w=img_better_w, edge_wider_range=wider,
            rs_underestimates_std=rs_std_under, positive_correlation=pos_corr, near_gaussian=gauss)
 display(Markdown(f"""
 * **Combinatorics.** {N} classes in {K} tasks give {len(all_seqs)} sequences; 100 classes in 10 tasks
   give about 10^{len(str(edge.num_sequences(100, 10))) - 1}, so three random sequences say little about the
   distribution (Theorem 1 asks for {L1:,} of them at ε = 0.1, δ = 0.05).
-* **Similarity and sequences** ({sim.encoder}). The hard sequence sits at the {hard_info and seq_rows[0]['percentile among random']:.1f}th
+* **Similarity and sequences** ({sim.encoder}). The hard sequence sits at the {seq_rows[0]['percentile among random']:.1f}th
   and the easy one at the {seq_rows[1]['percentile among random']:.1f}th percentile of S(O) among random sequences.
   The local search changed S from {hard_info['paper_score']:.3f} to {hard_info['score']:.3f} (hard) and
   {easy_info['paper_score']:.3f} to {easy_info['score']:.3f} (easy).
@@ -359,10 +384,13 @@ display(Markdown(f"""
   {len(better_jsd)} ({', '.join(better_jsd) or 'none'}) and in Wasserstein distance for {len(better_w)}
   ({', '.join(better_w) or 'none'}); its sampled range is wider than RS's for {len(wider)}.
   RS underestimates the true standard deviation for {len(rs_std_under)} of {len(truth)} learners.
-  Total ranking error: RS {rank_err['RS']}, EDGE {rank_err['EDGE']}.
+  Total ranking error: RS {rank_err['RS']}, EDGE {rank_err['EDGE']}, EDGE-img {rank_err['EDGE-img']}.
+  With the image-prototype similarity (MAE {agree['mae']:.2f}, Spearman {agree['spearman']:.2f} against the text
+  similarity), EDGE-img beats RS in JSD for {len(img_better_jsd)} and in W for {len(img_better_w)} learners.
 * **Near-Gaussian truth** (>= 2 of 3 tests with p > 0.05 after Box-Cox): {', '.join(gauss) or 'none'}.
 * **Similarity vs accuracy.** Pearson R is positive for {len(pos_corr)} of {len(truth)} learners
-  ({', '.join(f"{n} {corr[n]['r']:.2f}" for n in truth)}). The paper's positive correlation holds here only
+  ({', '.join(f"{n} {corr[n]['r']:.2f}" for n in truth)}); with the image similarity:
+  {', '.join(f"{n} {corr_img[n]['r']:.2f}" for n in truth)}. The paper's positive correlation holds here only
   where these R are clearly positive: with a text encoder other than CLIP and Fashion-MNIST's clothing names, the
   semantic similarity of names is a weak proxy for the visual similarity that drives forgetting, and EDGE's
   hard/easy labels are then only as good as that proxy.

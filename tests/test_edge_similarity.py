@@ -95,3 +95,20 @@ def test_class_name_lists_spot_checks():
     assert tuple(load_class_names("fashion_mnist")) == FASHION_MNIST_CLASSES
     with pytest.raises(ValueError, match="dataset must be one of"):
         load_class_names("mnist")
+
+
+def test_prototype_similarity_and_agreement():
+    from clkit.edge import prototype_similarity, similarity_agreement
+
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(6, 8))
+    feats = centres[:, None, :] + 0.01 * rng.normal(size=(6, 50, 8))
+    img = prototype_similarity(feats, [f"c{i}" for i in range(6)])
+    assert img.encoder == "image-prototypes"
+    assert np.allclose(img.matrix, cosine_similarity(centres), atol=1e-2)
+    same = similarity_agreement(img, img.matrix, 3)
+    assert same == {"mae": 0.0, "spearman": pytest.approx(1.0), "csg": 1.0}
+    other = similarity_agreement(img, cosine_similarity(rng.normal(size=(6, 8))), 3)
+    assert other["mae"] > 0 and other["spearman"] < 1
+    with pytest.raises(ValueError, match="features must have shape"):
+        prototype_similarity(np.zeros((6, 8)))

@@ -27,13 +27,16 @@ def test_smoke_run_records_the_edge_experiment(run_smoke):
     for name in LEARNERS:
         acc = np.array(r["true_accuracy"][name])
         assert acc.shape == (90,) and 0 < acc.min() <= acc.max() <= 100
-        for proto in ("RS", "EDGE"):
+        for proto in ("RS", "EDGE", "EDGE-img"):
             row = r["protocols"][f"{name}/{proto}"]
             assert 0 <= row["jsd"] <= 1 and row["wasserstein"] >= 0
             assert acc.min() <= row["min"] <= row["max"] <= acc.max()
     # replay beats fine-tuning; NCM on frozen features beats fine-tuning
     mean = {n: np.mean(r["true_accuracy"][n]) for n in LEARNERS}
     assert mean["icarl"] > mean["finetune"] + 10 and mean["ncm"] > mean["finetune"]
+    agree = r["similarity_agreement"]
+    assert 0 <= agree["mae"] <= 2 and -1 <= agree["spearman"] <= 1 and 0 <= agree["csg"] <= 1
+    assert set(r["ranking_error"]) == {"RS", "EDGE", "EDGE-img"}
     for ds in ("cifar100", "imagenet_r"):
         c = r["classic"][ds]
         assert c["hard_S"] < c["random_S_min"] and c["easy_S"] > c["random_S_max"]

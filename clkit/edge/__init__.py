@@ -18,7 +18,8 @@ from .sequences import (check_similarity, default_granularities, easy_sequence, 
                         inter_task_similarity, random_scores, score_percentile, sequence_score,
                         sequence_scores)
 from .similarity import (DEFAULT_TEMPLATES, ENCODERS, ClassSimilarity, EncoderUnavailableError,
-                         class_similarity, cosine_similarity, encode_texts)
+                         class_similarity, cosine_similarity, encode_texts, prototype_similarity,
+                         similarity_agreement)
 
 __all__ = [
     "RS_SEEDS", "canonical", "check_sequence", "enumerate_sequences", "log_num_sequences",
@@ -26,5 +27,5 @@ __all__ = [
     "check_similarity", "default_granularities", "easy_sequence", "hard_sequence",
     "inter_task_similarity", "random_scores", "score_percentile", "sequence_score", "sequence_scores",
     "DEFAULT_TEMPLATES", "ENCODERS", "ClassSimilarity", "EncoderUnavailableError", "class_similarity",
-    "cosine_similarity", "encode_texts",
+    "cosine_similarity", "encode_texts", "prototype_similarity", "similarity_agreement",
 ]

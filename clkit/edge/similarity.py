@@ -58,6 +58,8 @@ __all__ = [
     "encode_texts",
     "check_class_names",
     "cosine_similarity",
+    "prototype_similarity",
+    "similarity_agreement",
 ]
 
 ENCODERS = ("auto", "clip", "minilm", "glove")
@@ -383,3 +385,67 @@ def class_similarity(class_names, encoder="auto", *, templates=DEFAULT_TEMPLATES
                 notes.append(f"{enc} unavailable: {exc}")
     sim = cosine_similarity(E)
     return ClassSimilarity(sim, used, names, E / np.linalg.norm(E, axis=1, keepdims=True), notes)
+
+
+def prototype_similarity(features, class_names=None) -> ClassSimilarity:
+    """Class similarity from image features: cosine of the class-mean feature vectors.
+
+    The image-side reference of Appendix E.3.1 (there: real image features vs CLIP
+    text embeddings).
+
+    Parameters
+    ----------
+    features : array_like, shape (N, n, d)
+        Features of ``n`` images for each of the ``N`` classes.
+    class_names : list of str, optional
+
+    Examples
+    --------
+    >>> f = np.array([[[1.0, 0.0]], [[1.0, 0.1]], [[0.0, 1.0]]])
+    >>> prototype_similarity(f).matrix.round(2).tolist()
+    [[1.0, 1.0, 0.0], [1.0, 1.0, 0.1], [0.0, 0.1, 1.0]]
+    """
+    F = np.asarray(features, dtype=float)
+    if F.ndim != 3 or F.shape[0] < 2 or F.shape[1] < 1:
+        raise ValueError(f"features must have shape (N >= 2, n >= 1, d), got {F.shape}")
+    names = check_class_names(list(class_names)) if class_names is not None else [str(i) for i in range(len(F))]
+    if len(names) != len(F):
+        raise ValueError(f"class_names must name the {len(F)} classes of features, got {len(names)}")
+    means = F.mean(axis=1)
+    return ClassSimilarity(cosine_similarity(means), "image-prototypes", names,
+                           means / np.linalg.norm(means, axis=1, keepdims=True))
+
+
+def similarity_agreement(sim_a, sim_b, num_tasks: int) -> dict:
+    """How similar two class-similarity matrices are, as in Appendix E.3.1.
+
+    Returns
+    -------
+    dict
+        ``mae``: mean absolute difference of the off-diagonal entries;
+        ``spearman``: rank correlation of the off-diagonal entries;
+        ``csg`` (consistency of sequence generation): fraction of classes placed in
+        the same task position by the hard sequences of both matrices.
+
+    Examples
+    --------
+    >>> a = np.array([[1, .9, .1, .2], [.9, 1, .3, .4], [.1, .3, 1, .8], [.2, .4, .8, 1]])
+    >>> similarity_agreement(a, a, 2)["csg"]
+    1.0
+    """
+    from scipy.stats import spearmanr
+
+    from .sequences import check_similarity, hard_sequence
+
+    A, B = check_similarity(sim_a, "sim_a"), check_similarity(sim_b, "sim_b")
+    if A.shape != B.shape:
+        raise ValueError(f"sim_a and sim_b must have the same shape, got {A.shape} and {B.shape}")
+    off = ~np.eye(len(A), dtype=bool)
+    ha, hb = hard_sequence(A, num_tasks), hard_sequence(B, num_tasks)
+    pa, pb = np.empty(len(A), int), np.empty(len(A), int)
+    pa[ha.ravel()] = np.repeat(np.arange(num_tasks), ha.shape[1])
+    pb[hb.ravel()] = np.repeat(np.arange(num_tasks), hb.shape[1])
+    # a sequence and its reverse have the same S: compare with the better-aligned direction
+    csg = max(np.mean(pa == pb), np.mean(pa == num_tasks - 1 - pb))
+    return {"mae": float(np.abs(A - B)[off].mean()), "spearman": float(spearmanr(A[off], B[off]).statistic),
+            "csg": float(csg)}
