@@ -193,3 +193,12 @@ def test_upsampling_preserves_constant_and_block_structure():
     assert tk.matrix_mse(A, [[0.0, 1.0], [1.0, 0.0]], size=4, method="nearest") == 0.0
     T = tk.matrix_mse_table({"a": np.zeros((2, 2)), "b": np.ones((4, 4)), "c": np.full((3, 3), 3.0)})
     np.testing.assert_allclose(T, [[0, 1, 9], [1, 0, 4], [9, 4, 0]])
+
+
+def test_sliced_wasserstein_of_a_shift():
+    from clkit.distances import sliced_wasserstein
+
+    x = np.random.default_rng(0).normal(size=(2000, 3))
+    # a translation by s along e_0: W1 on direction theta is |s theta_0|; E|theta_0| = 1/2 on the 3-D sphere
+    assert sliced_wasserstein(x, x + [3.0, 0.0, 0.0], num_projections=2000, seed=1) == pytest.approx(1.5, abs=0.05)
+    assert sliced_wasserstein(x, x, seed=1) == 0.0
