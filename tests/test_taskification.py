@@ -202,3 +202,13 @@ def test_sliced_wasserstein_of_a_shift():
     # a translation by s along e_0: W1 on direction theta is |s theta_0|; E|theta_0| = 1/2 on the 3-D sphere
     assert sliced_wasserstein(x, x + [3.0, 0.0, 0.0], num_projections=2000, seed=1) == pytest.approx(1.5, abs=0.05)
     assert sliced_wasserstein(x, x, seed=1) == 0.0
+
+
+def test_bps_accepts_raw_boundaries_and_validates_them():
+    x = np.random.default_rng(7).normal(size=(300, 2))
+    b = [0, 60, 120, 180, 240, 300]
+    assert tk.bps(x, b, 5, 4, seed=3) == tk.bps(x, tk.Taskification(b), 5, 4, seed=3)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        tk.bps(x, [0, 120, 60, 300], 5, 4)
+    with pytest.raises(ValueError, match="beyond the stream length"):
+        tk.bps(x, [0, 200, 400], 5, 4)

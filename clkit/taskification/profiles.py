@@ -194,7 +194,8 @@ def bps_report(stream, taskification: Taskification, delta: int, num_samples: in
     Parameters
     ----------
     stream : array_like, shape (T,) or (T, F)
-    taskification : Taskification
+    taskification : Taskification or array_like of int
+        The taskification, or its boundaries ``(t_0, ..., t_K)``.
     delta : int
         Largest boundary move, in steps.
     num_samples : int
@@ -219,7 +220,10 @@ def bps_report(stream, taskification: Taskification, delta: int, num_samples: in
     True
     """
     if not isinstance(taskification, Taskification):
-        raise TypeError(f"taskification must be a Taskification, got {type(taskification).__name__}")
+        if isinstance(taskification, (str, bytes)) or not hasattr(taskification, "__len__"):
+            raise TypeError(f"taskification must be a Taskification or a sequence of boundaries, "
+                            f"got {type(taskification).__name__}")
+        taskification = Taskification(np.asarray(taskification), length=len(np.asarray(stream)))
     alpha, beta = check_weights(alpha, beta)
     l_min = _check_l_min(l_min)
     if taskification.num_tasks - 1 < l_min:
@@ -258,7 +262,7 @@ def bps(stream, taskification: Taskification, delta: int, num_samples: int = 100
     Examples
     --------
     >>> x = np.tile([0.0, 0.0, 1.0, 1.0], 10)        # period-4 stream, 4-step tasks
-    >>> bps(x, Taskification(np.arange(0, 41, 4)), delta=0, num_samples=3)
+    >>> bps(x, np.arange(0, 41, 4), delta=0, num_samples=3)
     0.0
     """
     return bps_report(stream, taskification, delta, num_samples, seed, **kwargs).bps
