@@ -141,3 +141,17 @@ def test_forward_subgraph_on_full_two_hop_ego_graph_equals_forward():
     with torch.no_grad():
         sub = net.forward_subgraph(subset, ei, mapping)
         torch.testing.assert_close(sub, net(torch.tensor([center])), atol=1e-5, rtol=1e-5)
+
+
+def test_normalized_adjacency_equals_torch_geometric_gcn_norm():
+    from torch_geometric.nn.conv.gcn_conv import gcn_norm
+
+    from clkit.models.gcn import normalized_adjacency
+
+    g = csbm(150, 3, seed=4)
+    ei = torch.cat([g.edge_index, torch.tensor([[5, 9], [5, 9]])], 1)  # with two existing self-loops
+    crow, col, val = normalized_adjacency(ei, 150)
+    dense = torch.sparse_csr_tensor(crow, col, val, (150, 150)).to_dense()
+    ref_ei, ref_w = gcn_norm(ei, None, 150, add_self_loops=True)
+    ref = torch.zeros(150, 150).index_put_((ref_ei[1], ref_ei[0]), ref_w.float(), accumulate=True)
+    torch.testing.assert_close(dense, ref)

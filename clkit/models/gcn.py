@@ -1,9 +1,10 @@
 """A 2-layer GCN that holds its graph and maps node-index batches to logits (DRIFT backbone).
 
 ``logits = Â · relu(Â X W1 + b1) · W2 + b2`` with Â the symmetrically
-normalised adjacency with self-loops (Kipf & Welling, 2017), computed by
-torch-geometric's ``gcn_norm``; this equals two stacked
-``torch_geometric.nn.GCNConv`` layers (checked in tests/test_graphs.py). No
+normalised adjacency with self-loops (Kipf & Welling, 2017), normalised as
+torch-geometric's ``gcn_norm`` does; this equals two stacked
+``torch_geometric.nn.GCNConv`` layers (checked in tests/test_graphs.py), without
+importing torch-geometric on the training path. No
 dropout, no normalisation layers (DRIFT App. A.4).
 
 Two shortcuts keep online training cheap without changing the function:
@@ -29,6 +30,12 @@ __all__ = ["GCN", "normalized_adjacency"]
 def normalized_adjacency(edge_index: torch.Tensor, num_nodes: int):
     """CSR arrays of :math:`\\hat A = D^{-1/2}(A + I)D^{-1/2}` (rows = message targets).
 
+    The same normalisation as torch-geometric's ``gcn_norm`` with
+    ``add_self_loops=True`` (self-loops replaced by unit ones, degrees counted at
+    the target node; tests/test_graphs.py checks the equality), written in plain
+    torch: importing torch-geometric costs seconds and its ``gcn_norm`` is slow on
+    the many small subgraphs that subgraph replay normalises.
+
     Returns
     -------
     crow : Tensor of int64, shape (num_nodes + 1,)
@@ -41,11 +48,16 @@ def normalized_adjacency(edge_index: torch.Tensor, num_nodes: int):
     >>> crow.tolist(), col.tolist(), [round(v, 3) for v in val.tolist()]
     ([0, 2, 4], [0, 1, 0, 1], [0.5, 0.5, 0.5, 0.5])
     """
-    from torch_geometric.nn.conv.gcn_conv import gcn_norm
-
-    ei, w = gcn_norm(edge_index, None, num_nodes, add_self_loops=True)
-    dst, src = ei[1], ei[0]
-    order = torch.argsort(dst * num_nodes + src)
+    ei = torch.as_tensor(edge_index, dtype=torch.int64)
+    keep = ei[0] != ei[1]
+    loops = torch.arange(num_nodes, dtype=torch.int64)
+    src = torch.cat([ei[0][keep], loops])
+    dst = torch.cat([ei[1][keep], loops])
+    deg = torch.bincount(dst, minlength=num_nodes).float()
+    dinv = deg.pow(-0.5)
+    dinv[torch.isinf(dinv)] = 0.0
+    w = dinv[src] * dinv[dst]
+    order = torch.argsort(dst * num_nodes + src, stable=True)
     dst, src, w = dst[order], src[order], w[order]
     crow = torch.zeros(num_nodes + 1, dtype=torch.int64)
     crow[1:] = torch.cumsum(torch.bincount(dst, minlength=num_nodes), 0)
