@@ -408,7 +408,7 @@ _LEARNER_STRATEGY = {"erm": ("naive", True), "finetune": ("naive", False), "ewc"
 
 def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr: float = 1e-3,
                     batch_size: int = 64, seed: int = 0, strategy_kwargs: dict | None = None,
-                    progress: bool = False) -> np.ndarray:
+                    num_threads: int | None = 1, progress: bool = False) -> np.ndarray:
     """Train ``learner`` period by period and fill A(t, tau) for tau >= t.
 
     Parameters
@@ -424,13 +424,16 @@ def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr:
         Seeds model initialisation and batch order.
     strategy_kwargs : dict, optional
         Extra strategy hyper-parameters (e.g. ``{"ewc_lambda": 10}``).
+    num_threads : int or None
+        Torch threads while training (default 1: these small models run fastest on one
+        thread; results do not depend on it). ``None`` keeps torch's setting.
 
     Returns
     -------
     A : ndarray, shape (num_periods, num_periods)
         Test accuracies; NaN below the diagonal (not evaluated, as in the paper).
     """
-    from ._seed import torch_seeded
+    from ._seed import torch_seeded, torch_threads
     from .models.mlp import MLP
     from .strategies import make_strategy
 
@@ -454,10 +457,11 @@ def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr:
         from tqdm.auto import tqdm
 
         periods = tqdm(periods, desc=learner, leave=False)
-    for t in periods:
-        if fresh or strategy is None:
-            strategy = build(seed + (1000 * t if fresh else 0))
-        strategy.train_task(train[t])
-        for tau in range(t, T):
-            A[t, tau] = strategy.evaluate(test[tau])
+    with torch_threads(num_threads):
+        for t in periods:
+            if fresh or strategy is None:
+                strategy = build(seed + (1000 * t if fresh else 0))
+            strategy.train_task(train[t])
+            for tau in range(t, T):
+                A[t, tau] = strategy.evaluate(test[tau])
     return A

@@ -258,17 +258,26 @@ class Strategy:
 
     def train_task(self, task: Task, epochs: int | None = None) -> list[float]:
         """Train on a whole task (``epochs`` passes); returns the mean loss per epoch."""
-        if not isinstance(task, Task):
-            raise TypeError(f"task must be a clkit.strategies.Task, got {type(task).__name__}")
-        epochs = self.epochs if epochs is None else check_int("epochs", epochs, low=0)
-        self._register_task(task)
-        self.before_task(task)
+        epochs = self.begin_task(task, epochs)
         history = []
         for _ in range(epochs):
             losses = [self.train_step(take(task.x, idx), task.y[idx], task) for idx in self.batches(len(task))]
             history.append(float(np.mean(losses)) if losses else float("nan"))
         self.after_task(task)
         return history
+
+    def begin_task(self, task: Task, epochs: int | None = None) -> int:
+        """Start ``task``: checks, registration and :meth:`before_task`; returns the epochs to run.
+
+        For callers that drive their own loop over a task (e.g. with early stopping):
+        call ``begin_task``, then :meth:`train_step` per batch, then :meth:`after_task`.
+        """
+        if not isinstance(task, Task):
+            raise TypeError(f"task must be a clkit.strategies.Task, got {type(task).__name__}")
+        epochs = self.epochs if epochs is None else check_int("epochs", epochs, low=0)
+        self._register_task(task)
+        self.before_task(task)
+        return epochs
 
     def observe(self, x, y, task: Task | None = None) -> float:
         """Task-free use: one step on an incoming batch, no task boundaries needed."""

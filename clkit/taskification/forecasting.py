@@ -127,11 +127,7 @@ def train_with_early_stopping(strategy, task: ForecastTask, max_epochs: int, pat
     lr_patience = check_int("lr_patience", lr_patience, low=0)
     lr_factor = check_real("lr_factor", lr_factor, low=0, high=1, low_open=True)
     train = task.train
-    if hasattr(strategy, "begin_task"):
-        strategy.begin_task(train, max_epochs)
-    else:
-        strategy._register_task(train)
-        strategy.before_task(train)
+    strategy.begin_task(train, max_epochs)
     sched = torch.optim.lr_scheduler.ReduceLROnPlateau(strategy.optimizer, factor=lr_factor, patience=lr_patience)
     best, best_state, stale, epoch = float("inf"), None, 0, 0
     for epoch in range(1, max_epochs + 1):
