@@ -42,7 +42,6 @@ Learners (batched re-implementations; the generic ones live in
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
 
@@ -50,7 +49,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .._seed import torch_seeded
+from .._seed import torch_seeded, torch_threads
 from .._validate import check_choice, check_int, check_real
 
 __all__ = ["LEARNERS", "LearnerConfig", "init_params", "batch_order", "sequence_code",
@@ -58,22 +57,6 @@ __all__ = ["LEARNERS", "LearnerConfig", "init_params", "batch_order", "sequence_
 
 LEARNERS = ("finetune", "ewc", "lwf", "icarl", "ncm")
 _NEG = -1e9
-
-
-@contextlib.contextmanager
-def torch_threads(num_threads: int | None = 1):
-    """Run the block with ``num_threads`` torch intra-op threads, restoring the setting after.
-
-    Small batched products run fastest on one thread and then do not oversubscribe a
-    shared CPU; results do not depend on the thread count.
-    """
-    before = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(check_int("num_threads", num_threads, low=1))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 @dataclass(frozen=True)

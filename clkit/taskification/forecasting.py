@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._seed import torch_seeded
+from .._seed import torch_seeded, torch_threads
 from .._validate import check_int, check_real
 from ..metrics import average_accuracy, backward_transfer, forgetting
 from ..strategies import Task, make_strategy, take
@@ -184,17 +184,9 @@ def continual_forecasting(tasks: list[ForecastTask], model_fn, method: str, *, m
         Called with no arguments after each task (e.g. a tqdm bar's ``update``).
     """
     seed = check_int("seed", seed)
-    if num_threads is None:
+    with torch_threads(num_threads):
         return _continual(tasks, model_fn, method, max_epochs, patience, lr_patience, lr, batch_size, seed,
                           strategy_kwargs, progress)
-    num_threads = check_int("num_threads", num_threads, low=1)
-    before = torch.get_num_threads()
-    torch.set_num_threads(num_threads)
-    try:
-        return _continual(tasks, model_fn, method, max_epochs, patience, lr_patience, lr, batch_size, seed,
-                          strategy_kwargs, progress)
-    finally:
-        torch.set_num_threads(before)
 
 
 def _continual(tasks, model_fn, method, max_epochs, patience, lr_patience, lr, batch_size, seed, strategy_kwargs,
