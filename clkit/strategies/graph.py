@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._seed import torch_seeded
 from .._validate import check_int, check_real
 from ._common import TaskAwareStrategy
 from .base import Task, register
@@ -262,7 +263,8 @@ class DMSG(TaskAwareStrategy):
         self.num_generated = check_int("num_generated", num_generated, low=1)
         self.kl_weight = check_real("kl_weight", kl_weight, low=0)
         self.recon_weight = check_real("recon_weight", recon_weight, low=0)
-        self.variational = VariationalLayer(model.head.in_features)
+        with torch_seeded(self.seed):  # no draw from the global generator
+            self.variational = VariationalLayer(model.head.in_features)
         self.optimizer = self.make_optimizer(list(self.model.parameters()) + list(self.variational.parameters()))
         self.mem_nodes = torch.zeros(0, dtype=torch.int64)
         self.mem_y = torch.zeros(0, dtype=torch.int64)
