@@ -172,7 +172,8 @@ rows, curves, streams = drift.run_grid(graph, split, configs, methods, seeds, hi
                                        memory_size=memory_size, eval_every=eval_every, joint_epochs=joint_epochs,
                                        tau=tau, dataset=dataset)
 df = pd.DataFrame(rows)
-mean = df.groupby(["config", "method"], sort=False)[["AA", "AF", "A_AUC", "AF_s", "overlap"]].mean()
+grouped = df.groupby(["config", "method"], sort=False)[["AA", "AF", "A_AUC", "AF_s", "overlap"]]
+mean, std = grouped.mean(), grouped.std(ddof=0)
 record.log(results={f"{c} | {m}": r for (c, m), r in mean.to_dict("index").items()})
 
 # %% [markdown]
@@ -219,13 +220,16 @@ plt.show()
 # %% [markdown]
 # ### Tables: hard, Gaussian, global and boundary-local settings (Tables 2, 3, 7-9)
 #
-# Means over seeds; hard, global and boundary-local use AA / AF, the Gaussian setting
-# $A_{AUC}$ / $AF_s$, as in the paper.
+# Means (± standard deviation with several seeds) in %; hard, global and boundary-local use
+# AA / AF, the Gaussian setting $A_{AUC}$ / $AF_s$, as in the paper.
 
 # %%
 def table(cfg, cols):
-    t = mean.loc[cfg.label()][cols].copy()
-    return (100 * t).round(1)
+    """Percentages, mean ± std over seeds when there are several (as in the paper's tables)."""
+    m, s = 100 * mean.loc[cfg.label()][cols], 100 * std.loc[cfg.label()][cols]
+    if len(seeds) == 1:
+        return m.round(1)
+    return m.round(1).astype(str) + " ± " + s.round(1).astype(str)
 
 for cfg, cols in zip(configs_main, [["AA", "AF"], ["A_AUC", "AF_s"], ["AA", "AF"], ["AA", "AF"]]):
     display(Markdown(f"**{cfg.label()}** (overlap O = {mean.loc[cfg.label(), 'overlap'].iloc[0]:.2f})"))
