@@ -190,18 +190,20 @@ record.log(metrics=metrics, acc_matrix={o: {s: R[o][s] for s in strategies} for 
 # %% [markdown]
 # ## Figures
 #
-# $R$ per strategy and order (rows: trained up to task $i$; columns: evaluated on task $j$).
+# $R$ per strategy and order (rows: trained up to task $i$; columns: evaluated on task $j$), one
+# figure per strategy (`acc_matrix_<strategy>.png`; the first is shown here).
 # Forgetting shows as values fading down a column; the diagonal is what each task reached
 # when it was learned.
 
 # %%
-fig, axes = plt.subplots(len(strategies), 2, figsize=(7.5, 2.8 * len(strategies)), squeeze=False)
-for r, s in enumerate(strategies):
-    for c, (o, order) in enumerate(orders.items()):
-        matrix_heatmap(R[o][s], ax=axes[r, c], vmin=0, vmax=1, title=f"{s} — {o}", ticklabels=order,
-                       annot=len(order) <= 6)
-fig.tight_layout()
-record.figure(fig, "acc_matrices")
+for s in strategies:
+    fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.2))
+    for ax, (o, order) in zip(axes, orders.items()):
+        matrix_heatmap(R[o][s], ax=ax, vmin=0, vmax=1, title=f"{s} — {o}", ticklabels=order, annot=len(order) <= 6)
+    fig.tight_layout()
+    record.figure(fig, f"acc_matrix_{s}")
+    if s != strategies[0]:
+        plt.close(fig)  # shown: the first strategy's; all are saved
 
 # %%
 acc = table.pivot(index="strategy", columns="order", values="ACC").loc[strategies]
