@@ -34,7 +34,7 @@
 # that runs on a laptop CPU.
 #
 # Run it headless: `clkit run 05_drift --params smoke|default|paper [-p NAME VALUE]`.
-# The `paper` set needs network access (CoraFull via torch-geometric) and a GPU-sized budget.
+# The `paper` set needs network access (CoraFull via torch-geometric) and hours of CPU time.
 
 # %% tags=["parameters"]
 dataset: str = "csbm"  # graph: csbm (offline synthetic) | cora | citeseer (local Planetoid raw files) | corafull | ogbn_arxiv | reddit | roman_empire (online)
