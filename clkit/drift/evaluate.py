@@ -10,13 +10,12 @@ accuracy-over-time array ``acc[i, k]`` of shape (num_evals, num_tasks) that
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from .._seed import torch_seeded
+from .._seed import torch_seeded, torch_threads
 from .._validate import check_choice, check_int, check_real
 from ..strategies import Strategy, Task, make_strategy
 from .streams import Stream
@@ -122,20 +121,6 @@ def run_stream(strategy: Strategy, stream: Stream, y, test_idx, test_task, *, ev
     """
     with torch_threads(num_threads):
         return _run_stream(strategy, stream, y, test_idx, test_task, eval_every, progress, desc)
-
-
-@contextlib.contextmanager
-def torch_threads(num_threads: int | None):
-    """Run the block with ``num_threads`` torch intra-op threads (None: unchanged); restore afterwards."""
-    if num_threads is None:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(check_int("num_threads", num_threads, low=1))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _run_stream(strategy, stream, y, test_idx, test_task, eval_every, progress, desc) -> StreamRun:
