@@ -34,6 +34,17 @@ def test_all_drift_methods_are_registered():
         assert reg in names, m
 
 
+@pytest.mark.parametrize("name", ["ssm", "sem", "dmsg"])
+def test_graph_strategies_refuse_other_models(name):
+    from clkit.models import MLP
+    from clkit.strategies import make_strategy
+    from clkit.strategies.base import _REGISTRY
+
+    assert _REGISTRY[name].needs_graph_model
+    with pytest.raises(TypeError, match="holds its graph"):
+        make_strategy(name, MLP(2, 2))
+
+
 def test_head_gradient_cosine_matches_autograd():
     g = csbm(200, 4, seed=0)
     net = GCN(g.x, g.edge_index, 4, hidden=8)

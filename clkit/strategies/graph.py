@@ -137,6 +137,8 @@ class _SubgraphMemory(TaskAwareStrategy):
 
     rule = "degree"
     task_free = True
+    #: needs a model that holds its graph (``clkit.models.gcn.GCN``); other backbones raise TypeError
+    needs_graph_model = True
 
     def __init__(self, model, *, memory_size: int = 100, fanouts=(5, 5), **kwargs):
         _check_graph_model(model)
@@ -254,6 +256,7 @@ class DMSG(TaskAwareStrategy):
     """
 
     task_free = True
+    needs_graph_model = True
 
     def __init__(self, model, *, memory_size: int = 100, num_generated: int = 1, kl_weight: float = 0.01,
                  recon_weight: float = 1.0, **kwargs):
