@@ -41,7 +41,7 @@ def test_graph_strategies_refuse_other_models(name):
     from clkit.strategies.base import _REGISTRY
 
     assert _REGISTRY[name].needs_graph_model
-    with pytest.raises(TypeError, match="holds its graph"):
+    with pytest.raises(TypeError, match="model must hold its graph"):
         make_strategy(name, MLP(2, 2))
 
 
