@@ -381,6 +381,8 @@ def check_params(*, datasets, scenario, strategies, backbone, epochs, difficulty
     check_real("momentum", momentum, low=0, high=1)
     check_int("batch_size", batch_size, low=1)
     check_int("seed", seed)
+    if "num_threads" in others:
+        check_int("num_threads", others.pop("num_threads"), low=0)
     for name, value in others.items():
         if isinstance(value, bool):
             check_type(name, value, bool)

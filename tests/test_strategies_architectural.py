@@ -81,6 +81,11 @@ def test_cwr_consolidates_only_the_output_layer():
     torch.testing.assert_close(w[[2, 3]].sum(0), torch.zeros(8), atol=1e-6, rtol=0)
     assert s.class_counts.tolist()[:4] == [float((t[0].y == 0).sum()), float((t[0].y == 1).sum()),
                                            float((t[1].y == 2).sum()), float((t[1].y == 3).sum())]
+    # training uses only the current task's outputs, evaluation the consolidated head over all classes
+    s.model.train()
+    assert torch.isinf(s.forward(t[2].x[:2], t[2])[:, :4]).all()
+    s.model.eval()
+    assert torch.isfinite(s.forward(t[2].x[:2], t[2])).all()
     with pytest.raises(ValueError, match="regression"):
         CWRStar(MLP(2, 2), loss="mse")
 

@@ -16,7 +16,8 @@
   Task-incremental only; a task not trained yet uses the newest column.
 - **CWR*** (``"cwr"``, Lomonaco et al., 2019): the whole model learns the
   first task; afterwards everything but the output layer is frozen. Per task
-  the output rows of the task's classes are reset to zero and trained; at the
+  the output rows of the task's classes are reset to zero and trained with the
+  softmax restricted to the task's classes (in both scenarios); at the
   task's end they are *consolidated* into the kept weights:
   ``cw_j = (cw_j n_j + (tw_j - mean_task(tw)) m_j) / (n_j + m_j)`` with ``n_j``
   past and ``m_j`` current examples of class ``j``; rows of other classes stay
@@ -232,6 +233,12 @@ class CWRStar(Strategy):
             if head.bias is not None:
                 head.bias[cls] = 0.0
         self.optimizer = self.make_optimizer([p for p in self.model.parameters() if p.requires_grad])
+
+    def forward(self, x, task: Task | None = None, classes=None):
+        out = self.model(x)
+        if self.model.training and task is not None:   # training: only the current classes compete
+            return mask_to(out, task.classes, "task")
+        return mask_to(out, classes if classes is not None else (task.classes if task else None), self.scenario)
 
     def after_task(self, task: Task) -> None:
         head = self.model.head

@@ -105,7 +105,7 @@ class EWC(_Quadratic):
     >>> from clkit.models import MLP
     >>> s = EWC(MLP(2, 2, hidden=()), ewc_lambda=1.0, epochs=1)
     >>> _ = s.train_task(Task(torch.randn(8, 2), torch.tensor([0, 1] * 4)))
-    >>> float(s.penalty(None))   # zero at the anchor
+    >>> float(s.penalty(None).detach())   # zero at the anchor
     0.0
     """
 
