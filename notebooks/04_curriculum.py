@@ -41,7 +41,7 @@ datasets: list = ["digits", "mnist_subset", "fashion_mnist"]  # tasks (any order
 download: bool = False  # allow the online loaders (torchvision, the TinyImageNet archive)
 skip_missing: bool = True  # skip datasets that cannot be loaded (listed below and in the results) instead of failing
 scenario: str = "task"  # class (one head over all classes) | task (task id known: logits masked to the task)
-strategies: list = ["naive", "cumulative", "mste", "ewc", "si", "mas", "lwf", "replay", "agem", "gem", "gdumb", "generative_replay", "cwr", "pnn"]  # strategies compared (the paper's 14; mste and pnn need scenario="task")
+strategies: list = ["naive", "cumulative", "mste", "ewc", "si", "mas", "lwf", "replay", "agem", "gem", "gdumb", "generative_replay", "cwr", "pnn"]  # strategies compared (the paper's 14; mste and pnn need the task scenario)
 backbone: str = "small_cnn"  # small_cnn | wide_vgg9 | resnet18 | resnet34 | mlp
 epochs: int = 3  # training epochs per task
 difficulty_epochs: int = 5  # epochs of the single-task runs that measure difficulty

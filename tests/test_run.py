@@ -58,3 +58,12 @@ def test_summary_tabulates_results(tmp_path, capsys):
     csv = (tmp_path / "summary.csv").read_text().splitlines()
     assert len(csv) == 3
     assert run.main(["summary", str(tmp_path / "empty")]) == 1
+
+
+def test_papermill_can_parse_every_parameters_cell():
+    """papermill's own inspector rejects a parameter line whose comment contains '='."""
+    import papermill as pm
+
+    for nb in run.list_notebooks():
+        declared = pm.inspect_notebook(str(run.notebooks_dir() / f"{nb}.ipynb"))
+        assert set(declared) == set(run.notebook_parameters(nb)), nb

@@ -14,7 +14,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._validate import check_int
 from .base import Strategy, Task, take
 
 __all__ = ["TaskAwareStrategy", "flat_grad", "set_flat_grad", "trainable", "mask_to", "per_sample_mean"]
@@ -63,15 +62,6 @@ class TaskAwareStrategy(Strategy):
             raise ValueError(f"strategy {self.name!r} needs task boundaries (task_free = False); "
                              "train it with train_task")
         return super().observe(x, y, task)
-
-    def begin_task(self, task: Task, epochs: int | None) -> int:
-        """Checks, registration and :meth:`before_task` for a custom ``train_task``; returns the epochs."""
-        if not isinstance(task, Task):
-            raise TypeError(f"task must be a clkit.strategies.Task, got {type(task).__name__}")
-        epochs = self.epochs if epochs is None else check_int("epochs", epochs, low=0)
-        self._register_task(task)
-        self.before_task(task)
-        return epochs
 
     def replay(self, x, y, task: Task | None):
         """The rows actually trained on, with their task ids: ``(x, y, task_ids)``.
