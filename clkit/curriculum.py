@@ -361,7 +361,8 @@ def check_params(*, datasets, scenario, strategies, backbone, epochs, difficulty
     """
     check_choices("datasets", datasets, IMAGE_DATASETS)
     check_choice("scenario", scenario, ["class", "task"])
-    names = available_strategies()
+    # graph-specific strategies (SSM, SEM, DMSG) need a model that holds its graph
+    names = [n for n in available_strategies() if not getattr(_REGISTRY[n], "needs_graph_model", False)]
     check_choices("strategies", strategies, names)
     if scenario == "class":
         for s in strategies:

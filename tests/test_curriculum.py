@@ -154,3 +154,13 @@ def test_tinyimagenet_classes_are_chosen_by_name_not_folder_order(tmp_path, monk
         k = wnids.index(w)
         assert words[w] == TINYIMAGENET_CLASSES[label]
         assert abs(int(d.x_train[d.y_train == label][0, 0, 0, 0]) - k * 20) <= 2
+
+
+@pytest.mark.parametrize("graph_only", ["ssm", "sem", "dmsg"])
+def test_graph_only_strategies_are_refused(graph_only):
+    from clkit.curriculum import check_params
+
+    with pytest.raises(ValueError, match="strategies"):
+        check_params(datasets=["digits"], scenario="task", strategies=[graph_only], backbone="small_cnn",
+                     epochs=1, difficulty_epochs=1, memory_size=10, per_class_train=5, per_class_test=5,
+                     image_size=16, channels=3, lr=0.01, momentum=0.9, batch_size=8, seed=0)
