@@ -27,6 +27,8 @@ The temporal-shift metrics (TTR, SH, DH, TAS) over ``A(t, tau)`` live in
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ._validate import check_choice, check_matrix
@@ -188,15 +190,12 @@ def forgetting(R, higher_is_better: bool = True) -> float:
     if T < 2:
         return float("nan")
     lower = np.where(np.tril(np.ones((T, T), dtype=bool)), R, np.nan)[:-1, :-1]  # rows k<T-1, k>=j
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            if higher_is_better:
-                f = np.nanmax(lower, axis=0) - R[-1, :-1]
-            else:
-                f = R[-1, :-1] - np.nanmin(lower, axis=0)
+    with warnings.catch_warnings():  # all-NaN columns: nanmax/nanmin of an empty slice
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if higher_is_better:
+            f = np.nanmax(lower, axis=0) - R[-1, :-1]
+        else:
+            f = R[-1, :-1] - np.nanmin(lower, axis=0)
     return float(np.nanmean(f))
 
 

@@ -163,9 +163,8 @@ def run_notebook(notebook: str, params: str = "default", overrides=(), out="runs
         os.replace(partial, final)
     except pm.PapermillExecutionError as exc:
         status = "failed"
-        error = f"{exc.ename}: {exc.evalue}"
         os.replace(partial, outdir / f"{notebook}.failed.ipynb")
-        error = f"{notebook} failed in cell {exc.exec_count}: {error}"
+        error = f"{notebook} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}"
     finally:
         for k, v in env_before.items():
             if v is None:

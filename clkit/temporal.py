@@ -37,6 +37,8 @@ Edge cases (all documented per function and tested)
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ._validate import check_choice, check_choices, check_int, check_matrix, check_real, check_type
@@ -314,12 +316,9 @@ def ood_accuracy(A, n: int | None = None, partial: bool = True) -> np.ndarray:
     if n < 1:
         return np.full(A.shape[0], np.nan)
     W = _future_window(A, n, partial)
-    with np.errstate(invalid="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return np.nanmean(W, axis=1)
+    with warnings.catch_warnings():  # the last period's row is all NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(W, axis=1)
 
 
 def summarize_learner(A, *, delta: float, epsilon: float, lam: float, n: int,
