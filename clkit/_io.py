@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["atomic_write_text", "atomic_write_json", "atomic_save", "to_jsonable", "repo_root"]
+__all__ = ["atomic_write_text", "atomic_write_json", "atomic_save", "to_jsonable", "flatten_scalars", "repo_root"]
 
 
 def repo_root() -> Path:
@@ -77,3 +77,23 @@ def to_jsonable(obj):
 def atomic_write_json(path, obj) -> Path:
     """Write ``obj`` as indented, key-sorted JSON atomically."""
     return atomic_write_text(path, json.dumps(to_jsonable(obj), indent=2, sort_keys=True) + "\n")
+
+
+def flatten_scalars(d: dict, prefix: str = "", depth: int = 2) -> dict:
+    """Scalar leaves of a nested dict, keys joined with dots; lists and deeper levels dropped.
+
+    Examples
+    --------
+    >>> flatten_scalars({"a": 1, "b": {"c": 2.0, "d": [1, 2]}, "e": {"f": {"g": {"h": 3}}}})
+    {'a': 1, 'b.c': 2.0}
+    >>> flatten_scalars({"a": 1, "b": {"c": 2}}, depth=0)
+    {'a': 1}
+    """
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and depth > 0:
+            out.update(flatten_scalars(v, key + ".", depth - 1))
+        elif isinstance(v, (int, float, str, bool)) or v is None:
+            out[key] = v
+    return out

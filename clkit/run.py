@@ -7,7 +7,9 @@ Usage
     clkit list
     clkit run NOTEBOOK|all [--params smoke|default|paper|FILE.yaml] [-p NAME VALUE ...]
               [--out DIR] [--figures DIR]
-    clkit summary DIR
+    clkit sweep NOTEBOOK --grid GRID.yaml [--params BASE] [--out DIR] [--workers N]
+                [--scheduler ADDRESS] [--retry-failed]
+    clkit summary DIR [--group-by COLUMN ...]
 
 ``NOTEBOOK`` is a stem (``03_temporal_metrics``) or its number prefix (``03``).
 Parameter sets live in ``notebooks/params/<notebook>/<set>.yaml``; ``-p`` values
@@ -18,6 +20,9 @@ Each run writes into ``OUT/<notebook>/``: the executed notebook, ``results.json`
 ``run.json`` (parameters, timing, status) and the figures (under ``figures/``,
 or ``--figures DIR/<notebook>/``). A failing cell exits non-zero and prints
 the cell's error.
+
+``clkit sweep`` runs one case per grid point on Dask (:mod:`clkit.sweep`);
+``clkit summary`` tabulates runs and sweeps (CSV, and Parquet beside it).
 """
 
 from __future__ import annotations
@@ -26,12 +31,13 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
 import yaml
 
-from ._io import atomic_write_json, atomic_write_text, repo_root
+from ._io import atomic_write_json, flatten_scalars, repo_root
 
 __all__ = ["notebooks_dir", "list_notebooks", "resolve_notebook", "load_params", "run_notebook",
            "summarize", "main"]
@@ -45,6 +51,11 @@ def notebooks_dir() -> Path:
     """Folder holding the notebooks (``$CLKIT_NOTEBOOKS`` overrides)."""
     env = os.environ.get("CLKIT_NOTEBOOKS")
     return Path(env) if env else repo_root() / "notebooks"
+
+
+def notebook_path(notebook: str) -> Path:
+    """Path of the ``.ipynb`` of a notebook stem."""
+    return notebooks_dir() / f"{notebook}.ipynb"
 
 
 def list_notebooks() -> list[str]:
@@ -81,7 +92,7 @@ def notebook_parameters(notebook: str) -> dict:
 
     import nbformat
 
-    nb = nbformat.read(str(notebooks_dir() / f"{notebook}.ipynb"), as_version=4)
+    nb = nbformat.read(str(notebook_path(notebook)), as_version=4)
     cells = [c for c in nb.cells if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])]
     if not cells:
         raise ValueError(f"{notebook} has no code cell tagged 'parameters'")
@@ -122,7 +133,17 @@ def load_params(notebook: str, params: str = "default", overrides=()) -> dict:
         raise ValueError(f"params file {path} must hold a mapping name: value")
     for name, raw in overrides:
         values[name] = yaml.safe_load(raw) if isinstance(raw, str) else raw
-    declared = notebook_parameters(notebook)
+    check_values(notebook, values)
+    return values
+
+
+def check_values(notebook: str, values: dict, declared: dict | None = None) -> None:
+    """Check parameter names and types against the notebook's parameters cell.
+
+    Raises ``ValueError`` for a name the notebook does not declare and
+    ``TypeError`` for a value whose type does not match the annotation.
+    """
+    declared = notebook_parameters(notebook) if declared is None else declared
     for name, value in values.items():
         if name not in declared:
             raise ValueError(f"{notebook} has no parameter {name!r}; parameters: {sorted(declared)}")
@@ -131,7 +152,61 @@ def load_params(notebook: str, params: str = "default", overrides=()) -> dict:
         if types and (bad_bool or not isinstance(value, types)):
             raise TypeError(f"parameter {name} of {notebook} must be {declared[name]['type']}, "
                             f"got {type(value).__name__} {value!r}")
-    return values
+
+
+_ENV_LOCK = threading.Lock()
+# The kernel logs only errors: its "running over TCP without encryption" warning
+# (a local kernel, reached on 127.0.0.1) would otherwise end every run's log.
+_KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
+
+
+def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) -> dict:
+    """Run one notebook with papermill into ``outdir``; never raises on a failing cell.
+
+    The executed notebook is written as ``.<stem>.partial.ipynb`` and renamed to
+    ``<stem>.ipynb`` when every cell ran, or to ``<stem>.failed.ipynb`` when one
+    failed. The kernel sees ``CLKIT_OUT_DIR=outdir`` and ``CLKIT_FIGURES_DIR``
+    (``figdir``, default ``outdir/figures``); a process-wide lock keeps
+    concurrent calls from seeing each other's folders.
+
+    Returns
+    -------
+    dict
+        ``status`` ("ok" or "failed"), ``error`` (``"<stem> failed in cell N:
+        Type: message"`` or ``None``), ``ename`` and ``runtime_s``.
+    """
+    import papermill as pm
+
+    notebook_path = Path(notebook_path)
+    stem = notebook_path.stem
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    figdir = Path(figdir) if figdir else outdir / "figures"
+    partial = outdir / f".{stem}.partial.ipynb"
+    t0 = time.perf_counter()
+    out = {"status": "ok", "error": None, "ename": None}
+    with _ENV_LOCK:
+        env_before = {k: os.environ.get(k) for k in ("CLKIT_OUT_DIR", "CLKIT_FIGURES_DIR")}
+        os.environ["CLKIT_OUT_DIR"] = str(outdir.resolve())
+        os.environ["CLKIT_FIGURES_DIR"] = str(figdir.resolve())
+        try:
+            pm.execute_notebook(str(notebook_path), str(partial), parameters=params,
+                                kernel_name="python3", cwd=str(notebook_path.parent),
+                                progress_bar=progress, extra_arguments=_KERNEL_ARGS)
+            os.replace(partial, outdir / f"{stem}.ipynb")
+        except pm.PapermillExecutionError as exc:
+            os.replace(partial, outdir / f"{stem}.failed.ipynb")
+            out.update(status="failed", ename=exc.ename,
+                       error=f"{stem} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}")
+        finally:
+            partial.unlink(missing_ok=True)
+            for k, v in env_before.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    out["runtime_s"] = round(time.perf_counter() - t0, 2)
+    return out
 
 
 def run_notebook(notebook: str, params: str = "default", overrides=(), out="runs",
@@ -141,61 +216,39 @@ def run_notebook(notebook: str, params: str = "default", overrides=(), out="runs
     Raises ``RuntimeError`` with the failing cell's error when execution fails
     (the partly executed notebook is kept as ``<notebook>.failed.ipynb``).
     """
-    import papermill as pm
-
     notebook = resolve_notebook(notebook)
     values = load_params(notebook, params, overrides)
     outdir = Path(out) / notebook
-    outdir.mkdir(parents=True, exist_ok=True)
-    figdir = Path(figures) / notebook if figures else outdir / "figures"
-    final = outdir / f"{notebook}.ipynb"
-    partial = outdir / f".{notebook}.partial.ipynb"
-    env_before = {k: os.environ.get(k) for k in ("CLKIT_OUT_DIR", "CLKIT_FIGURES_DIR")}
-    os.environ["CLKIT_OUT_DIR"] = str(outdir.resolve())
-    os.environ["CLKIT_FIGURES_DIR"] = str(figdir.resolve())
+    figdir = Path(figures) / notebook if figures else None
     (outdir / "results.json").unlink(missing_ok=True)
-    t0 = time.perf_counter()
-    status, error = "ok", None
-    try:
-        pm.execute_notebook(str(notebooks_dir() / f"{notebook}.ipynb"), str(partial), parameters=values,
-                            kernel_name="python3", cwd=str(notebooks_dir()),
-                            progress_bar=sys.stderr.isatty() if progress is None else progress)
-        os.replace(partial, final)
-    except pm.PapermillExecutionError as exc:
-        status = "failed"
-        os.replace(partial, outdir / f"{notebook}.failed.ipynb")
-        error = f"{notebook} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}"
-    finally:
-        for k, v in env_before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    meta = {"notebook": notebook, "params_set": params, "params": values, "status": status,
-            "error": error, "runtime_s": round(time.perf_counter() - t0, 2),
+    res = execute(notebook_path(notebook), outdir, values, figdir=figdir,
+                  progress=sys.stderr.isatty() if progress is None else progress)
+    meta = {"notebook": notebook, "params_set": params, "params": values, "status": res["status"],
+            "error": res["error"], "runtime_s": res["runtime_s"],
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
     atomic_write_json(outdir / "run.json", meta)
-    if error:
-        raise RuntimeError(error)
+    if res["error"]:
+        raise RuntimeError(res["error"])
     return outdir
 
 
-def _flatten(d, prefix="", depth=2):
-    out = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict) and depth > 0:
-            out.update(_flatten(v, key + ".", depth - 1))
-        elif isinstance(v, (int, float, str, bool)) or v is None:
-            out[key] = v
-    return out
-
-
 def summarize(folder) -> "pandas.DataFrame":  # noqa: F821
-    """One table of every ``results.json`` under ``folder`` (scalars only), saved as ``summary.csv``."""
+    """One table of the runs under ``folder``, saved as ``summary.csv`` (and ``summary.parquet``).
+
+    A folder holding sweeps (``sweep.json``) gives one row per case with the grid
+    parameters as columns (:func:`clkit.sweep.sweep_table`); otherwise one row
+    per ``results.json`` with the parameters as ``param.<name>`` columns. Only
+    scalar results are tabulated.
+    """
     import pandas as pd
 
+    from .sweep import find_sweeps, sweep_table, write_table
+
     folder = Path(folder)
+    if find_sweeps(folder):
+        df = sweep_table(folder)
+        write_table(df, folder / "summary.csv")
+        return df
     rows = []
     for res in sorted(folder.rglob("results.json")):
         rec = json.loads(res.read_text())
@@ -205,13 +258,13 @@ def summarize(folder) -> "pandas.DataFrame":  # noqa: F821
             m = json.loads(meta.read_text())
             row.update({"params_set": m.get("params_set"), "status": m.get("status"),
                         "runtime_s": m.get("runtime_s")})
-        row.update({f"param.{k}": v for k, v in _flatten(rec.get("params", {}), depth=0).items()})
-        row.update(_flatten(rec.get("results", {})))
+        row.update({f"param.{k}": v for k, v in flatten_scalars(rec.get("params", {}), depth=0).items()})
+        row.update(flatten_scalars(rec.get("results", {})))
         rows.append(row)
     if not rows:
-        raise ValueError(f"no results.json found under {folder}")
+        raise ValueError(f"no results.json or sweep.json found under {folder}")
     df = pd.DataFrame(rows)
-    atomic_write_text(folder / "summary.csv", df.to_csv(index=False))
+    write_table(df, folder / "summary.csv")
     return df
 
 
@@ -247,15 +300,54 @@ def _cmd_run(args):
 def _cmd_summary(args):
     import pandas as pd
 
+    from .sweep import group_table, write_table
+
     try:
         df = summarize(args.dir)
+        grouped = None
+        if args.group_by:
+            grouped = group_table(df, args.group_by)
+            grouped_path = Path(args.dir) / f"summary_by_{'_'.join(args.group_by)}.csv"
+            write_table(grouped, grouped_path)
     except ValueError as exc:
         print(f"[clkit] ERROR: {exc}", file=sys.stderr)
         return 1
-    with pd.option_context("display.max_columns", None, "display.width", 200):
-        print(df.to_string(index=False))
-    print(f"\nwritten: {Path(args.dir) / 'summary.csv'}")
+    with pd.option_context("display.max_columns", None, "display.width", 200, "display.max_colwidth", 60):
+        print(df.drop(columns=["error"], errors="ignore").to_string(index=False))
+        if grouped is not None:
+            print(f"\nmean ± std over the completed cases of each {', '.join(args.group_by)}:")
+            print(_mean_std(grouped, args.group_by).to_string(index=False))
+    print(f"\nwritten: {Path(args.dir) / 'summary.csv'}" + (f" and {grouped_path}" if grouped is not None else ""))
     return 0
+
+
+def _mean_std(grouped, group_by):
+    """``x_mean``/``x_std`` column pairs as one ``"m ± s"`` text column each, for printing."""
+    out = grouped[[*group_by, "n"]].copy()
+    for col in grouped.columns:
+        if col.endswith("_mean"):
+            name = col[:-5]
+            out[name] = [f"{m:.4g} ± {s:.2g}" for m, s in zip(grouped[col], grouped[f"{name}_std"])]
+    return out
+
+
+def _cmd_sweep(args):
+    from .sweep import SweepInterrupted, run_sweep
+
+    try:
+        counts = run_sweep(args.notebook, args.grid, params=args.params, out=args.out, workers=args.workers,
+                           scheduler=args.scheduler, retry_failed=args.retry_failed, progress=args.progress,
+                           log=lambda line: print(line, flush=True))
+    except SweepInterrupted as exc:
+        print(f"[clkit] sweep interrupted: {exc.counts}", file=sys.stderr, flush=True)
+        return 130
+    except (ValueError, TypeError, ConnectionError) as exc:
+        print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
+        return 2
+    summarize(counts["root"])
+    print(f"[clkit] table of the cases: {Path(counts['root']) / 'summary.csv'} "
+          f"(clkit summary {counts['root']} [--group-by COLUMN])", flush=True)
+    return 1 if counts["failed"] else 0
 
 
 def main(argv=None) -> int:
@@ -272,8 +364,24 @@ def main(argv=None) -> int:
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="papermill progress bar (default: when stderr is a terminal)")
     r.set_defaults(func=_cmd_run)
-    s = sub.add_parser("summary", help="one table of the results of many runs")
+    w = sub.add_parser("sweep", help="run a notebook over a grid of parameters (resumable, on Dask)")
+    w.add_argument("notebook", help="stem or number prefix")
+    w.add_argument("--grid", required=True,
+                   help="grid YAML file, or the name of a shipped grid (notebooks/grids/<notebook>/NAME.yaml)")
+    w.add_argument("--params", default=None,
+                   help="base parameter set or YAML file (default: the grid's 'params', else default)")
+    w.add_argument("--out", default="runs/sweep", help="sweep folder; cases go to OUT/<notebook>/<key>/")
+    w.add_argument("--workers", type=int, default=None, help="local worker processes (default: the core count)")
+    w.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run on an existing Dask cluster, e.g. tcp://host:8786 (workers need a shared file system)")
+    w.add_argument("--retry-failed", action="store_true", help="also rerun cases that failed before")
+    w.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar (default: when stderr is a terminal)")
+    w.set_defaults(func=_cmd_sweep)
+    s = sub.add_parser("summary", help="one table of the results of many runs or sweep cases")
     s.add_argument("dir")
+    s.add_argument("--group-by", nargs="+", default=None, metavar="COLUMN",
+                   help="mean ± std of the results over the cases of each group (e.g. --group-by sigma)")
     s.set_defaults(func=_cmd_summary)
     args = ap.parse_args(argv)
     return args.func(args)

@@ -1,0 +1,333 @@
+"""Running a sweep's cases on Dask: a local cluster of processes or an existing scheduler.
+
+Every case is one task, :func:`run_case`, which executes the notebook with
+papermill inside a Dask worker process (one thread per worker on the local
+cluster, so a case gets one core). With ``scheduler="tcp://host:port"`` the same
+tasks go to an existing cluster (``dask scheduler`` / ``dask worker``,
+dask-jobqueue, Kubernetes); its workers must run the same clkit environment
+and see the sweep folder and the notebooks on a shared file system.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from .. import __version__
+from .._io import atomic_write_json
+from .._validate import check_int
+from .grid import expand_grid, load_grid, resolve_grid
+from .store import (case_key, case_status, clean_work, notebook_hash, publish_case,
+                    work_dir, write_manifest)
+
+__all__ = ["plan_sweep", "run_case", "run_sweep", "SweepInterrupted", "CONNECT_TIMEOUT_S"]
+
+CONNECT_TIMEOUT_S = 5
+TOPIC = "clkit-sweep"
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Raised by :func:`run_sweep` after Ctrl-C (SIGINT), once workers are stopped.
+
+    ``counts`` says what had finished; rerunning the same sweep resumes it.
+    """
+
+    def __init__(self, counts: dict):
+        super().__init__(f"sweep interrupted: {counts}")
+        self.counts = counts
+
+
+def plan_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep") -> dict:
+    """Resolve and check every case of a sweep before anything runs.
+
+    Parameters
+    ----------
+    notebook : str
+        Notebook stem or number prefix.
+    grid : str, Path or dict
+        Grid file, shipped grid name (``notebooks/grids/<notebook>/<name>.yaml``)
+        or grid mapping (see :mod:`clkit.sweep.grid`).
+    params : str, optional
+        Base parameter set or YAML file; default the grid's ``params``, else ``default``
+        (the notebook's own defaults when it has no ``default`` set).
+    out : str or Path
+        Sweep folder; the cases go to ``out/<notebook>/``.
+
+    Returns
+    -------
+    dict
+        The manifest: ``notebook``, ``notebook_path``, ``notebook_hash``,
+        ``clkit``, ``params_set``, ``grid_params`` (names varied), ``root`` and
+        ``cases`` (``index``, ``key``, ``case`` (the case as the grid gives it),
+        ``params`` (base merged with the case: what papermill injects) and
+        ``values`` (every varied parameter's value, notebook defaults filled in)).
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad grid file, empty grid, unknown parameter name or wrong value type,
+        naming the case and the parameter.
+    """
+    from ..run import (check_values, load_params, notebook_parameters, notebook_path, param_sets,
+                       resolve_notebook)
+
+    notebook = resolve_notebook(notebook)
+    where = "grid"
+    if isinstance(grid, (str, Path)):
+        grid = resolve_grid(notebook, str(grid))
+        where = str(grid)
+    g = load_grid(grid, where=where)
+    base_set = params or g["params"] or "default"
+    if base_set == "default" and "default" not in param_sets(notebook):
+        base_set, base = "notebook defaults", {}
+    else:
+        base = load_params(notebook, base_set)
+    declared = notebook_parameters(notebook)
+    unknown = [n for n in g.names if n not in declared]
+    if unknown:
+        raise ValueError(f"{where}: {notebook} has no parameter(s) {unknown}; parameters: {sorted(declared)}")
+    nb_path = notebook_path(notebook)
+    nb_hash = notebook_hash(nb_path)
+    root = Path(out) / notebook
+    cases = []
+    for i, case in enumerate(expand_grid(g)):
+        resolved = {**base, **case}
+        try:
+            check_values(notebook, resolved, declared)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{where}, case {i} {case}: {exc}") from None
+        cases.append({"index": i, "key": case_key(notebook, nb_hash, resolved, __version__),
+                      "case": case, "params": resolved,
+                      "values": {n: resolved.get(n, declared[n]["default"]) for n in g.names}})
+    return {"notebook": notebook, "notebook_path": str(nb_path.resolve()), "notebook_hash": nb_hash,
+            "clkit": __version__, "params_set": base_set, "description": g["description"],
+            "grid_params": g.names, "root": str(root.resolve()), "cases": cases}
+
+
+def _emit(event: str, key: str) -> None:
+    try:
+        from distributed import get_worker
+
+        get_worker().log_event(TOPIC, {"event": event, "key": key})
+    except (ImportError, ValueError):  # not inside a Dask worker
+        pass
+
+
+def run_case(spec: dict) -> dict:
+    """Execute one case (the Dask task); return its ``run.json`` record.
+
+    ``spec`` holds ``root``, ``key``, ``index``, ``case``, ``params``,
+    ``notebook`` and ``notebook_path``. The case runs in a fresh work folder
+    which is published to ``root/<key>/`` in one rename once ``run.json`` is
+    written. A failing cell, or a kernel that dies, gives ``status="failed"``
+    with the error; only an interrupt propagates (and leaves nothing behind).
+    """
+    from ..run import execute
+
+    root, key = Path(spec["root"]), spec["key"]
+    done = case_status(root, key)
+    if done["status"] == "ok":
+        return done
+    work = work_dir(root, key)
+    work.mkdir(parents=True)
+    _emit("start", key)
+    try:
+        atomic_write_json(work / "case.json", {k: spec[k] for k in ("key", "index", "case", "params", "notebook")}
+                          | {"notebook_hash": spec.get("notebook_hash"), "clkit": __version__})
+        t0 = time.perf_counter()
+        try:
+            res = execute(spec["notebook_path"], work, spec["params"], progress=False)
+        except Exception as exc:  # kernel died, could not start, ...
+            res = {"status": "failed", "ename": type(exc).__name__,
+                   "error": f"{spec['notebook']} could not run: {type(exc).__name__}: {exc}",
+                   "runtime_s": round(time.perf_counter() - t0, 2)}
+        if res.get("ename") == "KeyboardInterrupt":
+            raise KeyboardInterrupt(res["error"])
+        meta = {"key": key, "index": spec["index"], "notebook": spec["notebook"], "case": spec["case"],
+                "status": res["status"], "error": res["error"], "runtime_s": res["runtime_s"],
+                "host": socket.gethostname(), "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        atomic_write_json(work / "run.json", meta)
+        publish_case(work, root, key)
+        return meta
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    finally:
+        _emit("end", key)
+
+
+def _client(workers: int, scheduler: str | None):
+    """A Dask client and, for a local cluster, the cluster (closed by the caller)."""
+    from distributed import Client, LocalCluster
+
+    if scheduler:
+        try:
+            return Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s"), None
+        except Exception as exc:  # noqa: BLE001 - refused, timed out, or not a Dask scheduler at all
+            raise ConnectionError(f"scheduler: could not connect to a Dask scheduler at {scheduler!r} (timeout "
+                                  f"{CONNECT_TIMEOUT_S} s): {type(exc).__name__}: {exc}; start one with "
+                                  "'dask scheduler' or leave --scheduler out for a local cluster") from None
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                           dashboard_address=None, silence_logs=logging.ERROR)
+    return Client(cluster), cluster
+
+
+def default_workers() -> int:
+    """Cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def run_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep", workers: int | None = None,
+              scheduler: str | None = None, retry_failed: bool = False, progress: bool | None = None,
+              log=print) -> dict:
+    """Run every pending case of a grid; skip complete ones.
+
+    Parameters
+    ----------
+    notebook, grid, params, out
+        As in :func:`plan_sweep`.
+    workers : int, optional
+        Local cluster size (default: the number of cores); ignored with ``scheduler``.
+    scheduler : str, optional
+        Address of an existing Dask scheduler (``tcp://host:port``).
+    retry_failed : bool
+        Also rerun cases whose earlier attempt failed (by default they are
+        reported and skipped).
+    progress : bool, optional
+        Progress bar on stderr (default: when stderr is a terminal).
+    log : callable
+        Receives the report lines.
+
+    Returns
+    -------
+    dict
+        ``total``, ``skipped`` (complete before), ``done``, ``failed`` (list of
+        ``{"index", "case", "error"}``, earlier failures included), ``wall_s``
+        and ``root``.
+
+    Raises
+    ------
+    SweepInterrupted
+        On Ctrl-C, after the workers are stopped and unfinished work removed.
+    ConnectionError
+        When ``scheduler`` cannot be reached within ``CONNECT_TIMEOUT_S`` seconds.
+    """
+    t0 = time.perf_counter()
+    workers = default_workers() if workers is None else check_int("workers", workers, low=1)
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise TypeError(f"scheduler must be an address string like 'tcp://host:8786', got {scheduler!r}")
+    plan = plan_sweep(notebook, grid, params, out)
+    root = Path(plan["root"])
+    root.mkdir(parents=True, exist_ok=True)
+    write_manifest(root, {k: v for k, v in plan.items() if k != "root"})
+    todo, skipped, failed = [], 0, []
+    for c in plan["cases"]:
+        st = case_status(root, c["key"])
+        if st["status"] == "ok":
+            skipped += 1
+        elif st["status"] == "failed" and not retry_failed:
+            failed.append({"index": c["index"], "case": c["case"], "error": st.get("error"), "earlier": True})
+        else:
+            todo.append(c)
+    clean_work(root, [c["key"] for c in todo])
+    counts = {"total": len(plan["cases"]), "skipped": skipped, "done": 0, "failed": failed,
+              "root": str(root)}
+    if todo:
+        _execute(plan, todo, counts, workers, scheduler, progress, log)
+    counts["wall_s"] = round(time.perf_counter() - t0, 2)
+    for f in failed:
+        log(f"[clkit] case {f['index']} {f['case']} failed{' earlier' if f.get('earlier') else ''}: {f['error']}")
+    earlier = sum(1 for f in failed if f.get("earlier"))
+    log(f"[clkit] sweep {plan['notebook']}: {counts['total']} cases: {counts['done']} run, "
+        f"{skipped} already complete, {len(failed)} failed"
+        f"{f' ({earlier} earlier; --retry-failed reruns them)' if earlier else ''} "
+        f"in {counts['wall_s']:.1f} s -> {root}")
+    return counts
+
+
+def _execute(plan: dict, todo: list, counts: dict, workers: int, scheduler, progress, log) -> None:
+    """Submit ``todo`` to Dask and collect results into ``counts`` (see :func:`run_sweep`)."""
+    from tqdm.auto import tqdm
+
+    root = Path(plan["root"])
+    client, cluster = _client(workers, scheduler)
+    running, lock = set(), threading.Lock()
+
+    def on_event(event):
+        msg = event[1] if isinstance(event, tuple) else event
+        with lock:
+            (running.add if msg.get("event") == "start" else running.discard)(msg.get("key"))
+
+    specs = [{**c, "root": str(root), "notebook": plan["notebook"], "notebook_path": plan["notebook_path"],
+              "notebook_hash": plan["notebook_hash"]} for c in todo]
+    bar = tqdm(total=len(todo), desc=plan["notebook"], unit="case", file=sys.stderr,
+               disable=not (sys.stderr.isatty() if progress is None else progress))
+    where = scheduler or f"a local cluster of {workers} worker process(es)"
+    log(f"[clkit] sweep {plan['notebook']}: {len(todo)} of {counts['total']} case(s) to run on {where}")
+    futures = {}
+    try:
+        try:
+            client.subscribe_topic(TOPIC, on_event)
+        except AttributeError:  # pragma: no cover - very old distributed
+            pass
+        run_id = uuid.uuid4().hex[:8]
+        for spec in specs:
+            fut = client.submit(run_case, spec, key=f"clkit-case-{spec['key'][:12]}-{run_id}", pure=False)
+            futures[fut] = spec
+        pending = set(futures)
+        while pending:
+            finished = [f for f in pending if f.done()]
+            for fut in finished:
+                pending.discard(fut)
+                spec = futures[fut]
+                try:
+                    meta = fut.result()
+                except Exception as exc:  # the worker died or the task could not run
+                    meta = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+                if meta["status"] == "ok":
+                    counts["done"] += 1
+                else:
+                    counts["failed"].append({"index": spec["index"], "case": spec["case"], "error": meta["error"]})
+                bar.update(1)
+            with lock:
+                n_running = len(running)
+            bar.set_postfix(done=counts["done"], running=n_running, failed=len(counts["failed"]), refresh=False)
+            bar.refresh()
+            if pending:
+                time.sleep(0.2)
+    except KeyboardInterrupt:
+        bar.close()
+        log("[clkit] interrupted: stopping the workers ...")
+        for fut in futures:
+            fut.cancel()
+        _close(client, cluster)
+        if cluster is not None:
+            clean_work(root, [s["key"] for s in specs])
+        status = [case_status(root, s["key"])["status"] for s in specs]
+        counts.update(done=status.count("ok"), pending=status.count("pending"))
+        log(f"[clkit] {counts['done']} case(s) finished and kept, {counts['pending']} not run; "
+            "rerun the same command to resume")
+        raise SweepInterrupted({k: (len(v) if isinstance(v, list) else v) for k, v in counts.items()}) from None
+    bar.close()
+    _close(client, cluster)
+    clean_work(root, [])
+
+
+def _close(client, cluster) -> None:
+    try:
+        client.unsubscribe_topic(TOPIC)
+    except Exception:  # noqa: BLE001 - best effort while shutting down
+        pass
+    client.close()
+    if cluster is not None:
+        cluster.close()
