@@ -9,7 +9,7 @@ Usage
               [--out DIR] [--figures DIR]
     clkit sweep NOTEBOOK --grid GRID.yaml [--params BASE] [--out DIR] [--workers N]
                 [--scheduler ADDRESS] [--retry-failed]
-    clkit summary DIR [--group-by COLUMN ...]
+    clkit summary DIR [--group-by COLUMN ...] [--columns PATTERN ...]
 
 ``NOTEBOOK`` is a stem (``03_temporal_metrics``) or its number prefix (``03``).
 Parameter sets live in ``notebooks/params/<notebook>/<set>.yaml``; ``-p`` values
@@ -157,7 +157,7 @@ def check_values(notebook: str, values: dict, declared: dict | None = None) -> N
 _ENV_LOCK = threading.Lock()
 # The kernel logs only errors: its "running over TCP without encryption" warning
 # (a local kernel, reached on 127.0.0.1) would otherwise end every run's log.
-_KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
+KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
 
 
 def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) -> dict:
@@ -192,7 +192,7 @@ def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) ->
         try:
             pm.execute_notebook(str(notebook_path), str(partial), parameters=params,
                                 kernel_name="python3", cwd=str(notebook_path.parent),
-                                progress_bar=progress, extra_arguments=_KERNEL_ARGS)
+                                progress_bar=progress, extra_arguments=KERNEL_ARGS)
             os.replace(partial, outdir / f"{stem}.ipynb")
         except pm.PapermillExecutionError as exc:
             os.replace(partial, outdir / f"{stem}.failed.ipynb")
@@ -243,6 +243,7 @@ def summarize(folder) -> "pandas.DataFrame":  # noqa: F821
     import pandas as pd
 
     from .sweep import find_sweeps, sweep_table, write_table
+    from .sweep.table import DEPTH
 
     folder = Path(folder)
     if find_sweeps(folder):
@@ -259,7 +260,7 @@ def summarize(folder) -> "pandas.DataFrame":  # noqa: F821
             row.update({"params_set": m.get("params_set"), "status": m.get("status"),
                         "runtime_s": m.get("runtime_s")})
         row.update({f"param.{k}": v for k, v in flatten_scalars(rec.get("params", {}), depth=0).items()})
-        row.update(flatten_scalars(rec.get("results", {})))
+        row.update(flatten_scalars(rec.get("results", {}), depth=DEPTH))
         rows.append(row)
     if not rows:
         raise ValueError(f"no results.json or sweep.json found under {folder}")
@@ -301,24 +302,34 @@ def _cmd_summary(args):
     import pandas as pd
 
     from .sweep import group_table, write_table
+    from .sweep.table import select_columns
 
     try:
         df = summarize(args.dir)
+        shown = select_columns(df, args.columns) if args.columns else df
         grouped = None
         if args.group_by:
-            grouped = group_table(df, args.group_by)
+            grouped = group_table(shown, args.group_by)
             grouped_path = Path(args.dir) / f"summary_by_{'_'.join(args.group_by)}.csv"
             write_table(grouped, grouped_path)
     except ValueError as exc:
         print(f"[clkit] ERROR: {exc}", file=sys.stderr)
         return 1
-    with pd.option_context("display.max_columns", None, "display.width", 200, "display.max_colwidth", 60):
-        print(df.drop(columns=["error"], errors="ignore").to_string(index=False))
+    shown = shown.drop(columns=["error"], errors="ignore")
+    with pd.option_context("display.max_columns", _PRINT_COLUMNS, "display.width", 200,
+                           "display.max_colwidth", 60):
+        print(shown.to_string(index=False, max_cols=_PRINT_COLUMNS))
         if grouped is not None:
             print(f"\nmean ± std over the completed cases of each {', '.join(args.group_by)}:")
-            print(_mean_std(grouped, args.group_by).to_string(index=False))
+            print(_mean_std(grouped, args.group_by).to_string(index=False, max_cols=_PRINT_COLUMNS))
+    if shown.shape[1] > _PRINT_COLUMNS:
+        print(f"\n({shown.shape[1]} columns, {_PRINT_COLUMNS} printed; pick results with --columns PATTERN, "
+              "e.g. --columns '*A_AUC'; every column is in the files)")
     print(f"\nwritten: {Path(args.dir) / 'summary.csv'}" + (f" and {grouped_path}" if grouped is not None else ""))
     return 0
+
+
+_PRINT_COLUMNS = 16
 
 
 def _mean_std(grouped, group_by):
@@ -382,6 +393,8 @@ def main(argv=None) -> int:
     s.add_argument("dir")
     s.add_argument("--group-by", nargs="+", default=None, metavar="COLUMN",
                    help="mean ± std of the results over the cases of each group (e.g. --group-by sigma)")
+    s.add_argument("--columns", nargs="+", default=None, metavar="PATTERN",
+                   help="result columns to print and group, as glob patterns (e.g. 'main.*.A_AUC')")
     s.set_defaults(func=_cmd_summary)
     args = ap.parse_args(argv)
     return args.func(args)

@@ -195,6 +195,9 @@ df = pd.DataFrame(rows)
 grouped = df.groupby(["config", "method"], sort=False)[["AA", "AF", "A_AUC", "AF_s", "overlap"]]
 mean, std = grouped.mean(), grouped.std(ddof=0)
 record.log(results={f"{c} | {m}": r for (c, m), r in mean.to_dict("index").items()})
+# The four main settings again under keys that do not depend on sigma, p, k_bl or B, so the rows of a
+# parameter sweep line up (clkit summary: main.gaussian.er.A_AUC, ...).
+record.log(main={cfg.setting: {m: mean.loc[(cfg.label(), m)].to_dict() for m in methods} for cfg in configs_main})
 
 # %% [markdown]
 # ### The mixing curves

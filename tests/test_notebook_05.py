@@ -27,6 +27,11 @@ def test_smoke_results(run_smoke):
             assert 0 <= row["A_AUC"] <= 1 and -1 <= row["AF_s"] <= 0 and row["AF"] == row["AF_s"]
             assert joint > row["AA"]  # Joint is the upper bound
     hard = [k for k in labels if k.startswith("hard")][0]
+    # the main settings again under sweep-stable keys
+    sigma = results["params"].get("sigma", 3.0)
+    gauss = [k for k in labels if k.startswith(f"gaussian σ={float(sigma)} ") and k.endswith(" without")][0]
+    assert set(r["main"]) == {"hard", "gaussian", "boundary_local", "global"}
+    assert r["main"]["gaussian"]["er"] == table[f"{gauss} | er"] and r["main"]["hard"]["bare"] == table[f"{hard} | bare"]
     assert table[f"{hard} | bare"]["AF"] <= 0
     # implicit rehearsal: Bare's A_AUC grows from the smallest to the largest sigma
     sig = r["sigma_sweep"]

@@ -174,8 +174,11 @@ def _client(workers: int, scheduler: str | None):
             raise ConnectionError(f"scheduler: could not connect to a Dask scheduler at {scheduler!r} (timeout "
                                   f"{CONNECT_TIMEOUT_S} s): {type(exc).__name__}: {exc}; start one with "
                                   "'dask scheduler' or leave --scheduler out for a local cluster") from None
+    # ":0": the scheduler's HTTP server takes a free port instead of warning when 8787 is taken.
+    # CRITICAL: a worker's heartbeat racing the shutdown logs an ERROR traceback after a sweep
+    # that went well; a case that really fails is reported through its task instead.
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                           dashboard_address=None, silence_logs=logging.ERROR)
+                           dashboard_address=":0", silence_logs=logging.CRITICAL)
     return Client(cluster), cluster
 
 

@@ -4,8 +4,9 @@ Columns, in order: ``notebook``, ``case`` (its folder, the key prefix),
 ``index`` (grid order), ``status`` (ok / failed / pending), the varied
 parameters under their own names (list values as JSON text, so the table stays
 flat), the scalar results flattened with dots (``learners.erm.id``; lists such
-as accuracy matrices are left out), then ``runtime_s`` and ``error``. A result
-whose name equals a parameter's is prefixed ``result.``.
+as accuracy matrices, and levels deeper than ``DEPTH``, are left out), then
+``runtime_s`` and ``error``. A result whose name equals a parameter's is
+prefixed ``result.``.
 
 ``group_table`` gives mean and standard deviation (sample, ``ddof=1``; NaN for a
 single case) of every numeric result over the completed cases of each group,
@@ -21,9 +22,10 @@ from pathlib import Path
 from .._io import atomic_save, atomic_write_text, flatten_scalars
 from .store import case_dir, case_status, read_manifest
 
-__all__ = ["find_sweeps", "sweep_table", "group_table", "write_table"]
+__all__ = ["find_sweeps", "sweep_table", "group_table", "write_table", "select_columns"]
 
 META = ("notebook", "case", "index", "status")
+DEPTH = 5  # nesting levels of results.json flattened into columns (metrics.<order>.<strategy>.ACC is 3)
 TAIL = ("runtime_s", "error")
 
 
@@ -58,7 +60,7 @@ def sweep_table(folder) -> "pandas.DataFrame":  # noqa: F821
             row.update({n: _cell(v) for n, v in c["values"].items()})
             res_path = case_dir(root, c["key"]) / "results.json"
             if st["status"] == "ok" and res_path.exists():
-                results = flatten_scalars(json.loads(res_path.read_text()).get("results", {}))
+                results = flatten_scalars(json.loads(res_path.read_text()).get("results", {}), depth=DEPTH)
                 row.update({(f"result.{k}" if k in row or k in names else k): v for k, v in results.items()})
             row.update(runtime_s=st.get("runtime_s"), error=st.get("error"))
             rows.append(row)
@@ -99,10 +101,9 @@ def group_table(df, group_by) -> "pandas.DataFrame":  # noqa: F821
     values = [c for c in ok.columns if c not in (*META, *TAIL, *group_by) and c not in params
               and pd.api.types.is_numeric_dtype(ok[c]) and not pd.api.types.is_bool_dtype(ok[c])]
     grouped = ok.groupby(group_by, sort=True, dropna=False)
-    out = grouped.size().rename("n").to_frame()
     stats = grouped[values].agg(["mean", "std"])
     stats.columns = [f"{c}_{s}" for c, s in stats.columns]
-    return out.join(stats).reset_index()
+    return pd.concat([grouped.size().rename("n"), stats], axis=1).reset_index()
 
 
 def write_table(df, path) -> list[Path]:
@@ -119,3 +120,30 @@ def write_table(df, path) -> list[Path]:
             flat[col] = flat[col].map(lambda v: v if v is None or isinstance(v, str) else json.dumps(v))
     written.append(atomic_save(path.with_suffix(".parquet"), lambda tmp: flat.to_parquet(tmp, index=False)))
     return written
+
+
+def select_columns(df, patterns) -> "pandas.DataFrame":  # noqa: F821
+    """Keep the identifying columns and the result columns matching any glob pattern.
+
+    Raises ``ValueError`` when no result column matches.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"notebook": ["n"], "status": ["ok"], "sigma": [1.0], "main.er.A_AUC": [0.3],
+    ...                    "main.er.AF_s": [-0.1], "runtime_s": [2.0]})
+    >>> df.attrs["grid_params"] = ["sigma"]
+    >>> list(select_columns(df, ["*A_AUC"]).columns)
+    ['notebook', 'status', 'sigma', 'main.er.A_AUC', 'runtime_s']
+    """
+    from fnmatch import fnmatchcase
+
+    params = set(df.attrs.get("grid_params", ())) | {c for c in df.columns if str(c).startswith("param.")}
+    fixed = [c for c in df.columns if c in (*META, *TAIL, "run", "params_set") or c in params]
+    chosen = [c for c in df.columns if c not in fixed and any(fnmatchcase(str(c), p) for p in patterns)]
+    if not chosen:
+        raise ValueError(f"columns: no result column matches {list(patterns)}; "
+                         f"results: {[c for c in df.columns if c not in fixed][:40]}")
+    out = df[[c for c in df.columns if c in fixed or c in chosen]]
+    out.attrs = dict(df.attrs)
+    return out
