@@ -6,8 +6,9 @@
 2. Per-case overhead of the sweep machinery over a bare papermill run
    (target <= 1 s): ``(sweep wall time with 1 worker - sum of bare runs) / cases``,
    where a bare run is ``papermill.execute_notebook`` of the same case in this
-   process. Measured for the smoke cases and, more precisely, for a notebook that
-   does nothing (where papermill's own kernel start is all the work).
+   process, with one thread per kernel as on the Dask workers. Measured for the
+   smoke cases and, more precisely, for a notebook that does nothing (where
+   papermill's own kernel start is all the work).
 
 Run: ``.venv/bin/python benchmarks/bench_sweep.py [--notebook 05] [--cases 8] [--skip-bare]``
 """
@@ -56,6 +57,8 @@ def _bare(notebook, grid, params) -> float:
     with tempfile.TemporaryDirectory() as out:
         os.environ["CLKIT_OUT_DIR"] = out
         os.environ["CLKIT_FIGURES_DIR"] = out
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ[var] = "1"  # as Dask sets it for each worker: one core per case
         for case in plan["cases"]:
             t0 = time.perf_counter()
             pm.execute_notebook(plan["notebook_path"], str(Path(out) / "nb.ipynb"), parameters=case["params"],

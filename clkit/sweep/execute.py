@@ -74,6 +74,15 @@ def plan_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep")
     ValueError, TypeError
         Bad grid file, empty grid, unknown parameter name or wrong value type,
         naming the case and the parameter.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> plan = plan_sweep("03", {"drift": [0.0, 0.5], "seed": [0, 1]}, params="smoke", out=tempfile.mkdtemp())
+    >>> [c["values"] for c in plan["cases"]][:2], plan["cases"][0]["params"]["epochs"]
+    ([{'drift': 0.0, 'seed': 0}, {'drift': 0.0, 'seed': 1}], 3)
+    >>> len({c["key"] for c in plan["cases"]})
+    4
     """
     from ..run import (check_values, load_params, notebook_parameters, notebook_path, param_sets,
                        resolve_notebook)
@@ -165,6 +174,7 @@ def run_case(spec: dict) -> dict:
 
 def _client(workers: int, scheduler: str | None):
     """A Dask client and, for a local cluster, the cluster (closed by the caller)."""
+    import dask
     from distributed import Client, LocalCluster
 
     if scheduler:
@@ -177,8 +187,12 @@ def _client(workers: int, scheduler: str | None):
     # ":0": the scheduler's HTTP server takes a free port instead of warning when 8787 is taken.
     # CRITICAL: a worker's heartbeat racing the shutdown logs an ERROR traceback after a sweep
     # that went well; a case that really fails is reported through its task instead.
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                           dashboard_address=":0", silence_logs=logging.CRITICAL)
+    # The statistical profiler samples every worker thread 100 times a second; a case is one long
+    # papermill call whose profile nobody reads, and on a small machine that time is taken from
+    # the kernels running the notebooks.
+    with dask.config.set({"distributed.worker.profile.enabled": False}):
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address=":0", silence_logs=logging.CRITICAL)
     return Client(cluster), cluster
 
 
@@ -217,6 +231,11 @@ def run_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep", 
         ``total``, ``skipped`` (complete before), ``done``, ``failed`` (list of
         ``{"index", "case", "error"}``, earlier failures included), ``wall_s``
         and ``root``.
+
+    Notes
+    -----
+    The local cluster starts its workers with ``spawn``: in a script, call this
+    under ``if __name__ == "__main__":``.
 
     Raises
     ------
