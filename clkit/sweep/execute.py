@@ -33,6 +33,10 @@ CONNECT_TIMEOUT_S = 5
 TOPIC = "clkit-sweep"
 
 
+class CaseCancelled(RuntimeError):
+    """A case stopped by an interrupt: nothing is published, it stays pending."""
+
+
 class SweepInterrupted(KeyboardInterrupt):
     """Raised by :func:`run_sweep` after Ctrl-C (SIGINT), once workers are stopped.
 
@@ -129,6 +133,19 @@ def _emit(event: str, key: str) -> None:
         pass
 
 
+def _stopped(name: str | None) -> bool:
+    """Whether the client set the Dask event ``name`` (Ctrl-C); False outside a cluster."""
+    if not name:
+        return False
+    try:
+        from distributed import Event, get_worker
+
+        get_worker()
+        return Event(name).is_set()
+    except (ImportError, ValueError):
+        return False
+
+
 def run_case(spec: dict) -> dict:
     """Execute one case (the Dask task); return its ``run.json`` record.
 
@@ -136,7 +153,8 @@ def run_case(spec: dict) -> dict:
     ``notebook`` and ``notebook_path``. The case runs in a fresh work folder
     which is published to ``root/<key>/`` in one rename once ``run.json`` is
     written. A failing cell, or a kernel that dies, gives ``status="failed"``
-    with the error; only an interrupt propagates (and leaves nothing behind).
+    with the error; an interrupt raises :class:`CaseCancelled` and leaves
+    nothing behind.
     """
     from ..run import execute
 
@@ -144,6 +162,8 @@ def run_case(spec: dict) -> dict:
     done = case_status(root, key)
     if done["status"] == "ok":
         return done
+    if _stopped(spec.get("stop_event")):
+        raise CaseCancelled(f"sweep interrupted before case {spec['index']} started")
     work = work_dir(root, key)
     work.mkdir(parents=True)
     _emit("start", key)
@@ -157,8 +177,8 @@ def run_case(spec: dict) -> dict:
             res = {"status": "failed", "ename": type(exc).__name__,
                    "error": f"{spec['notebook']} could not run: {type(exc).__name__}: {exc}",
                    "runtime_s": round(time.perf_counter() - t0, 2)}
-        if res.get("ename") == "KeyboardInterrupt":
-            raise KeyboardInterrupt(res["error"])
+        if res.get("ename") == "KeyboardInterrupt":  # Ctrl-C reached the kernel: not the notebook's fault
+            raise CaseCancelled(res["error"])
         meta = {"key": key, "index": spec["index"], "notebook": spec["notebook"], "case": spec["case"],
                 "status": res["status"], "error": res["error"], "runtime_s": res["runtime_s"],
                 "host": socket.gethostname(), "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
@@ -279,6 +299,7 @@ def run_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep", 
 
 def _execute(plan: dict, todo: list, counts: dict, workers: int, scheduler, progress, log) -> None:
     """Submit ``todo`` to Dask and collect results into ``counts`` (see :func:`run_sweep`)."""
+    from distributed import Event
     from tqdm.auto import tqdm
 
     root = Path(plan["root"])
@@ -297,13 +318,14 @@ def _execute(plan: dict, todo: list, counts: dict, workers: int, scheduler, prog
     where = scheduler or f"a local cluster of {workers} worker process(es)"
     log(f"[clkit] sweep {plan['notebook']}: {len(todo)} of {counts['total']} case(s) to run on {where}")
     futures = {}
+    run_id = uuid.uuid4().hex[:8]
     try:
         try:
             client.subscribe_topic(TOPIC, on_event)
         except AttributeError:  # pragma: no cover - very old distributed
             pass
-        run_id = uuid.uuid4().hex[:8]
         for spec in specs:
+            spec["stop_event"] = f"clkit-stop-{run_id}"
             fut = client.submit(run_case, spec, key=f"clkit-case-{spec['key'][:12]}-{run_id}", pure=False)
             futures[fut] = spec
         pending = set(futures)
@@ -330,8 +352,13 @@ def _execute(plan: dict, todo: list, counts: dict, workers: int, scheduler, prog
     except KeyboardInterrupt:
         bar.close()
         log("[clkit] interrupted: stopping the workers ...")
-        for fut in futures:
-            fut.cancel()
+        # Cases a worker has queued but not started see the event and return at once; the
+        # running ones stop with their worker process.
+        try:
+            Event(f"clkit-stop-{run_id}", client=client).set()
+            client.cancel(list(futures), force=True)
+        except Exception:  # noqa: BLE001 - the cluster may already be going down
+            pass
         _close(client, cluster)
         if cluster is not None:
             clean_work(root, [s["key"] for s in specs])
