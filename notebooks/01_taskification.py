@@ -243,6 +243,10 @@ def bps_table(taus):
 table3_res, table3 = bps_table(splits)
 table4_res, table4 = bps_table(shifted)
 record.log(bps=table3_res, bps_shifted=table4_res)
+# Mean over the window lengths of this run, under keys that do not name a window, so the rows of a
+# sweep over window_days line up (clkit summary: bps_mean.aligned, ...).
+record.log(bps_mean={"aligned": float(np.mean([r["bps"] for r in table3_res.values()])),
+                     "shifted": float(np.mean([r["bps"] for r in table4_res.values()]))})
 display(Markdown("**Table 3** (boundaries at 0, w, 2w, ...)"), table3)
 display(Markdown(f"**Table 4** (all boundaries shifted by {offset_days:g} days)"), table4)
 

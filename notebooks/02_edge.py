@@ -253,6 +253,10 @@ proto_df = pd.DataFrame(table).T[["mean", "std", "min", "max", "jsd", "wasserste
 display(proto_df.round(3))
 record.log(protocols={f"{n}/{p}": {k: float(v) for k, v in row.items()} for (n, p), row in table.items()},
            rs_sequences=rs_seqs, edge_sequences=edge_seqs, edge_img_sequences=img_seqs)
+# JSD and W1 of each protocol averaged over this run's learners, under keys that do not name a
+# learner, so the rows of a sweep over learners line up (clkit summary: protocol_mean.EDGE.jsd, ...).
+record.log(protocol_mean={p: {m: float(np.mean([table[(n, p)][m] for n in truth])) for m in ("jsd", "wasserstein")}
+                          for p in protocols})
 
 # %%
 fig, axes = plt.subplots(1, len(truth), figsize=(3.3 * len(truth), 3.0), squeeze=False)

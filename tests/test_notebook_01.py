@@ -30,6 +30,9 @@ def test_smoke_run_records_results_and_figures(run_smoke):
             assert row["bps"] > 0
             approx = np.sqrt(0.5 * row["plasticity"] ** 2 + 0.5 * row["stability"] ** 2)
             assert 0.8 * approx <= row["bps"] <= 1.2 * approx
+    # the same, averaged over the windows under sweep-stable keys
+    for key, table in (("aligned", "bps"), ("shifted", "bps_shifted")):
+        assert r["bps_mean"][key] == pytest.approx(np.mean([r[table][n]["bps"] for n in names]))
     # the paper's robust finding at smoke scale: the shortest split is the most fragile
     assert r["bps_order"][0] == "2d"
     # Table 2 is symmetric; Fig. 2's matrix MSE is symmetric with zero diagonal

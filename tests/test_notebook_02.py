@@ -24,6 +24,11 @@ def test_smoke_run_records_the_edge_experiment(run_smoke):
     assert r["hard_percentile"] < 5 and r["easy_percentile"] > 95
     # the ground truth: every sequence, every learner
     assert r["num_enumerated"] == 90
+    # each protocol's distances averaged over the learners, under sweep-stable keys
+    for proto in ("RS", "EDGE", "EDGE-img"):
+        for m in ("jsd", "wasserstein"):
+            assert r["protocol_mean"][proto][m] == pytest.approx(
+                np.mean([r["protocols"][f"{n}/{proto}"][m] for n in LEARNERS]))
     for name in LEARNERS:
         acc = np.array(r["true_accuracy"][name])
         assert acc.shape == (90,) and 0 < acc.min() <= acc.max() <= 100
