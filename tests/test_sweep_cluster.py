@@ -192,7 +192,10 @@ def test_interrupted_sweep_resumes_without_rerunning_or_partial_files(tiny, tmp_
     grid = _grid(tmp_path / "g.yaml", "grid:\n  x: [0, 1, 2, 3, 4, 5]\n  sleep: [0.5]\n")
     out = tmp_path / "out"
     cmd = [str(BIN / "clkit"), "sweep", "00", "--grid", grid, "--out", str(out), "--workers", "2"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # SIG_DFL: a test run started in the background inherits SIGINT ignored, and Python then never
+    # turns Ctrl-C into KeyboardInterrupt; restore the terminal's default for the sweep.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     root = out / "00_tiny"
     deadline = time.time() + 120
     while not (root.is_dir() and _cases(root)) and time.time() < deadline and proc.poll() is None:
