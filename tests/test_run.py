@@ -1,6 +1,7 @@
 """The clkit command: listing, parameter resolution, summaries."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +68,33 @@ def test_papermill_can_parse_every_parameters_cell():
     for nb in run.list_notebooks():
         declared = pm.inspect_notebook(str(run.notebooks_dir() / f"{nb}.ipynb"))
         assert set(declared) == set(run.notebook_parameters(nb)), nb
+
+
+def test_interactive_outputs_go_to_the_working_directory(tmp_path, monkeypatch):
+    """Issue 15 item 1: never inside the installed package; notebooks/ maps to its parent."""
+    from clkit import results
+    from clkit.plot import save_figure
+
+    monkeypatch.delenv("CLKIT_OUT_DIR", raising=False)
+    monkeypatch.delenv("CLKIT_FIGURES_DIR", raising=False)
+    (tmp_path / "notebooks").mkdir()
+    for cwd in (tmp_path, tmp_path / "notebooks"):
+        monkeypatch.chdir(cwd)
+        assert results.results_dir("03_x") == tmp_path / "runs" / "interactive" / "03_x"
+        assert results.figures_dir("03_x") == tmp_path / "figures" / "03_x"
+    rec = results.RunRecord("03_x")
+    rec.log(a=1)
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = plt.figure()
+    path = save_figure(fig, "f", notebook="03_x")
+    plt.close(fig)
+    saved = rec.save()
+    pkg = Path(results.__file__).resolve().parent
+    for p in (saved, path):
+        assert p.resolve().is_relative_to(tmp_path) and not p.resolve().is_relative_to(pkg)
+    monkeypatch.setenv("CLKIT_OUT_DIR", str(tmp_path / "o"))
+    monkeypatch.setenv("CLKIT_FIGURES_DIR", str(tmp_path / "f"))
+    assert results.results_dir("03_x") == tmp_path / "o"
+    assert results.figures_dir("03_x") == tmp_path / "f"
