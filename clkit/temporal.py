@@ -453,7 +453,7 @@ def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr:
     strategy = None
     periods = range(T)
     if progress:
-        from tqdm.auto import tqdm
+        from .progress import tqdm
 
         periods = tqdm(periods, desc=learner, leave=False)
     with torch_threads(num_threads):

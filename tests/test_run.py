@@ -148,3 +148,26 @@ def test_failed_run_keeps_timings_and_logs_no_kernel_noise(tmp_path, capfd):
     captured = capfd.readouterr()
     assert "KeyboardInterrupt" not in captured.err + captured.out
     assert "IPKernelApp" not in captured.err + captured.out
+
+
+def test_saved_notebook_shows_finished_progress_as_text(tmp_path):
+    """Issue 15 item 6: a closed clkit.progress bar leaves text, not a widget reference."""
+    import nbformat
+
+    v4 = nbformat.v4
+    nb = v4.new_notebook(cells=[
+        v4.new_code_cell("from clkit.progress import tqdm, trange\nimport tqdm.notebook as tn\n"
+                         "assert issubclass(tqdm, tn.tqdm_notebook)"),
+        v4.new_code_cell("for i in tqdm(range(3), desc='kept'):\n    pass\n"
+                         "for i in trange(2, desc='gone', leave=False):\n    pass\n"
+                         "bar = tqdm(total=4, desc='manual')\nbar.update(2)\nbar.close()"),
+    ])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nbformat.write(nb, str(tmp_path / "bars.ipynb"))
+    assert run.execute(tmp_path / "bars.ipynb", tmp_path / "out", {})["status"] == "ok"
+    outs = nbformat.read(str(tmp_path / "out" / "bars.ipynb"), as_version=4).cells[1].outputs
+    assert all("application/vnd.jupyter.widget-view+json" not in o.get("data", {}) for o in outs)
+    texts = [o["data"]["text/plain"] for o in outs if "data" in o]
+    assert texts[0].startswith("kept: 100%|##########| 3/3")
+    assert texts[1] == ""
+    assert texts[2].startswith("manual:  50%|#####     | 2/4") and texts[2].endswith("(stopped)")
