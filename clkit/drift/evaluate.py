@@ -114,7 +114,7 @@ def run_stream(strategy: Strategy, stream: Stream, y, test_idx, test_task, *, ev
         Δ, in batches (A_AUC's evaluation interval). AF / AF_s take the maximum
         over these evaluation points (Δ = 1 gives the paper's max over all batches).
     progress : bool
-        Show a ``tqdm.auto`` bar.
+        Show a progress bar (:mod:`clkit.progress`: text once finished).
     num_threads : int or None
         torch intra-op threads while streaming (restored afterwards). One thread
         is fastest for steps on 10 nodes; None leaves the setting alone.
@@ -147,7 +147,7 @@ def _run_stream(strategy, stream, y, test_idx, test_task, eval_every, progress, 
     batches = torch.as_tensor(stream.batches, dtype=torch.int64)
     it = range(stream.num_batches)
     if progress:
-        from tqdm.auto import tqdm
+        from ..progress import tqdm
 
         it = tqdm(it, desc=desc or type(strategy).__name__, leave=False)
     losses = np.empty(stream.num_batches)

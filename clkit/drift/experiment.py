@@ -211,7 +211,7 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
     todo = [(c, s) for c in configs for s in seeds]
     it = todo
     if progress:
-        from tqdm.auto import tqdm
+        from ..progress import tqdm
 
         it = tqdm(todo, desc=f"streams ({p.name})")
     for cfg, seed in it:

@@ -187,50 +187,74 @@ def _check_granularities(granularities, n, k):
 # --------------------------------------------------------------------------- partitions
 
 def _clusters(sim, granularities):
-    """(labels per granularity, dendrogram leaf order) from average linkage on 1 - sim."""
-    from scipy.cluster.hierarchy import fcluster, leaves_list, linkage
+    """Clusters per granularity from one pass over the average-linkage dendrogram.
+
+    Returns ``{g: [members, ...]}``: the clusters after ``N - g`` merges (exactly
+    ``g`` clusters), members in dendrogram-leaf order, clusters largest first (ties:
+    first leaf). The linkage of the last matrix is cached (hard and easy share it).
+    """
+    from scipy.cluster.hierarchy import leaves_list, linkage
     from scipy.spatial.distance import squareform
 
-    dis = 1.0 - sim
-    np.fill_diagonal(dis, 0.0)
-    dis = np.maximum(dis, 0.0)
-    Z = linkage(squareform(dis, checks=False), method="average")
-    leaves = leaves_list(Z)
-    return {g: fcluster(Z, t=g, criterion="maxclust") for g in granularities}, leaves
+    key = (sim.shape, hash(sim.tobytes()))
+    hit = _LINKAGE_CACHE.get(key)
+    if hit is None:
+        dis = 1.0 - sim
+        np.fill_diagonal(dis, 0.0)
+        dis = np.maximum(dis, 0.0)
+        Z = linkage(squareform(dis, checks=False), method="average")
+        hit = (Z, leaves_list(Z))
+        _LINKAGE_CACHE.clear()
+        _LINKAGE_CACHE[key] = hit
+    Z, leaves = hit
+    n = sim.shape[0]
+    rank = np.empty(n, dtype=np.int64)
+    rank[leaves] = np.arange(n)
+    rank = rank.tolist()
+    want = set(granularities)
+    members = {c: [c] for c in range(n)}
+    out = {}
+
+    def snapshot():
+        return sorted(members.values(), key=lambda mem: (-len(mem), rank[mem[0]]))
+
+    if n in want:
+        out[n] = snapshot()
+    for r, (a, b) in enumerate(Z[:, :2].astype(np.int64).tolist()):
+        members[n + r] = members.pop(a) + members.pop(b)   # left then right: leaf order
+        if n - r - 1 in want:
+            out[n - r - 1] = snapshot()
+    return out
 
 
-def _ordered_clusters(labels, leaves):
-    """Clusters as lists of members in leaf order, largest first (ties: first leaf)."""
-    rank = np.empty_like(leaves)
-    rank[leaves] = np.arange(len(leaves))
-    groups = {}
-    for c in leaves:
-        groups.setdefault(labels[c], []).append(int(c))
-    return sorted(groups.values(), key=lambda members: (-len(members), rank[members[0]]))
+_LINKAGE_CACHE: dict = {}
 
 
-def _hard_partition(labels, leaves, k, m):
+def _hard_partition(clusters, k, m):
     tasks = [[] for _ in range(k)]
-    for members in _ordered_clusters(labels, leaves):
-        rest = list(members)
+    free = [m] * k
+    for members in clusters:
+        rest = members
         while rest:
-            free = np.array([m - len(t) for t in tasks])
-            fits = np.nonzero(free >= len(rest))[0]
-            if len(fits):
-                j = fits[np.argmin(free[fits])]
+            size, j, room = len(rest), -1, m + 1
+            for t in range(k):                            # best fit (first on ties)
+                if size <= free[t] < room:
+                    j, room = t, free[t]
+            if j >= 0:
                 tasks[j].extend(rest)
-                rest = []
-            else:
-                j = int(np.argmax(free))
-                tasks[j].extend(rest[: free[j]])
-                rest = rest[free[j]:]
+                free[j] -= size
+                break
+            j = free.index(max(free))                     # emptiest task (first on ties)
+            tasks[j].extend(rest[: free[j]])
+            rest = rest[free[j]:]
+            free[j] = 0
     return np.array(tasks, dtype=np.int64)
 
 
-def _easy_partition(labels, leaves, k, m):
+def _easy_partition(clusters, k, m):
     tasks = [[] for _ in range(k)]
     j = 0
-    for members in _ordered_clusters(labels, leaves):
+    for members in clusters:
         for c in members:
             while len(tasks[j]) >= m:
                 j = (j + 1) % k
@@ -248,18 +272,18 @@ def _greedy_orders(X, sign):
     off = Y.copy()
     np.fill_diagonal(off, 0.0)
     start = int(np.argmin(off.sum(axis=1)))
+    Yl = Y.tolist()
     orders = []
     for variant in ("last", "all"):
-        order, left = [start], set(range(k)) - {start}
+        order, left = [start], [j for j in range(k) if j != start]
+        cost = list(Yl[start])                 # "all": summed cost to the tasks chosen so far
         while left:
-            cand = sorted(left)
-            if variant == "last":
-                cost = Y[order[-1], cand]
-            else:
-                cost = Y[np.ix_(order, cand)].sum(axis=0)
-            nxt = cand[int(np.argmin(cost))]
+            row = Yl[order[-1]] if variant == "last" else cost
+            nxt = min(left, key=row.__getitem__)   # first minimum in ascending task index
             order.append(nxt)
-            left.discard(nxt)
+            left.remove(nxt)
+            if variant == "all":
+                cost = [a + b for a, b in zip(cost, Yl[nxt])]
         orders.append(order)
     return orders
 
@@ -327,69 +351,91 @@ def _best_order(Y, order):
 def _local_search(W, tasks, max_rounds=10_000):
     """Minimise the sum over adjacent tasks of W by class swaps and exact re-ordering.
 
-    Works in *slot* coordinates: slot ``i`` holds class ``idx[i]`` and slots
-    ``p*M .. p*M+M-1`` form the task at position ``p``, so the adjacency and
-    same-task masks are fixed block matrices. With ``Ws = W[idx][:, idx]``,
-    ``As[i, p]`` the summed similarity of slot i to the task at p and
-    ``NB[i, p] = As[i, p-1] + As[i, p+1]``, swapping slots i (task p) and j (task q)
-    changes the objective by ``G[i, q] + G[j, p] - adj(p, q) * (Ws_ii + Ws_jj - 2 Ws_ij)``
-    with ``G[i, r] = NB[i, r] - NB[i, p]``; all N^2 swaps are scored at once and the
-    best is applied (rows / columns of the slot matrices are updated in O(N M)).
+    Incremental best-improvement search. ``A[c, p]`` is the summed W of class c to
+    the classes of the task at position p and ``NB[c, p] = A[c, p-1] + A[c, p+1]``.
+    Swapping class c (task p) with class d (task q) changes the objective by
+
+    ``G[c, q] + G[d, p] - adj(p, q) * (W_cc + W_dd - 2 W_cd)``,
+    ``G[c, r] = NB[c, r] - NB[c, p]``
+
+    (tested against a brute-force rescoring of every swap). For tasks that are not
+    neighbours the two terms are independent, so the best swap between them is the
+    best mover of p into q plus the best mover of q into p (a column minimum per
+    task, O(N K)); only the K - 1 neighbouring pairs need their M x M blocks
+    (O(N M), their correction terms kept up to date per swap). An accepted swap updates
+    two columns of ``A`` in O(N) and four rows / columns of the corrections in O(M). When no swap
+    improves, the exact best task order for the partition is applied (Held-Karp,
+    :func:`_best_order`) and the swaps resume if it changed anything.
     """
+    W = np.asarray(W, dtype=float)
     tasks = np.array(tasks, dtype=np.int64)
     k, m = tasks.shape
     n = k * m
-    spos = np.repeat(np.arange(k), m)
-    ADJ = np.abs(spos[:, None] - spos[None, :]) == 1
-    SAME = spos[:, None] == spos[None, :]
+    idx = tasks.ravel().copy()                          # slot -> class
+    pos = np.empty(n, dtype=np.int64)                   # class -> task position
+    pos[idx] = np.repeat(np.arange(k), m)
+    P = np.zeros((n, k))
+    P[np.arange(n), pos] = 1.0
+    A = W @ P
+    dW = np.diag(W).copy()
+    ar, kp = np.arange(n), np.arange(k - 1)
+    far = np.abs(np.arange(k)[:, None] - np.arange(k)[None, :]) >= 2
+    tol = 1e-9 * max(1.0, float(np.abs(W).max()))
+    NB = np.zeros((n, k))
     rounds = 0
-    idx = tasks.ravel().copy()
-
-    def setup(idx):
-        Ws = W[np.ix_(idx, idx)]
-        d = np.diag(Ws)
-        D2 = d[:, None] + d[None, :] - 2 * Ws
-        PEN = np.where(SAME, np.inf, -(ADJ * D2))
-        As = Ws.reshape(n, k, m).sum(axis=2)
-        return Ws, D2, PEN, As
-
     while True:
-        Ws, D2, PEN, As = setup(idx)
-        moved = False
+        # PEN[t, a, b] = -(W_cc + W_dd - 2 W_cd) for c = slot a of task t, d = slot b of
+        # task t + 1: the correction of a swap between neighbouring tasks
+        C = idx.reshape(k, m)
+        X, Y = C[:-1], C[1:]
+        PEN = 2 * W[X[:, :, None], Y[:, None, :]] - dW[X][:, :, None] - dW[Y][:, None, :]
         while rounds < max_rounds:
-            NB = np.zeros_like(As)
-            NB[:, 1:] += As[:, :-1]
-            NB[:, :-1] += As[:, 1:]
-            G = NB - NB[np.arange(n), spos][:, None]
-            R = np.repeat(G, m, axis=1)
-            gain = R + R.T + PEN
-            flat = int(np.argmin(gain))
-            i, j = divmod(flat, n)
-            if not gain[i, j] < -1e-12:
+            NB[:, 1:] = A[:, :-1]
+            NB[:, 0] = 0.0
+            NB[:, :-1] += A[:, 1:]
+            G = NB - NB[ar, pos][:, None]
+            Gs = G[idx].reshape(k, m, k)                 # Gs[p, i, q]: slot i of task p into q
+            best, move = 0.0, None
+            if k > 2:
+                Mn = Gs.min(axis=1)                      # (K, K) best mover of p into q
+                pair = np.where(far, Mn + Mn.T, np.inf)
+                f = int(np.argmin(pair))
+                if pair.flat[f] < best - tol:
+                    p, q = divmod(f, k)
+                    best = pair.flat[f]
+                    move = (p, int(np.argmin(Gs[p, :, q])), q, int(np.argmin(Gs[q, :, p])))
+            gadj = Gs[kp, :, kp + 1][:, :, None] + Gs[kp + 1, :, kp][:, None, :] + PEN
+            f = int(np.argmin(gadj))
+            if gadj.flat[f] < best - tol:
+                p, rest = divmod(f, m * m)
+                move = (p, rest // m, p + 1, rest % m)
+            if move is None:
                 break
-            p, q = spos[i], spos[j]
-            idx[[i, j]] = idx[[j, i]]
-            for M_ in (Ws, D2):
-                M_[[i, j]] = M_[[j, i]]
-                M_[:, [i, j]] = M_[:, [j, i]]
-            for r in (i, j):
-                PEN[r] = np.where(SAME[r], np.inf, -(ADJ[r] * D2[r]))
-                PEN[:, r] = PEN[r]
-            As[[i, j]] = As[[j, i]]
-            As[:, p] = Ws[:, p * m:(p + 1) * m].sum(axis=1)
-            As[:, q] = Ws[:, q * m:(q + 1) * m].sum(axis=1)
+            p, i, q, j = move
+            c, d = idx[p * m + i], idx[q * m + j]
+            diff = W[:, d] - W[:, c]
+            A[:, p] += diff
+            A[:, q] -= diff
+            idx[p * m + i], idx[q * m + j] = d, c
+            pos[c], pos[d] = q, p
+            C = idx.reshape(k, m)
+            for t, off, cls in ((p, i, d), (q, j, c)):    # the PEN rows / columns of both slots
+                if t < k - 1:
+                    PEN[t, off, :] = 2 * W[cls, C[t + 1]] - dW[cls] - dW[C[t + 1]]
+                if t > 0:
+                    PEN[t - 1, :, off] = 2 * W[C[t - 1], cls] - dW[C[t - 1]] - dW[cls]
             rounds += 1
-            moved = True
         # exact best order of the tasks for this partition
-        X = As.reshape(k, m, k).sum(axis=1)           # (K, K) task-to-task sums
-        order = _best_order(X, list(range(k)))
-        if _path_cost(X, order) < _path_cost(X, list(range(k))) - 1e-12:
-            idx = idx.reshape(k, m)[order].ravel().copy()
-            rounds += 1
-            if rounds < max_rounds:
-                continue
-        if not moved or rounds >= max_rounds:
+        T = A[idx].reshape(k, m, k).sum(axis=1)          # (K, K) task-to-task sums
+        order = _best_order(T, list(range(k)))
+        if rounds >= max_rounds or not _path_cost(T, order) < _path_cost(T, list(range(k))) - tol:
             break
+        idx = idx.reshape(k, m)[order].ravel().copy()
+        new_pos = np.empty(k, dtype=np.int64)
+        new_pos[order] = np.arange(k)
+        pos = new_pos[pos]
+        A = A[:, order]
+        rounds += 1
     return idx.reshape(k, m)
 
 
@@ -402,11 +448,15 @@ def _extreme(sim, num_tasks, granularities, improve, sign, exact_limit, num_star
     if num_starts is None:
         num_starts = 3 if n <= 64 else 1
     gs = _check_granularities(granularities, n, k)
-    labels, leaves = _clusters(sim, gs)
+    clusters = _clusters(sim, gs)
     make = _hard_partition if sign > 0 else _easy_partition
-    cands = []
+    cands, seen_parts = [], {}
     for g in gs:
-        tasks = make(labels[g], leaves, k, m)
+        tasks = make(clusters[g], k, m)
+        key = tasks.tobytes()
+        if key in seen_parts:            # same partition as a coarser/finer granularity
+            continue
+        seen_parts[key] = g
         X = _task_sums(sim, tasks)
         for order in _greedy_orders(X, sign):
             seq = canonical(tasks[order])
