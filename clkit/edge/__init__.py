@@ -19,7 +19,8 @@ Modules:
 
 from .combinatorics import (RS_SEEDS, canonical, check_sequence, enumerate_sequences, log_num_sequences,
                             num_sequences, random_sequences)
-from .sequences import (check_similarity, default_granularities, easy_sequence, hard_sequence,
+from .sequences import (check_similarity, default_granularities, easy_sequence, generalised_scores, hard_sequence,
+                        intra_task_scores,
                         inter_task_similarity, random_scores, score_percentile, sequence_score,
                         sequence_scores)
 from .data_similarity import DATA_SOURCES, SOURCES, data_class_similarity
@@ -30,7 +31,8 @@ from .similarity import (DEFAULT_TEMPLATES, ENCODERS, ClassSimilarity, EncoderUn
 __all__ = [
     "RS_SEEDS", "canonical", "check_sequence", "enumerate_sequences", "log_num_sequences",
     "num_sequences", "random_sequences",
-    "check_similarity", "default_granularities", "easy_sequence", "hard_sequence",
+    "check_similarity", "default_granularities", "easy_sequence", "generalised_scores", "hard_sequence",
+    "intra_task_scores",
     "inter_task_similarity", "random_scores", "score_percentile", "sequence_score", "sequence_scores",
     "DEFAULT_TEMPLATES", "ENCODERS", "ClassSimilarity", "EncoderUnavailableError", "class_similarity",
     "cosine_similarity", "encode_texts", "prototype_similarity", "similarity_agreement",
