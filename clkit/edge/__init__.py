@@ -10,6 +10,7 @@ Modules:
 - :mod:`clkit.edge.similarity` -- class similarity from names via a text encoder;
 - :mod:`clkit.edge.data_similarity` -- class similarity from data (class-mean features or
   confusions of a model; a random null);
+- :mod:`clkit.edge.compare` -- similarity sources compared on the enumerable setting;
 - :mod:`clkit.edge.sequences` -- S(O) (Eq. 5), hard / easy sequences, percentiles;
 - :mod:`clkit.edge.estimation` -- Gaussian estimates, JSD / W to the truth, extremes,
   ranking distance, Theorem 1-2 sample sizes, normality tests, correlations;
