@@ -18,7 +18,7 @@ def check_params(*, dataset, num_series, num_weeks, window_days, offset_days, de
                  alpha, beta, discrepancy, num_quantiles, methods, cl_series, context_steps, stride, d_model,
                  num_layers, num_heads, epochs, patience, lr, batch_size, seed, river_windows, river_delta,
                  torch_threads=1, target_scaling="task", split_order="chronological", context_across_tasks=False,
-                 lr_patience=5, cl_seeds=1) -> dict:
+                 lr_patience=5, cl_seeds=1, cl_workers=1) -> dict:
     """Check every parameter (``ValueError`` / ``TypeError`` naming it); return them as a dict.
 
     Window lengths must be whole numbers of 10-minute steps, strictly increasing,
@@ -91,4 +91,5 @@ def check_params(*, dataset, num_series, num_weeks, window_days, offset_days, de
     out["context_across_tasks"] = context_across_tasks
     out["lr_patience"] = check_int("lr_patience", lr_patience, low=0)
     out["cl_seeds"] = check_int("cl_seeds", cl_seeds, low=1)
+    out["cl_workers"] = check_int("cl_workers", cl_workers, low=1)
     return out
