@@ -466,6 +466,7 @@ def main(argv=None) -> int:
     s.add_argument("--columns", nargs="+", default=None, metavar="PATTERN",
                    help="result columns to print and group, as glob patterns (e.g. 'main.*.A_AUC')")
     s.set_defaults(func=_cmd_summary)
+    __import__("clkit.course.cli", fromlist=["register"]).register(sub)
     args = ap.parse_args(argv)
     return args.func(args)
 
