@@ -37,6 +37,7 @@ Choices where the paper leaves details open (documented and tested):
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -346,6 +347,16 @@ def _path_cost(Y, order):
     return float(Y[order[:-1], order[1:]].sum())
 
 
+@functools.lru_cache(maxsize=16)
+def _subset_layers(k):
+    """Subsets of range(k) as bit masks, grouped by size (index = size)."""
+    masks = np.arange(1 << k)
+    pop = np.zeros(1 << k, dtype=np.int64)
+    for b in range(k):
+        pop += (masks >> b) & 1
+    return [masks[pop == r] for r in range(k + 1)]
+
+
 def _best_order(Y, order):
     """Order of the K tasks minimising the sum of Y over adjacent pairs.
 
@@ -358,17 +369,15 @@ def _best_order(Y, order):
         return list(perms[int(np.argmin(costs))])
     if k <= 12:
         full = 1 << k
+        layers = _subset_layers(k)
         dp = np.full((full, k), np.inf)
         dp[1 << np.arange(k), np.arange(k)] = 0.0
         bits = 1 << np.arange(k)
-        popcount = np.array([bin(x).count("1") for x in range(full)])
-        for r in range(1, k):                      # extend all paths over r tasks by one task
-            masks = np.nonzero(popcount == r)[0]
-            best = (dp[masks][:, :, None] + Y[None]).min(axis=1)          # (n_masks, to)
-            new = masks[:, None] | bits[None, :]
-            free = (masks[:, None] & bits[None, :]) == 0
-            flat = dp.reshape(-1)
-            np.minimum.at(flat, (new * k + np.arange(k)[None, :])[free], best[free])
+        for masks in layers[2:]:                   # pull: best path over `mask` ending at t
+            has = (masks[:, None] & bits[None, :]) != 0                 # (C, K): t in mask
+            prev = np.where(has, masks[:, None] ^ bits[None, :], 0)
+            best = (dp[prev] + Y.T[None]).min(axis=2)                   # min over the previous end j
+            dp[masks] = np.where(has, best, np.inf)
         mask, j = full - 1, int(np.argmin(dp[full - 1]))
         out = [j]
         while mask != (1 << j):                    # backtrack by recomputing the argmin
