@@ -358,6 +358,9 @@ def imagefolder_enumerable(root, classes=None, *, n_train: int = 20, n_test: int
 def load_matrix_csv(path, *, name: str = "A", nan_allowed: str = "below") -> np.ndarray:
     """A square matrix from CSV (optional header row and index column).
 
+    A first row that is not numeric, or one row more than columns, is a header; a
+    first column that is not numeric, or one column more than rows, is an index.
+
     Parameters
     ----------
     name : str
@@ -401,6 +404,10 @@ def load_matrix_csv(path, *, name: str = "A", nan_allowed: str = "below") -> np.
     if rows and not numeric_row(rows[0]) and all(numeric_row(r[1:]) for r in rows):  # index column
         rows = [r[1:] for r in rows]
     lengths = {len(r) for r in rows}
+    if len(lengths) == 1 and len(rows) == len(rows[0]) + 1:  # a numeric header row (e.g. 0,1,2 from pandas)
+        rows = rows[1:]
+    if len(lengths) == 1 and len(rows) + 1 == len(rows[0]):  # a numeric index column
+        rows = [r[1:] for r in rows]
     if len(lengths) > 1:
         raise ValueError(f"{name} matrix: {str(p)!r} is ragged: rows have {sorted(lengths)} cells; allowed: every "
                          "row the same length")
