@@ -452,7 +452,7 @@ def load_period_table(path, *, period_column: str = "period", label_column: str 
     >>> ds.periods, ds.num_classes, ds.input_shape
     (['2020', '2021'], 2, (1,))
     """
-    from .temporal import PeriodDataset, split_periods
+    from ..data.temporal import PeriodDataset, split_periods
 
     p, df = _read_table(path, "dataset")
     _columns(df, p, [period_column], "period_column")
