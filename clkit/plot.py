@@ -50,7 +50,7 @@ def save_figure(fig, name: str, notebook: str | None = None, folder=None, dpi: i
 
 def matrix_heatmap(M, ax=None, *, title=None, center=None, cmap="viridis", vmin=None, vmax=None,
                    annot=None, fmt=".2f", xlabel="evaluated on", ylabel="trained up to",
-                   nan_color="lightgrey", cbar_label=None, ticklabels=None):
+                   nan_color="lightgrey", cbar_label=None, ticklabels=None, norm=None):
     """Heatmap of a matrix with NaN cells shown in ``nan_color``.
 
     Parameters
@@ -60,6 +60,9 @@ def matrix_heatmap(M, ax=None, *, title=None, center=None, cmap="viridis", vmin=
         Value at the centre of a diverging colormap.
     annot : bool, optional
         Write values in cells (default: when the matrix is at most 12 x 12).
+    norm : matplotlib.colors.Normalize, optional
+        Colour normalisation (e.g. ``TwoSlopeNorm(vcenter=delta, vmin=0, vmax=1)``
+        for a diverging map whose ends are both saturated); overrides ``center``.
     """
     import matplotlib as mpl
     import seaborn as sns
@@ -73,6 +76,9 @@ def matrix_heatmap(M, ax=None, *, title=None, center=None, cmap="viridis", vmin=
     kws = {}
     if ticklabels is not None:
         kws = dict(xticklabels=ticklabels, yticklabels=ticklabels)
+    if norm is not None:
+        kws["norm"] = norm
+        center = vmin = vmax = None
     sns.heatmap(M, ax=ax, cmap=cm, center=center, vmin=vmin, vmax=vmax, annot=annot, fmt=fmt,
                 mask=None, square=M.shape[0] == M.shape[1], cbar_kws={"label": cbar_label} if cbar_label else None,
                 annot_kws={"fontsize": 7}, **kws)

@@ -6,7 +6,7 @@ Usage
 
     clkit list
     clkit run NOTEBOOK|all [--params smoke|default|paper|FILE.yaml] [-p NAME VALUE ...]
-              [--out DIR] [--figures DIR]
+              [--out DIR] [--figures DIR] [--top-cells N]
     clkit sweep NOTEBOOK --grid GRID.yaml [--params BASE] [--out DIR] [--workers N]
                 [--scheduler ADDRESS] [--retry-failed]
     clkit summary DIR [--group-by COLUMN ...] [--columns PATTERN ...]
@@ -28,6 +28,7 @@ the cell's error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -156,9 +157,12 @@ def check_values(notebook: str, values: dict, declared: dict | None = None) -> N
 
 
 _ENV_LOCK = threading.Lock()
-# The kernel logs only errors: its "running over TCP without encryption" warning
-# (a local kernel, reached on 127.0.0.1) would otherwise end every run's log.
-KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
+# The kernel logs only critical errors: its "running over TCP without encryption"
+# warning (a local kernel, reached on 127.0.0.1) and the "KeyboardInterrupt caught in
+# kernel" error (jupyter_client interrupts every kernel before shutting it down) would
+# otherwise end every healthy run's log. A failing cell still reports its own error.
+KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL"]
+TIMINGS = "timings.csv"
 
 
 def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) -> dict:
@@ -166,9 +170,11 @@ def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) ->
 
     The executed notebook is written as ``.<stem>.partial.ipynb`` and renamed to
     ``<stem>.ipynb`` when every cell ran, or to ``<stem>.failed.ipynb`` when one
-    failed. The kernel sees ``CLKIT_OUT_DIR=outdir`` and ``CLKIT_FIGURES_DIR``
-    (``figdir``, default ``outdir/figures``); a process-wide lock keeps
-    concurrent calls from seeing each other's folders.
+    failed; ``timings.csv`` beside it gives each code cell's duration. The kernel
+    sees ``CLKIT_OUT_DIR=outdir`` and ``CLKIT_FIGURES_DIR`` (``figdir``, default
+    ``outdir/figures``); a process-wide lock keeps concurrent calls from seeing
+    each other's folders. ``progress=True`` shows a live line on stderr (cells
+    done / total, section, elapsed; see :mod:`clkit._progress`).
 
     Returns
     -------
@@ -176,7 +182,11 @@ def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) ->
         ``status`` ("ok" or "failed"), ``error`` (``"<stem> failed in cell N:
         Type: message"`` or ``None``), ``ename`` and ``runtime_s``.
     """
+    import nbformat
     import papermill as pm
+    from papermill.engines import papermill_engines
+
+    from ._progress import CellProgress, progress_engine
 
     notebook_path = Path(notebook_path)
     stem = notebook_path.stem
@@ -190,13 +200,29 @@ def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) ->
         env_before = {k: os.environ.get(k) for k in ("CLKIT_OUT_DIR", "CLKIT_FIGURES_DIR")}
         os.environ["CLKIT_OUT_DIR"] = str(outdir.resolve())
         os.environ["CLKIT_FIGURES_DIR"] = str(figdir.resolve())
+        engine = None
+        if progress:
+            # papermill injects a parameters cell after the tagged one: count it too
+            cells = nbformat.read(str(notebook_path), as_version=4).cells
+            tagged = [i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", [])]
+            if params and tagged:
+                cells = cells[:tagged[0] + 1] + [cells[tagged[0]]] + cells[tagged[0] + 1:]
+            bar = CellProgress(stem, cells)
+            engine = "clkit-progress"
+            papermill_engines.register(engine, progress_engine(bar))
+        else:
+            bar = contextlib.nullcontext()
         try:
-            pm.execute_notebook(str(notebook_path), str(partial), parameters=params,
-                                kernel_name="python3", cwd=str(notebook_path.parent),
-                                progress_bar=progress, extra_arguments=KERNEL_ARGS)
-            os.replace(partial, outdir / f"{stem}.ipynb")
+            with bar:
+                pm.execute_notebook(str(notebook_path), str(partial), parameters=params,
+                                    kernel_name="python3", cwd=str(notebook_path.parent),
+                                    progress_bar=False, extra_arguments=KERNEL_ARGS,
+                                    engine_name=engine)
+            final = outdir / f"{stem}.ipynb"
+            os.replace(partial, final)
         except pm.PapermillExecutionError as exc:
-            os.replace(partial, outdir / f"{stem}.failed.ipynb")
+            final = outdir / f"{stem}.failed.ipynb"
+            os.replace(partial, final)
             out.update(status="failed", ename=exc.ename,
                        error=f"{stem} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}")
         finally:
@@ -207,7 +233,34 @@ def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) ->
                 else:
                     os.environ[k] = v
     out["runtime_s"] = round(time.perf_counter() - t0, 2)
+    write_timings(final, outdir / TIMINGS)
     return out
+
+
+def write_timings(executed, path) -> Path:
+    """``timings.csv`` of an executed notebook: cell, section, duration_s, first_line."""
+    import csv
+    import io
+
+    import nbformat
+
+    from ._io import atomic_write_text
+    from ._progress import cell_timings
+
+    rows = cell_timings(nbformat.read(str(executed), as_version=4))
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=["cell", "section", "duration_s", "first_line"], lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return atomic_write_text(path, buf.getvalue())
+
+
+def read_timings(path) -> list[dict]:
+    """Rows of a ``timings.csv`` (``duration_s`` as float)."""
+    import csv
+
+    with open(path, newline="") as f:
+        return [{**r, "cell": int(r["cell"]), "duration_s": float(r["duration_s"])} for r in csv.DictReader(f)]
 
 
 def run_notebook(notebook: str, params: str = "default", overrides=(), out="runs",
@@ -223,7 +276,7 @@ def run_notebook(notebook: str, params: str = "default", overrides=(), out="runs
     figdir = Path(figures) / notebook if figures else None
     (outdir / "results.json").unlink(missing_ok=True)
     res = execute(notebook_path(notebook), outdir, values, figdir=figdir,
-                  progress=sys.stderr.isatty() if progress is None else progress)
+                  progress=True if progress is None else progress)
     meta = {"notebook": notebook, "params_set": params, "params": values, "status": res["status"],
             "error": res["error"], "runtime_s": res["runtime_s"],
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
@@ -290,6 +343,8 @@ def _cmd_run(args):
             failures.append(nb)
             continue
         print(f"[clkit] {nb} done in {time.perf_counter() - t0:.1f}s -> {outdir}", flush=True)
+        if args.top_cells:
+            _print_top_cells(outdir / TIMINGS, args.top_cells)
     if args.notebook == "all" and len(failures) < len(names):
         df = summarize(args.out)
         print(f"[clkit] summary of {len(df)} run(s) -> {Path(args.out) / 'summary.csv'}")
@@ -297,6 +352,18 @@ def _cmd_run(args):
         print(f"[clkit] failed: {', '.join(failures)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _print_top_cells(path, n: int) -> None:
+    from ._progress import top_cells
+
+    rows = read_timings(path)
+    total = sum(r["duration_s"] for r in rows)
+    print(f"[clkit]   slowest {min(n, len(rows))} of {len(rows)} cells ({total:.1f}s in cells):")
+    for r in top_cells(rows, n):
+        share = 100 * r["duration_s"] / total if total else 0.0
+        print(f"[clkit]   {r['duration_s']:8.1f}s {share:4.0f}%  cell {r['cell']:3d}  "
+              f"{r['section'][:40]:40s}  {r['first_line'][:50]}")
 
 
 def _cmd_summary(args):
@@ -374,7 +441,10 @@ def main(argv=None) -> int:
     r.add_argument("--out", default="runs", help="output folder (default: runs)")
     r.add_argument("--figures", default=None, help="figures go to FIGURES/<notebook>/ (default: OUT/<notebook>/figures)")
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="papermill progress bar (default: when stderr is a terminal)")
+                   help="a progress line per notebook on stderr: cells done/total, section, elapsed "
+                        "(default: on; redrawn in place on a terminal, one line per section elsewhere)")
+    r.add_argument("--top-cells", type=int, default=0, metavar="N",
+                   help="after each notebook, print its N slowest cells (all cell times: OUT/<notebook>/timings.csv)")
     r.set_defaults(func=_cmd_run)
     w = sub.add_parser("sweep", help="run a notebook over a grid of parameters (resumable, on Dask)")
     w.add_argument("notebook", help="stem or number prefix")

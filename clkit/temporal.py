@@ -52,6 +52,7 @@ __all__ = [
     "ood_accuracy",
     "summarize_learner",
     "accuracy_matrix",
+    "majority_accuracy_matrix",
     "check_params",
     "DATASETS",
     "LEARNERS",
@@ -120,7 +121,7 @@ def transfer_ratio(A, oracle=None):
 
 
 def stability_horizon(A, delta: float, oracle=None, horizon: int | None = None,
-                      contiguous: bool = True) -> np.ndarray:
+                      contiguous: bool = True, never_crossed: str = "available") -> np.ndarray:
     """Stability Horizon SH_delta(t) (Eq. 3): steps a model stays within delta of the oracle.
 
     Parameters
@@ -137,12 +138,26 @@ def stability_horizon(A, delta: float, oracle=None, horizon: int | None = None,
         delta, as the paper's text and Fig. 2 describe ("crossing below delta marks
         the end of the Stability Horizon"). ``False``: Eq. 3 read literally,
         ``max{h >= 0 : g(t, t+h) >= delta}``, which lets a later recovery count.
+    never_crossed : {"available", "horizon"}
+        What a row reports when ``g`` never falls below ``delta`` within its
+        observable window. ``"available"`` (default): the last evaluated step, i.e.
+        SH is capped at the steps that exist (late rows are right-censored by the
+        end of the stream). ``"horizon"``: ``H``, the maximum evaluation horizon,
+        even when fewer than ``H`` future steps exist -- the convention the paper's
+        FMoW results imply: Fine-Tuning's ``SH_t = [4, 6, 5, 5, 5, 5, 4, 4, 6, 6, 6]``
+        lists 11 training years (Wild-Time's FMoW-Time trains on 2002-2012 and
+        tests up to 2017) with ``H = 6``, yet the last training year, which has
+        only 5 future years, reports 6. Read so, a never-crossed SH is "stable for
+        the whole window" (like DH's sentinel), not a duration; averages over
+        rows then mix durations and caps, which is why the default keeps the
+        observable count.
 
     Returns
     -------
     sh : ndarray of float, shape (num_periods,)
-        ``SH(t)`` in ``[0, H]``; right-censored at the last evaluated step (a value
-        equal to the number of available steps means "never crossed"). ``g(t, t)``
+        ``SH(t)`` in ``[0, H]``; with ``never_crossed="available"`` right-censored at
+        the last evaluated step (a value equal to the number of available steps
+        means "never crossed"). ``g(t, t)``
         is 1 whenever ``A(t, t)`` is the oracle, so ``SH >= 0``; if even ``h = 0``
         fails (external oracle), SH is 0 as well -- the model is never reliable.
         NaN when the row has no evaluated cell.
@@ -151,13 +166,16 @@ def stability_horizon(A, delta: float, oracle=None, horizon: int | None = None,
     --------
     >>> A = [[0.9, 0.8, 0.3, 0.85], [np.nan, 0.9, 0.8, 0.7],
     ...      [np.nan, np.nan, 0.9, 0.9], [np.nan, np.nan, np.nan, 0.9]]
-    >>> stability_horizon(A, delta=0.8)
-    array([1., 2., 1., 0.])
-    >>> stability_horizon(A, delta=0.8, contiguous=False)   # row 0 recovers at h=3
-    array([3., 2., 1., 0.])
+    >>> stability_horizon(A, delta=0.8).tolist()    # row 1 crosses at h=2 (0.7/0.9)
+    [1.0, 1.0, 1.0, 0.0]
+    >>> stability_horizon(A, delta=0.8, contiguous=False).tolist()  # row 0 recovers at h=3
+    [3.0, 1.0, 1.0, 0.0]
+    >>> stability_horizon(A, delta=0.8, never_crossed="horizon").tolist()  # rows 2, 3 never cross
+    [1.0, 1.0, 3.0, 3.0]
     """
     A = _accuracy_matrix(A)
     delta = check_real("delta", delta, low=0, high=1)
+    never_crossed = check_choice("never_crossed", never_crossed, ["available", "horizon"])
     g = transfer_ratio(A, oracle)
     G, H = _future(g, horizon)
     h = np.arange(H + 1, dtype=float)[None, :]
@@ -170,6 +188,9 @@ def stability_horizon(A, delta: float, oracle=None, horizon: int | None = None,
         ok &= h < first_bad[:, None]
     sh = np.where(ok, h, -np.inf).max(1)
     sh = np.where(np.isfinite(sh), sh, 0.0)
+    if never_crossed == "horizon":
+        crossed = (evaluated & (G < delta)).any(1)
+        sh = np.where(crossed, sh, float(H))
     return np.where(evaluated.any(1), sh, np.nan)
 
 
@@ -322,17 +343,23 @@ def ood_accuracy(A, n: int | None = None, partial: bool = True) -> np.ndarray:
 
 
 def summarize_learner(A, *, delta: float, epsilon: float, lam: float, n: int,
-                      horizon: int | None = None, oracle=None) -> dict:
+                      horizon: int | None = None, oracle=None,
+                      never_crossed: str = "available") -> dict:
     """All metrics of one learner, per period and averaged (the notebook's table row).
 
     Averages skip NaN periods (e.g. the last period has no OOD, TAS or horizon).
     SH and DH averages are over periods with at least one future step.
 
+    ``sh`` is the first-crossing Stability Horizon, ``sh_eq3`` the literal maximum of
+    Eq. 3 (a later recovery counts); both use ``never_crossed`` (see
+    :func:`stability_horizon`).
+
     Returns
     -------
     dict
-        ``id``, ``ood``, ``tas``, ``tas_min``, ``ood_min``, ``sh``, ``dh`` (averages) and
-        ``per_period`` with the lists ``id``, ``ood``, ``tas``, ``sh``, ``dh``.
+        ``id``, ``ood``, ``tas``, ``tas_min``, ``ood_min``, ``sh``, ``sh_eq3``, ``dh``
+        (averages) and ``per_period`` with the lists ``id``, ``ood``, ``tas``, ``sh``,
+        ``sh_eq3``, ``dh``.
 
     Examples
     --------
@@ -346,7 +373,9 @@ def summarize_learner(A, *, delta: float, epsilon: float, lam: float, n: int,
     ids = id_accuracy(A)
     ood = ood_accuracy(A, n=n)
     tas = temporal_adaptation_score(A, n=n, oracle=oracle)
-    sh = stability_horizon(A, delta, oracle=oracle, horizon=horizon)
+    sh = stability_horizon(A, delta, oracle=oracle, horizon=horizon, never_crossed=never_crossed)
+    sh_eq3 = stability_horizon(A, delta, oracle=oracle, horizon=horizon, contiguous=False,
+                               never_crossed=never_crossed)
     dh = drift_horizon(A, epsilon, lam, horizon=horizon)
     has_future = np.arange(T) < T - 1
 
@@ -359,9 +388,9 @@ def summarize_learner(A, *, delta: float, epsilon: float, lam: float, n: int,
 
     return {
         "id": mean(ids), "ood": mean(ood), "ood_min": vmin(ood), "tas": mean(tas), "tas_min": vmin(tas),
-        "sh": mean(sh, has_future), "dh": mean(dh, has_future),
+        "sh": mean(sh, has_future), "sh_eq3": mean(sh_eq3, has_future), "dh": mean(dh, has_future),
         "per_period": {"id": ids.tolist(), "ood": ood.tolist(), "tas": tas.tolist(), "sh": sh.tolist(),
-                       "dh": dh.tolist()},
+                       "sh_eq3": sh_eq3.tolist(), "dh": dh.tolist()},
     }
 
 
@@ -453,7 +482,7 @@ def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr:
     strategy = None
     periods = range(T)
     if progress:
-        from tqdm.auto import tqdm
+        from .progress import tqdm
 
         periods = tqdm(periods, desc=learner, leave=False)
     with torch_threads(num_threads):
@@ -463,4 +492,47 @@ def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr:
             strategy.train_task(train[t])
             for tau in range(t, T):
                 A[t, tau] = strategy.evaluate(test[tau])
+    return A
+
+
+def majority_accuracy_matrix(train_labels, test_labels) -> np.ndarray:
+    """A(t, tau) of the no-learning baseline that predicts period t's majority class.
+
+    The model "trained up to period t" is the constant predictor of the most frequent
+    training label of period t (ties: the smallest label). It learns nothing about
+    the inputs, so any learner's A(t, tau) should be read beside it: on an imbalanced
+    stream (e.g. rain or no rain) it scores well above chance.
+
+    Parameters
+    ----------
+    train_labels, test_labels : sequence of array_like, length num_periods
+        Integer labels of each period's training and test split.
+
+    Returns
+    -------
+    A : ndarray, shape (num_periods, num_periods)
+        Accuracy on period tau's test labels; NaN below the diagonal (tau < t).
+
+    Examples
+    --------
+    >>> majority_accuracy_matrix([[0, 0, 1], [1, 1, 0]], [[0, 1], [1, 1]]).tolist()
+    [[0.5, 0.0], [nan, 1.0]]
+    """
+    if len(train_labels) != len(test_labels) or len(train_labels) == 0:
+        raise ValueError("train_labels and test_labels must be non-empty lists of the same "
+                         f"length (one per period), got {len(train_labels)} and {len(test_labels)}")
+    T = len(train_labels)
+    majority = []
+    for t, y in enumerate(train_labels):
+        y = np.asarray(y).astype(int).ravel()
+        if y.size == 0:
+            raise ValueError(f"train_labels[{t}] is empty: every period needs training labels")
+        majority.append(int(np.bincount(y - y.min()).argmax() + y.min()))
+    A = np.full((T, T), np.nan)
+    for tau, y in enumerate(test_labels):
+        y = np.asarray(y).astype(int).ravel()
+        if y.size == 0:
+            continue
+        for t in range(tau + 1):
+            A[t, tau] = float(np.mean(y == majority[t]))
     return A

@@ -68,10 +68,12 @@ def test_overlap_rises_with_sigma():
 
 
 def test_default_tau_matches_paper_corafull_magnitudes():
-    # CoraFull-CL: 35 tasks, ~565 nodes each, B = 10; paper: O = 0.04 / 0.38 / 0.92 at sigma 3 / 10 / 20
-    mu, _, T = task_centers([565] * 35, 10)
+    # CoraFull-CL: 35 tasks, ~565 nodes each of which 60% are streamed, B = 10;
+    # paper: O = 0.04 / 0.38 / 0.92 at sigma 3 / 10 / 20 (tau = 0.9, the authors' value)
+    assert DEFAULT_TAU == 0.9
+    mu, _, T = task_centers([339] * 35, 10)
     o3, o10, o20 = (overlap_index(gaussian_weights(mu, T, s), DEFAULT_TAU) for s in (3, 10, 20))
-    assert o3 < 0.1 and 0.15 < o10 < 0.5 and o20 > 0.85
+    assert o3 < 0.1 and 0.25 < o10 < 0.5 and o20 > 0.85
 
 
 def test_mixing_entropy_extremes():

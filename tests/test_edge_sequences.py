@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from clkit import edge
-from clkit.edge.sequences import _best_order, _path_cost
+from clkit.edge.sequences import _best_order, _clusters, _local_search, _local_search_dense, _path_cost
 
 
 def unit_sim(n, d=5, seed=0):
@@ -123,6 +123,116 @@ def test_local_search_improves_the_paper_candidate_towards_the_optimum(n, k, see
     # never worse than the paper's algorithm, and within the best 2 % of all sequences
     assert hi["score"] <= hi["paper_score"] + 1e-12 and ei["score"] >= ei["paper_score"] - 1e-12
     assert (S < hi["score"] - 1e-12).mean() <= 0.02 and (S > ei["score"] + 1e-12).mean() <= 0.02
+
+
+def _all_swaps(seq):
+    """Every sequence one class swap (between two tasks) away from seq."""
+    k, m = seq.shape
+    out = []
+    for p in range(k):
+        for q in range(p + 1, k):
+            for i in range(m):
+                for j in range(m):
+                    s = seq.copy()
+                    s[p, i], s[q, j] = seq[q, j], seq[p, i]
+                    out.append(s)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("n,k", [(8, 4), (12, 3), (12, 4), (15, 5), (16, 4)])
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("sign", [1, -1])
+def test_incremental_search_stops_where_a_brute_force_pass_finds_nothing(n, k, seed, sign):
+    # At convergence no single swap (rescored from scratch with Eq. 5) and no task order
+    # (all K! orders) improves S; the result is never worse than its start.
+    import itertools
+
+    sim = unit_sim(n, seed=seed)
+    start = edge.random_sequences(n, k, seeds=[seed])[0]
+    res = _local_search(sign * sim, start, multi=bool(seed))
+    assert sorted(res.ravel().tolist()) == list(range(n))
+    s_res = edge.sequence_score(sim, res)
+    assert sign * s_res <= sign * edge.sequence_score(sim, start) + 1e-12
+    assert (sign * edge.sequence_scores(sim, _all_swaps(res)) >= sign * s_res - 1e-9).all()
+    if k <= 5:
+        orders = np.array([res[list(p)] for p in itertools.permutations(range(k))])
+        assert (sign * edge.sequence_scores(sim, orders) >= sign * s_res - 1e-9).all()
+
+
+def test_first_swap_of_the_search_is_the_best_single_swap():
+    # One round of the vectorised gains picks the swap a brute-force rescoring ranks best.
+    sim = unit_sim(12, seed=5)
+    start = edge.random_sequences(12, 4, seeds=[1])[0]
+    one = _local_search(sim, start, max_rounds=1)
+    swaps = _all_swaps(start)
+    S = edge.sequence_scores(sim, swaps)
+    assert edge.sequence_score(sim, one) == pytest.approx(S.min())
+    # a multi-swap round gains at least as much as the single best swap
+    multi = _local_search(sim, start, max_rounds=1, multi=True)
+    assert edge.sequence_score(sim, multi) <= S.min() + 1e-12
+
+
+def test_intra_task_score_hand_computed_and_generalised_default_is_the_paper():
+    sim = np.array([[1, .9, .1, .2], [.9, 1, .3, .4], [.1, .3, 1, .8], [.2, .4, .8, 1]])
+    seqs = [[[0, 1], [2, 3]], [[0, 2], [1, 3]]]
+    assert edge.intra_task_scores(sim, seqs).tolist() == pytest.approx([(0.9 + 0.8) / 2, (0.1 + 0.4) / 2])
+    assert edge.generalised_scores(sim, seqs).tolist() == pytest.approx(edge.sequence_scores(sim, seqs).tolist())
+    assert edge.generalised_scores(sim, seqs, 2.0).tolist() == pytest.approx([0.5 + 1.7, 1.1 + 0.5])
+    with pytest.raises((TypeError, ValueError), match="intra_weight"):
+        edge.generalised_scores(sim, seqs, "big")
+
+
+@pytest.mark.parametrize("w", [-1.0, 0.7])
+@pytest.mark.parametrize("sign", [1, -1])
+def test_dense_search_with_intra_term_reaches_a_brute_force_local_optimum(w, sign):
+    import itertools
+
+    n, k = 12, 4
+    sim = unit_sim(n, seed=7)
+    start = edge.random_sequences(n, k, seeds=[3])[0]
+    T = (np.abs(np.arange(k)[:, None] - np.arange(k)[None, :]) == 1).astype(float)
+    np.fill_diagonal(T, w * 2 * (k - 1) / k)
+    one = _local_search_dense(sign * sim, start, T, max_rounds=1)      # the best single swap
+    swaps = _all_swaps(start)
+    G = edge.generalised_scores(sim, swaps, w)
+    assert sign * edge.generalised_scores(sim, one[None], w)[0] == pytest.approx((sign * G).min())
+    res = _local_search_dense(sign * sim, start, T)
+    g = sign * edge.generalised_scores(sim, res[None], w)[0]
+    assert (sign * edge.generalised_scores(sim, _all_swaps(res), w) >= g - 1e-9).all()
+    orders = np.array([res[list(p)] for p in itertools.permutations(range(k))])
+    assert (sign * edge.generalised_scores(sim, orders, w) >= g - 1e-9).all()
+
+
+@pytest.mark.parametrize("w", [-1.0, 1.0])
+def test_hard_easy_with_intra_weight_are_exact_on_small_spaces_and_improve_on_large(w):
+    sim = unit_sim(9, seed=1)
+    allseq = edge.enumerate_sequences(9, 3)
+    G = edge.generalised_scores(sim, allseq, w)
+    _, hi = edge.hard_sequence(sim, 3, intra_weight=w, return_info=True)
+    _, ei = edge.easy_sequence(sim, 3, intra_weight=w, return_info=True)
+    assert hi["objective"] == pytest.approx(G.min()) and ei["objective"] == pytest.approx(G.max())
+    sim = unit_sim(40, d=8, seed=2)
+    h, hi = edge.hard_sequence(sim, 5, intra_weight=w, return_info=True)
+    paper = np.array(hi["paper_sequence"])
+    assert hi["objective"] <= edge.generalised_scores(sim, paper[None], w)[0] + 1e-12
+    r = edge.generalised_scores(sim, edge.random_sequences(40, 5, seeds=list(range(300))), w)
+    assert hi["objective"] < r.min()
+
+
+def test_one_pass_clusters_match_scipy_fcluster():
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
+    sim = unit_sim(30, seed=2)
+    dis = np.maximum(1 - sim, 0)
+    np.fill_diagonal(dis, 0)
+    Z = linkage(squareform(dis, checks=False), method="average")
+    got = _clusters(sim, [2, 5, 10, 30])
+    for g, clusters in got.items():
+        assert len(clusters) == g and sorted(sum(clusters, [])) == list(range(30))
+        lab = fcluster(Z, t=g, criterion="maxclust")
+        assert sorted(map(sorted, clusters)) == sorted(
+            sorted(np.nonzero(lab == v)[0].tolist()) for v in np.unique(lab))
 
 
 def test_paper_algorithm_alone_is_available():

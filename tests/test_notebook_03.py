@@ -25,7 +25,16 @@ def test_smoke_run_records_results_and_figures(run_smoke):
     p1 = r["part1"]
     assert p1["difficulty only"]["true"]["tas"] == pytest.approx(1.0)
     assert p1["shift only"]["erm"]["tas"] < p1["difficulty only"]["erm"]["tas"]
-    for fig in ("part1_adaptation_vs_difficulty", "A_and_g_heatmaps", "id_ood_tas_over_time"):
+    # both SH readings are recorded; the literal Eq. 3 maximum is never below first crossing
+    for name, row in r["learners"].items():
+        assert row["sh_eq3"] >= row["sh"] - 1e-12, name
+    # DH is computed in Part 1 for both causes
+    assert 1 <= p1["difficulty only"]["erm"]["dh"] and 1 <= p1["shift only"]["erm"]["dh"]
+    # the no-learning majority baseline is recorded beside the learners
+    base = r["baselines"]
+    assert 0 < base["majority"]["ood"] <= 1 and base["chance"] == pytest.approx(0.5)
+    for fig in ("part1_adaptation_vs_difficulty", "A_and_g_heatmaps", "id_ood_tas_over_time",
+                "sh_dh_per_period"):
         assert (out / "figures" / f"{fig}.png").stat().st_size > 1000
     assert (out / "03_temporal_metrics.ipynb").exists()
     assert json.loads((out / "run.json").read_text())["status"] == "ok"

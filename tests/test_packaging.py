@@ -56,6 +56,7 @@ def test_ci_calls_readme_test_command():
 
 def test_shared_modules_do_not_import_paper_modules():
     shared = ["metrics", "distances", "strategies", "models", "data", "plot", "results", "run", "_io",
+              "progress", "_progress",
               "_validate", "_seed"]
     paper = ["temporal", "taskification", "edge", "curriculum", "drift"]
     for name in shared:
@@ -67,3 +68,66 @@ def test_shared_modules_do_not_import_paper_modules():
             text = f.read_text()
             for p in paper:
                 assert not re.search(rf"(from|import)\s+(clkit|\.+)\.?{p}\b", text), f"{f} imports clkit.{p}"
+
+
+# --- committed notebooks (issue 15 items 2 and 5) -------------------------------------------
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+PARAMS_FIRST_LINE = "# Parameters: edit a value, then Run All. Headless: clkit run {stem} -p NAME VALUE"
+
+
+def _read(nb):
+    import nbformat
+
+    return nbformat.read(str(nb), as_version=4)
+
+
+def test_committed_notebooks_carry_no_outputs():
+    assert len(NOTEBOOKS) >= 5
+    for nb in NOTEBOOKS:
+        for i, cell in enumerate(_read(nb).cells):
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, \
+                    f"{nb.name} cell {i} stores outputs: run nbstripout (see .pre-commit-config.yaml)"
+        assert "widgets" not in _read(nb).metadata, f"{nb.name} stores widget state"
+
+
+def test_notebook_pairs_in_step():
+    """The .py (what people edit) and the .ipynb (what JupyterLab and papermill open) agree."""
+    import jupytext
+
+    for nb in NOTEBOOKS:
+        py = nb.with_suffix(".py")
+        assert py.exists(), f"{nb.name} has no paired {py.name}"
+        a = [(c.cell_type, c.source) for c in jupytext.read(str(py)).cells]
+        b = [(c.cell_type, c.source) for c in _read(nb).cells]
+        assert a == b, (f"{py.name} and {nb.name} differ: run "
+                        f"jupytext --to ipynb --update notebooks/{py.name}")
+
+
+def test_notebook_metadata_as_jupyterlab_writes_it():
+    """JupyterLab rewrites kernelspec and language_info on open; when they already match,
+    an untouched notebook is not marked modified (tests/test_browser.py checks it live)."""
+    import platform
+
+    for nb in NOTEBOOKS:
+        meta = _read(nb).metadata
+        assert meta.kernelspec == {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                   "name": "python3"}, nb.name
+        assert meta.language_info["name"] == "python" and meta.language_info["version"], nb.name
+        assert meta.jupytext["formats"] == "ipynb,py:percent", nb.name
+        header = nb.with_suffix(".py").read_text().split("# ---", 2)[1]
+        assert "display_name: Python 3 (ipykernel)" in header, nb.with_suffix(".py").name
+    versions = {_read(nb).metadata.language_info["version"] for nb in NOTEBOOKS}
+    assert len(versions) == 1, f"notebooks store different Python versions: {versions}"
+    if versions != {platform.python_version()}:
+        import warnings
+
+        warnings.warn(f"notebooks store Python {versions.pop()}, this is {platform.python_version()}: "
+                      "JupyterLab will mark them modified on open", stacklevel=1)
+
+
+def test_pre_commit_config_strips_and_syncs():
+    cfg = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
+    hooks = {h["id"] for repo in cfg["repos"] for h in repo["hooks"]}
+    assert {"nbstripout", "jupytext"} <= hooks

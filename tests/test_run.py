@@ -1,6 +1,7 @@
 """The clkit command: listing, parameter resolution, summaries."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +68,106 @@ def test_papermill_can_parse_every_parameters_cell():
     for nb in run.list_notebooks():
         declared = pm.inspect_notebook(str(run.notebooks_dir() / f"{nb}.ipynb"))
         assert set(declared) == set(run.notebook_parameters(nb)), nb
+
+
+def test_interactive_outputs_go_to_the_working_directory(tmp_path, monkeypatch):
+    """Issue 15 item 1: never inside the installed package; notebooks/ maps to its parent."""
+    from clkit import results
+    from clkit.plot import save_figure
+
+    monkeypatch.delenv("CLKIT_OUT_DIR", raising=False)
+    monkeypatch.delenv("CLKIT_FIGURES_DIR", raising=False)
+    (tmp_path / "notebooks").mkdir()
+    for cwd in (tmp_path, tmp_path / "notebooks"):
+        monkeypatch.chdir(cwd)
+        assert results.results_dir("03_x") == tmp_path / "runs" / "interactive" / "03_x"
+        assert results.figures_dir("03_x") == tmp_path / "figures" / "03_x"
+    rec = results.RunRecord("03_x")
+    rec.log(a=1)
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = plt.figure()
+    path = save_figure(fig, "f", notebook="03_x")
+    plt.close(fig)
+    saved = rec.save()
+    pkg = Path(results.__file__).resolve().parent
+    for p in (saved, path):
+        assert p.resolve().is_relative_to(tmp_path) and not p.resolve().is_relative_to(pkg)
+    monkeypatch.setenv("CLKIT_OUT_DIR", str(tmp_path / "o"))
+    monkeypatch.setenv("CLKIT_FIGURES_DIR", str(tmp_path / "f"))
+    assert results.results_dir("03_x") == tmp_path / "o"
+    assert results.figures_dir("03_x") == tmp_path / "f"
+
+
+def _tiny_notebook(path, fail=False):
+    import nbformat
+
+    v4 = nbformat.v4
+    nb = v4.new_notebook(cells=[
+        v4.new_markdown_cell("# Title"),
+        v4.new_code_cell("n = 1", metadata={"tags": ["parameters"]}),
+        v4.new_markdown_cell("## 1. The `data`"),
+        v4.new_code_cell("x = n + 1"),
+        v4.new_markdown_cell("## 2. Results"),
+        v4.new_code_cell("assert x == 3, 'x'" if fail else "print(x)"),
+    ])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nbformat.write(nb, str(path))
+    return path
+
+
+def test_execute_reports_progress_and_cell_timings(tmp_path, monkeypatch):
+    """Issue 15 item 7: one line per section off a terminal; timings.csv per run."""
+    import io
+
+    from clkit._progress import top_cells
+
+    nb = _tiny_notebook(tmp_path / "tiny.ipynb")
+    err = io.StringIO()
+    monkeypatch.setattr("sys.stderr", err)
+    res = run.execute(nb, tmp_path / "out", {"n": 2}, progress=True)
+    assert res["status"] == "ok"
+    lines = err.getvalue().splitlines()
+    # code cells: parameters, injected parameters, two more = 4; sections entered: Title, 1., 2.
+    assert [ln.split("|")[-1].strip() for ln in lines] == ["Title", "1. The data", "2. Results"]
+    assert lines[0].startswith("[clkit] tiny  0/4 cells") and " 3/4 cells " in lines[-1]
+    rows = run.read_timings(tmp_path / "out" / "timings.csv")
+    assert [r["cell"] for r in rows] == [1, 2, 4, 6]
+    assert rows[1]["first_line"] == "(injected parameters)" and rows[2]["section"] == "1. The data"
+    assert all(r["duration_s"] >= 0 for r in rows)
+    assert top_cells(rows, 1)[0]["duration_s"] == max(r["duration_s"] for r in rows)
+
+
+def test_failed_run_keeps_timings_and_logs_no_kernel_noise(tmp_path, capfd):
+    nb = _tiny_notebook(tmp_path / "tiny.ipynb", fail=True)
+    res = run.execute(nb, tmp_path / "out", {}, progress=False)
+    assert res["status"] == "failed" and res["ename"] == "AssertionError"
+    assert (tmp_path / "out" / "tiny.failed.ipynb").exists()
+    assert len(run.read_timings(tmp_path / "out" / "timings.csv")) == 3
+    captured = capfd.readouterr()
+    assert "KeyboardInterrupt" not in captured.err + captured.out
+    assert "IPKernelApp" not in captured.err + captured.out
+
+
+def test_saved_notebook_shows_finished_progress_as_text(tmp_path):
+    """Issue 15 item 6: a closed clkit.progress bar leaves text, not a widget reference."""
+    import nbformat
+
+    v4 = nbformat.v4
+    nb = v4.new_notebook(cells=[
+        v4.new_code_cell("from clkit.progress import tqdm, trange\nimport tqdm.notebook as tn\n"
+                         "assert issubclass(tqdm, tn.tqdm_notebook)"),
+        v4.new_code_cell("for i in tqdm(range(3), desc='kept'):\n    pass\n"
+                         "for i in trange(2, desc='gone', leave=False):\n    pass\n"
+                         "bar = tqdm(total=4, desc='manual')\nbar.update(2)\nbar.close()"),
+    ])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nbformat.write(nb, str(tmp_path / "bars.ipynb"))
+    assert run.execute(tmp_path / "bars.ipynb", tmp_path / "out", {})["status"] == "ok"
+    outs = nbformat.read(str(tmp_path / "out" / "bars.ipynb"), as_version=4).cells[1].outputs
+    assert all("application/vnd.jupyter.widget-view+json" not in o.get("data", {}) for o in outs)
+    texts = [o["data"]["text/plain"] for o in outs if "data" in o]
+    assert texts[0].startswith("kept: 100%|##########| 3/3")
+    assert texts[1] == ""
+    assert texts[2].startswith("manual:  50%|#####     | 2/4") and texts[2].endswith("(stopped)")

@@ -212,3 +212,64 @@ def test_bps_accepts_raw_boundaries_and_validates_them():
         tk.bps(x, [0, 120, 60, 300], 5, 4)
     with pytest.raises(ValueError, match="beyond the stream length"):
         tk.bps(x, [0, 200, 400], 5, 4)
+
+
+# ---------------------------------------------------------------- exact W1 switch, null stream
+def test_exact_all_pairs_matches_pot_for_unequal_tasks():
+    from clkit.taskification.discrepancy import _SortedStream
+
+    rng = np.random.default_rng(11)
+    x = rng.standard_t(3, size=(500, 3))
+    tau = tk.Taskification([0, 37, 100, 180, 260, 333, 500])
+    D = _SortedStream(x).exact_distances(tau.boundaries)
+    for i, j in [(0, 1), (0, 5), (2, 4), (3, 3)]:
+        si, sj = tau.slices()[i], tau.slices()[j]
+        assert D[i, j] == pytest.approx(np.mean(wasserstein_1d(x[si], x[sj])), abs=1e-12)
+
+
+def test_w1_switches_to_exact_below_eight_quantile_counts():
+    assert tk.EXACT_BELOW_QUANTILES == 8
+    short, long_ = tk.fixed_windows(3000, 500), tk.fixed_windows(3000, 600)
+    assert tk.use_exact(short, num_quantiles=64) and not tk.use_exact(long_, num_quantiles=64)
+    assert tk.use_exact(long_, num_quantiles=128) and not tk.use_exact(short, num_quantiles=64, exact_below=0)
+    assert tk.use_exact(long_, "exact")
+    rng = np.random.default_rng(12)
+    x = rng.standard_t(3, size=(3000, 2)) + np.repeat(rng.normal(size=(30, 2)), 100, axis=0)
+    # below the threshold the default equals exact W1 (matrix and BPS) ...
+    np.testing.assert_allclose(tk.distance_matrix(x, short), tk.distance_matrix(x, short, method="exact"))
+    assert tk.bps(x, short, 40, 6, seed=1) == pytest.approx(tk.bps(x, short, 40, 6, seed=1, method="exact"))
+    # ... and differs from the 64-quantile form it replaces
+    assert tk.bps(x, short, 40, 6, seed=1) != tk.bps(x, short, 40, 6, seed=1, exact_below=0)
+    # above it the default is the quantile form
+    assert tk.bps(x, long_, 40, 6, seed=1) == tk.bps(x, long_, 40, 6, seed=1, exact_below=0)
+    with pytest.raises(ValueError, match="exact_below"):
+        tk.bps(x, long_, 40, 6, exact_below=-1)
+
+
+def test_quantile_error_on_short_tasks_is_what_the_switch_removes():
+    # tasks of 2G steps: the unperturbed split is read exactly by G = 64 levels, its neighbours are not, so the
+    # quantile-form BPS of a noisy stream (small BPS, as on a null stream) is far off (45 % here)
+    x = np.random.default_rng(1).standard_t(3, size=(3000, 2))
+    tau = tk.fixed_windows(3000, 128)
+    exact = tk.bps(x, tau, 20, 20, seed=0, method="exact")
+    quant = tk.bps(x, tau, 20, 20, seed=0, exact_below=0)
+    assert abs(quant - exact) / exact > 0.2
+    assert tk.bps(x, tau, 20, 20, seed=0) == pytest.approx(exact)
+
+
+def test_null_stream_keeps_marginals_and_gives_the_sampling_floor():
+    v = np.random.default_rng(13).normal(size=(2, 600, 3))
+    z = tk.null_stream(v, seed=0)
+    assert z.shape == v.shape
+    for s in range(2):                                   # same rows, other order, per series
+        assert sorted(map(tuple, z[s])) == sorted(map(tuple, v[s])) and not np.array_equal(z[s], v[s])
+    assert np.array_equal(tk.null_stream(v, seed=0), z)
+    # a structured stream (a regime change) is far above its null; the null itself falls with task length
+    cs = tk.case_studies(3000)["changepoint"]
+    near = tk.bps(cs.stream, cs.near, cs.delta, 30, seed=0)
+    assert near > 3 * tk.bps(tk.null_stream(cs.stream, seed=0), cs.near, cs.delta, 30, seed=0)
+    iid = np.random.default_rng(14).normal(size=(6000, 2))
+    nulls = [tk.bps(iid, tk.fixed_windows(6000, w), 100, 30, seed=0) for w in (300, 1200)]
+    assert nulls[0] > nulls[1] > 0
+    with pytest.raises(ValueError, match="values"):
+        tk.null_stream(np.zeros((1, 2, 3, 4)))

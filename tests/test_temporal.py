@@ -170,3 +170,37 @@ def test_accuracy_matrix_is_deterministic_and_upper_triangular():
     assert np.isnan(A1[np.tril_indices(4, -1)]).all() and np.isfinite(A1[np.triu_indices(4)]).all()
     with pytest.raises(ValueError, match="learner"):
         tm.accuracy_matrix(ds, "cumulative")
+
+
+def test_stability_horizon_never_crossed_conventions():
+    # g rows (oracle = diagonal): row 0 crosses at h=2; rows 1-3 never cross.
+    A = np.array([[1.0, 0.95, 0.5, 0.9],
+                  [np.nan, 1.0, 0.95, 0.95],
+                  [np.nan, np.nan, 1.0, 0.99],
+                  [np.nan, np.nan, np.nan, 1.0]])
+    avail = tm.stability_horizon(A, delta=0.9)
+    assert avail.tolist() == [1.0, 2.0, 1.0, 0.0]        # capped at the steps that exist
+    capped = tm.stability_horizon(A, delta=0.9, never_crossed="horizon")
+    assert capped.tolist() == [1.0, 3.0, 3.0, 3.0]       # never crossed -> H = T - 1 = 3
+    # with an explicit horizon H = 2, the paper's FMoW convention reports H
+    assert tm.stability_horizon(A, delta=0.9, horizon=2, never_crossed="horizon").tolist() == [
+        1.0, 2.0, 2.0, 2.0]
+    # the conventions agree on every row that crosses
+    assert capped[0] == avail[0]
+    with pytest.raises(ValueError, match="never_crossed"):
+        tm.stability_horizon(A, delta=0.9, never_crossed="cap")
+
+
+def test_majority_baseline_matrix_hand_example():
+    train = [np.array([0, 0, 1]), np.array([1, 1, 0]), np.array([2, 2, 2])]
+    test = [np.array([0, 1, 1, 1]), np.array([1, 1]), np.array([2, 0])]
+    A = tm.majority_accuracy_matrix(train, test)
+    expected = np.array([[0.25, 0.0, 0.5], [nan, 1.0, 0.0], [nan, nan, 0.5]])
+    np.testing.assert_array_equal(np.isnan(A), np.isnan(expected))
+    np.testing.assert_allclose(A[~np.isnan(A)], expected[~np.isnan(expected)])
+    # a constant predictor that is the oracle of its own period keeps g = 1 only where
+    # the label mix does not move: TAS of the baseline is finite and within [0, 1]
+    tas = tm.temporal_adaptation_score(A, n=1)
+    assert np.all((tas[:-1] >= 0) & (tas[:-1] <= 1))
+    with pytest.raises(ValueError, match="train_labels"):
+        tm.majority_accuracy_matrix([np.array([0])], [])

@@ -9,10 +9,16 @@
 - :mod:`clkit.drift.evaluate` -- online training along a stream with periodic
   evaluation on every latent task's test set, and the Joint upper bound;
 - :mod:`clkit.drift.experiment` -- latent-task splits, the paper's metrics and a
-  grid over methods x stream configurations x seeds.
+  grid over methods x stream configurations x seeds;
+- :mod:`clkit.drift.protocol` -- the two evaluation protocols, ``"text"`` (the
+  paper's description) and ``"authors"`` (its released code);
+- :mod:`clkit.drift.authors` -- the methods as the released code runs them.
 """
 
-from .experiment import LatentTaskSplit, StreamConfig, check_params, run_grid, split_tasks, stream_metrics
+from .experiment import (LatentTaskSplit, StreamConfig, check_params, protocol_data, run_grid, split_tasks,
+                         stream_metrics)
+from .protocol import (AUTHORS_TAU, PROTOCOLS, Protocol, TaskEvaluator, get_protocol, protocol_eval_points,
+                       protocol_metrics)
 from .evaluate import METHODS, StreamRun, eval_points, make_learner, run_stream, task_accuracy, train_joint
 from .cache import build_stream, stream_key
 from .schedule import (DEFAULT_TAU, gaussian_weights, hard_weights, largest_remainder, latent_tasks,
@@ -21,7 +27,9 @@ from .streams import (SAMPLINGS, SETTINGS, Stream, boundary_local_stream, fill_c
                       global_stream, hard_stream)
 
 __all__ = [
-    "LatentTaskSplit", "StreamConfig", "check_params", "run_grid", "split_tasks", "stream_metrics", "METHODS",
+    "LatentTaskSplit", "StreamConfig", "check_params", "protocol_data", "run_grid",
+    "AUTHORS_TAU", "PROTOCOLS", "Protocol", "TaskEvaluator", "get_protocol", "protocol_eval_points",
+    "protocol_metrics", "split_tasks", "stream_metrics", "METHODS",
     "StreamRun", "eval_points", "make_learner", "run_stream", "task_accuracy", "train_joint",
     "build_stream", "stream_key",
     "DEFAULT_TAU", "gaussian_weights", "hard_weights", "largest_remainder", "latent_tasks", "mixing_entropy",

@@ -38,7 +38,7 @@ def _setting_params(setting, sigma, p, k_bl) -> dict:
 
 
 def stream_key(task_nodes, setting: str, *, dataset: str, batch_size: int, sampling: str, seed: int,
-               sigma=None, p=None, k_bl=None) -> str:
+               sigma=None, p=None, k_bl=None, protocol: str = "text") -> str:
     """A readable, unique file stem for one stream configuration.
 
     Examples
@@ -55,12 +55,14 @@ def stream_key(task_nodes, setting: str, *, dataset: str, batch_size: int, sampl
     digest.update(dataset.encode())
     parts = [setting] + [f"{k}={v!r}" for k, v in params.items()] + [f"B={batch_size}", sampling, f"seed={seed}",
                                                                   f"nodes{digest.hexdigest()[:12]}"]
+    if setting == "gaussian" and protocol != "text":  # the schedule differs only for Gaussian mixing
+        parts.append(protocol)
     return "_".join(parts)
 
 
 def build_stream(task_nodes, setting: str, *, dataset: str, batch_size: int = 10, sampling: str = "without",
                  seed: int = 0, sigma: float | None = None, p: float | None = None, k_bl: int | None = None,
-                 cache: bool = True, root=None) -> Stream:
+                 cache: bool = True, root=None, protocol: str = "text") -> Stream:
     """Build (or load from the cache) the stream of one configuration.
 
     Parameters
@@ -82,6 +84,8 @@ def build_stream(task_nodes, setting: str, *, dataset: str, batch_size: int = 10
         Read/write the on-disk cache (``False``: always build, write nothing).
     root : path, optional
         Cache folder (default ``data_root()/drift_streams``).
+    protocol : {"text", "authors"}
+        Schedule convention of the Gaussian setting (:mod:`clkit.drift.protocol`).
 
     Returns
     -------
@@ -102,8 +106,11 @@ def build_stream(task_nodes, setting: str, *, dataset: str, batch_size: int = 10
     batch_size = check_int("batch_size", batch_size, low=1)
     seed = check_int("seed", seed)
     params = _setting_params(setting, sigma, p, k_bl)
+    from .protocol import get_protocol
+
+    protocol = get_protocol(protocol).name
     key = stream_key(task_nodes, setting, dataset=dataset, batch_size=batch_size, sampling=sampling, seed=seed,
-                     sigma=sigma, p=p, k_bl=k_bl)
+                     sigma=sigma, p=p, k_bl=k_bl, protocol=protocol)
     path = Path(root) if root is not None else data_root() / "drift_streams"
     path = path / dataset / f"{key}.npz"
     if cache and path.exists():
@@ -113,7 +120,7 @@ def build_stream(task_nodes, setting: str, *, dataset: str, batch_size: int = 10
             return Stream(z["batches"], z["counts"], z["weights"], setting, meta)
     kw = dict(sampling=sampling, seed=seed)
     if setting == "gaussian":
-        stream = gaussian_stream(task_nodes, batch_size, params["sigma"], **kw)
+        stream = gaussian_stream(task_nodes, batch_size, params["sigma"], protocol=protocol, **kw)
     elif setting == "hard":
         stream = hard_stream(task_nodes, batch_size, **kw)
     elif setting == "global":

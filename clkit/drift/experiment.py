@@ -20,7 +20,8 @@ from .evaluate import METHODS, make_learner, run_stream, train_joint
 from .schedule import DEFAULT_TAU, latent_tasks, mixing_entropy, overlap_index
 from .streams import SAMPLINGS, SETTINGS
 
-__all__ = ["LatentTaskSplit", "split_tasks", "stream_metrics", "StreamConfig", "run_grid", "check_params"]
+__all__ = ["LatentTaskSplit", "split_tasks", "protocol_data", "stream_metrics", "StreamConfig", "run_grid",
+           "check_params"]
 
 
 @dataclass
@@ -39,6 +40,13 @@ class LatentTaskSplit:
     test_idx: np.ndarray
     test_task: np.ndarray
     task_classes: list
+    val_idx: np.ndarray | None = None
+
+    def relabel(self, new_id) -> "LatentTaskSplit":
+        """The split with node ids mapped through ``new_id`` (an array old id -> new id)."""
+        new_id = np.asarray(new_id)
+        return LatentTaskSplit([new_id[np.asarray(t)] for t in self.task_nodes], new_id[self.test_idx],
+                               self.test_task, self.task_classes, None)
 
     @property
     def num_tasks(self) -> int:
@@ -46,8 +54,11 @@ class LatentTaskSplit:
 
 
 def split_tasks(y, classes_per_task: int = 2, test_fraction: float = 0.2, seed: int = 0,
-                drop_remainder: bool = True) -> LatentTaskSplit:
+                drop_remainder: bool = True, val_fraction: float = 0.0) -> LatentTaskSplit:
     """Group classes into latent tasks (label order) and split every class into train/test.
+
+    ``val_fraction`` > 0 also holds out that share of every class as validation nodes
+    (``val_idx``; the authors' protocol splits 60/20/20), which neither stream nor test.
 
     Classes left over when ``classes_per_task`` does not divide the number of
     classes are dropped from both stream and evaluation (``drop_remainder=True``)
@@ -64,11 +75,50 @@ def split_tasks(y, classes_per_task: int = 2, test_fraction: float = 0.2, seed: 
     y = np.asarray(y)
     task_of_class, task_classes = latent_tasks(y, classes_per_task, drop_remainder=drop_remainder)
     train_idx, test_idx = split_per_class(y, test_fraction, seed=seed)
+    val_idx = None
+    if val_fraction:
+        val_fraction = check_real("val_fraction", val_fraction, low=0, high=1 - test_fraction, high_open=True)
+        rest = y.copy()
+        rest[test_idx] = -1
+        train_idx, val_idx = split_per_class(rest, val_fraction / (1 - test_fraction), seed=seed + 1)
     tr_task = task_of_class[y[train_idx]]
     te_task = task_of_class[y[test_idx]]
     keep = te_task >= 0
     return LatentTaskSplit([train_idx[tr_task == k] for k in range(len(task_classes))], test_idx[keep],
-                           te_task[keep], task_classes)
+                           te_task[keep], task_classes, val_idx)
+
+
+def protocol_data(graph, classes_per_task: int = 2, test_fraction: float = 0.2, seed: int = 0,
+                  protocol: str = "text"):
+    """The graph the learners see and its latent-task split under ``protocol``.
+
+    ``"text"``: the whole graph, a per-class train/test split. ``"authors"``: a 60/20/20
+    split (with ``test_fraction`` = 0.2) and the graph induced on the stream and test
+    nodes of the latent tasks (the authors' merged training subgraph; validation nodes
+    and dropped classes are left out), nodes renumbered.
+
+    Examples
+    --------
+    >>> from clkit.data.graphs import csbm
+    >>> g = csbm(200, 4, seed=0)
+    >>> g2, s2 = protocol_data(g, 2, 0.2, protocol="authors")
+    >>> g2.num_nodes == sum(map(len, s2.task_nodes)) + len(s2.test_idx), round(g2.num_nodes / 200, 1)
+    (True, 0.8)
+    """
+    from .protocol import get_protocol, induced_subgraph
+    from ..data.graphs import GraphData
+
+    p = get_protocol(protocol)
+    y = graph.y.numpy()
+    split = split_tasks(y, classes_per_task, test_fraction, seed=seed, val_fraction=p.val_fraction)
+    if not p.induced_subgraph:
+        return graph, split
+    keep = np.sort(np.concatenate([*split.task_nodes, split.test_idx]))
+    new_id = np.full(graph.num_nodes, -1, dtype=np.int64)
+    new_id[keep] = np.arange(keep.size)
+    sub = GraphData(graph.x[keep], induced_subgraph(graph.edge_index, keep), graph.y[keep], graph.name,
+                    graph.source)
+    return sub, split.relabel(new_id)
 
 
 def stream_metrics(acc) -> dict:
@@ -110,7 +160,7 @@ class StreamConfig:
 
 def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: int = 256, lr: float = 5e-3,
              memory_size: int = 100, eval_every: int = 10, joint_epochs: int = 50, tau: float = DEFAULT_TAU,
-             dataset: str = "graph", cache: bool = True, progress: bool = True):
+             dataset: str = "graph", cache: bool = True, progress: bool = True, protocol: str = "text"):
     """Run every method on every configuration and seed (each stream built once per config and seed).
 
     Parameters
@@ -126,60 +176,92 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
     hidden, lr, memory_size, eval_every, joint_epochs : learner settings.
     tau : float
         Overlap-index threshold.
+    protocol : {"text", "authors"}
+        Evaluation protocol (:mod:`clkit.drift.protocol`); ``graph`` and ``split``
+        should come from :func:`protocol_data` with the same protocol.
 
     Returns
     -------
     rows : list of dict
         One per (config, method, seed): config fields, ``method``, ``seed``,
-        ``overlap``, ``entropy`` and the four metrics.
+        ``overlap``, ``entropy``, the four metrics, ``protocol`` and, for MAS*,
+        ``detector_firings`` (importance updates).
     curves : dict
         ``(config, method, seed) -> (eval_batches, acc)`` with ``acc`` of shape (num_evals, num_tasks).
     streams : dict
         ``(config, seed) -> Stream``.
     """
-    from ..models.gcn import GCN
+    from ..models.gcn import GCN, AuthorsGCN
+    from .authors import make_authors_learner
+    from .protocol import TaskEvaluator, _even, get_protocol, protocol_metrics
 
+    p = get_protocol(protocol)
     methods = check_choices("methods", list(methods), METHODS)
     rows, curves, streams = [], {}, {}
     C = graph.num_classes
-    joint_cache: dict[int, np.ndarray] = {}
+    evaluator = TaskEvaluator(graph.edge_index, graph.y, split, p)
+
+    def new_model(seed):
+        with torch_seeded(seed):
+            if p.backbone == "authors":
+                return AuthorsGCN(graph.x, graph.edge_index, C, hidden=hidden, seed=seed)
+            return GCN(graph.x, graph.edge_index, C, hidden=hidden)
+
+    joint_cache: dict[int, tuple] = {}
     todo = [(c, s) for c in configs for s in seeds]
     it = todo
     if progress:
-        from tqdm.auto import tqdm
+        from ..progress import tqdm
 
-        it = tqdm(todo, desc="streams")
+        it = tqdm(todo, desc=f"streams ({p.name})")
     for cfg, seed in it:
         stream = build_stream(split.task_nodes, cfg.setting, dataset=dataset, batch_size=cfg.batch_size,
                               sampling=cfg.sampling, seed=seed, sigma=cfg.sigma, p=cfg.p, k_bl=cfg.k_bl,
-                              cache=cache)
+                              cache=cache, protocol=p.name)
         streams[(cfg, seed)] = stream
         ov, ent = overlap_index(stream.weights, tau), mixing_entropy(stream.weights)
         for method in methods:
+            firings = float("nan")
             if method == "joint":
                 if seed not in joint_cache:
-                    joint_cache[seed] = train_joint(lambda: GCN(graph.x, graph.edge_index, C, hidden=hidden), graph.y,
-                                                    np.concatenate(split.task_nodes), split.test_idx,
-                                                    split.test_task, split.num_tasks, epochs=joint_epochs, lr=lr,
-                                                    seed=seed)
-                final = joint_cache[seed]
-                m = {"AA": float(np.nanmean(final)), "AF": float("nan"), "A_AUC": float(np.nanmean(final)),
-                     "AF_s": float("nan")}
+                    acc, pooled = train_joint(lambda: new_model(seed), graph.y, np.concatenate(split.task_nodes),
+                                              split.test_idx, split.test_task, split.num_tasks,
+                                              epochs=p.joint_epochs or joint_epochs,
+                                              batch_size=p.joint_batch_size, lr=lr, seed=seed,
+                                              weight_decay=p.weight_decay, evaluator=evaluator)
+                    joint_cache[seed] = (acc, pooled)
+                acc, pooled = joint_cache[seed]
+                final = pooled if p.pooled else float(np.nanmean(acc))
+                m = {"AA": final, "AF": float("nan"), "A_AUC": final, "AF_s": float("nan")}
             else:
-                with torch_seeded(seed):
-                    model = GCN(graph.x, graph.edge_index, C, hidden=hidden)
-                learner = make_learner(method, model, lr=lr, memory_size=memory_size, seed=seed)
-                run = run_stream(learner, stream, graph.y, split.test_idx, split.test_task, eval_every=eval_every)
+                model = new_model(seed)
+                if p.name == "authors":
+                    learner = make_authors_learner(method, model, lr=lr, memory_size=memory_size, seed=seed,
+                                                   weight_decay=p.weight_decay)
+                else:
+                    learner = make_learner(method, model, lr=lr, memory_size=memory_size, seed=seed)
+                before = None
+                if p.seen_class_loss:
+                    def before(idx, yb, model=model):
+                        top = int(yb.max()) + 1
+                        model.logit_limit = max(model.logit_limit or 0, _even(top))
+                run = run_stream(learner, stream, graph.y, split.test_idx, split.test_task, eval_every=eval_every,
+                                 evaluator=evaluator, eval_at_start=p.eval_at_start, before_step=before)
                 curves[(cfg, method, seed)] = (run.eval_batches, run.acc)
-                m = stream_metrics(run.acc)
+                m = protocol_metrics(run.acc, run.pooled, p, weights=stream.weights, eval_batches=run.eval_batches,
+                                     hard=cfg.setting != "gaussian")
+                if method == "mas_star":
+                    firings = float(learner.num_updates)
             rows.append({"config": cfg.label(), "setting": cfg.setting, "sigma": cfg.sigma, "p": cfg.p,
                          "k_bl": cfg.k_bl, "batch_size": cfg.batch_size, "sampling": cfg.sampling,
-                         "method": method, "seed": seed, "overlap": ov, "entropy": ent, **m})
+                         "method": method, "seed": seed, "overlap": ov, "entropy": ent, "protocol": p.name,
+                         "detector_firings": firings, **m})
     return rows, curves, streams
 
 
 def check_params(*, dataset, setting, sigma, sigmas, p, k_bl, batch_size, batch_sizes, sampling, methods, memory_size,
-                 eval_every, seeds, classes_per_task, tau, hidden, lr, joint_epochs, test_fraction, **_):
+                 eval_every, seeds, classes_per_task, tau, hidden, lr, joint_epochs, test_fraction,
+                 protocol="text", **_):
     """Validate notebook 05_drift's parameters; raises ``ValueError``/``TypeError`` naming the parameter.
 
     Examples
@@ -193,8 +275,16 @@ def check_params(*, dataset, setting, sigma, sigmas, p, k_bl, batch_size, batch_
     ValueError: sigma must be a number > 0, got 0.0
     """
     from ..data.graphs import GRAPH_DATASETS
+    from .protocol import PROTOCOLS
 
-    check_choice("dataset", dataset, GRAPH_DATASETS)
+    check_choice("dataset", dataset, ["auto", *GRAPH_DATASETS])
+    if isinstance(protocol, (list, tuple)):
+        if not protocol:
+            raise ValueError("protocol must name at least one of ['text', 'authors'], got []")
+        for name in protocol:
+            check_choice("protocol", name, PROTOCOLS)
+    else:
+        check_choice("protocol", protocol, PROTOCOLS)
     check_choice("setting", setting, SETTINGS)
     check_real("sigma", sigma, low=0, low_open=True)
     check_type("sigmas", sigmas, list)

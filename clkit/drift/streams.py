@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validate import check_choice, check_int, check_real
-from .schedule import gaussian_weights, hard_weights, largest_remainder, task_centers
+from .schedule import hard_weights, task_centers
 
 __all__ = [
     "Stream",
@@ -154,7 +154,7 @@ def _counts_from_nodes(batches, node_task, K):
 
 
 def gaussian_stream(task_nodes, batch_size: int, sigma: float, *, sampling: str = "without",
-                    seed: int = 0) -> Stream:
+                    seed: int = 0, protocol: str = "text") -> Stream:
     """Gaussian-mixing stream (Eqs. 9, 10 and 5).
 
     Parameters
@@ -167,6 +167,9 @@ def gaussian_stream(task_nodes, batch_size: int, sigma: float, *, sampling: str 
     sampling : {"without", "with"}
     seed : int
         Seeds the stream generator (kept separate from any method's generator).
+    protocol : {"text", "authors"}
+        Batch ``t`` evaluated at its midpoint (text) or at integer ``t`` with the
+        authors' arithmetic and tie rule (:func:`clkit.drift.protocol.schedule`).
 
     Examples
     --------
@@ -176,12 +179,13 @@ def gaussian_stream(task_nodes, batch_size: int, sigma: float, *, sampling: str 
     """
     batch_size, sizes = _check_common(task_nodes, batch_size, sampling)
     sigma = check_real("sigma", sigma, low=0, low_open=True)
-    mu, _, T = task_centers(sizes, batch_size)
-    w = gaussian_weights(mu, T, sigma)
-    counts = largest_remainder(w, batch_size)
+    from .protocol import schedule
+
+    w, counts = schedule(sizes, batch_size, sigma, protocol)
     rng = np.random.default_rng(seed)
     batches = fill_counts(task_nodes, counts, sampling=sampling, rng=rng)
-    return Stream(batches, counts, w, "gaussian", {"sigma": sigma, "sampling": sampling, "seed": seed})
+    return Stream(batches, counts, w, "gaussian", {"sigma": sigma, "sampling": sampling, "seed": seed,
+                                                   "protocol": protocol})
 
 
 def hard_stream(task_nodes, batch_size: int, *, sampling: str = "without", seed: int = 0) -> Stream:

@@ -1,10 +1,16 @@
 """EDGE: extreme class sequences for evaluating class-incremental learning.
 
-Paper: "EDGE: Extreme case-based Distribution & Generalization Evaluation" (see
-``shared/papers.md``). Modules:
+Paper: G. Lai, D.-W. Zhou, X. Yang, H.-J. Ye, "The Lie of the Average: How Class
+Incremental Learning Evaluation Deceives You?" (the EDGE protocol: Extreme case-based
+Distribution & Generalization Evaluation), ICLR 2026 submission,
+https://openreview.net/forum?id=19LHXi9uLw; authors' code https://github.com/AIGNLAI/EDGE.
+Modules:
 
 - :mod:`clkit.edge.combinatorics` -- |Omega| (Lemma 1), enumeration, RS sampling;
 - :mod:`clkit.edge.similarity` -- class similarity from names via a text encoder;
+- :mod:`clkit.edge.data_similarity` -- class similarity from data (class-mean features or
+  confusions of a model; a random null);
+- :mod:`clkit.edge.compare` -- similarity sources compared on the enumerable setting;
 - :mod:`clkit.edge.sequences` -- S(O) (Eq. 5), hard / easy sequences, percentiles;
 - :mod:`clkit.edge.estimation` -- Gaussian estimates, JSD / W to the truth, extremes,
   ranking distance, Theorem 1-2 sample sizes, normality tests, correlations;
@@ -14,9 +20,11 @@ Paper: "EDGE: Extreme case-based Distribution & Generalization Evaluation" (see
 
 from .combinatorics import (RS_SEEDS, canonical, check_sequence, enumerate_sequences, log_num_sequences,
                             num_sequences, random_sequences)
-from .sequences import (check_similarity, default_granularities, easy_sequence, hard_sequence,
+from .sequences import (check_similarity, default_granularities, easy_sequence, generalised_scores, hard_sequence,
+                        intra_task_scores,
                         inter_task_similarity, random_scores, score_percentile, sequence_score,
                         sequence_scores)
+from .data_similarity import DATA_SOURCES, SOURCES, data_class_similarity
 from .similarity import (DEFAULT_TEMPLATES, ENCODERS, ClassSimilarity, EncoderUnavailableError,
                          class_similarity, cosine_similarity, encode_texts, prototype_similarity,
                          similarity_agreement)
@@ -24,8 +32,10 @@ from .similarity import (DEFAULT_TEMPLATES, ENCODERS, ClassSimilarity, EncoderUn
 __all__ = [
     "RS_SEEDS", "canonical", "check_sequence", "enumerate_sequences", "log_num_sequences",
     "num_sequences", "random_sequences",
-    "check_similarity", "default_granularities", "easy_sequence", "hard_sequence",
+    "check_similarity", "default_granularities", "easy_sequence", "generalised_scores", "hard_sequence",
+    "intra_task_scores",
     "inter_task_similarity", "random_scores", "score_percentile", "sequence_score", "sequence_scores",
     "DEFAULT_TEMPLATES", "ENCODERS", "ClassSimilarity", "EncoderUnavailableError", "class_similarity",
     "cosine_similarity", "encode_texts", "prototype_similarity", "similarity_agreement",
+    "DATA_SOURCES", "SOURCES", "data_class_similarity",
 ]

@@ -149,7 +149,7 @@ def run_learners(data: dict, sequences, learners, config: LearnerConfig = Learne
     seqs = np.asarray(sequences)
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        from ..progress import tqdm
 
         bar = tqdm(total=len(learners) * seqs.shape[1], desc="training all sequences")
     out = {}

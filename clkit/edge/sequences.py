@@ -37,6 +37,7 @@ Choices where the paper leaves details open (documented and tested):
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -53,6 +54,8 @@ __all__ = [
     "easy_sequence",
     "random_scores",
     "score_percentile",
+    "intra_task_scores",
+    "generalised_scores",
     "default_granularities",
 ]
 
@@ -143,6 +146,48 @@ def sequence_score(sim, sequence) -> float:
     return float(sequence_scores(sim, seq[None])[0])
 
 
+def intra_task_scores(sim, sequences) -> np.ndarray:
+    """Intra-task similarity I(O) of many sequences (beyond the paper).
+
+    .. math:: I(O) = \frac{2}{N} \sum_{i=1}^{K} \sum_{\{c, c'\} \subset C_i} \mathrm{Sim}(c, c')
+
+    (unordered pairs of distinct classes within a task; ``(M - 1)`` times their mean,
+    on the same scale as S(O), which is ``M`` times the mean adjacent-task similarity).
+
+    Examples
+    --------
+    >>> sim = np.array([[1, .9, .1, .2], [.9, 1, .3, .4], [.1, .3, 1, .8], [.2, .4, .8, 1]])
+    >>> intra_task_scores(sim, [[[0, 1], [2, 3]]]).round(4).tolist()   # 2/4 * (.9 + .8)
+    [0.85]
+    """
+    sim = check_similarity(sim)
+    seqs = np.asarray(sequences, dtype=np.int64)
+    if seqs.ndim != 3 or seqs.shape[1] * seqs.shape[2] != sim.shape[0]:
+        raise ValueError(f"sequences must have shape (L, K, M) covering the {sim.shape[0]} classes, "
+                         f"got {seqs.shape}")
+    block = sim[seqs[:, :, :, None], seqs[:, :, None, :]].sum(axis=(1, 2, 3)) - np.trace(sim)
+    return block / sim.shape[0]
+
+
+def generalised_scores(sim, sequences, intra_weight: float = 0.0) -> np.ndarray:
+    """``S(O) + intra_weight * I(O)`` for many sequences (``intra_weight=0``: the paper's S).
+
+    A negative weight scores a sequence as easier when its tasks hold *dissimilar*
+    classes (easy to tell apart within a task), a positive one the opposite.
+
+    Examples
+    --------
+    >>> sim = np.array([[1, .9, .1, .2], [.9, 1, .3, .4], [.1, .3, 1, .8], [.2, .4, .8, 1]])
+    >>> generalised_scores(sim, [[[0, 1], [2, 3]]], -1.0).round(4).tolist()   # 0.5 - 0.85
+    [-0.35]
+    """
+    from .._validate import check_real
+
+    w = check_real("intra_weight", intra_weight)
+    out = sequence_scores(sim, sequences)
+    return out + w * intra_task_scores(sim, sequences) if w else out
+
+
 def inter_task_similarity(sim, sequence) -> np.ndarray:
     """ITS matrix: mean similarity between the classes of every pair of tasks.
 
@@ -187,50 +232,74 @@ def _check_granularities(granularities, n, k):
 # --------------------------------------------------------------------------- partitions
 
 def _clusters(sim, granularities):
-    """(labels per granularity, dendrogram leaf order) from average linkage on 1 - sim."""
-    from scipy.cluster.hierarchy import fcluster, leaves_list, linkage
+    """Clusters per granularity from one pass over the average-linkage dendrogram.
+
+    Returns ``{g: [members, ...]}``: the clusters after ``N - g`` merges (exactly
+    ``g`` clusters), members in dendrogram-leaf order, clusters largest first (ties:
+    first leaf). The linkage of the last matrix is cached (hard and easy share it).
+    """
+    from scipy.cluster.hierarchy import leaves_list, linkage
     from scipy.spatial.distance import squareform
 
-    dis = 1.0 - sim
-    np.fill_diagonal(dis, 0.0)
-    dis = np.maximum(dis, 0.0)
-    Z = linkage(squareform(dis, checks=False), method="average")
-    leaves = leaves_list(Z)
-    return {g: fcluster(Z, t=g, criterion="maxclust") for g in granularities}, leaves
+    key = (sim.shape, hash(sim.tobytes()))
+    hit = _LINKAGE_CACHE.get(key)
+    if hit is None:
+        dis = 1.0 - sim
+        np.fill_diagonal(dis, 0.0)
+        dis = np.maximum(dis, 0.0)
+        Z = linkage(squareform(dis, checks=False), method="average")
+        hit = (Z, leaves_list(Z))
+        _LINKAGE_CACHE.clear()
+        _LINKAGE_CACHE[key] = hit
+    Z, leaves = hit
+    n = sim.shape[0]
+    rank = np.empty(n, dtype=np.int64)
+    rank[leaves] = np.arange(n)
+    rank = rank.tolist()
+    want = set(granularities)
+    members = {c: [c] for c in range(n)}
+    out = {}
+
+    def snapshot():
+        return sorted(members.values(), key=lambda mem: (-len(mem), rank[mem[0]]))
+
+    if n in want:
+        out[n] = snapshot()
+    for r, (a, b) in enumerate(Z[:, :2].astype(np.int64).tolist()):
+        members[n + r] = members.pop(a) + members.pop(b)   # left then right: leaf order
+        if n - r - 1 in want:
+            out[n - r - 1] = snapshot()
+    return out
 
 
-def _ordered_clusters(labels, leaves):
-    """Clusters as lists of members in leaf order, largest first (ties: first leaf)."""
-    rank = np.empty_like(leaves)
-    rank[leaves] = np.arange(len(leaves))
-    groups = {}
-    for c in leaves:
-        groups.setdefault(labels[c], []).append(int(c))
-    return sorted(groups.values(), key=lambda members: (-len(members), rank[members[0]]))
+_LINKAGE_CACHE: dict = {}
 
 
-def _hard_partition(labels, leaves, k, m):
+def _hard_partition(clusters, k, m):
     tasks = [[] for _ in range(k)]
-    for members in _ordered_clusters(labels, leaves):
-        rest = list(members)
+    free = [m] * k
+    for members in clusters:
+        rest = members
         while rest:
-            free = np.array([m - len(t) for t in tasks])
-            fits = np.nonzero(free >= len(rest))[0]
-            if len(fits):
-                j = fits[np.argmin(free[fits])]
+            size, j, room = len(rest), -1, m + 1
+            for t in range(k):                            # best fit (first on ties)
+                if size <= free[t] < room:
+                    j, room = t, free[t]
+            if j >= 0:
                 tasks[j].extend(rest)
-                rest = []
-            else:
-                j = int(np.argmax(free))
-                tasks[j].extend(rest[: free[j]])
-                rest = rest[free[j]:]
+                free[j] -= size
+                break
+            j = free.index(max(free))                     # emptiest task (first on ties)
+            tasks[j].extend(rest[: free[j]])
+            rest = rest[free[j]:]
+            free[j] = 0
     return np.array(tasks, dtype=np.int64)
 
 
-def _easy_partition(labels, leaves, k, m):
+def _easy_partition(clusters, k, m):
     tasks = [[] for _ in range(k)]
     j = 0
-    for members in _ordered_clusters(labels, leaves):
+    for members in clusters:
         for c in members:
             while len(tasks[j]) >= m:
                 j = (j + 1) % k
@@ -248,18 +317,18 @@ def _greedy_orders(X, sign):
     off = Y.copy()
     np.fill_diagonal(off, 0.0)
     start = int(np.argmin(off.sum(axis=1)))
+    Yl = Y.tolist()
     orders = []
     for variant in ("last", "all"):
-        order, left = [start], set(range(k)) - {start}
+        order, left = [start], [j for j in range(k) if j != start]
+        cost = list(Yl[start])                 # "all": summed cost to the tasks chosen so far
         while left:
-            cand = sorted(left)
-            if variant == "last":
-                cost = Y[order[-1], cand]
-            else:
-                cost = Y[np.ix_(order, cand)].sum(axis=0)
-            nxt = cand[int(np.argmin(cost))]
+            row = Yl[order[-1]] if variant == "last" else cost
+            nxt = min(left, key=row.__getitem__)   # first minimum in ascending task index
             order.append(nxt)
-            left.discard(nxt)
+            left.remove(nxt)
+            if variant == "all":
+                cost = [a + b for a, b in zip(cost, Yl[nxt])]
         orders.append(order)
     return orders
 
@@ -278,6 +347,16 @@ def _path_cost(Y, order):
     return float(Y[order[:-1], order[1:]].sum())
 
 
+@functools.lru_cache(maxsize=16)
+def _subset_layers(k):
+    """Subsets of range(k) as bit masks, grouped by size (index = size)."""
+    masks = np.arange(1 << k)
+    pop = np.zeros(1 << k, dtype=np.int64)
+    for b in range(k):
+        pop += (masks >> b) & 1
+    return [masks[pop == r] for r in range(k + 1)]
+
+
 def _best_order(Y, order):
     """Order of the K tasks minimising the sum of Y over adjacent pairs.
 
@@ -290,17 +369,15 @@ def _best_order(Y, order):
         return list(perms[int(np.argmin(costs))])
     if k <= 12:
         full = 1 << k
+        layers = _subset_layers(k)
         dp = np.full((full, k), np.inf)
         dp[1 << np.arange(k), np.arange(k)] = 0.0
         bits = 1 << np.arange(k)
-        popcount = np.array([bin(x).count("1") for x in range(full)])
-        for r in range(1, k):                      # extend all paths over r tasks by one task
-            masks = np.nonzero(popcount == r)[0]
-            best = (dp[masks][:, :, None] + Y[None]).min(axis=1)          # (n_masks, to)
-            new = masks[:, None] | bits[None, :]
-            free = (masks[:, None] & bits[None, :]) == 0
-            flat = dp.reshape(-1)
-            np.minimum.at(flat, (new * k + np.arange(k)[None, :])[free], best[free])
+        for masks in layers[2:]:                   # pull: best path over `mask` ending at t
+            has = (masks[:, None] & bits[None, :]) != 0                 # (C, K): t in mask
+            prev = np.where(has, masks[:, None] ^ bits[None, :], 0)
+            best = (dp[prev] + Y.T[None]).min(axis=2)                   # min over the previous end j
+            dp[masks] = np.where(has, best, np.inf)
         mask, j = full - 1, int(np.argmin(dp[full - 1]))
         out = [j]
         while mask != (1 << j):                    # backtrack by recomputing the argmin
@@ -324,100 +401,210 @@ def _best_order(Y, order):
 
 # --------------------------------------------------------------------------- local search
 
-def _local_search(W, tasks, max_rounds=10_000):
+def _local_search(W, tasks, max_rounds=10_000, multi=False):
     """Minimise the sum over adjacent tasks of W by class swaps and exact re-ordering.
 
-    Works in *slot* coordinates: slot ``i`` holds class ``idx[i]`` and slots
-    ``p*M .. p*M+M-1`` form the task at position ``p``, so the adjacency and
-    same-task masks are fixed block matrices. With ``Ws = W[idx][:, idx]``,
-    ``As[i, p]`` the summed similarity of slot i to the task at p and
-    ``NB[i, p] = As[i, p-1] + As[i, p+1]``, swapping slots i (task p) and j (task q)
-    changes the objective by ``G[i, q] + G[j, p] - adj(p, q) * (Ws_ii + Ws_jj - 2 Ws_ij)``
-    with ``G[i, r] = NB[i, r] - NB[i, p]``; all N^2 swaps are scored at once and the
-    best is applied (rows / columns of the slot matrices are updated in O(N M)).
+    Incremental best-improvement search. ``A[c, p]`` is the summed W of class c to
+    the classes of the task at position p and ``NB[c, p] = A[c, p-1] + A[c, p+1]``.
+    Swapping class c (task p) with class d (task q) changes the objective by
+
+    ``G[c, q] + G[d, p] - adj(p, q) * (W_cc + W_dd - 2 W_cd)``,
+    ``G[c, r] = NB[c, r] - NB[c, p]``
+
+    (tested against a brute-force rescoring of every swap). For tasks that are not
+    neighbours the two terms are independent, so the best swap between them is the
+    best mover of p into q plus the best mover of q into p (a column minimum per
+    task, O(N K)); only the K - 1 neighbouring pairs need their M x M blocks
+    (O(N M), their correction terms kept up to date per swap). The default applies the
+    single best swap per round. With ``multi=True`` a round applies, best first, every
+    best-per-task-pair swap whose tasks lie two or more positions from the tasks already
+    swapped in that round (their gains are unaffected, so each still improves by exactly
+    its gain): fewer rounds, but it reached a slightly different (not always better) local
+    optimum in benchmarks, so it is off by default. An accepted swap updates
+    two columns of ``A`` in O(N) and four rows / columns of the corrections in O(M). When no swap
+    improves, the exact best task order for the partition is applied (Held-Karp,
+    :func:`_best_order`) and the swaps resume if it changed anything.
     """
+    W = np.asarray(W, dtype=float)
     tasks = np.array(tasks, dtype=np.int64)
     k, m = tasks.shape
     n = k * m
-    spos = np.repeat(np.arange(k), m)
-    ADJ = np.abs(spos[:, None] - spos[None, :]) == 1
-    SAME = spos[:, None] == spos[None, :]
+    idx = tasks.ravel().copy()                          # slot -> class
+    pos = np.empty(n, dtype=np.int64)                   # class -> task position
+    pos[idx] = np.repeat(np.arange(k), m)
+    P = np.zeros((n, k))
+    P[np.arange(n), pos] = 1.0
+    A = W @ P
+    dW = np.diag(W).copy()
+    ar, kp = np.arange(n), np.arange(k - 1)
+    far = np.abs(np.arange(k)[:, None] - np.arange(k)[None, :]) >= 2
+    tol = 1e-9 * max(1.0, float(np.abs(W).max()))
+    NB = np.zeros((n, k))
     rounds = 0
-    idx = tasks.ravel().copy()
-
-    def setup(idx):
-        Ws = W[np.ix_(idx, idx)]
-        d = np.diag(Ws)
-        D2 = d[:, None] + d[None, :] - 2 * Ws
-        PEN = np.where(SAME, np.inf, -(ADJ * D2))
-        As = Ws.reshape(n, k, m).sum(axis=2)
-        return Ws, D2, PEN, As
-
     while True:
-        Ws, D2, PEN, As = setup(idx)
-        moved = False
+        # PEN[t, a, b] = -(W_cc + W_dd - 2 W_cd) for c = slot a of task t, d = slot b of
+        # task t + 1: the correction of a swap between neighbouring tasks
+        C = idx.reshape(k, m)
+        X, Y = C[:-1], C[1:]
+        PEN = 2 * W[X[:, :, None], Y[:, None, :]] - dW[X][:, :, None] - dW[Y][:, None, :]
         while rounds < max_rounds:
-            NB = np.zeros_like(As)
-            NB[:, 1:] += As[:, :-1]
-            NB[:, :-1] += As[:, 1:]
-            G = NB - NB[np.arange(n), spos][:, None]
-            R = np.repeat(G, m, axis=1)
-            gain = R + R.T + PEN
-            flat = int(np.argmin(gain))
-            i, j = divmod(flat, n)
-            if not gain[i, j] < -1e-12:
+            NB[:, 1:] = A[:, :-1]
+            NB[:, 0] = 0.0
+            NB[:, :-1] += A[:, 1:]
+            G = NB - NB[ar, pos][:, None]
+            Gs = G[idx].reshape(k, m, k)                 # Gs[p, i, q]: slot i of task p into q
+            cands = []                                   # (gain, p, i, q, j): best swap per task pair
+            if k > 2:
+                Mn = Gs.min(axis=1)                      # (K, K) best mover of p into q
+                pair = np.where(far, Mn + Mn.T, np.inf)
+                for p, q in zip(*np.nonzero(np.triu(pair < -tol))):
+                    cands.append((pair[p, q], p, None, q, None))
+            gadj = Gs[kp, :, kp + 1][:, :, None] + Gs[kp + 1, :, kp][:, None, :] + PEN
+            flat = gadj.reshape(k - 1, m * m)
+            bi = flat.argmin(axis=1)
+            for t in np.flatnonzero(flat[kp, bi] < -tol):
+                cands.append((flat[t, bi[t]], t, bi[t] // m, t + 1, bi[t] % m))
+            if not cands:
                 break
-            p, q = spos[i], spos[j]
-            idx[[i, j]] = idx[[j, i]]
-            for M_ in (Ws, D2):
-                M_[[i, j]] = M_[[j, i]]
-                M_[:, [i, j]] = M_[:, [j, i]]
-            for r in (i, j):
-                PEN[r] = np.where(SAME[r], np.inf, -(ADJ[r] * D2[r]))
-                PEN[:, r] = PEN[r]
-            As[[i, j]] = As[[j, i]]
-            As[:, p] = Ws[:, p * m:(p + 1) * m].sum(axis=1)
-            As[:, q] = Ws[:, q * m:(q + 1) * m].sum(axis=1)
+            cands.sort(key=lambda c: c[0])
+            if not multi:
+                cands = cands[:1]
+            touched = np.zeros(k + 2, dtype=bool)        # padded: task t is touched[t + 1]
+            for _, p, i, q, j in cands:
+                # swaps between tasks two or more apart from every swapped task are
+                # independent (their gains only read NB columns of their own tasks)
+                if touched[p:p + 3].any() or touched[q:q + 3].any():
+                    continue
+                if i is None:
+                    i, j = int(np.argmin(Gs[p, :, q])), int(np.argmin(Gs[q, :, p]))
+                touched[p + 1] = touched[q + 1] = True
+                c, d = idx[p * m + i], idx[q * m + j]
+                diff = W[:, d] - W[:, c]
+                A[:, p] += diff
+                A[:, q] -= diff
+                idx[p * m + i], idx[q * m + j] = d, c
+                pos[c], pos[d] = q, p
+                C = idx.reshape(k, m)
+                for t, off, cls in ((p, i, d), (q, j, c)):    # the PEN rows / columns of both slots
+                    if t < k - 1:
+                        PEN[t, off, :] = 2 * W[cls, C[t + 1]] - dW[cls] - dW[C[t + 1]]
+                    if t > 0:
+                        PEN[t - 1, :, off] = 2 * W[C[t - 1], cls] - dW[C[t - 1]] - dW[cls]
             rounds += 1
-            moved = True
         # exact best order of the tasks for this partition
-        X = As.reshape(k, m, k).sum(axis=1)           # (K, K) task-to-task sums
-        order = _best_order(X, list(range(k)))
-        if _path_cost(X, order) < _path_cost(X, list(range(k))) - 1e-12:
-            idx = idx.reshape(k, m)[order].ravel().copy()
-            rounds += 1
-            if rounds < max_rounds:
-                continue
-        if not moved or rounds >= max_rounds:
+        T = A[idx].reshape(k, m, k).sum(axis=1)          # (K, K) task-to-task sums
+        order = _best_order(T, list(range(k)))
+        if rounds >= max_rounds or not _path_cost(T, order) < _path_cost(T, list(range(k))) - tol:
             break
+        idx = idx.reshape(k, m)[order].ravel().copy()
+        new_pos = np.empty(k, dtype=np.int64)
+        new_pos[order] = np.arange(k)
+        pos = new_pos[pos]
+        A = A[:, order]
+        rounds += 1
     return idx.reshape(k, m)
 
 
-def _extreme(sim, num_tasks, granularities, improve, sign, exact_limit, num_starts=None):
+def _local_search_dense(W, tasks, T, max_rounds=10_000):
+    """Minimise ``1/2 sum_{c != d} T[pos c, pos d] W[c, d]`` by class swaps and re-ordering.
+
+    ``T`` is a symmetric (K, K) weight on task pairs: 1 for neighbours, ``t`` on the
+    diagonal (pairs inside a task), 0 elsewhere. With ``NB = A @ T`` the swap of c
+    (task p) and d (task q) changes the objective by
+
+    ``NB[c,q] - NB[c,p] - W_cc (T_pq - T_pp) + NB[d,p] - NB[d,q] - W_dd (T_pq - T_qq)
+    - (T_pp + T_qq - 2 T_pq) W_cd``;
+
+    all N^2 swaps are scored at once (tested against brute-force rescoring). Used when
+    the score has an intra-task term (the within-task term couples every pair of
+    tasks, so the per-task-pair shortcut of :func:`_local_search` does not apply).
+    """
+    W = np.asarray(W, dtype=float)
+    T = np.asarray(T, dtype=float)
+    tasks = np.array(tasks, dtype=np.int64)
+    k, m = tasks.shape
+    n = k * m
+    idx = tasks.ravel().copy()
+    pos = np.empty(n, dtype=np.int64)
+    pos[idx] = np.repeat(np.arange(k), m)
+    P = np.zeros((n, k))
+    P[np.arange(n), pos] = 1.0
+    A = W @ P
+    dW = np.diag(W).copy()
+    ar = np.arange(n)
+    tol = 1e-9 * max(1.0, float(np.abs(W).max()) * max(1.0, float(np.abs(T).max())))
+    rounds = 0
+    while True:
+        while rounds < max_rounds:
+            NB = A @ T
+            H = NB[:, pos]                                  # H[c, d] = NB[c, pos d]
+            own = NB[ar, pos]
+            Tpq = T[pos][:, pos]
+            Tpp = np.diag(T)[pos]
+            half = H - own[:, None] - dW[:, None] * (Tpq - Tpp[:, None])
+            gain = half + half.T - (Tpp[:, None] + Tpp[None, :] - 2 * Tpq) * W
+            gain[pos[:, None] == pos[None, :]] = np.inf
+            f = int(np.argmin(gain))
+            if not gain.flat[f] < -tol:
+                break
+            c, d = divmod(f, n)
+            p, q = pos[c], pos[d]
+            diff = W[:, d] - W[:, c]
+            A[:, p] += diff
+            A[:, q] -= diff
+            i, j = int(np.flatnonzero(idx == c)[0]), int(np.flatnonzero(idx == d)[0])
+            idx[i], idx[j] = d, c
+            pos[c], pos[d] = q, p
+            rounds += 1
+        Xs = A[idx].reshape(k, m, k).sum(axis=1)            # intra term does not depend on order
+        order = _best_order(Xs, list(range(k)))
+        if rounds >= max_rounds or not _path_cost(Xs, order) < _path_cost(Xs, list(range(k))) - tol:
+            break
+        idx = idx.reshape(k, m)[order].ravel().copy()
+        new_pos = np.empty(k, dtype=np.int64)
+        new_pos[order] = np.arange(k)
+        pos = new_pos[pos]
+        A = A[:, order]
+        rounds += 1
+    return idx.reshape(k, m)
+
+
+def _extreme(sim, num_tasks, granularities, improve, sign, exact_limit, num_starts=None, intra_weight=0.0):
+    from .._validate import check_real
     from .combinatorics import enumerate_sequences, num_sequences
 
     sim = check_similarity(sim)
     n, k, m = check_num_tasks(sim.shape[0], num_tasks)
     exact_limit = check_int("exact_limit", exact_limit, low=0)
+    w = check_real("intra_weight", intra_weight)
     if num_starts is None:
         num_starts = 3 if n <= 64 else 1
     gs = _check_granularities(granularities, n, k)
-    labels, leaves = _clusters(sim, gs)
+    clusters = _clusters(sim, gs)
     make = _hard_partition if sign > 0 else _easy_partition
-    cands = []
+    cands, seen_parts = [], {}
     for g in gs:
-        tasks = make(labels[g], leaves, k, m)
+        tasks = make(clusters[g], k, m)
+        key = tasks.tobytes()
+        if key in seen_parts:            # same partition as a coarser/finer granularity
+            continue
+        seen_parts[key] = g
         X = _task_sums(sim, tasks)
         for order in _greedy_orders(X, sign):
             seq = canonical(tasks[order])
             cands.append((_path_cost(X, order) * _coef(n, k), g, seq))
-    cands.sort(key=lambda c: sign * c[0])
+    if w:                                # rank the candidates by the generalised score
+        objs = generalised_scores(sim, np.stack([c[2] for c in cands]), w)
+        order_c = np.argsort(sign * objs, kind="stable")
+        cands = [cands[i] for i in order_c]
+    else:
+        cands.sort(key=lambda c: sign * c[0])
     best_s, best_g, best = cands[0]
     info = {"paper_sequence": best.tolist(), "paper_score": float(best_s), "granularity": best_g,
-            "granularities": gs, "method": "paper"}
+            "granularities": gs, "method": "paper", "intra_weight": w}
     if improve and num_sequences(n, k) <= exact_limit:
         allseq = enumerate_sequences(n, k)
-        scores = sequence_scores(sim, allseq)
+        scores = generalised_scores(sim, allseq, w)
         best = allseq[int(np.argmin(sign * scores))]
         info["method"] = "exhaustive"
     elif improve:
@@ -431,15 +618,21 @@ def _extreme(sim, num_tasks, granularities, improve, sign, exact_limit, num_star
                 starts.append(seq)
             if len(starts) == num_starts:
                 break
-        results = [canonical(_local_search(sign * sim, st)) for st in starts]
-        scores = [_path_cost(_task_sums(sim, r), range(k)) * _coef(n, k) for r in results]
-        best = results[int(np.argmin(sign * np.array(scores)))]
+        if w:
+            T = (np.abs(np.arange(k)[:, None] - np.arange(k)[None, :]) == 1).astype(float)
+            np.fill_diagonal(T, w * 2 * (k - 1) / k)
+            results = [canonical(_local_search_dense(sign * sim, st, T)) for st in starts]
+        else:
+            results = [canonical(_local_search(sign * sim, st)) for st in starts]
+        scores = generalised_scores(sim, np.stack(results), w)
+        best = results[int(np.argmin(sign * scores))]
     info["score"] = float(sequence_scores(sim, best[None])[0])
+    info["objective"] = float(generalised_scores(sim, best[None], w)[0])
     return best, info
 
 
 def hard_sequence(sim, num_tasks: int, *, granularities=None, improve: bool = True,
-                  exact_limit: int = 20_000, return_info: bool = False):
+                  exact_limit: int = 20_000, intra_weight: float = 0.0, return_info: bool = False):
     """The hardest class sequence found: minimal inter-task similarity S(O).
 
     Parameters
@@ -456,9 +649,15 @@ def hard_sequence(sim, num_tasks: int, *, granularities=None, improve: bool = Tr
         Algorithm 1 candidate is returned as is.
     exact_limit : int
         Largest number of sequences scored exhaustively (0: always local search).
+    intra_weight : float
+        0 (default): the paper's S(O). Otherwise optimise the generalised score
+        ``S(O) + intra_weight * I(O)`` (:func:`generalised_scores`; beyond the paper):
+        the paper's candidates are ranked by it and the local search scores every
+        swap with the intra-task term (O(N^2) per swap).
     return_info : bool
         Also return a dict with ``paper_sequence``, ``paper_score`` (the paper's
-        candidate and its S), ``score``, ``method`` and the chosen ``granularity``.
+        candidate and its S), ``score`` (S of the result), ``objective`` (its
+        generalised score), ``method`` and the chosen ``granularity``.
 
     Returns
     -------
@@ -471,12 +670,12 @@ def hard_sequence(sim, num_tasks: int, *, granularities=None, improve: bool = Tr
     >>> hard_sequence(sim, 2).tolist()   # similar classes together in a task
     [[0, 1], [2, 3]]
     """
-    seq, info = _extreme(sim, num_tasks, granularities, improve, +1, exact_limit)
+    seq, info = _extreme(sim, num_tasks, granularities, improve, +1, exact_limit, intra_weight=intra_weight)
     return (seq, info) if return_info else seq
 
 
 def easy_sequence(sim, num_tasks: int, *, granularities=None, improve: bool = True,
-                  exact_limit: int = 20_000, return_info: bool = False):
+                  exact_limit: int = 20_000, intra_weight: float = 0.0, return_info: bool = False):
     """The easiest class sequence found: maximal inter-task similarity S(O).
 
     Same parameters and return value as :func:`hard_sequence` (Algorithm 2 of the paper,
@@ -488,7 +687,7 @@ def easy_sequence(sim, num_tasks: int, *, granularities=None, improve: bool = Tr
     >>> easy_sequence(sim, 2).tolist()   # similar classes split across adjacent tasks
     [[0, 2], [1, 3]]
     """
-    seq, info = _extreme(sim, num_tasks, granularities, improve, -1, exact_limit)
+    seq, info = _extreme(sim, num_tasks, granularities, improve, -1, exact_limit, intra_weight=intra_weight)
     return (seq, info) if return_info else seq
 
 

@@ -316,15 +316,22 @@ def _class_embeddings(encode, names, templates, captions):
     return E.reshape(len(names), len(templates), -1).mean(axis=1)
 
 
-def class_similarity(class_names, encoder="auto", *, templates=DEFAULT_TEMPLATES, captions=None,
-                     clip_model: str = "ViT-B-16", clip_pretrained: str = "openai",
-                     cache: bool = True) -> ClassSimilarity:
-    """Cosine similarity between class names embedded by a text encoder.
+def class_similarity(class_names=None, encoder="auto", *, source: str = "names", templates=DEFAULT_TEMPLATES,
+                     captions=None, clip_model: str = "ViT-B-16", clip_pretrained: str = "openai",
+                     cache: bool = True, **data) -> ClassSimilarity:
+    """Class similarity: from class names through a text encoder (the paper), or from data.
+
+    ``source="names"`` (default) embeds the names; ``"features"``, ``"confusion"``
+    and ``"random"`` are computed by :func:`clkit.edge.data_similarity.data_class_similarity`
+    from labelled inputs / a model (keyword arguments ``x``, ``y``, ``backbone``,
+    ``features``, ``confusion``, ``num_classes``, ``hidden``, ``epochs``, ``holdout``,
+    ``seed`` ... are passed on; see that module for what each costs and needs).
 
     Parameters
     ----------
     class_names : list of str, length N
-        Distinct class names.
+        Distinct class names (required for ``source="names"``).
+    source : {"names", "features", "confusion", "random"}
     encoder : {"auto", "clip", "minilm", "glove"} or callable
         See the module docstring.
     templates : sequence of str
@@ -350,6 +357,17 @@ def class_similarity(class_names, encoder="auto", *, templates=DEFAULT_TEMPLATES
     >>> res.encoder, res.matrix.shape
     ('callable', (2, 2))
     """
+    from .data_similarity import SOURCES, data_class_similarity
+
+    if not isinstance(source, str):
+        raise TypeError(f"source must be one of {list(SOURCES)}, got {source!r}")
+    check_choice("source", source, SOURCES)
+    if source != "names":
+        return data_class_similarity(source, class_names=class_names, **data)
+    if data:
+        raise TypeError(f"class_similarity(source='names') takes no data arguments, got {sorted(data)}")
+    if class_names is None:
+        raise ValueError("class_similarity(source='names') needs class_names")
     names = check_class_names(class_names)
     if isinstance(templates, str) or not isinstance(templates, (list, tuple)) or not templates:
         raise TypeError(f"templates must be a non-empty list of strings with '{{}}', got {templates!r}")

@@ -24,7 +24,7 @@ from torch import nn
 
 from .._validate import check_int
 
-__all__ = ["GCN", "normalized_adjacency"]
+__all__ = ["GCN", "AuthorsGCN", "normalized_adjacency", "sum_adjacency"]
 
 
 def normalized_adjacency(edge_index: torch.Tensor, num_nodes: int):
@@ -64,6 +64,22 @@ def normalized_adjacency(edge_index: torch.Tensor, num_nodes: int):
     return crow, src.contiguous(), w.float().contiguous()
 
 
+def sum_adjacency(edge_index: torch.Tensor, num_nodes: int):
+    """CSR arrays of :math:`A + I` with unit weights (un-normalised neighbour sums).
+
+    The same sparsity pattern as :func:`normalized_adjacency` (self-loops replaced
+    by unit ones), every value 1: the aggregation of DRIFT's released "GCN" layer.
+
+    Examples
+    --------
+    >>> crow, col, val = sum_adjacency(torch.tensor([[0, 1], [1, 0]]), 3)
+    >>> crow.tolist(), col.tolist(), val.tolist()
+    ([0, 2, 4, 5], [0, 1, 0, 1, 2], [1.0, 1.0, 1.0, 1.0, 1.0])
+    """
+    crow, col, val = normalized_adjacency(edge_index, num_nodes)
+    return crow, col, torch.ones_like(val)
+
+
 def _csr(crow, col, val, n):
     with warnings.catch_warnings():  # "sparse CSR support is in beta"
         warnings.simplefilter("ignore", UserWarning)
@@ -92,6 +108,10 @@ class GCN(nn.Module):
     True
     """
 
+    #: Â's normalisation (``False``: un-normalised sums over A + I) and the layers' bias
+    normalize = True
+    bias = True
+
     def __init__(self, x: torch.Tensor, edge_index: torch.Tensor, num_classes: int, hidden: int = 256):
         super().__init__()
         x = torch.as_tensor(x, dtype=torch.float32)
@@ -99,14 +119,18 @@ class GCN(nn.Module):
         check_int("num_classes", num_classes, low=1)
         check_int("hidden", hidden, low=1)
         self.num_nodes = n
-        crow, col, val = normalized_adjacency(torch.as_tensor(edge_index, dtype=torch.int64), n)
+        adjacency = normalized_adjacency if self.normalize else sum_adjacency
+        crow, col, val = adjacency(torch.as_tensor(edge_index, dtype=torch.int64), n)
         self.register_buffer("x", x, persistent=False)
         self.register_buffer("crow", crow, persistent=False)
         self.register_buffer("col", col, persistent=False)
         self.register_buffer("val", val, persistent=False)
         self.register_buffer("ax", self._spmm(x), persistent=False)
-        self.lin1 = nn.Linear(x.shape[1], hidden)
-        self.head = nn.Linear(hidden, num_classes)
+        self.lin1 = nn.Linear(x.shape[1], hidden, bias=self.bias)
+        self.head = nn.Linear(hidden, num_classes, bias=self.bias)
+        #: when set, logits of classes >= logit_limit are masked to -inf in forward / forward_subgraph
+        #: (the loss over the classes seen so far); None = every class
+        self.logit_limit: int | None = None
 
     # ------------------------------------------------------------ propagation
     def _adj(self):
@@ -132,8 +156,23 @@ class GCN(nn.Module):
         return torch.relu(self.lin1(ax))
 
     def embed(self, idx: torch.Tensor) -> torch.Tensor:
-        """Penultimate representation ``(Â H)[idx]``, shape (len(idx), hidden); ``head`` maps it to logits."""
+        """Penultimate representation ``(Â H)[idx]``, shape (len(idx), hidden); ``head`` maps it to logits.
+
+        A negative entry ``-(v + 1)`` stands for node ``v`` entered as an *isolated*
+        node (its edges removed, only its self-loop left): its representation is
+        ``relu(x_v W1 + b1)``. Replayed nodes enter this way in DRIFT's released code.
+        """
         idx = torch.as_tensor(idx, dtype=torch.int64)
+        neg = idx < 0
+        if bool(neg.any()):
+            z = torch.empty(len(idx), self.lin1.out_features, dtype=self.x.dtype, device=self.x.device)
+            pos = ~neg
+            if bool(pos.any()):
+                z = z.index_put((pos.nonzero()[:, 0],), self.embed(idx[pos]))
+            return z.index_put((neg.nonzero()[:, 0],), torch.relu(self.lin1(self.x[-idx[neg] - 1])))
+        return self._embed(idx)
+
+    def _embed(self, idx: torch.Tensor) -> torch.Tensor:
         if len(idx) * 4 >= self.num_nodes:
             return self._spmm(self.hidden_states())[idx]
         rowid, cols, vals = self._rows(idx)
@@ -142,9 +181,15 @@ class GCN(nn.Module):
         z = torch.zeros(len(idx), h.shape[1], dtype=h.dtype, device=h.device)
         return z.index_add_(0, rowid, vals[:, None] * h[inv])
 
+    def _limit(self, out: torch.Tensor) -> torch.Tensor:
+        if self.logit_limit is None or self.logit_limit >= out.shape[1]:
+            return out
+        cols = torch.arange(out.shape[1], device=out.device)
+        return out.masked_fill(cols[None, :] >= self.logit_limit, float("-inf"))
+
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """Logits of nodes ``idx``, shape (len(idx), num_classes)."""
-        return self.head(self.embed(idx))
+        return self._limit(self.head(self.embed(idx)))
 
     def forward_subgraph(self, nodes: torch.Tensor, edge_index: torch.Tensor, centers: torch.Tensor) -> torch.Tensor:
         """Logits of ``centers`` computed on a stored subgraph only (subgraph-memory replay).
@@ -158,10 +203,11 @@ class GCN(nn.Module):
         centers : Tensor of int64, shape (m,)
             Local ids whose logits are returned.
         """
-        crow, col, val = normalized_adjacency(edge_index, len(nodes))
+        adjacency = normalized_adjacency if self.normalize else sum_adjacency
+        crow, col, val = adjacency(edge_index, len(nodes))
         adj = _csr(crow, col, val, len(nodes))
         h = torch.relu(self.lin1(torch.sparse.mm(adj, self.x[nodes])))
-        return self.head(torch.sparse.mm(adj, h)[centers])
+        return self._limit(self.head(torch.sparse.mm(adj, h)[centers]))
 
     def neighbors(self, node: int) -> torch.Tensor:
         """Neighbours of ``node`` (self-loop excluded)."""
@@ -171,3 +217,63 @@ class GCN(nn.Module):
     def degrees(self) -> torch.Tensor:
         """Degree of every node (self-loop excluded), shape (num_nodes,)."""
         return self.crow[1:] - self.crow[:-1] - 1
+
+
+class AuthorsGCN(GCN):
+    """DRIFT's released "GCN" backbone: no bias, un-normalised neighbour sums, sampled neighbourhoods.
+
+    ``logits = S · relu(S X W1) · W2`` with ``S = A + I`` (unit weights, no degree
+    normalisation; DRIFT's ``Backbones/gnnconv.py`` ``GCNLayer`` aggregates with a
+    plain sum and has no bias). In training mode a batch sees *sampled*
+    neighbourhoods, as the authors' DGL ``NeighborSampler([10, 25])`` does: up to
+    ``fanouts[1]`` = 25 in-edges (self-loop included) of every target node, and up to
+    ``fanouts[0]`` = 10 of every node they reach for the first layer, drawn uniformly
+    without replacement. In evaluation mode the full neighbourhood is used.
+
+    Parameters
+    ----------
+    x, edge_index, num_classes, hidden : as :class:`GCN`.
+    fanouts : tuple (first layer, second layer) or None
+        None trains on full neighbourhoods.
+    seed : int
+        Seeds the neighbour sampler's own generator.
+
+    Examples
+    --------
+    >>> x = torch.ones(3, 1)
+    >>> net = AuthorsGCN(x, torch.tensor([[0, 1], [1, 0]]), num_classes=1, hidden=1)
+    >>> with torch.no_grad():
+    ...     _ = net.lin1.weight.fill_(1.0); _ = net.head.weight.fill_(1.0)
+    >>> net.eval()(torch.tensor([0, 2])).flatten().tolist()   # node 0: 2 * (1 + 1); node 2: isolated
+    [4.0, 1.0]
+    """
+
+    normalize = False
+    bias = False
+
+    def __init__(self, x, edge_index, num_classes: int, hidden: int = 256, fanouts=(10, 25), seed: int = 0):
+        super().__init__(x, edge_index, num_classes, hidden=hidden)
+        self.fanouts = None if fanouts is None else tuple(check_int("fanouts", f, low=1) for f in fanouts)
+        self.sampler = torch.Generator().manual_seed(int(seed))
+
+    def _sample(self, idx: torch.Tensor, fanout: int):
+        """Up to ``fanout`` in-edges of each node of ``idx`` (uniform, without replacement)."""
+        rowid, cols, _ = self._rows(idx)
+        keys = torch.rand(len(cols), generator=self.sampler)
+        order = torch.argsort(rowid.double() * 2.0 + keys.double())  # rows in order, random within a row
+        rowid, cols = rowid[order], cols[order]
+        lens = torch.bincount(rowid, minlength=len(idx))
+        rank = torch.arange(len(rowid)) - torch.repeat_interleave(torch.cumsum(lens, 0) - lens, lens)
+        keep = rank < fanout
+        return rowid[keep], cols[keep]
+
+    def _embed(self, idx: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.fanouts is None:
+            return super()._embed(idx)
+        rowid, cols = self._sample(idx, self.fanouts[1])
+        uniq, inv = torch.unique(cols, return_inverse=True)
+        r1, c1 = self._sample(uniq, self.fanouts[0])
+        sx = torch.zeros(len(uniq), self.x.shape[1], dtype=self.x.dtype).index_add_(0, r1, self.x[c1])
+        h = torch.relu(self.lin1(sx))
+        z = torch.zeros(len(idx), h.shape[1], dtype=h.dtype)
+        return z.index_add_(0, rowid, h[inv])

@@ -1,13 +1,31 @@
 """Continual forecasting under a taskification (the paper's Sec. 5.1 protocol).
 
-Every task ``k`` of a taskification holds the windows of all series whose context
-and target lie in ``[t_{k-1}, t_k)``. Inside each task the windows are split in
-time order: the first 80 % of target steps for training, the next 10 % for
-validation, the last 10 % for test (the paper gives the 80/10/10 proportions; the
-chronological order is our choice, so no test step precedes a training step). The
-target of series ``s`` in task ``k`` is divided by its maximum over the task's
-training steps (the paper's per-task target normalisation); inputs are
-standardised per window inside the model.
+Every task ``k`` of a taskification holds the windows of all series whose target
+lies in ``[t_{k-1}, t_k)``. By default the context must lie in the task too
+(``context_across_tasks=False``): the first ``context`` steps of every task give no
+target, which costs a short task a larger share (22 % of a 9-day task at the paper's
+two-day context). The paper does not say; we keep tasks self-contained so that a
+task's windows see no data of another task. ``context_across_tasks=True`` lets a
+context reach back into the previous task (the first task still starts at
+``context``).
+
+Inside each task the target steps are split 80/10/10 (the paper's proportions). The
+paper does not give the order; ``split_order="chronological"`` (default) takes the
+first 80 % of target steps for training, the next 10 % for validation and the last
+10 % for test, so no test step precedes a training step and overlapping windows leak
+little; the price is that the test set is always the task's last 10 %.
+``split_order="random"`` assigns target steps at random (seeded) in the same
+proportions: the test set covers the whole task, but test contexts overlap training
+windows.
+
+The target of series ``s`` in task ``k`` is divided by a per-series maximum
+(``target_scaling="task"``, the paper: the maximum over the task's training steps;
+``"stream"``: the maximum over the whole analysed span, one scale for all tasks).
+The input's target channel is divided by the same number, so inputs and target share
+units (the model's de-normalisation needs this). Per-task scaling changes the units
+of the error from task to task: a task whose training part happens to be low gets a
+small divisor and a large scaled error. :func:`baseline_mse` measures that effect
+with no learning at all.
 
 A strategy from :mod:`clkit.strategies` is trained task after task with AdamW,
 ``ReduceLROnPlateau`` (factor 0.1 after ``lr_patience`` stagnant epochs) and early
@@ -27,13 +45,16 @@ import numpy as np
 import torch
 
 from .._seed import torch_seeded, torch_threads
-from .._validate import check_int, check_real
+from .._validate import check_choice, check_int, check_real
 from ..metrics import average_accuracy, backward_transfer, forgetting
 from ..strategies import Task, make_strategy, take
 from .boundaries import Taskification
 
 __all__ = ["ForecastTask", "make_forecast_tasks", "train_with_early_stopping", "continual_forecasting",
-           "regression_cl_metrics"]
+           "regression_cl_metrics", "baseline_mse", "TARGET_SCALINGS", "SPLIT_ORDERS"]
+
+TARGET_SCALINGS = ["task", "stream"]
+SPLIT_ORDERS = ["chronological", "random"]
 
 
 @dataclass
@@ -46,7 +67,9 @@ class ForecastTask:
 
 
 def make_forecast_tasks(values, taskification: Taskification, context: int, target_index: int, *,
-                        stride: int = 1, split=(0.8, 0.1, 0.1)) -> list[ForecastTask]:
+                        stride: int = 1, split=(0.8, 0.1, 0.1), target_scaling: str = "task",
+                        split_order: str = "chronological", context_across_tasks: bool = False,
+                        seed: int = 0) -> list[ForecastTask]:
     """Cut ``values`` (num_series, T, F) into per-task forecasting windows (next-step target).
 
     Parameters
@@ -60,7 +83,16 @@ def make_forecast_tasks(values, taskification: Taskification, context: int, targ
     stride : int
         Keep every ``stride``-th target step (a cheaper, thinner sample).
     split : tuple of 3 floats
-        Train / validation / test shares of each task's target steps, in time order.
+        Train / validation / test shares of each task's target steps.
+    target_scaling : {"task", "stream"}
+        Divide each series' target (and its input channel) by its maximum over the
+        task's training steps (the paper) or over the whole analysed span.
+    split_order : {"chronological", "random"}
+        Train / validation / test in time order, or target steps drawn at random.
+    context_across_tasks : bool
+        Let a context start in the previous task (see the module docstring).
+    seed : int
+        Seeds the ``"random"`` split.
 
     Returns
     -------
@@ -75,38 +107,105 @@ def make_forecast_tasks(values, taskification: Taskification, context: int, targ
     (2, (64, 10, 3), (64, 1))
     >>> float(tasks[0].train.y.max())     # divided by the training maximum
     1.0
+    >>> len(make_forecast_tasks(v, fixed_windows(100, 50), 10, 0, context_across_tasks=True)[1].train)
+    80
     """
     arr = np.asarray(values, dtype=np.float32)
     if arr.ndim != 3:
         raise ValueError(f"values must have shape (num_series, T, F), got {arr.shape}")
+    if not isinstance(taskification, Taskification):
+        raise TypeError(f"taskification must be a Taskification, got {type(taskification).__name__}")
     S, T, F = arr.shape
     context = check_int("context", context, low=1)
     target_index = check_int("target_index", target_index, low=0, high=F - 1)
     stride = check_int("stride", stride, low=1)
+    target_scaling = check_choice("target_scaling", target_scaling, TARGET_SCALINGS)
+    split_order = check_choice("split_order", split_order, SPLIT_ORDERS)
+    if not isinstance(context_across_tasks, (bool, np.bool_)):
+        raise TypeError(f"context_across_tasks must be True or False, got {context_across_tasks!r}")
+    rng = np.random.default_rng(check_int("seed", seed))
     split = np.asarray(split, dtype=float)
     if split.shape != (3,) or (split <= 0).any() or abs(split.sum() - 1) > 1e-9:
         raise ValueError(f"split must be three positive shares summing to 1, got {split.tolist()}")
     if taskification.boundaries[-1] > T:
         raise ValueError(f"taskification ends at {int(taskification.boundaries[-1])}, beyond T={T}")
-    short = taskification.lengths.min()
-    if short < context + 10:
-        raise ValueError(f"context={context} leaves too few windows: the shortest task has {short} steps "
-                         f"(need at least context + 10)")
+    b = taskification.boundaries
+    starts = np.array([a + context if (k == 0 or not context_across_tasks) else max(a, context)
+                       for k, a in enumerate(b[:-1])])
+    usable = b[1:] - starts
+    if usable.min() < 10 * stride:
+        k = int(np.argmin(usable))
+        raise ValueError(f"context={context} (stride={stride}) leaves too few windows: task {k} has "
+                         f"{int(taskification.lengths[k])} steps and {max(int(usable[k]), 0)} target steps "
+                         f"(need at least 10 * stride)")
+    lo, hi = taskification.span
+    stream_scale = arr[:, lo:hi, target_index].max(axis=1)                          # (S,) whole-span maximum
     windows = np.lib.stride_tricks.sliding_window_view(arr, context, axis=1)     # (S, T-context+1, F, context)
     out = []
-    for k, (a, b) in enumerate(zip(taskification.boundaries[:-1], taskification.boundaries[1:])):
-        targets = np.arange(a + context, b, stride)                               # target steps in the task
+    for k, (start, end) in enumerate(zip(starts, b[1:])):
+        targets = np.arange(start, end, stride)                                   # target steps in the task
         n = targets.size
         cut1, cut2 = int(round(split[0] * n)), int(round((split[0] + split[1]) * n))
-        parts = (targets[:cut1], targets[cut1:cut2], targets[cut2:])
-        scale = arr[:, parts[0], target_index].max(axis=1)                          # (S,) training maximum
+        if split_order == "random":
+            perm = rng.permutation(n)
+            parts = tuple(np.sort(targets[perm[i:j]]) for i, j in ((0, cut1), (cut1, cut2), (cut2, n)))
+        else:
+            parts = (targets[:cut1], targets[cut1:cut2], targets[cut2:])
+        scale = arr[:, parts[0], target_index].max(axis=1) if target_scaling == "task" else stream_scale
         scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
         made = []
         for p in parts:
-            x = windows[:, p - context].transpose(0, 1, 3, 2).reshape(-1, context, F)  # window ends at t - 1
+            x = windows[:, p - context].transpose(0, 1, 3, 2).copy()                # (S, n, context, F)
+            x[..., target_index] /= scale[:, None, None]                             # input target in y's units
+            x = x.reshape(-1, context, F)                                            # window ends at t - 1
             y = (arr[:, p, target_index] / scale[:, None]).reshape(-1, 1)
             made.append(Task(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(y), task_id=k))
         out.append(ForecastTask(*made))
+    return out
+
+
+def baseline_mse(tasks: list[ForecastTask], target_index: int) -> dict:
+    """Test MSE x 10^3 of two no-learning forecasters on every task.
+
+    - ``"constant"``: the mean of the task's training targets (all series pooled;
+      with per-series scaling the series share units), predicted for every test step;
+    - ``"persistence"``: the last observed target value, ``x[:, -1, target_index]``
+      (inputs are in the target's units, see :func:`make_forecast_tasks`).
+
+    A forecaster that learns something must beat both on the same test windows.
+
+    Returns
+    -------
+    dict
+        ``"constant"`` and ``"persistence"``: arrays of shape (num_tasks,), and their
+        means over tasks under ``"constant_mean"`` / ``"persistence_mean"`` (comparable
+        with the average MSE, the mean over tasks of the last row of ``M``).
+
+    Examples
+    --------
+    >>> from clkit.strategies import Task
+    >>> tr = Task(torch.zeros(2, 3, 1), torch.tensor([[1.0], [3.0]]))
+    >>> te = Task(torch.tensor([[[0.0], [0.0], [4.0]]]), torch.tensor([[5.0]]))
+    >>> out = baseline_mse([ForecastTask(tr, tr, te)], target_index=0)
+    >>> out["constant"].tolist(), out["persistence"].tolist()      # (5-2)^2, (5-4)^2, x 10^3
+    ([9000.0], [1000.0])
+    """
+    target_index = check_int("target_index", target_index, low=0)
+    const, pers = [], []
+    for t in tasks:
+        y = t.test.y[:, 0].double()
+        if len(y) == 0:
+            const.append(np.nan)
+            pers.append(np.nan)
+            continue
+        if target_index >= t.test.x.shape[2]:
+            raise ValueError(f"target_index={target_index} is not a feature of the windows "
+                             f"({t.test.x.shape[2]} features)")
+        mu = float(t.train.y.double().mean())
+        const.append(1e3 * float(((y - mu) ** 2).mean()))
+        pers.append(1e3 * float(((y - t.test.x[:, -1, target_index].double()) ** 2).mean()))
+    out = {"constant": np.array(const), "persistence": np.array(pers)}
+    out.update({f"{k}_mean": float(np.nanmean(v)) for k, v in list(out.items())})
     return out
 
 

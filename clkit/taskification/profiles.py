@@ -26,10 +26,10 @@ import numpy as np
 from .._validate import check_int, check_matrix, check_real
 from ..distances import wasserstein_1d
 from .boundaries import Taskification, perturb_boundaries
-from .discrepancy import _SortedStream, _quantile_distances, distance_matrix, prepare_stream
+from .discrepancy import _SortedStream, _quantile_distances, distance_matrix, prepare_stream, use_exact
 
 __all__ = ["Profile", "plasticity_profile", "stability_profile", "taskification_profile", "profile_components",
-           "profile_distance", "BPSReport", "bps_report", "bps", "bps_over_series", "check_weights"]
+           "profile_distance", "BPSReport", "bps_report", "bps", "bps_over_series", "check_weights", "null_stream"]
 
 
 def _check_l_min(l_min) -> int:
@@ -182,14 +182,19 @@ class BPSReport:
 
 def bps_report(stream, taskification: Taskification, delta: int, num_samples: int = 100, seed: int = 0, *,
                l_min: int = 2, alpha: float = 0.5, beta: float = 0.5, method: str = "quantile",
-               num_quantiles: int = 64, num_projections: int = 32, standardize: bool = True) -> BPSReport:
+               num_quantiles: int = 64, num_projections: int = 32, standardize: bool = True,
+               exact_below: int | None = None) -> BPSReport:
     """BPS with its plasticity / stability components (see module docstring).
 
     The stream is sorted once; every sampled taskification reuses that sort for
     its task quantiles, and since all samples have the same number of tasks their
     profiles have equal sizes, so :math:`D_{pl}, D_{st}` are computed for all
-    samples at once. ``method="exact"`` recomputes exact pairwise distances per
-    sample (slow; for checking).
+    samples at once. ``method="exact"`` computes exact W1 for every sample (slow
+    for long tasks). The quantile and sliced forms switch to exact W1 when the
+    shortest task of ``taskification`` has fewer than ``exact_below`` steps
+    (default ``8 * num_quantiles``; see :mod:`~clkit.taskification.discrepancy`);
+    the decision is taken once, so the taskification and all its perturbations use
+    the same form.
 
     Parameters
     ----------
@@ -202,7 +207,7 @@ def bps_report(stream, taskification: Taskification, delta: int, num_samples: in
         Draws from :math:`N_\\delta(\\tau)`.
     seed : int
         Seeds the boundary draws (and the sliced directions).
-    l_min, alpha, beta, method, num_quantiles, num_projections, standardize
+    l_min, alpha, beta, method, num_quantiles, num_projections, standardize, exact_below
         As in :func:`stability_profile`, :func:`profile_distance` and
         :func:`~clkit.taskification.discrepancy.distance_matrix`.
 
@@ -232,16 +237,13 @@ def bps_report(stream, taskification: Taskification, delta: int, num_samples: in
     B = perturb_boundaries(taskification, delta, num_samples, seed)
     x = prepare_stream(stream, taskification, standardize=standardize, method=method,
                        num_projections=num_projections, seed=seed)
-    kw = dict(method="exact", standardize=False) if method == "exact" else None
-    if kw is None:
-        num_quantiles = check_int("num_quantiles", num_quantiles, low=1)
-        sorted_stream = _SortedStream(x)
-
-        def dist(b):
-            return _quantile_distances(sorted_stream.quantiles(b, num_quantiles))
+    sorted_stream = _SortedStream(x)
+    num_quantiles = check_int("num_quantiles", num_quantiles, low=1)
+    if use_exact(taskification, method, num_quantiles, exact_below):
+        dist = sorted_stream.exact_distances
     else:
         def dist(b):
-            return distance_matrix(x, Taskification(b), **kw)
+            return _quantile_distances(sorted_stream.quantiles(b, num_quantiles))
     K = taskification.num_tasks
     iu, ju = np.triu_indices(K, k=l_min)
     D0 = dist(taskification.boundaries)
@@ -320,3 +322,40 @@ def bps_over_series(values, taskification: Taskification, delta: int, num_sample
         out[f"{name}_mean"] = float(v.mean())
         out[f"{name}_std"] = float(v.std(ddof=1)) if v.size > 1 else 0.0
     return out
+
+
+def null_stream(values, seed: int = 0) -> np.ndarray:
+    """A structureless twin of ``values``: every series' time steps in a random order.
+
+    Each series keeps its marginal distribution (the same multiset of feature
+    vectors) but loses all temporal structure: its steps are exchangeable, i.e.
+    i.i.d. draws without replacement from its own empirical distribution. BPS on this
+    stream is the value that sampling noise alone produces for a taskification of
+    that length and ``delta`` -- and it is not zero and not flat: with ``delta`` fixed,
+    shorter tasks give noisier task distributions and a higher null BPS. A BPS is
+    informative through its ratio to the null, not its rank alone.
+
+    Parameters
+    ----------
+    values : array_like, shape (T,), (T, F) or (num_series, T, F)
+        Time is the first axis of a single series, the second of a stack.
+    seed : int
+
+    Returns
+    -------
+    ndarray, same shape, permuted along time (independently per series)
+
+    Examples
+    --------
+    >>> x = np.arange(10.0)
+    >>> z = null_stream(x, seed=0)
+    >>> sorted(z.tolist()) == x.tolist(), bool((z != x).any())
+    (True, True)
+    """
+    arr = np.asarray(values)
+    if arr.ndim not in (1, 2, 3) or arr.size == 0:
+        raise ValueError(f"values must have shape (T,), (T, F) or (num_series, T, F), got {arr.shape}")
+    rng = np.random.default_rng(check_int("seed", seed))
+    if arr.ndim < 3:
+        return arr[rng.permutation(arr.shape[0])]
+    return np.stack([a[rng.permutation(a.shape[0])] for a in arr])

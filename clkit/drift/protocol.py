@@ -1,0 +1,354 @@
+"""Two evaluation protocols for DRIFT: the paper's text and the authors' released code.
+
+DRIFT's paper (Sun, Zhang, Ni & Song) describes its protocol in words; its numbers
+come from the released code (github.com/UConn-DSIS/DRIFT), which differs in ways
+that change the conclusions. Both are available, selected by one name:
+
+``"text"`` -- the protocol as the paper describes it (the kit's reading):
+    batch ``t`` of the schedule evaluated at its midpoint ``t + 1/2``; 80/20 per-class
+    train/test split; every test node scored over *all* classes on the whole graph;
+    per-task accuracies averaged with equal weight; evaluations every ``eval_every``
+    batches and at the end; AF = final minus the best accuracy seen; the kit's GCN
+    (symmetric normalisation, bias, full neighbourhoods); Adam without weight decay,
+    loss over every output; replayed nodes keep their edges; Joint trained for
+    ``joint_epochs`` epochs.
+
+``"authors"`` -- what the released code does:
+    - schedule at integer ``t`` with the authors' arithmetic and rounding (equal to
+      their ``gaussian_utils.py``; tested), overlap threshold ``tau = 0.9``;
+    - test nodes of task k scored only over classes ``0 .. (highest class of task k)``
+      (rounded up to an even count), each task on its own induced subgraph (its
+      train and test nodes), accuracy *pooled* over all test nodes;
+    - evaluations at batch 0 (the untrained model), every ``eval_every`` batches and
+      at the end, all counted in A_AUC and in AF_s's maximum (their default
+      interval is 100 batches);
+    - in the hard setting AF is final minus the accuracy at the end of the task's own
+      segment (the last evaluation while the stream was in that task);
+    - 60/20/20 split (validation nodes are dropped from the graph the model sees);
+      weight decay 5e-4; loss over the classes seen so far; replayed nodes enter as
+      isolated nodes; their backbone (:class:`clkit.models.gcn.AuthorsGCN`); Joint
+      trained for 1 epoch with batches of 2000.
+
+The method variants of the released code are in :mod:`clkit.drift.authors`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .._validate import check_choice, check_int, check_real
+
+__all__ = ["PROTOCOLS", "AUTHORS_TAU", "Protocol", "get_protocol", "authors_gaussian_weights",
+           "authors_largest_remainder", "authors_overlap_index", "schedule", "class_limit", "induced_subgraph",
+           "TaskEvaluator", "protocol_eval_points", "segment_references", "protocol_metrics"]
+
+PROTOCOLS = ["text", "authors"]
+#: dominance threshold of the overlap index in the authors' code (``gaussian_utils.overlap_index``)
+AUTHORS_TAU = 0.9
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """The choices that differ between the two protocols (see the module docstring)."""
+
+    name: str
+    schedule_at: str  # "midpoint" | "integer"
+    eval_at_start: bool
+    class_mask: bool
+    induced_subgraph: bool
+    pooled: bool
+    hard_af: str  # "max" | "segment"
+    val_fraction: float
+    weight_decay: float
+    seen_class_loss: bool
+    isolated_replay: bool
+    backbone: str  # "gcn" | "authors"
+    joint_epochs: int | None  # None: the caller's joint_epochs
+    joint_batch_size: int
+
+
+_PROTOCOLS = {
+    "text": Protocol("text", "midpoint", False, False, False, False, "max", 0.0, 0.0, False, False, "gcn", None, 256),
+    "authors": Protocol("authors", "integer", True, True, True, True, "segment", 0.2, 5e-4, True, True, "authors",
+                        1, 2000),
+}
+
+
+def get_protocol(protocol) -> Protocol:
+    """The :class:`Protocol` named ``protocol`` (``"text"`` or ``"authors"``); a Protocol passes through.
+
+    Examples
+    --------
+    >>> get_protocol("authors").weight_decay
+    0.0005
+    >>> get_protocol("paper")
+    Traceback (most recent call last):
+    ...
+    ValueError: protocol must be one of ['text', 'authors'], got 'paper'
+    """
+    if isinstance(protocol, Protocol):
+        return protocol
+    return _PROTOCOLS[check_choice("protocol", protocol, PROTOCOLS)]
+
+
+# ------------------------------------------------------------------ schedule
+def authors_gaussian_weights(centers, total_batches: int, sigma: float) -> np.ndarray:
+    """Gaussian mixing weights at integer batch index ``t``, in the authors' arithmetic.
+
+    ``log w = -0.5 ((t - mu) / sigma)^2``, minus its row maximum, exponentiated and
+    normalised -- the same floating-point operations as their ``gaussian_task_weights``,
+    so the rounding to batch counts agrees exactly.
+
+    Examples
+    --------
+    >>> authors_gaussian_weights([0.5, 1.5], 2, 1.0).round(3).tolist()
+    [[0.731, 0.269], [0.5, 0.5]]
+    """
+    sigma = check_real("sigma", sigma, low=0, low_open=True)
+    total_batches = check_int("total_batches", total_batches, low=1)
+    mu = np.asarray(centers, dtype=np.float64)
+    t = np.arange(total_batches, dtype=np.int64)[:, None]
+    log_w = -0.5 * ((t - mu[None, :]) / sigma) ** 2
+    log_w = log_w - log_w.max(axis=1, keepdims=True)
+    w = np.exp(log_w)
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def authors_largest_remainder(weights, batch_size: int) -> np.ndarray:
+    """Batch counts by largest remainder with the authors' tie rule.
+
+    ``floor(w B)``, then the left-over slots go to the largest fractional parts,
+    ties broken as ``np.argsort(frac)[::-1]`` does (the later task first).
+
+    Examples
+    --------
+    >>> authors_largest_remainder([[0.25, 0.25, 0.5]], 2).tolist()
+    [[0, 1, 1]]
+    """
+    batch_size = check_int("batch_size", batch_size, low=1)
+    w = np.asarray(weights, dtype=np.float64)
+    raw = w * batch_size
+    counts = np.floor(raw).astype(np.int64)
+    left = batch_size - counts.sum(axis=1)
+    out = counts.copy()
+    for i in range(w.shape[0]):  # one argsort per row, exactly as the authors' code
+        if left[i] > 0:
+            out[i, np.argsort(raw[i] - counts[i])[::-1][: left[i]]] += 1
+    return out
+
+
+def authors_overlap_index(weights, tau: float = AUTHORS_TAU) -> float:
+    """Fraction of batches where no task has weight >= ``tau`` (0.9 in the authors' code)."""
+    w = np.asarray(weights, dtype=float)
+    return float(np.mean(w.max(axis=1) < tau))
+
+
+def schedule(task_sizes, batch_size: int, sigma: float, protocol="text"):
+    """Weights and batch counts of the Gaussian schedule under ``protocol``.
+
+    Returns
+    -------
+    weights : ndarray, shape (T, K)
+    counts : ndarray of int64, shape (T, K)
+
+    Examples
+    --------
+    >>> w, c = schedule([20, 20], 10, 1.0, "authors")
+    >>> c.tolist()
+    [[10, 0], [9, 1], [5, 5], [1, 9]]
+    """
+    from .schedule import gaussian_weights, largest_remainder, task_centers
+
+    p = get_protocol(protocol)
+    mu, _, T = task_centers(np.asarray(task_sizes), batch_size)
+    if p.schedule_at == "integer":
+        w = authors_gaussian_weights(mu, T, sigma)
+        return w, authors_largest_remainder(w, batch_size)
+    w = gaussian_weights(mu, T, sigma)
+    return w, largest_remainder(w, batch_size)
+
+
+# ------------------------------------------------------------------ evaluation
+def class_limit(task_classes, k: int) -> int:
+    """Classes scored for task ``k`` under the authors' protocol: ``0 .. max class of tasks <= k``.
+
+    ``max + 1``, rounded up to an even number as in their ``eval_tasks_cis``.
+
+    Examples
+    --------
+    >>> class_limit([(0, 1), (2, 3), (4,)], 2)
+    6
+    """
+    return _even(max(max(c) for c in task_classes[: k + 1]) + 1)
+
+
+def _even(n: int) -> int:
+    return n + (n % 2)
+
+
+def induced_subgraph(edge_index, nodes):
+    """Edges among ``nodes`` in local numbering (position in ``nodes``).
+
+    Examples
+    --------
+    >>> induced_subgraph(torch.tensor([[0, 1, 2, 3], [1, 0, 3, 2]]), [2, 3, 0]).tolist()
+    [[0, 1], [1, 0]]
+    """
+    ei = torch.as_tensor(edge_index, dtype=torch.int64)
+    nodes = torch.as_tensor(np.asarray(nodes), dtype=torch.int64)
+    n = int(max(int(ei.max()) + 1 if ei.numel() else 0, int(nodes.max()) + 1))
+    local = torch.full((n,), -1, dtype=torch.int64)
+    local[nodes] = torch.arange(len(nodes))
+    keep = (local[ei[0]] >= 0) & (local[ei[1]] >= 0)
+    return torch.stack([local[ei[0][keep]], local[ei[1][keep]]])
+
+
+class TaskEvaluator:
+    """Accuracy of a model on every latent task's test set, under a protocol.
+
+    ``evaluator(model)`` returns ``(acc, pooled)``: per-task accuracies, shape
+    (num_tasks,), and the accuracy pooled over all test nodes. Under ``"text"`` every
+    test node is scored over all classes on the whole graph (``model(test_idx)``);
+    under ``"authors"`` each task is scored on its own induced subgraph (its train and
+    test nodes, via ``model.forward_subgraph``) over classes ``0 .. class_limit``.
+
+    Parameters
+    ----------
+    edge_index : Tensor of int64, shape (2, E) -- the graph the model holds
+    y : Tensor of int64, shape (N,)
+    split : LatentTaskSplit
+    protocol : str or Protocol
+
+    Examples
+    --------
+    >>> from clkit.drift.experiment import LatentTaskSplit
+    >>> sp = LatentTaskSplit([np.array([0]), np.array([2])], np.array([1, 3]), np.array([0, 1]), [(0, 1), (2, 3)])
+    >>> class Const(torch.nn.Module):   # always predicts class 3, then 1
+    ...     logit_limit = None
+    ...     def forward(self, idx): return torch.tensor([[0., 1., 0., 2.]]).repeat(len(idx), 1)
+    ...     def forward_subgraph(self, nodes, ei, centers): return self(centers)
+    >>> y = torch.tensor([0, 1, 2, 3])
+    >>> ei = torch.zeros((2, 0), dtype=torch.int64)
+    >>> TaskEvaluator(ei, y, sp, "text")(Const())[0].tolist()
+    [0.0, 1.0]
+    >>> TaskEvaluator(ei, y, sp, "authors")(Const())[0].tolist()   # task 0 only scores classes 0, 1
+    [1.0, 1.0]
+    """
+
+    def __init__(self, edge_index, y, split, protocol="text"):
+        self.protocol = get_protocol(protocol)
+        self.y = torch.as_tensor(y, dtype=torch.int64)
+        self.split = split
+        self.num_tasks = split.num_tasks
+        self.test_idx = torch.as_tensor(np.asarray(split.test_idx), dtype=torch.int64)
+        self.test_task = np.asarray(split.test_task)
+        self.parts = []
+        if self.protocol.induced_subgraph or self.protocol.class_mask:
+            for k in range(self.num_tasks):
+                test_k = np.asarray(split.test_idx)[self.test_task == k]
+                nodes = np.concatenate([np.asarray(split.task_nodes[k]), test_k])
+                centers = torch.arange(len(split.task_nodes[k]), len(nodes))
+                sub = induced_subgraph(edge_index, nodes) if self.protocol.induced_subgraph else None
+                limit = class_limit(split.task_classes, k) if self.protocol.class_mask else None
+                self.parts.append((torch.as_tensor(nodes), sub, centers, torch.as_tensor(test_k), limit))
+
+    @torch.no_grad()
+    def __call__(self, model):
+        was, limit = model.training, getattr(model, "logit_limit", None)
+        model.eval()
+        model.logit_limit = None
+        try:
+            if not self.parts:
+                correct = (model(self.test_idx).argmax(1) == self.y[self.test_idx]).double().numpy()
+                hits = np.bincount(self.test_task, weights=correct, minlength=self.num_tasks)
+                n = np.bincount(self.test_task, minlength=self.num_tasks)
+            else:
+                hits, n = np.zeros(self.num_tasks), np.zeros(self.num_tasks)
+                for k, (nodes, sub, centers, test_k, lim) in enumerate(self.parts):
+                    logits = model.forward_subgraph(nodes, sub, centers) if sub is not None else model(test_k)
+                    if lim is not None:
+                        logits = logits[:, :lim]
+                    hits[k] = float((logits.argmax(1) == self.y[test_k]).sum())
+                    n[k] = len(test_k)
+        finally:
+            model.train(was)
+            model.logit_limit = limit
+        with np.errstate(invalid="ignore", divide="ignore"):
+            acc = np.where(n > 0, hits / np.maximum(n, 1), np.nan)
+        return acc, float(hits.sum() / max(n.sum(), 1))
+
+
+def protocol_eval_points(num_batches: int, eval_every: int, protocol="text") -> np.ndarray:
+    """Batches trained at each evaluation: ``Δ, 2Δ, ..., T`` (text) or ``0, Δ, 2Δ, ..., T`` (authors).
+
+    Examples
+    --------
+    >>> protocol_eval_points(10, 4, "text").tolist(), protocol_eval_points(10, 4, "authors").tolist()
+    ([4, 8, 10], [0, 4, 8, 10])
+    >>> protocol_eval_points(8, 4, "authors").tolist()   # the authors' loop: 0, 4 before training, 8 at the end
+    [0, 4, 8]
+    """
+    from .evaluate import eval_points
+
+    pts = eval_points(num_batches, eval_every)
+    return np.concatenate([[0], pts]) if get_protocol(protocol).eval_at_start else pts
+
+
+def segment_references(weights, eval_batches) -> np.ndarray:
+    """For every task, the evaluation that closes its own segment (-1 when none does).
+
+    An evaluation after ``p`` batches belongs to the task that dominated batch
+    ``p - 1`` (task 0 for ``p = 0``), as the authors' ``task_list``; a task's reference
+    is its last evaluation.
+
+    Examples
+    --------
+    >>> w = np.eye(2)[[0, 0, 1, 1]]
+    >>> segment_references(w, [0, 2, 4]).tolist()
+    [1, 2]
+    """
+    w = np.asarray(weights)
+    owner = np.argmax(w, axis=1)
+    ev = np.asarray(eval_batches, dtype=np.int64)
+    tags = np.where(ev > 0, owner[np.maximum(ev - 1, 0)], 0)
+    ref = np.full(w.shape[1], -1, dtype=np.int64)
+    for i, k in enumerate(tags):
+        ref[k] = i
+    return ref
+
+
+def protocol_metrics(acc, pooled, protocol="text", *, weights=None, eval_batches=None, hard: bool = False) -> dict:
+    """AA, AF, A_AUC and AF_s of one run under ``protocol`` (fractions; forgetting <= 0 is worse).
+
+    text: AA = mean final per-task accuracy, A_AUC = mean over evaluations of the
+    per-task mean, AF = AF_s = mean over tasks of (final - max). authors: AA = final
+    pooled accuracy, A_AUC = mean of the pooled accuracy over all evaluations (batch 0
+    included), AF_s = mean over tasks of (final - max); AF (``hard=True``, with
+    ``weights`` and ``eval_batches``) = mean over tasks of (final - accuracy at the end of
+    the task's own segment), else AF_s.
+
+    Examples
+    --------
+    >>> acc = np.array([[0.0, 0.0], [0.8, 0.0], [0.2, 0.9]])
+    >>> m = protocol_metrics(acc, [0.0, 0.5, 0.5], "authors", weights=np.eye(2)[[0, 1]],
+    ...                      eval_batches=[0, 1, 2], hard=True)
+    >>> [round(m[k], 3) for k in ("AA", "AF", "A_AUC", "AF_s")]
+    [0.5, -0.3, 0.333, -0.3]
+    """
+    from .experiment import stream_metrics
+
+    p = get_protocol(protocol)
+    if not p.pooled:
+        return stream_metrics(acc)
+    a = np.asarray(acc, dtype=float)
+    pooled = np.asarray(pooled, dtype=float)
+    af_s = float(np.nanmean(a[-1] - np.nanmax(a, axis=0)))
+    af = af_s
+    if hard and weights is not None and eval_batches is not None:
+        ref = segment_references(weights, eval_batches)
+        k = np.flatnonzero(ref >= 0)
+        af = float(np.nanmean(a[-1, k] - a[ref[k], k])) if k.size else float("nan")
+    return {"AA": float(pooled[-1]), "AF": af, "A_AUC": float(np.mean(pooled)), "AF_s": af_s}

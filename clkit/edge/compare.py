@@ -1,0 +1,200 @@
+"""Which class similarity makes EDGE work? Sources compared on the enumerable setting.
+
+On a setting whose sequences can all be trained (e.g. 6 classes in 3 tasks: 90
+sequences) the true accuracy of every sequence is known, so each similarity source
+can be judged by what EDGE needs from it:
+
+* ``r``: Pearson R between the (generalised) score of a sequence and its accuracy,
+  over all sequences (the paper's Fig. 2c premise: accuracy rises with S(O));
+* ``hard_pct`` / ``easy_pct``: the accuracy percentile (mid-rank, 0-100) of the
+  source's hard and easy sequences among all sequences -- EDGE needs them near 0
+  and 100;
+* EDGE vs RS: JSD and W1 of the Gaussian estimated from hard + ``edge_num_random``
+  random + easy, against RS's three random sequences, each over ``num_draws``
+  random draws (the random sequences change from draw to draw, the extremes do
+  not). EDGE beats RS on a metric only when its mean distance is lower than RS's by
+  more than RS's standard deviation over the draws (RS's seed spread).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validate import check_int, check_real, check_type
+from .estimation import similarity_correlation
+from .experiment import sequence_index
+from .sequences import check_similarity, easy_sequence, generalised_scores, hard_sequence
+
+__all__ = ["accuracy_percentile", "compare_sources", "distances_many", "protocol_draws", "beats"]
+
+
+def accuracy_percentile(acc, value) -> float:
+    """Mid-rank percentile of ``value`` among the accuracies ``acc`` (0-100).
+
+    Examples
+    --------
+    >>> accuracy_percentile([1, 2, 3, 4], 1)
+    12.5
+    >>> accuracy_percentile([1, 2, 3, 4], 4)
+    87.5
+    """
+    a = np.asarray(acc, dtype=float)
+    tol = 1e-9 * max(1.0, abs(float(value)))
+    return float(100.0 * ((a < value - tol).sum() + 0.5 * (np.abs(a - value) <= tol).sum()) / len(a))
+
+
+def distances_many(true_values, samples, *, num_bins: int = 10, quantiles: int = 4000) -> dict:
+    """JSD / W1 of many Gaussian estimates at once (each row of ``samples`` is one protocol run).
+
+    The same quantities as :func:`clkit.edge.estimation.distribution_distances` applied to
+    ``gaussian_estimate(row)`` (tested equal), vectorised over rows: the JSD on
+    ``num_bins`` bins over the true range plus two open tails, and the exact W1 between the
+    truth and ``quantiles`` Gaussian quantiles (integrated over the merged breakpoints of the
+    two quantile functions).
+
+    Returns ``{"jsd": (D,), "wasserstein": (D,)}``.
+    """
+    from scipy.stats import norm
+
+    from .estimation import _std_normal_quantiles
+
+    v = np.sort(np.asarray(true_values, dtype=float))
+    X = np.atleast_2d(np.asarray(samples, dtype=float))
+    mean, std = X.mean(axis=1), X.std(axis=1)
+    lo, hi = v[0], v[-1]
+    if hi - lo <= 0:
+        pad = 1e-9 * max(1.0, abs(lo))
+        lo, hi = lo - pad, hi + pad
+    edges = np.linspace(lo, hi, num_bins + 1)
+    inner = np.histogram(v, bins=edges)[0].astype(float)
+    p = np.concatenate([[(v < edges[0]).sum()], inner, [(v > edges[-1]).sum()]]) / len(v)
+    safe = np.where(std > 0, std, 1.0)
+    cdf = norm.cdf((edges[None, :] - mean[:, None]) / safe[:, None])
+    q = np.concatenate([cdf[:, :1], np.diff(cdf, axis=1), 1.0 - cdf[:, -1:]], axis=1)
+    for d in np.flatnonzero(std == 0):                  # point mass at the mean
+        q[d] = 0.0
+        x = mean[d]
+        q[d, 0 if x < edges[0] else (len(edges) if x > edges[-1] else
+                                     1 + min(np.searchsorted(edges, x, side="right") - 1, num_bins - 1))] = 1.0
+    q = q / q.sum(axis=1, keepdims=True)
+    m = (p[None, :] + q) / 2
+
+    def kl(a, b):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where(a > 0, a * np.log2(a / b), 0.0)
+        return t.sum(axis=1)
+
+    jsd = 0.5 * kl(np.broadcast_to(p, q.shape), m) + 0.5 * kl(q, m)
+    z = _std_normal_quantiles(quantiles)
+    n = len(v)
+    br = np.union1d(np.arange(n + 1) / n, np.arange(quantiles + 1) / quantiles)
+    mid, width = (br[:-1] + br[1:]) / 2, np.diff(br)
+    iu = np.minimum((mid * n).astype(int), n - 1)
+    iv = np.minimum((mid * quantiles).astype(int), quantiles - 1)
+    est = mean[:, None] + std[:, None] * z[iv][None, :]
+    w1 = (np.abs(v[iu][None, :] - est) * width[None, :]).sum(axis=1)
+    return {"jsd": np.maximum(jsd, 0.0), "wasserstein": w1}
+
+
+def protocol_draws(acc, fixed_idx, num_random: int, num_draws: int, seed: int, num_bins: int = 10) -> dict:
+    """JSD / W1 of a protocol over random draws: ``fixed_idx`` sequences plus ``num_random`` random ones.
+
+    RS is ``fixed_idx=[]`` with ``num_random=3``; EDGE is ``[hard, easy]`` with the
+    paper's one random sequence. The random sequences are drawn uniformly (without
+    replacement within a draw, never one of ``fixed_idx``) from all sequences with a
+    local generator.
+
+    Returns ``{"jsd": (num_draws,), "wasserstein": (num_draws,)}``.
+    """
+    acc = np.asarray(acc, dtype=float)
+    rng = np.random.default_rng(seed)
+    fixed = list(fixed_idx)
+    pool = np.setdiff1d(np.arange(len(acc)), fixed)
+    idx = np.array([fixed + rng.choice(pool, size=num_random, replace=False).tolist()
+                    for _ in range(num_draws)])
+    return distances_many(acc, acc[idx], num_bins=num_bins)
+
+
+def beats(edge_values, rs_values) -> str:
+    """``"EDGE"`` / ``"RS"`` when one mean distance is lower by more than RS's draw-to-draw std, else ``"tie"``.
+
+    Examples
+    --------
+    >>> beats([0.10, 0.12], [0.30, 0.20, 0.25])
+    'EDGE'
+    >>> beats([0.24], [0.30, 0.20, 0.25])
+    'tie'
+    """
+    e, r = np.asarray(edge_values, float), np.asarray(rs_values, float)
+    spread = r.std()
+    if e.mean() < r.mean() - spread:
+        return "EDGE"
+    if e.mean() > r.mean() + spread:
+        return "RS"
+    return "tie"
+
+
+def compare_sources(sims: dict, truth: dict, all_sequences, num_tasks: int, *, intra_weight: float = 0.0,
+                    edge_num_random: int = 1, num_draws: int = 30, num_bins: int = 10, seed: int = 0) -> list:
+    """Judge every similarity source on every learner (see the module docstring).
+
+    Parameters
+    ----------
+    sims : dict
+        ``{source label: (N, N) similarity}``.
+    truth : dict
+        ``{learner: accuracies (L,)}`` over ``all_sequences`` (L, K, M).
+    num_tasks : int
+    intra_weight : float
+        Score and search with ``S + intra_weight * I`` (0: the paper's S).
+    edge_num_random : int
+        Random sequences in EDGE's medium case (the paper: 1).
+    num_draws : int
+        Random draws for the EDGE / RS distances (same generator seed for every
+        source, so RS's draws are identical across sources).
+    seed : int
+
+    Returns
+    -------
+    list of dict
+        One row per (source, learner): ``source``, ``learner``, ``r``, ``r_p``,
+        ``hard_pct``, ``easy_pct``, ``hard_acc``, ``easy_acc``, ``edge_jsd`` /
+        ``rs_jsd`` / ``edge_w1`` / ``rs_w1`` (means over draws), ``rs_jsd_sd`` /
+        ``rs_w1_sd`` (RS's seed spread), ``jsd_winner`` / ``w1_winner``
+        (:func:`beats`).
+    """
+    check_type("sims", sims, dict, "a dict {source: similarity matrix}")
+    check_type("truth", truth, dict, "a dict {learner: accuracies}")
+    if not sims or not truth:
+        raise ValueError("sims and truth must each hold at least one entry")
+    all_sequences = np.asarray(all_sequences)
+    w = check_real("intra_weight", intra_weight)
+    edge_num_random = check_int("edge_num_random", edge_num_random, low=1, high=len(all_sequences) - 2)
+    num_draws = check_int("num_draws", num_draws, low=2)
+    for learner, acc in truth.items():
+        if len(acc) != len(all_sequences):
+            raise ValueError(f"truth[{learner!r}] has {len(acc)} accuracies for {len(all_sequences)} sequences")
+    rs = {name: protocol_draws(acc, [], 3, num_draws, seed, num_bins) for name, acc in truth.items()}
+    rows = []
+    for label, sim in sims.items():
+        S = check_similarity(sim, f"sims[{label!r}]")
+        scores = generalised_scores(S, all_sequences, w)
+        hard = hard_sequence(S, num_tasks, intra_weight=w)
+        easy = easy_sequence(S, num_tasks, intra_weight=w)
+        h, e = sequence_index(all_sequences, np.stack([hard, easy]))
+        for name, acc in truth.items():
+            acc = np.asarray(acc, dtype=float)
+            corr = similarity_correlation(scores, acc)
+            ed = protocol_draws(acc, [h, e], edge_num_random, num_draws, seed, num_bins)
+            rows.append({
+                "source": label, "learner": name, "r": corr["r"], "r_p": corr["p"],
+                "hard_pct": accuracy_percentile(acc, acc[h]), "easy_pct": accuracy_percentile(acc, acc[e]),
+                "hard_acc": float(acc[h]), "easy_acc": float(acc[e]),
+                "edge_jsd": float(ed["jsd"].mean()), "rs_jsd": float(rs[name]["jsd"].mean()),
+                "rs_jsd_sd": float(rs[name]["jsd"].std()),
+                "edge_w1": float(ed["wasserstein"].mean()), "rs_w1": float(rs[name]["wasserstein"].mean()),
+                "rs_w1_sd": float(rs[name]["wasserstein"].std()),
+                "jsd_winner": beats(ed["jsd"], rs[name]["jsd"]),
+                "w1_winner": beats(ed["wasserstein"], rs[name]["wasserstein"]),
+            })
+    return rows

@@ -1,0 +1,101 @@
+"""Progress bars that leave a readable line in a saved notebook.
+
+``from clkit.progress import tqdm`` works like ``from tqdm.auto import tqdm``:
+in a Jupyter kernel it shows tqdm's widget bar while the loop runs, elsewhere
+tqdm's text bar. The difference is what stays in the notebook: when the bar
+closes, its widget output is replaced by the finished bar as plain text
+(``learners: 100%|##########| 5/5 [00:17<00:00]``). A notebook saved and reopened
+later (or rendered as HTML) then shows that line instead of "Error displaying
+widget: model not found", since widget models live only as long as the kernel.
+A bar with ``leave=False`` leaves an empty line.
+"""
+
+from __future__ import annotations
+
+__all__ = ["tqdm", "trange", "final_line"]
+
+
+def _in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython ships with ipykernel
+        return False
+    ip = get_ipython()
+    return ip is not None and getattr(ip, "kernel", None) is not None
+
+
+def final_line(bar) -> str:
+    """The bar's current state as one line of text (80 columns, ASCII bar).
+
+    >>> from tqdm.std import tqdm as text_tqdm
+    >>> import io
+    >>> b = text_tqdm(range(4), desc="demo", file=io.StringIO(), mininterval=0)
+    >>> for _ in b: pass
+    >>> final_line(b).startswith("demo: 100%|##########| 4/4")
+    True
+    """
+    d = dict(bar.format_dict)
+    d.update(ncols=80, ascii=True)
+    d["bar_format"] = (d.get("bar_format") or "{l_bar}{bar:10}{r_bar}").replace("<bar/>", "{bar:10}")
+    return bar.format_meter(**d)
+
+
+def _notebook_class():
+    from IPython.display import display
+    from tqdm.notebook import tqdm_notebook
+
+    class tqdm(tqdm_notebook):  # noqa: N801 - the name users know
+        """tqdm's notebook bar that turns into plain text when it closes."""
+
+        def __init__(self, *args, **kwargs):
+            kwargs = dict(kwargs)
+            show = kwargs.pop("display", True)
+            self._handle = None
+            super().__init__(*args, display=False, **kwargs)
+            if not self.disable and show and self.delay <= 0:
+                self._handle = display(self.container, display_id=True)
+                self.displayed = True
+
+        def display(self, msg=None, pos=None, close=False, bar_style=None, check_delay=True):
+            if check_delay and self.delay > 0 and not self.displayed:
+                self._handle = display(self.container, display_id=True)
+                self.displayed = True
+            return super().display(msg=msg, pos=pos, close=close, bar_style=bar_style, check_delay=False)
+
+        def close(self):
+            if self.disable:
+                return super().close()
+            super().close()
+            failed = self.container.children[-2].bar_style == "danger"
+            leave = (self.pos == 0) if self.leave is None else self.leave
+            text = final_line(self) + ("  (stopped)" if failed else "") if (leave or failed) else ""
+            handle, self._handle = self._handle, None
+            if handle is not None:
+                handle.update({"text/plain": text}, raw=True)
+                try:
+                    self.container.close()  # the view is gone: free the widget models
+                except Exception:  # noqa: BLE001 - best effort
+                    pass
+
+    return tqdm
+
+
+def _select():
+    if _in_kernel():
+        try:
+            import ipywidgets  # noqa: F401
+
+            return _notebook_class()
+        except ImportError:
+            pass
+    from tqdm.std import tqdm as text_tqdm
+
+    return text_tqdm
+
+
+tqdm = _select()
+
+
+def trange(*args, **kwargs):
+    """``tqdm(range(*args), **kwargs)``."""
+    return tqdm(range(*args), **kwargs)

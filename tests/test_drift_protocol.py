@@ -1,0 +1,289 @@
+"""clkit.drift.protocol: the paper's text vs the authors' released code, on hand-built examples."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import clkit.drift as drift
+from clkit.data.graphs import csbm
+from clkit.drift.authors import AuthorsMASStar, AuthorsSSM, isolate, make_authors_learner, small_subgraph
+from clkit.drift.experiment import LatentTaskSplit
+from clkit.drift.protocol import (TaskEvaluator, authors_overlap_index, class_limit, protocol_eval_points,
+                                  protocol_metrics, schedule, segment_references)
+from clkit.models.gcn import GCN, AuthorsGCN
+
+
+# ---------------------------------------------------------------- schedule parity
+def _reference_schedule(task_sizes, batch_size, sigma):
+    """Per-batch transcription of the algorithm in the authors' ``gaussian_utils.py``:
+    ``compute_centers``, ``gaussian_task_weights(b, ...)`` at integer b,
+    ``largest_remainder_counts`` (``argsort(frac)[::-1]``) and ``overlap_index`` (max < 0.9)."""
+    counts_k = np.array([math.ceil(n / batch_size) for n in task_sizes])
+    cum = np.concatenate([[0], np.cumsum(counts_k)])
+    centers = cum[:-1] + counts_k / 2.0
+    W, C = [], []
+    for b in range(int(cum[-1])):
+        log_w = -0.5 * ((b - centers) / sigma) ** 2
+        log_w -= log_w.max()
+        w = np.exp(log_w)
+        w = w / w.sum()
+        raw = w * batch_size
+        c = np.floor(raw).astype(np.int64)
+        rem = int(batch_size - c.sum())
+        c[np.argsort(raw - c)[::-1][:rem]] += 1
+        W.append(w)
+        C.append(c)
+    W = np.stack(W)
+    return W, np.stack(C), float((W.max(axis=1) < 0.9).mean())
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_authors_schedule_equals_their_code_exactly(case):
+    rng = np.random.default_rng(case)
+    k = int(rng.integers(2, 10))
+    sizes = [int(rng.integers(5, 40))] * k if case % 3 == 0 else rng.integers(1, 150, k).tolist()  # ties too
+    batch_size = int(rng.integers(3, 21))
+    sigma = float(rng.uniform(0.2, 30.0))
+    W, C, overlap = _reference_schedule(sizes, batch_size, sigma)
+    w, c = schedule(sizes, batch_size, sigma, "authors")
+    np.testing.assert_array_equal(w, W)
+    np.testing.assert_array_equal(c, C)
+    assert drift.overlap_index(w, drift.DEFAULT_TAU) == overlap == authors_overlap_index(w)
+    # the stream built under the authors' protocol realises exactly these counts
+    nodes = np.split(np.arange(sum(sizes)), np.cumsum(sizes)[:-1])
+    s = drift.gaussian_stream(nodes, batch_size, sigma, protocol="authors", seed=case)
+    np.testing.assert_array_equal(s.counts, C)
+
+
+def test_text_schedule_is_the_midpoint_one():
+    w, _ = schedule([20, 20], 10, 1.0, "text")
+    a, b = math.exp(-(0.5 - 1) ** 2 / 2), math.exp(-(0.5 - 3) ** 2 / 2)
+    assert w[0, 0] == pytest.approx(a / (a + b))
+    w2, _ = schedule([20, 20], 10, 1.0, "authors")
+    assert w2[2].tolist() == [0.5, 0.5]  # t = 2 exactly between the centres 1 and 3
+
+
+def test_default_tau_is_the_authors():
+    assert drift.DEFAULT_TAU == drift.AUTHORS_TAU == 0.9
+
+
+def test_streams_of_the_two_protocols_are_cached_apart(tmp_path):
+    nodes = [np.arange(30), np.arange(30, 60)]
+    a = drift.build_stream(nodes, "gaussian", dataset="t", sigma=1.0, root=tmp_path)
+    b = drift.build_stream(nodes, "gaussian", dataset="t", sigma=1.0, root=tmp_path, protocol="authors")
+    assert a.meta["key"] != b.meta["key"] and not b.meta["cached"]
+    assert not np.array_equal(a.weights, b.weights)
+
+
+# ---------------------------------------------------------------- evaluation choices
+class _Fixed(torch.nn.Module):
+    """Logits per node from a table; on a subgraph, a centre whose neighbours are absent flips."""
+
+    logit_limit = None
+
+    def __init__(self, table, flip_alone=()):
+        super().__init__()
+        self.table = torch.as_tensor(table, dtype=torch.float32)
+        self.flip_alone = set(flip_alone)
+
+    def forward(self, idx):
+        return self.table[torch.as_tensor(idx)]
+
+    def forward_subgraph(self, nodes, edge_index, centers):
+        out = self.table[nodes[centers]].clone()
+        for i, c in enumerate(centers.tolist()):
+            has_nb = bool((edge_index[1] == c).any()) if edge_index.numel() else False
+            if int(nodes[c]) in self.flip_alone and not has_nb:
+                out[i] = out[i][[1, 0, 3, 2]]
+        return out
+
+
+def _split():
+    # task 0: classes (0, 1), train nodes 0, 1, test nodes 2, 3; task 1: classes (2, 3), train 4, test 5, 6, 7
+    return LatentTaskSplit([np.array([0, 1]), np.array([4])], np.array([2, 3, 5, 6, 7]), np.array([0, 0, 1, 1, 1]),
+                           [(0, 1), (2, 3)])
+
+
+Y = torch.tensor([0, 1, 0, 1, 2, 2, 3, 3])
+
+
+def test_class_masking_scores_a_task_over_its_classes_only():
+    table = torch.zeros(8, 4)
+    table[2] = torch.tensor([1.0, 0.0, 0.0, 5.0])  # true 0: class 3 wins over all, class 0 within 0..1
+    table[3] = torch.tensor([0.0, 1.0, 0.0, 0.0])  # true 1: right either way
+    table[5] = torch.tensor([0.0, 0.0, 1.0, 0.0])
+    table[6] = torch.tensor([0.0, 0.0, 0.0, 1.0])
+    table[7] = torch.tensor([0.0, 0.0, 0.0, 1.0])
+    ei = torch.tensor([[0, 2, 1, 3, 4, 5, 5, 6, 6, 7], [2, 0, 3, 1, 5, 4, 6, 5, 7, 6]])
+    model = _Fixed(table)
+    text, _ = TaskEvaluator(ei, Y, _split(), "text")(model)
+    authors, _ = TaskEvaluator(ei, Y, _split(), "authors")(model)
+    assert text.tolist() == [0.5, 1.0] and authors.tolist() == [1.0, 1.0]
+    assert class_limit([(0, 1), (2, 3)], 0) == 2 and class_limit([(0, 1), (2, 3)], 1) == 4
+
+
+def test_induced_subgraph_removes_edges_to_other_tasks():
+    table = torch.zeros(8, 4)
+    table[[2, 3, 5, 6, 7], [0, 1, 2, 3, 3]] = 1.0  # every test node right when it keeps its neighbours
+    # node 2's only neighbour is node 4 (task 1): inside task 0's induced subgraph it is alone -> flips
+    ei = torch.tensor([[2, 4, 1, 3, 5, 6], [4, 2, 3, 1, 6, 5]])
+    model = _Fixed(table, flip_alone=[2])
+    text, _ = TaskEvaluator(ei, Y, _split(), "text")(model)
+    authors, _ = TaskEvaluator(ei, Y, _split(), "authors")(model)
+    assert text.tolist() == [1.0, 1.0]
+    assert authors[0] == 0.5  # node 2 lost its cross-task edge
+    nodes, sub, centers, *_ = TaskEvaluator(ei, Y, _split(), "authors").parts[0]
+    assert nodes.tolist() == [0, 1, 2, 3] and centers.tolist() == [2, 3] and sub.tolist() == [[1, 3], [3, 1]]
+
+
+def test_pooled_accuracy_weights_tasks_by_test_size():
+    table = torch.zeros(8, 4)
+    table[[2, 3], [0, 1]] = 1.0  # task 0: 2/2 right
+    table[[5, 6, 7], [0, 0, 0]] = 1.0  # task 1: 0/3 right (masked to 0..3, class 0 wins)
+    acc, pooled = TaskEvaluator(torch.zeros((2, 0), dtype=torch.int64), Y, _split(), "authors")(_Fixed(table))
+    assert acc.tolist() == [1.0, 0.0] and pooled == pytest.approx(2 / 5)
+    m_text = protocol_metrics(acc[None], [pooled], "text")
+    m_auth = protocol_metrics(acc[None], [pooled], "authors")
+    assert m_text["A_AUC"] == 0.5 and m_auth["A_AUC"] == pytest.approx(0.4)
+
+
+def test_batch_zero_is_an_evaluation_point_and_counts_in_a_auc():
+    assert protocol_eval_points(9, 3, "text").tolist() == [3, 6, 9]
+    assert protocol_eval_points(9, 3, "authors").tolist() == [0, 3, 6, 9]
+    # untrained 0.1, then 0.5, 0.5, 0.5
+    acc = np.array([[0.1, 0.1], [0.5, 0.5], [0.5, 0.5], [0.5, 0.5]])
+    pooled = acc.mean(1)
+    assert protocol_metrics(acc[1:], pooled[1:], "text")["A_AUC"] == 0.5
+    assert protocol_metrics(acc, pooled, "authors")["A_AUC"] == pytest.approx(0.4)
+
+
+def test_hard_forgetting_against_the_end_of_the_own_segment():
+    # two tasks of 2 batches each, evaluations after 0, 1, 2, 3, 4 batches
+    w = np.eye(2)[[0, 0, 1, 1]]
+    acc = np.array([[0.0, 0.0], [0.9, 0.0], [0.6, 0.0], [0.4, 0.8], [0.3, 0.9]])
+    ev = [0, 1, 2, 3, 4]
+    assert segment_references(w, ev).tolist() == [2, 4]
+    m = protocol_metrics(acc, acc.mean(1), "authors", weights=w, eval_batches=ev, hard=True)
+    # text: max over all evaluations (0.9 for task 0); authors: end of segment (0.6)
+    assert m["AF"] == pytest.approx(((0.3 - 0.6) + 0.0) / 2)
+    assert m["AF_s"] == pytest.approx(((0.3 - 0.9) + 0.0) / 2)
+    assert protocol_metrics(acc, None, "text")["AF"] == pytest.approx(m["AF_s"])
+
+
+def test_bad_protocol_is_refused_by_name():
+    with pytest.raises(ValueError, match="protocol must be one of"):
+        drift.get_protocol("code")
+    with pytest.raises(ValueError, match="protocol"):
+        drift.gaussian_stream([np.arange(5), np.arange(5, 10)], 5, 1.0, protocol="code")
+    kw = dict(dataset="csbm", setting="gaussian", sigma=1.0, sigmas=[1.0], p=0.3, k_bl=2, batch_size=10,
+              batch_sizes=[10], sampling="without", methods=["bare"], memory_size=10, eval_every=5, seeds=[1],
+              classes_per_task=2, tau=0.9, hidden=8, lr=0.005, joint_epochs=5, test_fraction=0.2)
+    with pytest.raises(ValueError, match="protocol"):
+        drift.check_params(protocol="paper", **kw)
+    drift.check_params(protocol=["text", "authors"], **kw)
+
+
+# ---------------------------------------------------------------- backbone and training
+def test_authors_gcn_sums_neighbours_without_bias_or_normalisation():
+    x = torch.tensor([[1.0], [2.0], [4.0]])
+    net = AuthorsGCN(x, torch.tensor([[0, 1], [1, 0]]), num_classes=1, hidden=1, fanouts=None)
+    with torch.no_grad():
+        net.lin1.weight.fill_(1.0)
+        net.head.weight.fill_(1.0)
+    net.eval()
+    # h = relu(S x) = [3, 3, 4]; logits = S h = [6, 6, 4]
+    assert net(torch.tensor([0, 1, 2])).flatten().tolist() == [6.0, 6.0, 4.0]
+    assert net.lin1.bias is None and net.head.bias is None
+    # negative index: node 0 entered isolated -> relu(x0) = 1
+    assert net(isolate(torch.tensor([0]))).flatten().tolist() == [1.0]
+    # the kit's GCN: isolated node = relu(lin1(x)) too
+    g = GCN(x, torch.tensor([[0, 1], [1, 0]]), num_classes=2, hidden=3)
+    assert torch.allclose(g.embed(torch.tensor([-1, 1])), torch.stack([torch.relu(g.lin1(x[0])), g.embed(torch.tensor([1]))[0]]))
+
+
+def test_authors_gcn_samples_at_most_the_fanout():
+    # a star: node 0 with 40 neighbours (41 in-edges with the self-loop)
+    ei = torch.stack([torch.arange(1, 41), torch.zeros(40, dtype=torch.int64)])
+    ei = torch.cat([ei, ei.flip(0)], 1)
+    net = AuthorsGCN(torch.ones(41, 1), ei, num_classes=1, hidden=1, fanouts=(10, 25), seed=0)
+    rowid, cols = net._sample(torch.tensor([0, 5]), 25)
+    assert (rowid == 0).sum() == 25 and (rowid == 1).sum() == 2  # node 5: itself and 0
+    assert len(set(cols[rowid == 0].tolist())) == 25
+    with torch.no_grad():
+        net.lin1.weight.fill_(1.0)
+        net.head.weight.fill_(1.0)
+    net.train()
+    # 25 sampled sources, each summing <= 10 inputs of 1: node 0 itself sums 10, leaves sum 2
+    out = float(net(torch.tensor([0])).detach())
+    assert 25 * 2 <= out <= 10 + 24 * 2
+    net.eval()
+    assert float(net(torch.tensor([0]))) == 41 + 40 * 2
+
+
+def test_seen_class_limit_masks_logits():
+    g = csbm(60, 4, seed=0)
+    net = GCN(g.x, g.edge_index, 4, hidden=4)
+    net.logit_limit = 2
+    out = net(torch.arange(5))
+    assert torch.isinf(out[:, 2:]).all() and torch.isfinite(out[:, :2]).all()
+
+
+def test_authors_methods_replay_isolated_nodes_and_follow_their_budgets():
+    g = csbm(300, 4, avg_degree=12, seed=0)
+    y = g.y
+    er = make_authors_learner("er", GCN(g.x, g.edge_index, 4, hidden=8), memory_size=20)
+    for t in range(3):
+        idx = torch.arange(10 * t, 10 * t + 10)
+        er.observe(idx, y[idx])
+    assert (er.memory.data()[0] < 0).all()
+    assert make_authors_learner("agem", GCN(g.x, g.edge_index, 4, hidden=8)).agem_sample_size == 10
+    ssm = make_authors_learner("ssm", GCN(g.x, g.edge_index, 4, hidden=8), memory_size=100)
+    assert isinstance(ssm, AuthorsSSM) and ssm.memory_size == 10
+    for v in range(20):
+        nodes, e = small_subgraph(ssm.model, v)
+        assert len(nodes) <= 11 and int(nodes[0]) == v
+
+
+def test_authors_mas_star_penalty_factor_and_current_batch_importance():
+    g = csbm(100, 4, seed=0)
+    net = GCN(g.x, g.edge_index, 4, hidden=4)
+    s = AuthorsMASStar(net, optimizer="adam", lr=0.01, window_length=1, window_mean_threshold=100.0,
+                       window_variance_threshold=100.0)
+    idx = torch.arange(10)
+    s.observe(idx, g.y[idx])  # first plateau fires: importance from this batch only
+    assert s.num_updates == 1
+    expected = {n: v.clone() for n, v in s.importance(idx).items()}
+    assert all(torch.allclose(s.omega[n], expected[n]) for n in expected)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(0.1)
+    from clkit.strategies.importance import quadratic_penalty
+
+    assert float(s.penalty(None)) == pytest.approx(0.25 * float(quadratic_penalty(net, [(s.omega, s.anchor)])))
+
+
+def test_authors_data_split_is_60_20_20_and_drops_validation_nodes():
+    g = csbm(500, 4, seed=2)
+    g2, sp = drift.protocol_data(g, 2, 0.2, seed=1, protocol="authors")
+    n_train, n_test = sum(map(len, sp.task_nodes)), len(sp.test_idx)
+    assert abs(n_train / 500 - 0.6) < 0.02 and abs(n_test / 500 - 0.2) < 0.02
+    assert g2.num_nodes == n_train + n_test
+    g1, sp1 = drift.protocol_data(g, 2, 0.2, seed=1, protocol="text")
+    assert g1 is g and abs(sum(map(len, sp1.task_nodes)) / 500 - 0.8) < 0.02
+
+
+def test_run_grid_under_both_protocols():
+    g = csbm(240, 4, feature_signal=1.0, seed=1)
+    out = {}
+    for prot in drift.PROTOCOLS:
+        g2, sp = drift.protocol_data(g, 2, 0.2, seed=1, protocol=prot)
+        rows, curves, _ = drift.run_grid(g2, sp, [drift.StreamConfig("gaussian", sigma=2.0)],
+                                         ["bare", "joint", "mas_star"], [1], hidden=8, memory_size=10, eval_every=3,
+                                         joint_epochs=2, cache=False, progress=False, protocol=prot)
+        out[prot] = {r["method"]: r for r in rows}
+        when, acc = curves[(drift.StreamConfig("gaussian", sigma=2.0), "bare", 1)]
+        assert (when[0] == 0) == (prot == "authors")
+        assert out[prot]["mas_star"]["detector_firings"] >= 0
+        assert math.isnan(out[prot]["joint"]["AF"]) and out[prot]["bare"]["protocol"] == prot
