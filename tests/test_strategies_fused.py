@@ -160,3 +160,18 @@ def test_vectorised_importance_equals_the_per_sample_loop():
         ref = _loop_mean(model, loss, x, y, transform)
         for n in ref:
             torch.testing.assert_close(fast[n], ref[n], rtol=1e-5, atol=1e-6 * max(float(ref[n].abs().max()), 1e-6))
+
+
+def test_fused_distillation_equals_the_reference_kl():
+    from clkit.strategies.distillation import _FusedDistillation, distillation_loss
+
+    g = torch.Generator().manual_seed(0)
+    for t in (1.0, 2.0, 3.5):
+        s = (3 * torch.randn(16, 5, generator=g)).requires_grad_()
+        teacher = 3 * torch.randn(16, 5, generator=g)
+        ref = distillation_loss(s, teacher, t)
+        (ref_grad,) = torch.autograd.grad(ref, s)
+        fused = _FusedDistillation.apply(s, teacher, t)
+        (grad,) = torch.autograd.grad(3 * fused, s)
+        assert float(fused.detach()) == pytest.approx(float(ref.detach()), rel=1e-6)
+        torch.testing.assert_close(grad, 3 * ref_grad, rtol=1e-6, atol=1e-7)

@@ -96,11 +96,14 @@ class TaskAwareStrategy(Strategy):
         if self.scenario != "task" or out.ndim != 2 or not self.task_classes:
             return out
         size = max(max(self.task_classes), int(task_ids.max()) if len(task_ids) else 0) + 2
-        table = torch.zeros((size, out.shape[1]), device=out.device)  # last row: task id -1, no mask
-        for t, classes in self.task_classes.items():
-            table[t] = float("-inf")
-            table[t, list(classes)] = 0.0
-        return out + table[task_ids.to(out.device)]
+        key = (size, out.shape[1], out.device, tuple(self.task_classes.items()))
+        if getattr(self, "_mask_key", None) != key:   # rebuilt only when a task or its classes change
+            table = torch.zeros((size, out.shape[1]), device=out.device)  # last row: task id -1, no mask
+            for t, classes in self.task_classes.items():
+                table[t] = float("-inf")
+                table[t, list(classes)] = 0.0
+            self._mask_key, self._mask_table = key, table
+        return out + self._mask_table[task_ids.to(out.device)]
 
     def rows_loss(self, x, y, task_ids: torch.Tensor) -> torch.Tensor:
         """Mean task loss over rows of (possibly) different tasks."""
