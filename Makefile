@@ -1,6 +1,8 @@
 # clkit: two commands do everything on a fresh machine.
 #   make run    all notebooks, default parameters, headless via papermill -> runs/default/, figures/
-#   make test   the test suite (smoke notebooks included)
+#   make test   the test suite (smoke notebooks and notebook 03 in JupyterLab in Chromium included)
+#   make site   static HTML site of the notebooks as executed by `make run` -> site/
+#   make browser-test   all notebooks, Run All in JupyterLab in headless Chromium
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -11,7 +13,7 @@ STAMP := $(VENV)/.clkit-installed
 TORCH_PIN ?= torch==2.14.1 torchvision==0.29.1
 FMNIST := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 
-.PHONY: run test install data clean
+.PHONY: run test install data browser-deps browser-test site clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,11 +34,31 @@ data:
 	  else echo "note: Fashion-MNIST not found at $(FMNIST); see README (Data)"; fi; \
 	fi
 
+# Debian's chromium for the real-browser tests (Playwright drives it; no browser download).
+# Installed with apt when root; elsewhere the browser tests are reported as skipped.
+browser-deps:
+	@if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then \
+	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null \
+	      || echo "note: could not install chromium; the browser tests will be skipped"; \
+	  else echo "note: chromium not found; the browser tests will be skipped (see README)"; fi; \
+	fi
+
 run: install data
 	$(VENV)/bin/clkit run all --params default --out runs/default --figures figures
 
-test: install data
+test: install data browser-deps
 	$(PY) -m pytest -q
 
+browser-test: install data browser-deps
+	CLKIT_BROWSER_NOTEBOOKS=all $(PY) -m pytest -q -rs tests/test_browser.py
+
+# The site shows the notebooks exactly as `make run` executed them (runs/default/);
+# nothing is re-executed. Its browser test then loads every page and saves screenshots
+# under runs/site-screenshots/.
+site: install browser-deps
+	$(PY) -m clkit.site --runs runs/default --out site
+	CLKIT_SITE=site $(PY) -m pytest -q -rs tests/test_browser_site.py
+
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs site .pytest_cache

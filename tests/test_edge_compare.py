@@ -57,3 +57,21 @@ def test_bad_input_is_refused():
         compare_sources({"s": sim}, {"a": np.ones(90)}, seqs, 3, edge_num_random=0)
     with pytest.raises(ValueError, match=r"sims\['s'\] must be a square"):
         compare_sources({"s": np.ones((6, 5))}, {"a": np.ones(90)}, seqs, 3)
+
+
+def test_vectorised_distances_equal_the_per_protocol_ones():
+    from clkit.edge.compare import distances_many
+    from clkit.edge.experiment import evaluate_protocol
+
+    rng = np.random.default_rng(0)
+    acc = rng.normal(60, 4, size=90)
+    samples = [acc[[1, 5, 9]], acc[[0, 0, 0]], acc[[3, 80]], np.array([acc.max() + 5, acc.max() + 6, 50.0]),
+               np.array([acc.min(), acc.min(), acc.min()])]
+    for bins in (10, 4):
+        many = [distances_many(acc, s[None], num_bins=bins) for s in samples]
+        for s, got in zip(samples, many):
+            ev = evaluate_protocol(acc, s, num_bins=bins)
+            assert got["jsd"][0] == pytest.approx(ev["jsd"], abs=1e-9)
+            assert got["wasserstein"][0] == pytest.approx(ev["wasserstein"], rel=1e-6, abs=1e-9)
+    both = distances_many(acc, np.stack([acc[[1, 5, 9]], acc[[2, 3, 4]]]))
+    assert both["jsd"].shape == (2,)

@@ -46,7 +46,20 @@ def test_smoke_run_records_the_edge_experiment(run_smoke):
         c = r["classic"][ds]
         assert c["hard_S"] < c["random_S_min"] and c["easy_S"] > c["random_S_max"]
         assert c["hard_S"] <= c["hard_paper_S"] and c["easy_S"] >= c["easy_paper_S"]
-    for fig in ("similarity_heatmap", "distributions_rs_vs_edge", "similarity_vs_accuracy"):
+    # section 9: every source judged against the truth, on the paper's S and the generalised score
+    rows = r["source_comparison"]
+    sources = {row["source"] for row in rows}
+    assert {"names (glove)", "features", "backbone", "confusion", "random #0"} <= sources
+    assert len(rows) == len(sources) * len(LEARNERS) and len(r["source_comparison_generalised"]) == len(rows)
+    for row in rows:
+        assert -1 <= row["r"] <= 1 and 0 <= row["hard_pct"] <= 100 and 0 <= row["easy_pct"] <= 100
+        assert row["jsd_winner"] in ("EDGE", "RS", "tie") and row["rs_jsd_sd"] >= 0
+    assert set(r["source_summary"]) >= {"features", "confusion", "random (null)"}
+    assert set(r["source_mean"]) == set(r["source_summary"])
+    assert all(set(v) == {"r", "hard_pct", "easy_pct", "edge_wins", "rs_wins"} for v in r["source_mean"].values())
+    assert isinstance(r["paper_claim_supported_by"], list)
+    assert set(r["correlation_intra"]) == set(LEARNERS)
+    for fig in ("similarity_heatmap", "distributions_rs_vs_edge", "similarity_vs_accuracy", "similarity_sources"):
         assert (out / "figures" / f"{fig}.png").stat().st_size > 1000
     assert json.loads((out / "run.json").read_text())["status"] == "ok"
 
@@ -70,6 +83,10 @@ def test_check_params_names_the_bad_parameter():
                                ("classes", [0, 1, 1, 2], "classes has duplicates"),
                                ("seeds", [0], "seeds must name at least 2"),
                                ("classic_num_tasks", 7, "num_tasks must divide"),
-                               ("lr", 0.0, "lr must be a number > 0")]:
+                               ("lr", 0.0, "lr must be a number > 0"),
+                               ("edge_num_random", 0, "edge_num_random"),
+                               ("similarity_sources", ["names", "pixels"], "similarity_sources contains 'pixels'"),
+                               ("num_draws", 1, "num_draws"),
+                               ("intra_weight", "big", "intra_weight")]:
         with pytest.raises((ValueError, TypeError), match=match):
             check_params(**{**good, name: value})

@@ -8,6 +8,15 @@ from scipy import stats
 from clkit.strategies import ClassBalancedBuffer, ReservoirBuffer, TaskBalancedBuffer
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Small models: one thread is faster than many on a shared machine, and deterministic."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
 @pytest.mark.parametrize("batch", [1, 7, 30])
 def test_reservoir_is_a_uniform_sample(batch):
     """Every stream position ends in memory with probability M/N (chi-square, 1500 runs)."""

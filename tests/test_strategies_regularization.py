@@ -10,6 +10,15 @@ from clkit.models import MLP
 from clkit.strategies import EWC, MAS, SI, LwF, Task, make_strategy
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Small models: one thread is faster than many on a shared machine, and deterministic."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
 def _linear(w):
     lin = nn.Linear(len(w), 1, bias=False)
     with torch.no_grad():

@@ -11,6 +11,15 @@ from clkit.strategies import AGEM, GEM, ER, Cumulative, GDumb, Replay, Task, mak
 from clkit.strategies.projection import gem_project
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Small models: one thread is faster than many on a shared machine, and deterministic."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
 def _stream(num_tasks=3, n=60, seed=0, d=4):
     """Conflicting tasks: task t labels by the sign of a different feature, its own 2 classes."""
     g = torch.Generator().manual_seed(seed)

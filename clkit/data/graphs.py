@@ -38,6 +38,7 @@ __all__ = [
     "load_planetoid",
     "load_online_graph",
     "load_graph",
+    "resolve_auto",
 ]
 
 #: Datasets only reachable through their online loaders: name -> (host, how to get it)
@@ -293,8 +294,23 @@ def load_online_graph(name: str, root=None, timeout: float = 3.0) -> GraphData:
     return _from_pyg(data, name, f"{name} via {type(ds).__name__} from {root}")
 
 
+def resolve_auto(root=None) -> str:
+    """``"cora"`` when Cora's Planetoid raw files are in ``root`` or the clkit data cache, else ``"csbm"``.
+
+    Examples
+    --------
+    >>> resolve_auto(root="/nonexistent") in ("cora", "csbm")
+    True
+    """
+    dirs = ([Path(root)] if root else []) + [data_root() / "planetoid"]
+    return "cora" if any((d / "Cora" / "raw" / "ind.cora.graph").exists() for d in dirs) else "csbm"
+
+
 def load_graph(dataset: str = "csbm", *, root=None, seed: int = 0, **csbm_kwargs) -> GraphData:
     """Load ``dataset`` by name: ``"csbm"`` (offline default), ``"cora"``, ``"citeseer"`` or an online one.
+
+    ``"auto"`` is real Cora when its files are present (:func:`resolve_auto`), the
+    contextual SBM otherwise.
 
     Examples
     --------
@@ -302,7 +318,9 @@ def load_graph(dataset: str = "csbm", *, root=None, seed: int = 0, **csbm_kwargs
     'csbm'
     """
     check_type("dataset", dataset, str)
-    check_choice("dataset", dataset, GRAPH_DATASETS)
+    check_choice("dataset", dataset, ["auto", *GRAPH_DATASETS])
+    if dataset == "auto":
+        dataset = resolve_auto(root)
     if dataset == "csbm":
         return csbm(seed=seed, **csbm_kwargs)
     if dataset in ("cora", "citeseer"):

@@ -21,6 +21,8 @@ discretisation; our choice, documented and tested):
 
 from __future__ import annotations
 
+import functools
+
 import math
 
 import numpy as np
@@ -103,12 +105,19 @@ def distribution_distances(true_values, mean: float, std: float, *, num_bins: in
     edges = np.linspace(lo, hi, num_bins + 1)
     jsd = jensen_shannon(histogram(v, edges), gaussian_histogram(mean, std, edges))
     if std > 0:
-        from scipy.stats import norm
-
-        q = norm.ppf((np.arange(quantiles) + 0.5) / quantiles, loc=mean, scale=std)
+        q = mean + std * _std_normal_quantiles(quantiles)
     else:
         q = np.array([mean])
     return {"jsd": float(jsd), "wasserstein": float(wasserstein_1d(v, q))}
+
+
+@functools.lru_cache(maxsize=8)
+def _std_normal_quantiles(quantiles):
+    from scipy.stats import norm
+
+    z = norm.ppf((np.arange(quantiles) + 0.5) / quantiles)
+    z.setflags(write=False)
+    return z
 
 
 def extremes(true_values, sampled_values) -> dict:

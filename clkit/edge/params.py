@@ -9,12 +9,17 @@ from .experiment import DATASETS
 from .learners import LEARNERS
 from .similarity import ENCODERS
 
-__all__ = ["check_params"]
+__all__ = ["check_params", "NOTEBOOK_SOURCES"]
+
+#: similarity sources notebook 02 can compare: the chosen name encoder, other name
+#: encoders, data-driven sources (clkit.edge.data_similarity) and the random null
+NOTEBOOK_SOURCES = ("names", "clip", "minilm", "glove", "features", "backbone", "confusion", "random")
 
 
 def check_params(*, dataset, classes, num_tasks, encoder, learners, n_train, n_test, epochs, hidden,
                  batch_size, lr, seeds, seed, granularities, num_random, num_bins, classic_datasets,
-                 classic_num_tasks) -> dict:
+                 classic_num_tasks, edge_num_random=1, similarity_sources=("names",), num_null=5,
+                 num_draws=30, intra_weight=0.0) -> dict:
     """Validate the parameters of notebook 02_edge; return them as a dict.
 
     Examples
@@ -59,7 +64,16 @@ def check_params(*, dataset, classes, num_tasks, encoder, learners, n_train, n_t
                   min_len=0)
     for d in classic_datasets:
         check_num_tasks(CLASS_NAME_LISTS[d], classic_num_tasks)
+    from .combinatorics import num_sequences
+
+    check_int("edge_num_random", edge_num_random, low=1, high=num_sequences(len(classes), num_tasks) - 2)
+    similarity_sources = check_choices("similarity_sources", similarity_sources, NOTEBOOK_SOURCES, min_len=0)
+    check_int("num_null", num_null, low=1)
+    check_int("num_draws", num_draws, low=2)
+    check_real("intra_weight", intra_weight)
     return dict(dataset=dataset, classes=classes, num_tasks=num_tasks, encoder=encoder, learners=learners,
                 n_train=n_train, n_test=n_test, epochs=epochs, hidden=hidden, batch_size=batch_size, lr=lr,
                 seeds=seeds, seed=seed, granularities=granularities, num_random=num_random, num_bins=num_bins,
-                classic_datasets=list(classic_datasets), classic_num_tasks=classic_num_tasks)
+                classic_datasets=list(classic_datasets), classic_num_tasks=classic_num_tasks,
+                edge_num_random=edge_num_random, similarity_sources=list(similarity_sources),
+                num_null=num_null, num_draws=num_draws, intra_weight=float(intra_weight))

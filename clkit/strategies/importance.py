@@ -34,7 +34,7 @@ from .._validate import check_real
 from ._common import TaskAwareStrategy, mask_to, per_sample_mean, trainable
 from .base import Task, register
 
-__all__ = ["EWC", "SI", "MAS", "quadratic_penalty"]
+__all__ = ["EWC", "SI", "MAS", "quadratic_penalty", "FusedQuadratic"]
 
 
 def quadratic_penalty(model, terms) -> torch.Tensor | float:
@@ -64,6 +64,107 @@ def quadratic_penalty(model, terms) -> torch.Tensor | float:
     return total
 
 
+class FusedQuadratic:
+    """``coefficient * sum_t sum_k Omega_t,k (theta_k - anchor_t,k)^2`` as one fused pass.
+
+    The terms are merged once (when they change) into one importance ``A = sum_t Omega_t``, one
+    anchor ``B = sum_t Omega_t anchor_t / A`` and a constant ``C = sum_t sum_k Omega_t,k
+    (anchor_t,k - B_k)^2`` (merging is exact algebra: ``sum_t Omega_t (theta - a_t)^2 =
+    A (theta - B)^2 + C``; ``B`` and ``C`` are formed in float64). ``A`` and ``B`` are kept as
+    contiguous vectors over the parameters; a step then costs a copy of the parameters into a
+    flat buffer, one subtraction, one multiplication and one dot product, and its gradient
+    ``2 coefficient A (theta - B)`` is already computed by the forward pass (one autograd node).
+
+    Parameters
+    ----------
+    params : list of (name, Parameter)
+        The parameters the importances refer to, in a fixed order.
+    terms : list of (dict name -> Tensor, dict name -> Tensor)
+        Importances and anchors, as for :func:`quadratic_penalty`.
+    coefficient : float
+
+    Examples
+    --------
+    >>> lin = torch.nn.Linear(1, 1, bias=False)
+    >>> with torch.no_grad():
+    ...     _ = lin.weight.fill_(3.0)
+    >>> w = {"weight": torch.tensor([[2.0]])}
+    >>> f = FusedQuadratic(list(lin.named_parameters()), [(w, {"weight": torch.tensor([[1.0]])}),
+    ...                                                   (w, {"weight": torch.tensor([[2.0]])})], 1.0)
+    >>> float(f())    # 2 (3 - 1)^2 + 2 (3 - 2)^2
+    10.0
+    """
+
+    def __init__(self, params, terms, coefficient: float):
+        names = list(terms[0][0])
+        lookup = dict(params)
+        self.params = [lookup[n] for n in names]
+        self.names = names
+        self.coefficient = float(coefficient)
+        p0 = self.params[0]
+        sizes = [p.numel() for p in self.params]
+        with torch.no_grad():
+            a = torch.zeros(sum(sizes), dtype=torch.float64, device=p0.device)
+            s = torch.zeros_like(a)
+            for omega, anchor in terms:
+                o = torch.cat([omega[n].reshape(-1) for n in names]).double()
+                a += o
+                s += o * torch.cat([anchor[n].reshape(-1) for n in names]).double()
+            last = torch.cat([terms[-1][1][n].reshape(-1) for n in names]).double()
+            b = torch.where(a > 0, s / torch.where(a > 0, a, torch.ones_like(a)), last)
+            const = 0.0
+            if len(terms) > 1:   # one term: its anchor is B, the constant is exactly 0
+                for omega, anchor in terms:
+                    o = torch.cat([omega[n].reshape(-1) for n in names]).double()
+                    const += float((o * (torch.cat([anchor[n].reshape(-1) for n in names]).double() - b) ** 2).sum())
+            dtype = p0.dtype
+            self.scaled = (2 * self.coefficient * a).to(dtype)     # 2 c A
+            self.anchor = b.to(dtype)                              # B
+        self.const = self.coefficient * const
+        self.diff = torch.empty_like(self.anchor)                 # theta - B
+        self.grad = torch.empty_like(self.anchor)                 # 2 c A (theta - B)
+        self.diff_views = _views(self.diff, self.params)
+        self.grad_views = _views(self.grad, self.params)
+
+    def __call__(self) -> torch.Tensor:
+        """The penalty at the current parameters (differentiable with respect to them)."""
+        return _FusedPenalty.apply(self, *self.params)
+
+    def value_and_grad(self) -> torch.Tensor:
+        """Fill ``self.grad`` with the penalty's gradient and return its value (no autograd)."""
+        with torch.no_grad():
+            torch._foreach_copy_(self.diff_views, [p.detach() for p in self.params])
+            self.diff.sub_(self.anchor)
+            torch.mul(self.diff, self.scaled, out=self.grad)
+            return 0.5 * torch.dot(self.diff, self.grad) + self.const
+
+
+def _views(flat: torch.Tensor, params) -> list[torch.Tensor]:
+    out, start = [], 0
+    for p in params:
+        out.append(flat[start:start + p.numel()].view_as(p))
+        start += p.numel()
+    return out
+
+
+class _FusedPenalty(torch.autograd.Function):
+    """One autograd node for :class:`FusedQuadratic`: its gradient comes from the forward pass."""
+
+    @staticmethod
+    def forward(ctx, fused, *params):
+        ctx.fused = fused
+        return fused.value_and_grad()
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        views = ctx.fused.grad_views
+        if not (grad_out.numel() == 1 and float(grad_out) == 1.0):
+            views = torch._foreach_mul(views, grad_out)
+        # else: the views themselves; the engine never writes into a tensor whose storage is
+        # shared (it sums into a new tensor, or clones before storing it as ``.grad``)
+        return (None, *views)
+
+
 def _snapshot(model) -> dict[str, torch.Tensor]:
     return {n: p.detach().clone() for n, p in trainable(model)}
 
@@ -77,9 +178,26 @@ class _Quadratic(TaskAwareStrategy):
     def __init__(self, model, **kwargs):
         super().__init__(model, **kwargs)
         self.terms: list[tuple[dict, dict]] = []
+        self._fused = None
+        self._fused_key = None
+
+    def fused(self) -> FusedQuadratic | None:
+        """The merged penalty of ``self.terms`` (rebuilt whenever the terms or the coefficient change)."""
+        if not self.terms:
+            return None
+        key = (float(self.coefficient), [d for term in self.terms for d in term])
+        old = self._fused_key
+        if old is None or old[0] != key[0] or len(old[1]) != len(key[1]) or \
+                any(a is not b for a, b in zip(old[1], key[1])):
+            self._fused = FusedQuadratic(trainable(self.model), self.terms, self.coefficient)
+            self._fused_key = key
+        return self._fused
 
     def penalty(self, task: Task | None):
-        return self.coefficient * quadratic_penalty(self.model, self.terms)
+        """``coefficient * sum_t sum_k Omega_t,k (theta_k - theta*_t,k)^2`` (one fused node;
+        :func:`quadratic_penalty` is the per-parameter reference)."""
+        fused = self.fused()
+        return 0.0 if fused is None else fused()
 
     def _accumulate(self, importance: dict) -> None:
         """Add ``importance`` to the single running term and re-anchor at the current weights."""
@@ -162,26 +280,45 @@ class SI(_Quadratic):
         self.coefficient = self.si_lambda
         self.path = {}          # running w_k of the current task
         self._start = {}
-        self._grad = {}
-        self._before = {}
+        self._grad = {}         # unregularised gradient of the latest step
+        self._before = {}       # weights before the latest step
 
     def before_task(self, task: Task) -> None:
         self._start = _snapshot(self.model)
-        self.path = {k: torch.zeros_like(v) for k, v in self._start.items()}
+        named = trainable(self.model)
+        self._names = [n for n, _ in named]
+        self._params = [p for _, p in named]
+        flat = torch.zeros(2, sum(p.numel() for p in self._params), dtype=self._params[0].dtype,
+                           device=self._params[0].device) if named else torch.zeros(2, 0)
+        # running w_k and the pre-step weights: contiguous rows, with a view per parameter
+        self._flat_path, self._flat_before = flat
+        self._path_views = _views(flat[0], self._params)
+        self._before_views = _views(flat[1], self._params)
+        self.path = dict(zip(self._names, self._path_views))
+        self._before = dict(zip(self._names, self._before_views))
+        self._grad = {}
 
     def after_backward(self, x, y, task) -> None:
-        params = dict(trainable(self.model))
-        omega, anchor = self.terms[0] if self.terms else ({}, {})
-        for name, p in params.items():
-            g = p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p)
-            if name in omega:  # remove the penalty's own gradient 2 c Omega (theta - theta*)
-                g -= 2 * self.coefficient * omega[name] * (p.detach() - anchor[name])
-            self._grad[name] = g
-            self._before[name] = p.detach().clone()
+        with torch.no_grad():
+            grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self._params]
+            fused = self.fused()
+            if fused is None:
+                unreg = torch._foreach_sub(grads, 0.0)   # a copy
+            elif len(fused.params) == len(self._params) and all(
+                    a is b for a, b in zip(fused.params, self._params)):
+                # remove the penalty's own gradient 2 c Omega (theta - theta*)
+                unreg = torch._foreach_sub(grads, fused.grad_views)
+            else:
+                pen = dict(zip(fused.names, fused.grad_views))
+                unreg = [g - pen[n] if n in pen else g.clone() for n, g in zip(self._names, grads)]
+            self._grad_views = unreg
+            self._grad = dict(zip(self._names, unreg))
+            torch._foreach_copy_(self._before_views, [p.detach() for p in self._params])
 
     def after_step(self, x, y, task) -> None:
-        for name, p in trainable(self.model):
-            self.path[name] -= self._grad[name] * (p.detach() - self._before[name])
+        with torch.no_grad():   # w -= g (theta_new - theta_old), i.e. w += g (theta_old - theta_new)
+            delta = torch._foreach_sub(self._before_views, [p.detach() for p in self._params])
+            torch._foreach_addcmul_(self._path_views, self._grad_views, delta)
 
     def after_task(self, task: Task) -> None:
         now = _snapshot(self.model)

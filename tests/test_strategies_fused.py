@@ -1,0 +1,177 @@
+"""The fused (flat, one-node) penalties and the vectorised importances equal their per-parameter
+reference implementations to 1e-6 on random models."""
+
+import pytest
+import torch
+from torch import nn
+
+from clkit._seed import torch_seeded
+from clkit.models import MLP
+from clkit.strategies import EWC, MAS, SI, Task
+from clkit.strategies._common import per_sample_mean, trainable
+from clkit.strategies.importance import FusedQuadratic, quadratic_penalty
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+class _Net(nn.Module):
+    """A small random model with a convolution, a norm layer and an unused-by-terms parameter."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 3, 3)
+        self.norm = nn.LayerNorm(12)
+        self.head = nn.Linear(12, 5)
+
+    def forward(self, x):
+        h = self.conv(x).mean(dim=(2, 3)).repeat(1, 4)
+        return self.head(torch.relu(self.norm(h)))
+
+
+def _random_terms(model, k, g):
+    terms = []
+    for _ in range(k):
+        omega = {n: torch.rand(p.shape, generator=g) * 3 for n, p in trainable(model)}
+        anchor = {n: p.detach() + 0.3 * torch.randn(p.shape, generator=g) for n, p in trainable(model)}
+        terms.append((omega, anchor))
+    return terms
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_fused_penalty_value_and_gradient_equal_the_per_parameter_sum(k):
+    g = torch.Generator().manual_seed(k)
+    with torch_seeded(k):
+        model = _Net()
+    terms = _random_terms(model, k, g)
+    coefficient = 0.7
+    ref = coefficient * quadratic_penalty(model, terms)
+    ref_grads = torch.autograd.grad(ref, [p for _, p in trainable(model)])
+    fused = FusedQuadratic(trainable(model), terms, coefficient)
+    value = fused()
+    grads = torch.autograd.grad(value, [p for _, p in trainable(model)])
+    assert float(value.detach()) == pytest.approx(float(ref.detach()), rel=1e-6)
+    for a, b in zip(grads, ref_grads):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6 * float(b.abs().max()))
+    # the gradient buffer the strategies read back is left intact by the backward pass
+    for a, b in zip(fused.grad_views, ref_grads):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6 * float(b.abs().max()))
+    # a scaled loss scales the gradient
+    twice = torch.autograd.grad(2 * fused(), [p for _, p in trainable(model)])
+    for a, b in zip(twice, ref_grads):
+        torch.testing.assert_close(a, 2 * b, rtol=1e-6, atol=2e-6 * float(b.abs().max()))
+
+
+def _tasks(seed=0, n=48):
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for t in range(3):
+        x = torch.randn(n, 6, generator=g) + t
+        out.append(Task(x, 2 * t + (x[:, t] > t).long(), task_id=t, classes=(2 * t, 2 * t + 1)))
+    return out
+
+
+class _ReferenceSI(SI):
+    """SI as it was written per parameter (the reference for the fused path integral)."""
+
+    def penalty(self, task):
+        return self.coefficient * quadratic_penalty(self.model, self.terms)
+
+    def after_backward(self, x, y, task):
+        omega, anchor = self.terms[0] if self.terms else ({}, {})
+        self._grad, self._before = {}, {}
+        for name, p in trainable(self.model):
+            gr = p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p)
+            if name in omega:
+                gr -= 2 * self.coefficient * omega[name] * (p.detach() - anchor[name])
+            self._grad[name] = gr
+            self._before[name] = p.detach().clone()
+
+    def after_step(self, x, y, task):
+        for name, p in trainable(self.model):
+            self.path[name] -= self._grad[name] * (p.detach() - self._before[name])
+
+
+@pytest.mark.parametrize("cls, kw", [(EWC, {"ewc_lambda": 50.0}), (SI, {"si_lambda": 3.0}),
+                                     (MAS, {"mas_lambda": 4.0})])
+def test_strategies_train_like_the_per_parameter_reference(cls, kw):
+    """Three tasks with the fused penalty and the reference: same weights, importances, paths."""
+    ref_cls = _ReferenceSI if cls is SI else type("Ref", (cls,), {
+        "penalty": lambda self, task: self.coefficient * quadratic_penalty(self.model, self.terms)})
+    runs = []
+    for c in (cls, ref_cls):
+        with torch_seeded(3):
+            s = c(MLP(6, 6, hidden=(16,)), lr=0.05, epochs=2, batch_size=16, scenario="task", **kw)
+        for task in _tasks():
+            s.train_task(task)
+        runs.append(s)
+    fused, ref = runs
+    for a, b in zip(fused.model.parameters(), ref.model.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+    assert len(fused.terms) == len(ref.terms)
+    for (om_a, an_a), (om_b, an_b) in zip(fused.terms, ref.terms):
+        for n in om_a:
+            torch.testing.assert_close(om_a[n], om_b[n], rtol=1e-6, atol=1e-6 * float(om_b[n].abs().max()))
+            torch.testing.assert_close(an_a[n], an_b[n], rtol=1e-6, atol=1e-6)
+    if cls is SI:
+        for n in fused.path:
+            torch.testing.assert_close(fused.path[n], ref.path[n], rtol=1e-6,
+                                       atol=1e-6 * float(ref.path[n].abs().max()))
+    with torch.no_grad():   # away from the anchor, the penalties agree too
+        for p in fused.model.parameters():
+            p.add_(0.1)
+    expected = fused.coefficient * quadratic_penalty(fused.model, fused.terms)
+    assert float(fused.penalty(None)) == pytest.approx(float(expected), rel=1e-6)
+
+
+def _loop_mean(model, sample_loss, x, y, transform):
+    """Per-sample gradients one row at a time with autograd (the reference)."""
+    params = [p for _, p in trainable(model)]
+    total = [torch.zeros_like(p) for p in params]
+    for i in range(len(y)):
+        grads = torch.autograd.grad(sample_loss(model(x[i:i + 1]), y[i:i + 1]), params)
+        for t, gr in zip(total, grads):
+            t += transform(gr)
+    return {n: t / len(y) for (n, _), t in zip(trainable(model), total)}
+
+
+def test_vectorised_importance_equals_the_per_sample_loop():
+    from clkit.models.transformer import TimeSeriesTransformer
+
+    g = torch.Generator().manual_seed(0)
+    cases = []
+    with torch_seeded(0):
+        cases.append((_Net(), torch.randn(10, 2, 5, 5, generator=g), torch.randint(0, 5, (10,), generator=g),
+                      lambda o, t: torch.nn.functional.cross_entropy(o, t), torch.square))
+        cases.append((MLP(7, 3, hidden=(9,)), torch.randn(12, 7, generator=g), torch.zeros(12),
+                      lambda o, t: o.pow(2).sum(), torch.abs))
+        tr = TimeSeriesTransformer(3, context=8, d_model=8, num_layers=2, num_heads=2).eval()
+        cases.append((tr, torch.randn(6, 8, 3, generator=g), torch.randn(6, 1, generator=g),
+                      torch.nn.functional.mse_loss, torch.square))
+    for model, x, y, loss, transform in cases:
+        model.eval()
+        fast = per_sample_mean(model, loss, x, y, transform, budget_bytes=4 * 5 * sum(
+            p.numel() for p in model.parameters()))   # several chunks
+        ref = _loop_mean(model, loss, x, y, transform)
+        for n in ref:
+            torch.testing.assert_close(fast[n], ref[n], rtol=1e-5, atol=1e-6 * max(float(ref[n].abs().max()), 1e-6))
+
+
+def test_fused_distillation_equals_the_reference_kl():
+    from clkit.strategies.distillation import _FusedDistillation, distillation_loss
+
+    g = torch.Generator().manual_seed(0)
+    for t in (1.0, 2.0, 3.5):
+        s = (3 * torch.randn(16, 5, generator=g)).requires_grad_()
+        teacher = 3 * torch.randn(16, 5, generator=g)
+        ref = distillation_loss(s, teacher, t)
+        (ref_grad,) = torch.autograd.grad(ref, s)
+        fused = _FusedDistillation.apply(s, teacher, t)
+        (grad,) = torch.autograd.grad(3 * fused, s)
+        assert float(fused.detach()) == pytest.approx(float(ref.detach()), rel=1e-6)
+        torch.testing.assert_close(grad, 3 * ref_grad, rtol=1e-6, atol=1e-7)
