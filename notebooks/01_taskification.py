@@ -47,7 +47,7 @@ num_series: int = 4  # series (IP addresses) analysed for profiles and BPS
 num_weeks: int = 40  # synthetic stream length in weeks (CESNET-TimeSeries24: 40)
 window_days: list = [9, 30, 44]  # task lengths of the fixed-window splits, in days
 offset_days: float = 2.0  # shift of all boundaries for the shifted twin (Table 4), days
-delta_days: float = 1.0  # BPS neighbourhood: internal boundaries move <= delta, days
+delta_days: float = 1.0  # BPS neighbourhood: boundaries move by at most delta days
 num_perturbations: int = 50  # taskifications drawn from the neighbourhood per series
 l_min: int = 2  # stability profile: smallest task lag counted as long-range
 alpha: float = 0.5  # profile distance weight of the plasticity term
