@@ -722,6 +722,20 @@ if gen_summary is not None:
         Markdown(f"**Generalised score S + {intra_weight:g} I** (beyond the paper)")
     )
     display(gen_summary.round(3))
+# per-source means under short keys that do not depend on the sources chosen, so the
+# rows of a sweep over seeds line up (clkit summary --columns "source_mean.*")
+record.log(
+    source_mean={
+        g: {
+            "r": float(row["R (mean over learners)"]),
+            "hard_pct": float(row["hard acc. pct"]),
+            "easy_pct": float(row["easy acc. pct"]),
+            "edge_wins": int(row["EDGE wins JSD"] + row["EDGE wins W1"]),
+            "rs_wins": int(row["RS wins JSD"] + row["RS wins W1"]),
+        }
+        for g, row in src_summary.iterrows()
+    }
+)
 I_all = edge.intra_task_scores(sim, all_seqs)
 corr_intra = {
     name: similarity_correlation(I_all, acc)["r"] for name, acc in truth.items()
