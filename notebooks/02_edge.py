@@ -393,7 +393,7 @@ for name, acc in truth.items():
 proto_df = (
     pd.DataFrame(table).T[["mean", "std", "min", "max", "jsd", "wasserstein"]].round(3)
 )
-proto_df["accuracies used"] = [
+proto_df["accuracies (EDGE: hard, random, easy)"] = [
     (
         ", ".join(f"{v:.1f}" for v in protocol_values[key])
         if key in protocol_values

