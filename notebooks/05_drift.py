@@ -229,11 +229,13 @@ display(Markdown(f"Stream of {T} batches ({protocols[0]} protocol). Overlap inde
 # but refreshes it only when a loss-window detector sees a peak followed by a plateau. *SSM* and
 # *SEM* replay memory nodes through sparsified subgraphs; *DMSG* (Qiao et al., ICLR 2025) keeps a
 # diversity-pruned memory and replays generated embeddings from a variational layer. Under
-# `authors`, A-GEM's reference gradient uses 10 memory rows, MAS\* takes its importance from the
-# current batch with penalty factor 0.25 and its detector sees the total loss, SSM and SEM keep 10
-# subgraphs of at most 1 + 5 + 5 nodes. **Not reproduced** from the released code: GSS's
-# buffer-gradient details, SEM's curvature proxy and DMSG's loss terms and backbone
-# (`clkit.drift.authors` says what runs instead).
+# `authors`, A-GEM's reference gradient uses 10 memory rows; GSS stages 10 nodes, replays 10
+# memory nodes in a separate step and considers replacements only when the staged batch's
+# gradient points away (cosine < 0) from 5 memory gradients; MAS\* takes its importance from the
+# current batch with penalty factor 0.25 and its detector sees the total loss; SSM and SEM keep
+# 10 subgraphs of at most 1 + 5 + 5 nodes. **Not reproduced** from the released code: SEM's
+# curvature proxy and DMSG's loss terms and backbone (`clkit.drift.authors` says what runs
+# instead).
 
 # %%
 cl_sweep = [m for m in sweep_methods if m != "bare"]
@@ -600,8 +602,8 @@ for pr in protocols:
     lines.append(" ".join(part))
 scale = "a synthetic graph" if graph.source.startswith("synthetic") else f"{name}"
 lines.append(f"This is a small-scale run on {scale}: compare the direction of each effect with the "
-             "paper (CoraFull, ogbn-arxiv, Reddit, Roman-Empire), not the exact numbers. The authors' "
-             "GSS details, SEM's curvature proxy and DMSG's losses are not reproduced.")
+             "paper (CoraFull, ogbn-arxiv, Reddit, Roman-Empire), not the exact numbers. Under the "
+             "authors' protocol, SEM's curvature proxy and DMSG's losses are not theirs.")
 summary = "\n\n".join(lines)
 record.log(summary=summary)
 display(Markdown(summary))
