@@ -23,12 +23,29 @@ over ``10 T`` outputs. In the class-incremental scenario the head is used as a
 whole; in the task-incremental one the strategies mask it to the task's ten
 classes (:class:`clkit.strategies.Strategy`, ``scenario="task"``).
 ``R[i, j]`` is the test accuracy on task ``j`` after training on task ``i``; the
-paper's ACC, BWT and FWT (Sect. 2.3) come from :mod:`clkit.metrics`.
+paper's ACC, BWT and FWT (Sect. 2.3) come from :mod:`clkit.metrics`
+(:func:`stream_metrics`).
+
+Order versus weighting. ACC averages the lower triangle of ``R``, so the task in
+position ``j`` (0-based) is counted ``T - j`` times: putting the easiest task first
+raises ACC with no continual-learning effect at all (the paper itself warns of
+this, Sect. 5). :func:`weighting_reference` gives the ACC of a learner that neither
+forgets nor transfers, from the single-task accuracies alone; the M2I - I2M gap of
+that reference is what weighting alone produces. The final-row mean counts every
+task once and has no such term.
+
+Seeds. :func:`difficulty_table` and :func:`select_tasks` compute the difficulty
+ordering from single-task accuracies over several seeds and keep only tasks whose
+difficulties differ by more than their seed spread; :func:`run_streams` trains
+every (seed, order, strategy) stream, optionally in worker processes.
 """
 
 from __future__ import annotations
 
 import inspect
+import itertools
+import math
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,7 +63,8 @@ from .strategies.base import _REGISTRY
 
 __all__ = ["PAPER_ORDER", "Benchmark", "prepare_images", "balanced_indices", "build_benchmark",
            "single_task_accuracy", "curriculum_orders", "run_stream", "stream_metrics", "strategy_kwargs",
-           "check_params"]
+           "check_params", "weighting_reference", "difficulty_table", "select_tasks", "run_streams",
+           "paired_gap", "verdict"]
 
 #: the paper's direct curriculum (M2I), from its Table 2 accuracies
 PAPER_ORDER = ("mnist", "omniglot", "fashion_mnist", "svhn", "cifar10", "tinyimagenet")
@@ -324,30 +342,270 @@ def run_stream(bench: Benchmark, order, strategy: str, *, scenario: str = "class
 
 
 def stream_metrics(R, scenario: str) -> dict:
-    """The paper's ACC, BWT and FWT (Sect. 2.3) of one accuracy matrix.
+    """The paper's metrics (Sect. 2.3) of one accuracy matrix, with the variants needed to read them.
 
-    ACC averages ``R[i, j]`` over ``i >= j``, BWT ``R[i, j] - R[j, j]`` over ``i > j``
-    and FWT ``R[i, j]`` over ``i < j`` (Díaz-Rodríguez et al.). FWT is NaN in the
-    class-incremental scenario, where it is ill-defined (unseen classes are never
-    predicted).
+    Returns
+    -------
+    dict with
+
+    ``ACC``
+        The paper's Eq. 1: ``R[i, j]`` averaged over ``i >= j``, divided by the number
+        of those cells, :math:`T(T+1)/2`, as the authors' code does (the paper prints
+        :math:`T(T-1)/2`). Task ``j`` counts ``T - j`` times (see :func:`weighting_reference`).
+    ``final_acc``
+        Mean of the final row: every task once, after the whole stream.
+    ``BWT_eq2``
+        The paper's Eq. 2: mean over ``i > j`` of ``R[i, j] - R[j, j]`` (Díaz-Rodríguez
+        et al.; :func:`clkit.metrics.backward_transfer` ``mode="diaz_rodriguez"``).
+    ``BWT_code``
+        What the paper's tables report: the authors' released code averages
+        ``R[i, j] - R[i-1, j]`` over ``i > j`` (``mode="consecutive"``), which telescopes to
+        :math:`2/T` times the final-row BWT -- about a third of ``BWT_eq2``'s scale for the
+        paper's six tasks. Compare *this* one with the paper's Tables 3-4.
+    ``FWT``
+        Mean of ``R[i, j]`` over ``i < j``; NaN in the class-incremental scenario, where it
+        is ill-defined (unseen classes are never predicted).
 
     Examples
     --------
-    >>> R = [[0.9, 0.1], [0.5, 0.8]]
+    >>> R = [[0.9, 0.1, 0.0], [0.5, 0.8, 0.2], [0.3, 0.6, 0.7]]
     >>> {k: round(v, 3) for k, v in stream_metrics(R, "task").items()}
-    {'ACC': 0.733, 'BWT': -0.4, 'FWT': 0.1}
+    {'ACC': 0.633, 'final_acc': 0.533, 'BWT_eq2': -0.4, 'BWT_code': -0.267, 'FWT': 0.1}
     >>> bool(np.isnan(stream_metrics(R, "class")["FWT"]))
     True
     """
     check_choice("scenario", scenario, ["class", "task"])
     return {"ACC": average_accuracy(R, mode="all_seen"),
-            "BWT": backward_transfer(R, mode="diaz_rodriguez"),
+            "final_acc": average_accuracy(R, mode="final"),
+            "BWT_eq2": backward_transfer(R, mode="diaz_rodriguez"),
+            "BWT_code": backward_transfer(R, mode="consecutive"),
             "FWT": forward_transfer(R, mode="diaz_rodriguez") if scenario == "task" else float("nan")}
+
+
+def weighting_reference(accuracy: dict, order) -> dict:
+    """ACC and final-row mean of a learner that neither forgets nor transfers.
+
+    Such a learner has ``R[i, j] = a_j`` for ``i >= j``, with ``a_j`` the single-task
+    accuracy of the task in position ``j``. Its ACC is
+    :math:`\\sum_j (T - j)\\, a_j / (T(T+1)/2)` (0-based ``j``): a weighted mean in which
+    earlier tasks count more. The difference of this reference between two orders of the
+    same tasks is the ACC gap produced by weighting alone; its final-row mean is the plain
+    mean of the ``a_j`` and the same for every order.
+
+    Parameters
+    ----------
+    accuracy : dict name -> float
+        Single-task accuracies (e.g. :func:`single_task_accuracy`).
+    order : list of str
+
+    Returns
+    -------
+    dict with ``ACC`` and ``final_acc``
+
+    Examples
+    --------
+    >>> a = {"easy": 0.9, "mid": 0.6, "hard": 0.3}
+    >>> m2i = weighting_reference(a, ["easy", "mid", "hard"])["ACC"]   # (3*.9 + 2*.6 + .3) / 6
+    >>> i2m = weighting_reference(a, ["hard", "mid", "easy"])["ACC"]   # (3*.3 + 2*.6 + .9) / 6
+    >>> round(m2i, 3), round(i2m, 3), round(m2i - i2m, 3)
+    (0.7, 0.5, 0.2)
+    """
+    order = list(order)
+    check_choices("order", order, list(accuracy))
+    T = len(order)
+    a = np.array([float(accuracy[n]) for n in order])
+    weights = (T - np.arange(T)) / (T * (T + 1) / 2)
+    return {"ACC": float(weights @ a), "final_acc": float(a.mean())}
+
+
+def difficulty_table(runs: dict) -> dict:
+    """Mean and seed spread of single-task accuracies measured over several seeds.
+
+    Parameters
+    ----------
+    runs : dict name -> list of float
+        One accuracy per seed.
+
+    Returns
+    -------
+    dict name -> {"mean": float, "sd": float, "n": int}
+        ``sd`` is the sample standard deviation over seeds (NaN for one seed).
+
+    Examples
+    --------
+    >>> difficulty_table({"a": [0.8, 0.9, 1.0]})["a"]
+    {'mean': 0.9, 'sd': 0.1, 'n': 3}
+    """
+    out = {}
+    for name, values in runs.items():
+        v = np.asarray(values, dtype=float)
+        if v.ndim != 1 or len(v) == 0:
+            raise ValueError(f"runs: {name!r} needs a list of accuracies, one per seed, got {values!r}")
+        out[name] = {"mean": round(float(v.mean()), 12),
+                     "sd": round(float(v.std(ddof=1)), 12) if len(v) > 1 else float("nan"), "n": len(v)}
+    return out
+
+
+def _gap_threshold(d1: dict, d2: dict) -> float:
+    """Seed spread of the difference of two difficulties: the root sum of their variances."""
+    return math.sqrt(d1["sd"] ** 2 + d2["sd"] ** 2)
+
+
+def select_tasks(table: dict, num_tasks: int = 0):
+    """Choose the curriculum's tasks so that neighbouring difficulties differ by more than the seed spread.
+
+    Candidates are sorted by mean single-task accuracy (easiest first). Two neighbours
+    are *separated* when their difference in mean accuracy exceeds
+    :math:`\\sqrt{sd_1^2 + sd_2^2}`, the seed spread of that difference. Among subsets of
+    ``num_tasks`` candidates (``0``: of any size, the largest one whose neighbours are all
+    separated), the one whose smallest neighbour gap is the largest multiple of its spread
+    wins; ties go to the earlier names.
+
+    Parameters
+    ----------
+    table : dict
+        From :func:`difficulty_table` (at least 2 seeds, so the spread is known).
+    num_tasks : int
+        ``0`` or between 2 and the number of candidates.
+
+    Returns
+    -------
+    names : list of str
+        The chosen tasks, easiest first (the M2I order).
+    gaps : list of dict
+        For each neighbouring pair: ``easier``, ``harder``, ``gap``, ``spread``, ``separated``.
+
+    Examples
+    --------
+    >>> t = {"a": {"mean": 0.95, "sd": 0.01, "n": 3}, "b": {"mean": 0.94, "sd": 0.02, "n": 3},
+    ...      "c": {"mean": 0.70, "sd": 0.03, "n": 3}}
+    >>> select_tasks(t)[0]                     # a and b are tied within their spread
+    ['a', 'c']
+    >>> [g["separated"] for g in select_tasks(t, num_tasks=3)[1]]
+    [False, True]
+    """
+    names = sorted(table, key=lambda n: (-table[n]["mean"], n))
+    if len(names) < 2:
+        raise ValueError(f"table: need at least 2 candidate tasks, got {names}")
+    if any(not np.isfinite(table[n]["sd"]) for n in names):
+        raise ValueError("table: the seed spread is unknown (one seed); measure difficulty with at least 2 seeds")
+    num_tasks = check_int("num_tasks", num_tasks, low=0, high=len(names))
+    if num_tasks == 1:
+        raise ValueError(f"num_tasks must be 0 (as many as are separated) or 2..{len(names)}, got 1")
+
+    def gaps(sub):
+        return [{"easier": a, "harder": b, "gap": table[a]["mean"] - table[b]["mean"],
+                 "spread": _gap_threshold(table[a], table[b]),
+                 "separated": bool(table[a]["mean"] - table[b]["mean"] > _gap_threshold(table[a], table[b]))}
+                for a, b in zip(sub, sub[1:])]
+
+    def score(sub):
+        g = gaps(sub)
+        return min(x["gap"] / x["spread"] if x["spread"] > 0 else math.inf for x in g)
+
+    sizes = [num_tasks] if num_tasks else range(len(names), 1, -1)
+    best = None
+    for k in sizes:
+        subs = [list(c) for c in itertools.combinations(names, k)]
+        ok = [c for c in subs if all(x["separated"] for x in gaps(c))]
+        pool = ok or (subs if num_tasks or k == 2 else [])
+        if pool:
+            best = max(pool, key=score)   # max keeps the first of equals
+            break
+    return best, gaps(best)
+
+
+def _stream_job(job):
+    """Worker body of :func:`run_streams` (module level so worker processes can import it)."""
+    key, bench, order, strategy, kwargs, num_threads = job
+    if num_threads:
+        torch.set_num_threads(num_threads)
+    return key, run_stream(bench, order, strategy, **kwargs)
+
+
+def run_streams(benches: dict, orders: dict, strategies, *, workers: int = 1, num_threads: int = 1, progress=None,
+                **kwargs) -> dict:
+    """Every (seed, order, strategy) stream; optionally in worker processes.
+
+    Parameters
+    ----------
+    benches : dict seed -> Benchmark
+        One benchmark per seed (the seed also drives :func:`run_stream`).
+    orders : dict order name -> list of dataset names
+    strategies : list of str
+    workers : int
+        Processes to use; ``1`` runs in this process. Every stream seeds its own model,
+        batches and memories, so the results do not depend on ``workers``.
+    num_threads : int
+        torch threads in each worker (0: leave torch's default).
+    progress : tqdm-like, optional
+        Advanced by one per finished stream.
+    **kwargs
+        Passed to :func:`run_stream` (``scenario``, ``backbone``, ``epochs``, strategy settings).
+
+    Returns
+    -------
+    dict seed -> order -> strategy -> R
+    """
+    workers = check_int("workers", workers, low=1)
+    jobs = [((seed, o, s), bench, orders[o], s, {**kwargs, "seed": seed}, num_threads)
+            for seed, bench in benches.items() for o in orders for s in strategies]
+    out = {seed: {o: {} for o in orders} for seed in benches}
+
+    def keep(key, R):
+        seed, o, s = key
+        out[seed][o][s] = R
+        if progress is not None:
+            progress.update(1)
+
+    if workers == 1:
+        for job in jobs:
+            keep(*_stream_job(job))
+        return out
+    import multiprocessing as mp
+
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+        futures = [pool.submit(_stream_job, job) for job in jobs]
+        for fut in as_completed(futures):
+            keep(*fut.result())
+    return out
+
+
+def paired_gap(values_a, values_b) -> dict:
+    """Mean and seed spread of paired differences ``a - b`` (one pair per seed).
+
+    Returns
+    -------
+    dict with ``mean``, ``sd`` (sample standard deviation of the per-seed differences,
+    NaN for one seed) and ``per_seed``.
+
+    Examples
+    --------
+    >>> paired_gap([0.8, 0.7, 0.9], [0.7, 0.7, 0.7])
+    {'mean': 0.1, 'sd': 0.1, 'per_seed': [0.1, 0.0, 0.2]}
+    """
+    d = np.asarray(values_a, dtype=float) - np.asarray(values_b, dtype=float)
+    return {"mean": round(float(d.mean()), 12), "sd": round(float(d.std(ddof=1)), 12) if len(d) > 1 else float("nan"),
+            "per_seed": [round(float(x), 12) for x in d]}
+
+
+def verdict(gap: dict, positive: str = "M2I higher", negative: str = "I2M higher",
+            within: str = "within spread") -> str:
+    """Name the sign of a :func:`paired_gap` only when ``|mean|`` exceeds its seed ``sd``.
+
+    Examples
+    --------
+    >>> verdict({"mean": 0.05, "sd": 0.02}), verdict({"mean": -0.05, "sd": 0.02}), verdict({"mean": 0.01, "sd": 0.02})
+    ('M2I higher', 'I2M higher', 'within spread')
+    """
+    if not np.isfinite(gap["sd"]) or abs(gap["mean"]) <= gap["sd"]:
+        return within
+    return positive if gap["mean"] > 0 else negative
 
 
 def check_params(*, datasets, scenario, strategies, backbone, epochs, difficulty_epochs, memory_size,
                  per_class_train, per_class_test, image_size, channels, lr, momentum, batch_size, seed,
-                 optimizer: str = "sgd", **others) -> None:
+                 optimizer: str = "sgd", seeds: int = 1, num_tasks: int = 0, workers: int = 1, **others) -> None:
     """Validate notebook 04's parameters; raise ``ValueError``/``TypeError`` naming the parameter.
 
     Examples
@@ -382,6 +640,12 @@ def check_params(*, datasets, scenario, strategies, backbone, epochs, difficulty
     check_real("momentum", momentum, low=0, high=1)
     check_int("batch_size", batch_size, low=1)
     check_int("seed", seed)
+    check_int("seeds", seeds, low=1)
+    check_int("workers", workers, low=1)
+    check_int("num_tasks", num_tasks, low=0, high=len(datasets))
+    if num_tasks == 1:
+        raise ValueError(f"num_tasks must be 0 (as many tasks as differ in difficulty beyond the seed spread) "
+                         f"or 2..{len(datasets)} (len(datasets)), got 1")
     if "num_threads" in others:
         check_int("num_threads", others.pop("num_threads"), low=0)
     for name, value in others.items():

@@ -12,8 +12,10 @@ function                    definitions
 ==========================  =============================================================
 :func:`average_accuracy`    ``"final"`` (Lopez-Paz & Ranzato 2017), ``"all_seen"``
                             (Díaz-Rodríguez et al. 2018, used by the curriculum paper)
-:func:`backward_transfer`   ``"lopez_paz"``, ``"diaz_rodriguez"``; regression BWT of the
-                            taskification paper with ``higher_is_better=False``
+:func:`backward_transfer`   ``"lopez_paz"``, ``"diaz_rodriguez"`` (the curriculum paper's
+                            Eq. 2), ``"consecutive"`` (the curriculum authors' released
+                            code); regression BWT of the taskification paper with
+                            ``higher_is_better=False``
 :func:`forward_transfer`    ``"lopez_paz"`` (needs baseline ``b``), ``"diaz_rodriguez"``
 :func:`forgetting`          Chaudhry et al. 2018; regression forgetting of the
                             taskification paper with ``higher_is_better=False``
@@ -92,10 +94,17 @@ def backward_transfer(R, mode: str = "lopez_paz", higher_is_better: bool = True)
     Parameters
     ----------
     R : array_like, shape (num_tasks, num_tasks)
-    mode : {"lopez_paz", "diaz_rodriguez"}
+    mode : {"lopez_paz", "diaz_rodriguez", "consecutive"}
         ``"lopez_paz"``: :math:`\\frac{1}{T-1}\\sum_{j<T} (R_{T,j} - R_{j,j})`.
         ``"diaz_rodriguez"``: :math:`\\sum_{i=2}^T\\sum_{j<i} (R_{i,j} - R_{j,j}) / (T(T-1)/2)`
-        (all stages, the curriculum paper's BWT).
+        (all stages; the curriculum paper's Eq. 2 as printed).
+        ``"consecutive"``: :math:`\\sum_{i=2}^T\\sum_{j<i} (R_{i,j} - R_{i-1,j}) / (T(T-1)/2)`,
+        the change caused by each single training stage -- what the curriculum paper's
+        released code computes (github.com/lifelonglab/M2I_I2M_benchmark,
+        ``analysis/metrics/eval_results_metrics.py``) and what its Tables 3-4 report.
+        Each column telescopes to :math:`R_{T,j} - R_{j,j}`, so it equals
+        ``"lopez_paz"`` times :math:`2/T` (a third of it for the paper's six tasks) and
+        is not comparable with ``"diaz_rodriguez"``.
     higher_is_better : bool
         ``False`` for an error matrix ``M`` (e.g. MSE): the differences are negated so
         that positive BWT still means improvement. With ``"lopez_paz"`` this is the
@@ -113,12 +122,14 @@ def backward_transfer(R, mode: str = "lopez_paz", higher_is_better: bool = True)
     -0.4
     >>> round(backward_transfer(R, mode="diaz_rodriguez"), 4)  # (-0.4 - 0.6 - 0.2) / 3
     -0.4
+    >>> round(backward_transfer(R, mode="consecutive"), 4)  # ((0.5-0.9) + (0.3-0.5) + (0.6-0.8)) / 3
+    -0.2667
     >>> M = [[1.0, 9.0], [3.0, 2.0]]     # MSE grows on task 0: negative BWT
     >>> backward_transfer(M, higher_is_better=False)
     -2.0
     """
     R, T = _square(R)
-    check_choice("mode", mode, ["lopez_paz", "diaz_rodriguez"])
+    check_choice("mode", mode, ["lopez_paz", "diaz_rodriguez", "consecutive"])
     if T < 2:
         return float("nan")
     sign = 1.0 if higher_is_better else -1.0
@@ -126,6 +137,8 @@ def backward_transfer(R, mode: str = "lopez_paz", higher_is_better: bool = True)
     if mode == "lopez_paz":
         return float(sign * np.nanmean(R[-1, :-1] - diag[:-1]))
     i, j = np.tril_indices(T, k=-1)
+    if mode == "consecutive":
+        return float(sign * np.nanmean(R[i, j] - R[i - 1, j]))
     return float(sign * np.nanmean(R[i, j] - diag[j]))
 
 
@@ -174,8 +187,12 @@ def forgetting(R, higher_is_better: bool = True) -> float:
     :math:`f_j = \\max_{k \\in [j, T-1]} R_{k,j} - R_{T,j}`.
     Error matrix ``M`` (``higher_is_better=False``, the taskification paper):
     :math:`f_j = M_{T,j} - \\min_{k \\in [j, T-1]} M_{k,j}`.
-    Both are averaged as :math:`\\frac{1}{T-1}\\sum_{j=1}^{T-1} f_j` (1-based) and are
-    ``>= 0``; larger means more forgetting.
+    Both are averaged as :math:`\\frac{1}{T-1}\\sum_{j=1}^{T-1} f_j` (1-based); larger
+    means more forgetting. Neither is bounded below by 0: the best earlier stage is
+    taken over rows :math:`j .. T-1`, which exclude the final row, so a task the final
+    model does better on than at any earlier stage (positive backward transfer) gives
+    :math:`f_j < 0`, and so can the average -- the taskification paper's Table 1 reports
+    a forgetting of -0.27.
 
     Examples
     --------
@@ -185,6 +202,8 @@ def forgetting(R, higher_is_better: bool = True) -> float:
     >>> M = [[1.0, 5.0, 5.0], [2.0, 1.5, 5.0], [4.0, 1.0, 1.0]]
     >>> round(forgetting(M, higher_is_better=False), 4)   # ((4-1) + (1-1.5)) / 2
     1.25
+    >>> round(forgetting([[0.5, 0.0], [0.7, 0.9]]), 4)   # task 0 improved: 0.5 - 0.7
+    -0.2
     """
     R, T = _square(R)
     if T < 2:

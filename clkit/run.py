@@ -39,6 +39,7 @@ from pathlib import Path
 import yaml
 
 from ._io import atomic_write_json, flatten_scalars, repo_root
+from .cli_protocols import register as _register_protocols
 
 __all__ = ["notebooks_dir", "list_notebooks", "resolve_notebook", "load_params", "run_notebook",
            "summarize", "main"]
@@ -466,6 +467,8 @@ def main(argv=None) -> int:
     s.add_argument("--columns", nargs="+", default=None, metavar="PATTERN",
                    help="result columns to print and group, as glob patterns (e.g. 'main.*.A_AUC')")
     s.set_defaults(func=_cmd_summary)
+    _register_protocols(sub)  # clkit edge / metrics / drift / taskify
+    __import__("clkit.course.cli", fromlist=["register"]).register(sub)  # clkit course build / grade
     args = ap.parse_args(argv)
     return args.func(args)
 

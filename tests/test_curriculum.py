@@ -81,7 +81,8 @@ def test_run_stream_fills_R_and_metrics_follow_the_paper():
     assert R[1, 0] < R[0, 0]                        # naive forgets
     m = cur.stream_metrics(R, "class")
     assert m["ACC"] == pytest.approx((R[0, 0] + R[1, 0] + R[1, 1]) / 3)
-    assert m["BWT"] == pytest.approx(R[1, 0] - R[0, 0])
+    assert m["final_acc"] == pytest.approx((R[1, 0] + R[1, 1]) / 2)
+    assert m["BWT_eq2"] == pytest.approx(R[1, 0] - R[0, 0]) == m["BWT_code"]   # T = 2: the forms agree
     assert np.isnan(m["FWT"])
     Rt = cur.run_stream(b, ["a", "b"], "pnn", scenario="task", backbone="mlp", epochs=10, optimizer="adam",
                         lr=0.01, batch_size=20)
@@ -106,7 +107,9 @@ def test_bad_input_names_the_parameter():
               difficulty_epochs=1, memory_size=10, per_class_train=5, per_class_test=5, image_size=16, channels=3,
               lr=0.01, momentum=0.9, batch_size=8, seed=0)
     cur.check_params(**ok)
-    for key, bad, match in [("memory_size", -1, "memory_size"), ("strategies", ["ewc", "foo"], "strategies"),
+    cur.check_params(**{**ok, "seeds": 3, "num_tasks": 0, "workers": 2})
+    for key, bad, match in [("seeds", 0, "seeds"), ("workers", 0, "workers"), ("num_tasks", 1, "num_tasks"),
+                            ("num_tasks", 5, "num_tasks"),("memory_size", -1, "memory_size"), ("strategies", ["ewc", "foo"], "strategies"),
                             ("datasets", ["imagenet"], "datasets"), ("scenario", "domain", "scenario"),
                             ("backbone", "vit", "backbone"), ("channels", 2, "channels")]:
         with pytest.raises(ValueError, match=match):
@@ -164,3 +167,69 @@ def test_graph_only_strategies_are_refused(graph_only):
         check_params(datasets=["digits"], scenario="task", strategies=[graph_only], backbone="small_cnn",
                      epochs=1, difficulty_epochs=1, memory_size=10, per_class_train=5, per_class_test=5,
                      image_size=16, channels=3, lr=0.01, momentum=0.9, batch_size=8, seed=0)
+
+
+def _no_forgetting(acc, order):
+    """R of a learner that neither forgets nor transfers: R[i, j] = a_j for i >= j, chance above."""
+    T = len(order)
+    return np.array([[acc[order[j]] if i >= j else 0.1 for j in range(T)] for i in range(T)])
+
+
+def test_no_forgetting_R_reproduces_the_weighting_only_gap_exactly():
+    acc = {"easy": 0.97, "mid": 0.81, "hard": 0.42, "hardest": 0.23}
+    m2i, i2m = cur.curriculum_orders(acc)
+    for scenario in ("class", "task"):
+        got = {o: cur.stream_metrics(_no_forgetting(acc, order), scenario) for o, order in (("M2I", m2i), ("I2M", i2m))}
+        ref = {o: cur.weighting_reference(acc, order) for o, order in (("M2I", m2i), ("I2M", i2m))}
+        assert got["M2I"]["ACC"] - got["I2M"]["ACC"] == pytest.approx(ref["M2I"]["ACC"] - ref["I2M"]["ACC"], abs=1e-15)
+        assert got["M2I"]["ACC"] == pytest.approx(ref["M2I"]["ACC"], abs=1e-15)
+        # hand computation: weights (4, 3, 2, 1) / 10
+        assert ref["M2I"]["ACC"] - ref["I2M"]["ACC"] == pytest.approx(
+            (4 * 0.97 + 3 * 0.81 + 2 * 0.42 + 0.23 - (4 * 0.23 + 3 * 0.42 + 2 * 0.81 + 0.97)) / 10)
+        # the final row counts every task once: no weighting term, no BWT
+        assert got["M2I"]["final_acc"] == pytest.approx(got["I2M"]["final_acc"]) == pytest.approx(np.mean(list(acc.values())))
+        assert got["M2I"]["BWT_eq2"] == got["M2I"]["BWT_code"] == 0.0
+
+
+def test_weighting_reference_rejects_unknown_tasks():
+    with pytest.raises(ValueError, match="order"):
+        cur.weighting_reference({"a": 0.5}, ["a", "b"])
+
+
+def test_difficulty_table_and_task_selection_by_seed_spread():
+    runs = {"a": [0.95, 0.96, 0.94], "b": [0.93, 0.96, 0.95], "c": [0.70, 0.74, 0.72], "d": [0.40, 0.45, 0.35]}
+    t = cur.difficulty_table(runs)
+    assert t["c"]["mean"] == pytest.approx(0.72) and t["c"]["sd"] == pytest.approx(0.02) and t["c"]["n"] == 3
+    chosen, gaps = cur.select_tasks(t)
+    # a and b differ by less than their spread: only one of them is kept (a: larger gap to c)
+    assert chosen == ["a", "c", "d"] and all(g["separated"] for g in gaps)
+    assert gaps[0]["spread"] == pytest.approx(np.hypot(t["a"]["sd"], t["c"]["sd"]))
+    chosen4, gaps4 = cur.select_tasks(t, num_tasks=4)
+    assert chosen4 == ["a", "b", "c", "d"] and [g["separated"] for g in gaps4] == [False, True, True]
+    assert cur.select_tasks(t, num_tasks=2)[0] == ["a", "d"]          # the widest-separated pair
+    with pytest.raises(ValueError, match="num_tasks"):
+        cur.select_tasks(t, num_tasks=1)
+    with pytest.raises(ValueError, match="2 seeds"):
+        cur.select_tasks(cur.difficulty_table({"a": [0.9], "b": [0.5]}))
+
+
+def test_paired_gap_and_verdict_need_the_difference_to_exceed_the_spread():
+    g = cur.paired_gap([0.80, 0.70, 0.75], [0.70, 0.72, 0.68])
+    assert g["per_seed"] == pytest.approx([0.10, -0.02, 0.07])
+    assert g["mean"] == pytest.approx(0.05) and g["sd"] == pytest.approx(np.std([0.10, -0.02, 0.07], ddof=1))
+    assert cur.verdict(g) == "within spread"            # 0.05 < sd 0.062
+    assert cur.verdict(cur.paired_gap([0.8, 0.8, 0.9], [0.7, 0.72, 0.8])) == "M2I higher"
+    assert cur.verdict(cur.paired_gap([0.7], [0.8])) == "within spread"   # one seed: no spread, no verdict
+
+
+def test_run_streams_gives_the_same_R_with_worker_processes():
+    benches = {s: cur.build_benchmark([_fake("a", n=10, seed=s), _fake("b", n=10, seed=s + 5)], per_class_train=10,
+                                      per_class_test=5, image_size=6, channels=1, seed=s) for s in (0, 1)}
+    orders = {"M2I": ["a", "b"], "I2M": ["b", "a"]}
+    kw = dict(scenario="class", backbone="mlp", epochs=2, optimizer="adam", lr=0.01, batch_size=20)
+    one = cur.run_streams(benches, orders, ["naive"], workers=1, **kw)
+    two = cur.run_streams(benches, orders, ["naive"], workers=2, **kw)
+    for s in (0, 1):
+        for o in orders:
+            np.testing.assert_array_equal(one[s][o]["naive"], two[s][o]["naive"])
+    assert not np.array_equal(one[0]["M2I"]["naive"], one[1]["M2I"]["naive"])   # seeds differ

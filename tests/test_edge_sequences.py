@@ -149,7 +149,7 @@ def test_incremental_search_stops_where_a_brute_force_pass_finds_nothing(n, k, s
 
     sim = unit_sim(n, seed=seed)
     start = edge.random_sequences(n, k, seeds=[seed])[0]
-    res = _local_search(sign * sim, start)
+    res = _local_search(sign * sim, start, multi=bool(seed))
     assert sorted(res.ravel().tolist()) == list(range(n))
     s_res = edge.sequence_score(sim, res)
     assert sign * s_res <= sign * edge.sequence_score(sim, start) + 1e-12
@@ -167,6 +167,9 @@ def test_first_swap_of_the_search_is_the_best_single_swap():
     swaps = _all_swaps(start)
     S = edge.sequence_scores(sim, swaps)
     assert edge.sequence_score(sim, one) == pytest.approx(S.min())
+    # a multi-swap round gains at least as much as the single best swap
+    multi = _local_search(sim, start, max_rounds=1, multi=True)
+    assert edge.sequence_score(sim, multi) <= S.min() + 1e-12
 
 
 def test_intra_task_score_hand_computed_and_generalised_default_is_the_paper():

@@ -27,6 +27,28 @@ def test_backward_transfer_variants():
     assert m.backward_transfer(R3, mode="diaz_rodriguez") == pytest.approx(dr)
 
 
+def test_both_curriculum_bwt_forms_on_a_hand_built_matrix():
+    R = np.array([[0.90, 0.05, 0.10, 0.10],
+                  [0.60, 0.80, 0.10, 0.10],
+                  [0.50, 0.70, 0.95, 0.10],
+                  [0.55, 0.40, 0.85, 0.70]])
+    # Eq. 2 of the curriculum paper: R_ij - R_jj over i > j, divided by T(T-1)/2 = 6
+    eq2 = ((0.60 - 0.90) + (0.50 - 0.90) + (0.70 - 0.80) + (0.55 - 0.90) + (0.40 - 0.80) + (0.85 - 0.95)) / 6
+    # the authors' code: R_ij - R_(i-1)j over i > j, divided by 6
+    code = ((0.60 - 0.90) + (0.50 - 0.60) + (0.70 - 0.80) + (0.55 - 0.50) + (0.40 - 0.70) + (0.85 - 0.95)) / 6
+    assert eq2 == pytest.approx(-1.65 / 6) and code == pytest.approx(-0.85 / 6)
+    assert m.backward_transfer(R, mode="diaz_rodriguez") == pytest.approx(eq2)
+    assert m.backward_transfer(R, mode="consecutive") == pytest.approx(code)
+    # the code's form telescopes: 2/T times the final-row (Lopez-Paz) BWT
+    assert m.backward_transfer(R, mode="consecutive") == pytest.approx(2 / 4 * m.backward_transfer(R))
+
+
+def test_forgetting_can_be_negative():
+    # the final model improves on an earlier task: negative forgetting (taskification paper, Table 1: -0.27)
+    assert m.forgetting([[0.5, 0.0], [0.7, 0.9]]) == pytest.approx(-0.2)
+    assert m.forgetting([[2.0, 5.0], [1.5, 1.0]], higher_is_better=False) == pytest.approx(-0.5)
+
+
 def test_regression_bwt_is_taskification_definition():
     M = np.array([[1.0, 0, 0], [2.0, 1.5, 0], [4.0, 1.0, 1.0]])
     # BWT = 1/(T-1) sum_j (M_jj - M_Tj): task 0 got worse (1 -> 4), task 1 better (1.5 -> 1)

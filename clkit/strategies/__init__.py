@@ -1,7 +1,10 @@
 """Continual-learning strategies behind one interface (see :mod:`clkit.strategies.base`).
 
 ``make_strategy(name, model, **kwargs)`` builds one by name;
-``available_strategies()`` lists the names.
+``available_strategies()`` maps every name to where it comes from: built in, an
+entry point of the group ``clkit.strategies`` of an installed package, or an import
+path ``"package.module:ClassName"`` (see :mod:`clkit.plugins`). ``make_strategy``
+accepts all three.
 
 One module per family:
 
@@ -24,7 +27,8 @@ Regression (``loss="mse"``) is supported by every strategy except ``gdumb``
 """
 
 from .architectural import CWRStar, MSTE, PNN, ProgressiveNet
-from .base import Strategy, Task, available_strategies, make_strategy, register, take
+from . import base as _base
+from .base import Strategy, Task, register, take
 from .distillation import LwF
 from .generative import VAE, GenerativeReplay
 from .importance import EWC, MAS, SI
@@ -33,6 +37,40 @@ from .projection import AGEM, GEM
 from .rehearsal import ER, Cumulative, GDumb, Replay
 
 Naive = Strategy
+
+
+class _Registry(dict):
+    """The name -> class registry; a name it lacks is resolved as a plugin on first lookup."""
+
+    def __missing__(self, name):
+        from ..plugins import resolve_strategy
+
+        return resolve_strategy(name)
+
+
+# every module registers through base.register, which looks up base._REGISTRY at call time
+_base._REGISTRY = _Registry(_base._REGISTRY)
+
+
+def available_strategies() -> dict:
+    """``{name: origin}`` of every strategy: built-ins, entry points, registered import paths.
+
+    See :func:`clkit.plugins.available_strategies`.
+    """
+    from ..plugins import available_strategies as _available
+
+    return _available()
+
+
+def make_strategy(name: str, model, **kwargs) -> Strategy:
+    """Build the strategy ``name`` (registry name, entry point or ``"package.module:Class"``) around ``model``.
+
+    Raises ``ValueError`` naming the allowed strategies for an unknown name.
+    """
+    from ..plugins import resolve_strategy
+
+    return resolve_strategy(name, parameter="strategy")(model, **kwargs)
+
 
 __all__ = ["Strategy", "Naive", "Task", "available_strategies", "make_strategy", "register", "take",
            "EWC", "SI", "MAS", "LwF", "Replay", "ER", "Cumulative", "GDumb", "AGEM", "GEM",

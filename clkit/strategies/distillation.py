@@ -50,6 +50,35 @@ def distillation_loss(student: torch.Tensor, teacher: torch.Tensor, temperature:
     return F.kl_div(log_p, q, reduction="batchmean") * t * t
 
 
+class _FusedDistillation(torch.autograd.Function):
+    """:func:`distillation_loss` as one autograd node: its gradient with respect to the student's
+    logits, ``T (softmax(student / T) - softmax(teacher / T)) / B``, comes from the forward pass."""
+
+    @staticmethod
+    def forward(ctx, student, teacher, temperature):
+        t = temperature
+        log_p = F.log_softmax(student / t, dim=1)
+        log_q = F.log_softmax(teacher / t, dim=1)
+        q = log_q.exp()
+        b = student.shape[0]
+        # kl_div's own terms: q (log q - log p), zero where q is 0
+        loss = torch.where(q > 0, q * (log_q - log_p), 0.0).sum() * (t * t / b)
+        ctx.save_for_backward((log_p.exp() - q).mul_(t / b))
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        (g,) = ctx.saved_tensors
+        return g * grad_out, None, None
+
+
+def _columns(classes):
+    """A slice when ``classes`` are consecutive (a view, no copy), else the list itself."""
+    if classes and list(classes) == list(range(classes[0], classes[0] + len(classes))):
+        return slice(classes[0], classes[0] + len(classes))
+    return list(classes)
+
+
 @register("lwf")
 class LwF(TaskAwareStrategy):
     """Learning without Forgetting.
@@ -94,12 +123,14 @@ class LwF(TaskAwareStrategy):
         """The distillation term for the student's raw outputs ``raw`` on batch ``x``."""
         if self.teacher is None:
             return 0.0
-        with torch.no_grad():
+        with torch.no_grad():   # one teacher forward, no graph
             old = self.teacher(x)
         if self.loss_fn is F.mse_loss or raw.ndim != 2 or not self.old_classes:
             return F.mse_loss(raw, old)
-        cols = self.old_classes
-        return distillation_loss(raw[:, cols], old[:, cols], self.lwf_temperature)
+        key = tuple(self.old_classes)
+        if getattr(self, "_cols_key", None) != key:
+            self._cols_key, self._cols = key, _columns(self.old_classes)
+        return _FusedDistillation.apply(raw[:, self._cols], old[:, self._cols], self.lwf_temperature)
 
     def train_step(self, x, y, task: Task | None = None) -> float:
         self.model.train()

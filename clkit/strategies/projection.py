@@ -30,11 +30,11 @@ from scipy.linalg import cho_factor, solve_triangular
 from scipy.optimize import nnls
 
 from .._validate import check_int, check_real
-from ._common import TaskAwareStrategy, flat_grad, set_flat_grad
+from ._common import TaskAwareStrategy
 from .base import Task, _cat, register, take
 from .memory import ReservoirBuffer
 
-__all__ = ["AGEM", "GEM", "agem_project", "gem_project"]
+__all__ = ["AGEM", "GEM", "agem_project", "gem_project", "gem_dual"]
 
 
 def agem_project(g: torch.Tensor, g_ref: torch.Tensor) -> torch.Tensor:
@@ -79,10 +79,21 @@ def gem_project(g: np.ndarray, G: np.ndarray, margin: float = 0.5, ridge: float 
     """
     g = np.asarray(g, dtype=np.float64)
     G = np.asarray(G, dtype=np.float64)
-    if (G @ g >= 0).all():
+    Gg = G @ g
+    if (Gg >= 0).all():
         return g
-    k = G.shape[0]
-    P = G @ G.T
+    return G.T @ gem_dual(G @ G.T, Gg, margin, ridge) + g
+
+
+def gem_dual(gram: np.ndarray, Gg: np.ndarray, margin: float = 0.5, ridge: float = 1e-10) -> np.ndarray:
+    """The exact solution ``v`` of GEM's dual ``min_{v >= margin} 1/2 v' gram v + Gg' v``.
+
+    ``gram = G G'`` (shape (K, K)) and ``Gg = G g`` (shape (K,)) are all the dual needs, so the
+    gradients themselves (length P) never enter the solver; ``g~ = G' v + g``. See
+    :func:`gem_project` for the method (Cholesky, then non-negative least squares).
+    """
+    k = len(Gg)
+    P = np.asarray(gram, dtype=np.float64)
     P = 0.5 * (P + P.T)
     try:
         lower, _ = cho_factor(P, lower=True)
@@ -91,21 +102,51 @@ def gem_project(g: np.ndarray, G: np.ndarray, margin: float = 0.5, ridge: float 
         lower, _ = cho_factor(P, lower=True)
     L = np.tril(lower)
     m = np.full(k, float(margin))
-    d = P @ m + G @ g
+    d = P @ m + np.asarray(Gg, dtype=np.float64)
     u, _ = nnls(L.T, -solve_triangular(L, d, lower=True))
-    return G.T @ (u + m) + g
+    return u + m
 
 
 class _Projection(TaskAwareStrategy):
-    def _gradient(self, x, y, tids) -> torch.Tensor:
-        """Flat gradient of the loss on rows ``(x, y)`` of tasks ``tids`` (overwrites ``.grad``)."""
-        self.optimizer.zero_grad(set_to_none=True)
-        self.rows_loss(x, y, tids).backward()
-        return flat_grad(self._params)
+    """Flat gradient rows: row ``k`` of ``self._rows(n)`` is a contiguous vector over the
+    parameters, with one view per parameter, reused from step to step."""
 
     @property
     def _params(self):
         return [p for p in self.model.parameters() if p.requires_grad]
+
+    def _rows(self, n: int, params):
+        numel = sum(p.numel() for p in params)
+        buf = getattr(self, "_row_buffer", None)
+        if buf is None or buf.shape[0] < n or buf.shape[1] != numel or buf.dtype != params[0].dtype:
+            buf = torch.empty((n, numel), dtype=params[0].dtype, device=params[0].device)
+            self._row_buffer = buf
+            self._row_views = [_views(row, params) for row in buf]
+        return buf[:n], self._row_views[:n]
+
+    def _memory_gradient(self, views, x, y, tids, params) -> None:
+        """Write the gradient of the loss on rows ``(x, y)`` of tasks ``tids`` into ``views``
+        (``.grad`` is left alone: it keeps the incoming batch's gradient)."""
+        grads = torch.autograd.grad(self.rows_loss(x, y, tids), params, allow_unused=True)
+        torch._foreach_copy_(views, [g if g is not None else torch.zeros_like(p) for g, p in zip(grads, params)])
+
+    @staticmethod
+    def _current_gradient(views, params) -> list[torch.Tensor]:
+        """Copy the parameters' ``.grad`` (zeros where missing) into ``views``; return the grads."""
+        for p in params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        grads = [p.grad for p in params]
+        torch._foreach_copy_(views, grads)
+        return grads
+
+
+def _views(flat: torch.Tensor, params) -> list[torch.Tensor]:
+    out, start = [], 0
+    for p in params:
+        out.append(flat[start:start + p.numel()].view_as(p))
+        start += p.numel()
+    return out
 
 
 @register("agem")
@@ -142,13 +183,23 @@ class AGEM(_Projection):
         self._online = False
 
     def after_backward(self, x, y, task) -> None:
+        """Project ``.grad`` in place: one memory-batch backward, two dot products, one update.
+
+        ``self.reference_grad`` (flat) is valid until the next step.
+        """
         if len(self.memory) == 0:
             self.reference_grad = None
             return
-        g = flat_grad(self._params)
+        params = self._params
+        (g, ref), (g_views, ref_views) = self._rows(2, params)
+        grads = self._current_gradient(g_views, params)
         mx, my, mt = self.memory.sample(self.agem_sample_size, self.generator)
-        self.reference_grad = self._gradient(mx, my, mt)
-        set_flat_grad(self._params, agem_project(g, self.reference_grad))
+        self._memory_gradient(ref_views, mx, my, mt, params)
+        self.reference_grad = ref
+        dot = torch.dot(g, ref)
+        if dot < 0:   # g - (g . g_ref / g_ref . g_ref) g_ref, as agem_project
+            scale = float(dot / torch.dot(ref, ref).clamp_min(1e-12))
+            torch._foreach_add_(grads, ref_views, alpha=-scale)
 
     def after_step(self, x, y, task) -> None:
         if self._online:
@@ -203,11 +254,22 @@ class GEM(_Projection):
         if not past:
             self.constraints = None
             return
-        g = flat_grad(self._params)
-        G = torch.stack([self._gradient(*self.memories[t]) for t in past])
-        self.constraints = G
-        new = gem_project(g.double().numpy(), G.double().numpy(), self.gem_memory_strength)
-        set_flat_grad(self._params, torch.as_tensor(new, dtype=g.dtype))
+        params = self._params
+        k = len(past)
+        rows, views = self._rows(k + 1, params)       # G (k rows), then g
+        grads = self._current_gradient(views[k], params)
+        for i, t in enumerate(past):
+            self._memory_gradient(views[i], *self.memories[t], params)
+        self.constraints = rows[:k]                    # valid until the next step
+        # everything the exact QP needs, G G' and G g, from one float64 Gram matrix of [G; g]
+        rows64 = rows.double()
+        gram = rows64 @ rows64[:k].T                   # (k + 1, k): G G' over G g
+        Gg = gram[k]
+        if bool((Gg >= 0).all()):
+            return
+        v = gem_dual(gram[:k].numpy(force=True), Gg.numpy(force=True), self.gem_memory_strength)
+        new = torch.addmv(rows64[k], rows64[:k].T, torch.as_tensor(v, device=rows.device))   # g + G' v
+        torch._foreach_copy_(grads, _views(new, params))
 
     def after_task(self, task: Task) -> None:
         n = len(task)

@@ -1,0 +1,55 @@
+"""Time of importing clkit and of resolving plugin names (target: entry-point discovery < 50 ms).
+
+Run: .venv/bin/python benchmarks/bench_plugins.py
+
+Each figure is measured in a fresh interpreter (cold imports) with the example plugin made
+visible the way pip would: its distribution metadata (``*.dist-info/entry_points.txt``) on
+``sys.path``.
+"""
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SNIPPET = r"""
+import sys, time
+sys.path.insert(0, {site!r})
+t0 = time.perf_counter(); import clkit; t1 = time.perf_counter()
+from clkit import plugins; import importlib.metadata; t2 = time.perf_counter()
+import clkit.strategies._all; t2b = time.perf_counter()
+eps = plugins.strategy_entry_points(); t3 = time.perf_counter()
+eps = plugins.strategy_entry_points(); t4 = time.perf_counter()
+names = plugins.available_strategies(); t5 = time.perf_counter()
+cls = plugins.resolve_strategy("tiny_replay"); t6 = time.perf_counter()
+cls2 = plugins.resolve_strategy("clkit.strategies.importance:EWC"); t7 = time.perf_counter()
+print(t1 - t0, t2 - t1, t2b - t2, t3 - t2b, t4 - t3, t5 - t4, t6 - t5, t7 - t6, len(names))
+"""
+
+LABELS = ["import clkit", "import clkit.plugins, importlib.metadata", "import every strategy (torch, scipy)",
+          "entry-point discovery (first)",
+          "entry-point discovery (again)", "available_strategies()", "resolve 'tiny_replay' (imports plugin)",
+          "resolve an import path"]
+
+
+def main(repeats: int = 3):
+    from tests.plugin_env import install_example_plugin
+
+    site = install_example_plugin(Path(tempfile.mkdtemp()) / "site")
+    runs = []
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, "-c", SNIPPET.format(site=str(site))], capture_output=True, text=True,
+                             check=True, cwd=ROOT)
+        runs.append([float(v) for v in out.stdout.split()])
+    print(f"{len(runs[0]) and int(runs[0][-1])} strategy names; best of {repeats} fresh interpreters:")
+    for i, label in enumerate(LABELS):
+        best = min(r[i] for r in runs)
+        print(f"  {label:45s} {1000 * best:9.1f} ms")
+    print("target: entry-point discovery under 50 ms")
+
+
+if __name__ == "__main__":
+    main()

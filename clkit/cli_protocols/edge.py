@@ -1,0 +1,94 @@
+"""``clkit edge orders``: EDGE's hard, easy and random class orders with S(O) and percentile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import add_out
+from ._output import guarded, show, write
+
+
+def register(sub) -> None:
+    p = sub.add_parser("edge", help="EDGE protocol: hard / easy / random class orders")
+    s = p.add_subparsers(dest="edge_cmd", required=True)
+    o = s.add_parser("orders", help="hard, easy and random class orders with S(O) and its percentile")
+    o.add_argument("names", help="class names: a text file (one per line), a YAML list, a shipped list "
+                                 "(cifar100, cub200, imagenet_r, ...) or comma-separated names")
+    o.add_argument("--tasks", type=int, required=True, help="number of tasks K (must divide the number of classes)")
+    o.add_argument("--encoder", default="auto", help="text encoder: auto | clip | minilm | glove (default auto)")
+    o.add_argument("--random", type=int, default=1, metavar="N", help="random orders to report (default 1)")
+    o.add_argument("--num-random", type=int, default=10000,
+                   help="random orders sampled for the percentile of S(O) (default 10000)")
+    o.add_argument("--seed", type=int, default=0, help="seed of the random orders and the percentile sample")
+    add_out(o)
+    o.set_defaults(func=guarded(orders))
+
+
+def read_names(spec: str) -> tuple[list, str]:
+    """Class names from a file, a shipped list name or a comma-separated string."""
+    from ..data.class_names import CLASS_NAME_LISTS, load_class_names
+    from ..data.user import load_class_names_file
+
+    if Path(spec).exists():
+        return load_class_names_file(spec), f"file {spec!r}"
+    if spec in CLASS_NAME_LISTS:
+        return load_class_names(spec), f"shipped list {spec!r}"
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    if len(names) < 2:
+        raise ValueError(f"names: {spec!r} is neither a file, a shipped list ({sorted(CLASS_NAME_LISTS)}) nor "
+                         "at least 2 comma-separated names")
+    if len(set(names)) != len(names):
+        raise ValueError(f"names: {spec!r} repeats a name")
+    return names, "command line"
+
+
+def orders_result(names, num_tasks: int, *, encoder: str = "auto", num_random_orders: int = 1,
+                  num_random: int = 10000, seed: int = 0) -> dict:
+    """Hard, easy and random orders of ``names`` (the computation behind ``clkit edge orders``)."""
+    import numpy as np
+
+    from .. import edge
+    from .._validate import check_int
+
+    check_int("--random", num_random_orders, low=0)
+    check_int("--num-random", num_random, low=100)
+    from ..edge.combinatorics import check_num_tasks
+
+    check_num_tasks(len(names), num_tasks)
+    sim = edge.class_similarity(names, encoder)
+    hard, hi = edge.hard_sequence(sim, num_tasks, return_info=True)
+    easy, ei = edge.easy_sequence(sim, num_tasks, return_info=True)
+    orders = {"hard": hard, "easy": easy}
+    if num_random_orders:
+        rnd = edge.random_sequences(len(names), num_tasks, seeds=[seed + i for i in range(num_random_orders)])
+        orders.update({f"random_{i}" if num_random_orders > 1 else "random": r for i, r in enumerate(rnd)})
+    out = {"num_classes": len(names), "num_tasks": num_tasks, "encoder": sim.encoder, "encoder_notes": sim.notes,
+           "class_names": list(names), "num_random": num_random, "seed": seed, "orders": {}}
+    for key, seq in orders.items():
+        seq = np.asarray(seq)
+        out["orders"][key] = {
+            "tasks": seq.tolist(), "class_order": seq.reshape(-1).tolist(),
+            "task_names": [[names[c] for c in t] for t in seq],
+            "S": edge.sequence_score(sim, seq),
+            "percentile": edge.score_percentile(sim, seq, num_random=num_random, seed=seed),
+        }
+    out["orders"]["hard"]["paper_S"] = hi["paper_score"]
+    out["orders"]["easy"]["paper_S"] = ei["paper_score"]
+    return out
+
+
+def orders(args) -> int:
+    import pandas as pd
+
+    names, where = read_names(args.names)
+    res = orders_result(names, args.tasks, encoder=args.encoder, num_random_orders=args.random,
+                        num_random=args.num_random, seed=args.seed)
+    res["names_from"] = where
+    table = pd.DataFrame([{"order": k, "S": v["S"], "percentile": v["percentile"],
+                           "class_order": " ".join(map(str, v["class_order"])),
+                           "first_task": ", ".join(v["task_names"][0])} for k, v in res["orders"].items()])
+    show(table, f"{len(names)} classes from {where}, {args.tasks} tasks, similarity: {res['encoder']}")
+    for note in res["encoder_notes"]:
+        print("  note:", note)
+    write(args.out, "orders", res, table)
+    return 0

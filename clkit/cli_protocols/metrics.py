@@ -1,0 +1,97 @@
+"""``clkit metrics cl|temporal``: CL metrics of R[i, j] and temporal metrics of A(t, tau) from CSV."""
+
+from __future__ import annotations
+
+from . import add_out
+from ._output import guarded, show, write
+
+
+def register(sub) -> None:
+    p = sub.add_parser("metrics", help="metrics of a performance matrix from CSV (no training)")
+    s = p.add_subparsers(dest="metrics_cmd", required=True)
+    c = s.add_parser("cl", help="ACC, BWT, FWT, forgetting of R[i, j] (score on task j after task i)")
+    c.add_argument("matrix", help="R.csv: square matrix, optional header row / index column; cells above the "
+                                  "diagonal may be empty")
+    c.add_argument("--error", action="store_true", help="R holds errors (e.g. MSE): lower is better")
+    c.add_argument("--baseline", default=None, metavar="B",
+                   help="comma-separated scores at initialisation b_j, for FWT (Lopez-Paz & Ranzato); "
+                        "without it FWT is the mean of the upper triangle (Diaz-Rodriguez et al.)")
+    add_out(c)
+    c.set_defaults(func=guarded(cl))
+    t = s.add_parser("temporal", help="g, Stability / Drift Horizon, TAS, ID / OOD of A(t, tau)")
+    t.add_argument("matrix", help="A.csv: A(t, tau) for tau >= t; cells below the diagonal may be empty")
+    t.add_argument("--delta", type=float, default=0.9, help="Stability Horizon tolerance (default 0.9)")
+    t.add_argument("--epsilon", type=float, default=0.02, help="Drift Horizon per-step tolerance (default 0.02)")
+    t.add_argument("--lam", type=float, default=0.15, help="Drift Horizon threshold lambda (default 0.15)")
+    t.add_argument("--n", type=int, default=3, help="future periods averaged by TAS / OOD (default 3)")
+    t.add_argument("--horizon", type=int, default=0, help="maximum horizon H for SH / DH (0: all)")
+    add_out(t)
+    t.set_defaults(func=guarded(temporal))
+
+
+def cl_result(R, *, error: bool = False, baseline=None) -> dict:
+    """ACC / BWT / FWT / forgetting of ``R`` with :mod:`clkit.metrics` (behind ``clkit metrics cl``)."""
+    from .. import metrics as mt
+
+    hib = not error
+    fwt_mode = "lopez_paz" if baseline is not None else "diaz_rodriguez"
+    return {
+        "num_tasks": int(len(R)), "higher_is_better": hib,
+        "acc": mt.average_accuracy(R), "acc_all_seen": mt.average_accuracy(R, mode="all_seen"),
+        "bwt": mt.backward_transfer(R, higher_is_better=hib),
+        "fwt": mt.forward_transfer(R, b=baseline, mode=fwt_mode), "fwt_mode": fwt_mode,
+        "forgetting": mt.forgetting(R, higher_is_better=hib),
+    }
+
+
+def cl(args) -> int:
+    import numpy as np
+    import pandas as pd
+
+    from ..data.user import load_matrix_csv
+
+    R = load_matrix_csv(args.matrix, name="R", nan_allowed="above")
+    b = None
+    if args.baseline is not None:
+        try:
+            b = np.array([float(v) for v in args.baseline.split(",")])
+        except ValueError:
+            raise ValueError(f"--baseline must be comma-separated numbers, got {args.baseline!r}") from None
+        if b.shape != (len(R),):
+            raise ValueError(f"--baseline has {len(b)} values; R has {len(R)} tasks")
+    res = cl_result(R, error=args.error, baseline=b)
+    res["matrix"] = R
+    table = pd.DataFrame([{"metric": k, "value": res[k]} for k in ("acc", "acc_all_seen", "bwt", "fwt",
+                                                                     "forgetting")])
+    show(table, f"R from {args.matrix}: {len(R)} tasks ({'errors' if args.error else 'scores'}; "
+                f"FWT: {res['fwt_mode']})")
+    write(args.out, "metrics_cl", res, table)
+    return 0
+
+
+def temporal(args) -> int:
+    import pandas as pd
+
+    from .. import temporal as tm
+    from .._validate import check_int, check_real
+    from ..data.user import load_matrix_csv
+
+    A = load_matrix_csv(args.matrix, name="A", nan_allowed="below")
+    check_real("--delta", args.delta, low=0, high=1)
+    check_real("--epsilon", args.epsilon, low=0)
+    check_real("--lam", args.lam, low=0)
+    check_int("--n", args.n, low=1)
+    check_int("--horizon", args.horizon, low=0)
+    s = tm.summarize_learner(A, delta=args.delta, epsilon=args.epsilon, lam=args.lam, n=args.n,
+                             horizon=args.horizon or None)
+    g = tm.transfer_ratio(A)
+    res = {"num_periods": int(len(A)), "delta": args.delta, "epsilon": args.epsilon, "lam": args.lam, "n": args.n,
+           "horizon": args.horizon, **{k: v for k, v in s.items() if k != "per_period"},
+           "per_period": s["per_period"], "g": g, "A": A}
+    pp = s["per_period"]
+    table = pd.DataFrame({"t": range(len(A)), "id": pp["id"], "ood": pp["ood"], "tas": pp["tas"],
+                          "sh": pp["sh"], "dh": pp["dh"]})
+    show(table, f"A(t, tau) from {args.matrix}: {len(A)} periods; per period t")
+    print(f"mean: ID {s['id']:.4g}  OOD {s['ood']:.4g}  TAS {s['tas']:.4g}  SH {s['sh']:.4g}  DH {s['dh']:.4g}")
+    write(args.out, "metrics_temporal", res, table)
+    return 0

@@ -1,0 +1,172 @@
+"""clkit.data.user: the user's own files, each malformed one refused with a named message."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from clkit.data import user
+
+
+def test_stream_table_csv_and_parquet(tmp_path):
+    t = pd.date_range("2024-01-01", periods=48, freq="30min")
+    df = pd.DataFrame({"when": t[::-1], "a": np.arange(48.0)[::-1], "b": np.ones(48), "note": ["x"] * 48})
+    df.to_csv(tmp_path / "s.csv", index=False)
+    d = user.load_stream_table(tmp_path / "s.csv", time_column="when", value_columns=["a", "b"], target="b")
+    assert d.values.shape == (1, 48, 2) and d.interval_minutes == 30.0 and d.target_index == 1
+    assert d.values[0, :, 0].tolist() == list(range(48))  # sorted by time
+    df.to_parquet(tmp_path / "s.parquet")
+    d2 = user.load_stream_table(tmp_path / "s.parquet", time_column="when", value_columns=["a", "b"])
+    np.testing.assert_array_equal(d.values, d2.values)
+    two = pd.DataFrame({"ip": [1] * 5 + [2] * 5, "v": np.arange(10.0)})
+    two.to_csv(tmp_path / "two.csv", index=False)
+    assert user.load_stream_table(tmp_path / "two.csv", series_column="ip").values.shape == (2, 5, 1)
+
+
+def test_stream_table_errors(tmp_path):
+    f = tmp_path / "s.csv"
+    pd.DataFrame({"t": range(6), "a": [1.0, 2, np.nan, 4, 5, 6]}).to_csv(f, index=False)
+    with pytest.raises(ValueError, match=r"value_columns: column 'a' of '.*s.csv' has a missing value \(NaN\) at row 2"):
+        user.load_stream_table(f, time_column="t")
+    with pytest.raises(ValueError, match=r"value_columns: column\(s\) \['zz'\] not in .*its columns are \['t', 'a'\]"):
+        user.load_stream_table(f, value_columns=["zz"])
+    with pytest.raises(ValueError, match="time_column: column"):
+        user.load_stream_table(f, time_column="time")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        user.load_stream_table(tmp_path / "nope.csv")
+    (tmp_path / "s.txt").write_text("a\n1\n")
+    with pytest.raises(ValueError, match="must be a CSV or Parquet file"):
+        user.load_stream_table(tmp_path / "s.txt")
+    pd.DataFrame({"t": [0, 1, 1, 2, 3], "a": range(5)}).to_csv(f, index=False)
+    with pytest.raises(ValueError, match="repeated time stamps"):
+        user.load_stream_table(f, time_column="t")
+
+
+def test_class_name_files(tmp_path):
+    (tmp_path / "n.txt").write_text("# c\ncat\n dog \n\nfrog\n")
+    (tmp_path / "n.yaml").write_text("- cat\n- dog\n- frog\n")
+    assert user.load_class_names_file(tmp_path / "n.txt") == user.load_class_names_file(tmp_path / "n.yaml") \
+        == ["cat", "dog", "frog"]
+    (tmp_path / "d.txt").write_text("cat\ncat\n")
+    with pytest.raises(ValueError, match=r"repeats \['cat'\]"):
+        user.load_class_names_file(tmp_path / "d.txt")
+    (tmp_path / "one.txt").write_text("cat\n")
+    with pytest.raises(ValueError, match="has 1 names, fewer than the 2 needed"):
+        user.load_class_names_file(tmp_path / "one.txt")
+    (tmp_path / "m.yaml").write_text("a: 1\nb: 2\n")
+    with pytest.raises(ValueError, match="YAML list"):
+        user.load_class_names_file(tmp_path / "m.yaml")
+
+
+def write_image_folder(root, classes=("ant", "bee", "cat", "dog"), per_class=6, size=8, seed=0):
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    for k, c in enumerate(classes):
+        (root / c).mkdir(parents=True)
+        for i in range(per_class):
+            img = np.clip(rng.normal(40 + 50 * k, 10, size=(size, size)), 0, 255).astype(np.uint8)
+            Image.fromarray(img).save(root / c / f"{i}.png")
+    return root
+
+
+def test_image_folder(tmp_path):
+    root = write_image_folder(tmp_path / "imgs")
+    ds = user.load_image_folder(root)
+    assert ds.classes == ("ant", "bee", "cat", "dog") and ds.x_train.shape == (12, 8, 8) and len(ds.y_test) == 12
+    assert ds.y_train.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
+    rgb = user.load_image_folder(root, image_size=4, channels=3)
+    assert rgb.x_train.shape == (12, 4, 4, 3)
+    enum = user.imagefolder_enumerable(root, [0, 1, 2, 3], n_train=3, n_test=3, image_size=8, feature_dim=5)
+    assert enum["x_train"].shape == (4, 3, 64) and enum["f_test"].shape == (4, 3, 5)
+    assert enum["class_names"] == ["ant", "bee", "cat", "dog"]
+    with pytest.raises(ValueError, match="class 'ant' of .* has 3 train images, fewer than the 4 requested"):
+        user.imagefolder_enumerable(root, n_train=4, n_test=3)
+    (root / "ant" / "bad.png").write_text("not an image")
+    with pytest.raises(ValueError, match="bad.png' is not a readable image"):
+        user.load_image_folder(root)
+    one = write_image_folder(tmp_path / "one", classes=("solo",))
+    with pytest.raises(ValueError, match=r"has 1 class folders \['solo'\], fewer than the 2 needed"):
+        user.load_image_folder(one)
+
+
+def test_matrix_csv(tmp_path):
+    f = tmp_path / "A.csv"
+    f.write_text("p0,p1,p2\n0.9,0.8,0.7\n,0.9,0.8\n,,0.95\n")
+    A = user.load_matrix_csv(f)
+    assert A.shape == (3, 3) and np.isnan(A[2, 0]) and A[0, 2] == 0.7
+    f.write_text("t,p0,p1\nr0,0.9,0.8\nr1,0.5,0.9\n")
+    assert user.load_matrix_csv(f, nan_allowed="none").tolist() == [[0.9, 0.8], [0.5, 0.9]]
+    f.write_text("0.9,0.8\n0.5\n")
+    with pytest.raises(ValueError, match=r"is ragged: rows have \[1, 2\] cells"):
+        user.load_matrix_csv(f)
+    f.write_text("0.9,0.8,0.1,0.3\n0.5,0.9,0.2,0.3\n")
+    with pytest.raises(ValueError, match=r"has shape \(2, 4\); allowed: a square matrix"):
+        user.load_matrix_csv(f)
+    f.write_text("0.9,\n0.5,0.9\n")
+    with pytest.raises(ValueError, match=r"A matrix: .* missing value \(NaN\) at \[0, 1\]; allowed: below the diagonal"):
+        user.load_matrix_csv(f)
+    f.write_text("0.9,0.1\n0.5,abc\n")
+    with pytest.raises(ValueError, match="row 1 has a non-numeric value 'abc'"):
+        user.load_matrix_csv(f, name="R")
+
+
+def test_period_table(tmp_path):
+    f = tmp_path / "p.csv"
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"year": np.repeat([2001, 2000, 2002], 10), "f1": rng.normal(size=30),
+                       "f2": rng.normal(size=30), "y": np.tile(["no", "yes"], 15)})
+    df.to_csv(f, index=False)
+    ds = user.load_period_table(f, period_column="year", label_column="y", test_fraction=0.3)
+    assert ds.periods == ["2000", "2001", "2002"] and ds.num_classes == 2 and ds.input_shape == (2,)
+    assert [len(a[1]) + len(b[1]) for a, b in zip(ds.train, ds.test)] == [10, 10, 10]
+    with pytest.raises(ValueError, match=r"label_column: column\(s\) \['label'\] not in"):
+        user.load_period_table(f, period_column="year")
+    df.loc[3, "f2"] = np.nan
+    df.to_csv(f, index=False)
+    with pytest.raises(ValueError, match=r"column 'f2' of .* has a missing value \(NaN\) at row 3"):
+        user.load_period_table(f, period_column="year", label_column="y")
+    df = df.dropna()
+    df.loc[len(df)] = [2003, 0.0, 0.0, "no"]
+    df.to_csv(f, index=False)
+    with pytest.raises(ValueError, match="period 2003 of .* has 1 rows; every period needs at least 2"):
+        user.load_period_table(f, period_column="year", label_column="y")
+    df.assign(y="no").to_csv(f, index=False)
+    with pytest.raises(ValueError, match="has 1 class"):
+        user.load_period_table(f, period_column="year", label_column="y")
+
+
+def test_graph_file_and_class(tmp_path):
+    from torch_geometric.data import Data
+
+    g = Data(x=torch.randn(6, 3), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]), y=torch.tensor([0, 0, 1, 1, 5, 5]))
+    torch.save(g, tmp_path / "g.pt")
+    out = user.load_graph_file(tmp_path / "g.pt")
+    assert out.num_nodes == 6 and out.y.tolist() == [0, 0, 1, 1, 2, 2]  # relabelled to 0..C-1
+    with pytest.raises(ValueError, match="has 3 classes, fewer than the 4 needed"):
+        user.load_graph_file(tmp_path / "g.pt", min_classes=4)
+    torch.save({"x": torch.randn(3, 2), "y": torch.tensor([0, 1, 1])}, tmp_path / "noedges.pt")
+    with pytest.raises(ValueError, match=r"has no \['edge_index'\]"):
+        user.load_graph_file(tmp_path / "noedges.pt")
+    bad = Data(x=torch.tensor([[0.0], [float("nan")]]), edge_index=torch.tensor([[0], [1]]), y=torch.tensor([0, 1]))
+    torch.save(bad, tmp_path / "nan.pt")
+    with pytest.raises(ValueError, match=r"NaN in the node features x \(node 1\)"):
+        user.load_graph_file(tmp_path / "nan.pt")
+    (tmp_path / "junk.pt").write_text("junk")
+    with pytest.raises(ValueError, match="cannot be read with torch.load"):
+        user.load_graph_file(tmp_path / "junk.pt")
+    karate = user.load_graph_class("torch_geometric.datasets:KarateClub", tmp_path)
+    assert karate.num_nodes == 34 and karate.num_classes == 4
+    with pytest.raises(ValueError, match="dataset: 'torch_geometric.datasets:Nope' cannot be loaded"):
+        user.load_graph_class("torch_geometric.datasets:Nope", tmp_path)
+
+
+def test_labels(tmp_path):
+    np.save(tmp_path / "y.npy", np.array([0, 1, 1, 2]))
+    assert user.load_labels(tmp_path / "y.npy").tolist() == [0, 1, 1, 2]
+    np.save(tmp_path / "f.npy", np.array([0.5, 1.0]))
+    with pytest.raises(ValueError, match="allowed: integer class labels"):
+        user.load_labels(tmp_path / "f.npy")
+    np.save(tmp_path / "m.npy", np.zeros((2, 2), int))
+    with pytest.raises(ValueError, match=r"shape \(2, 2\)"):
+        user.load_labels(tmp_path / "m.npy")
