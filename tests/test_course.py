@@ -167,7 +167,8 @@ def test_feedback_and_autograded_notebooks(course):
     for student in ("alice", "bob", "dave"):
         d = course["out"] / student / "edge"
         assert (d / "feedback.html").exists() and (d / "edge.ipynb").exists()
-    assert not (course["out"] / "carol" / "temporal" / "feedback.html").exists()
+    broken = (course["out"] / "carol" / "temporal" / "feedback.html").read_text()
+    assert "SyntaxError" in broken and "Score: 0 / 12" in broken
     html = (course["out"] / "bob" / "drift" / "feedback.html").read_text()
     assert "test_overlap" in html and "Score:" in html
 
