@@ -38,6 +38,12 @@
 
 # %% tags=["parameters"]
 dataset: str = "synthetic"  # main stream: synthetic (CESNET-shaped generator, offline) | cesnet (CESNET-TimeSeries24 via cesnet-tszoo)
+# user stream (dataset: PATH.csv or .parquet): time column ("": one step per row)
+time_column: str = ""
+value_columns: list = []  # user stream: feature columns ([]: every numeric column)
+# user stream: minutes per step (0: from the time column, else 1); 1440 makes every
+# *_days value below count steps
+interval_minutes: float = 0.0
 num_series: int = 10  # series (IP addresses) analysed for profiles and BPS
 num_weeks: int = 40  # synthetic stream length in weeks (CESNET-TimeSeries24: 40)
 window_days: list = [9, 30, 44]  # task lengths of the fixed-window taskifications, in days
@@ -52,7 +58,9 @@ num_quantiles: int = 64  # quantile levels per task for the W1 quantile form
 case_length: int = 3000  # length of the case-study streams, in steps
 river_windows: list = [24, 48, 96]  # task lengths for the real river occupancy stream, in 16-minute steps
 river_delta: int = 6  # BPS neighbourhood for the river stream, in steps
-methods: list = ["naive", "replay", "ewc", "lwf"]  # CL strategies: naive (finetune), replay (ER), ewc, lwf
+# CL strategies: naive (finetune), replay (ER), ewc, lwf; also any clkit strategy,
+# installed plugin or "package.module:ClassName"
+methods: list = ["naive", "replay", "ewc", "lwf"]
 cl_series: int = 4  # series whose windows form the CL tasks
 context_steps: int = 288  # forecaster context, in 10-minute steps (paper: two days, 288)
 stride: int = 6  # keep every stride-th target step as a training window
@@ -76,18 +84,29 @@ from tqdm.auto import tqdm
 import clkit.taskification as tk
 from clkit.taskification.forecasting import continual_forecasting, make_forecast_tasks, regression_cl_metrics
 from clkit.taskification.params import METHOD_LABELS, check_params
+from clkit.plugins import split_learners
+from clkit.data.user import is_user_path, load_stream_table
 from clkit.data.timeseries import load_cesnet_timeseries24, load_river_stream, synthetic_network_traffic
 from clkit.models.transformer import TimeSeriesTransformer
 from clkit.plot import matrix_heatmap
 from clkit.results import RunRecord
 
-P = check_params(dataset=dataset, num_series=num_series, num_weeks=num_weeks, window_days=window_days,
+own_methods, user_methods = split_learners(methods, METHOD_LABELS, parameter="methods",
+                                           notebook="01_taskification")
+METHOD_LABELS = {**METHOD_LABELS, **{m: m for m in user_methods}}
+# a user file is checked when it is loaded (section 2)
+P = check_params(dataset="cesnet" if is_user_path(dataset) else dataset,
+                 num_series=num_series, num_weeks=num_weeks, window_days=window_days,
                  offset_days=offset_days, delta_days=delta_days, num_perturbations=num_perturbations, l_min=l_min,
-                 alpha=alpha, beta=beta, discrepancy=discrepancy, num_quantiles=num_quantiles, methods=methods,
+                 alpha=alpha, beta=beta, discrepancy=discrepancy,
+                 num_quantiles=num_quantiles,
+                 methods=own_methods,
                  cl_series=cl_series, context_steps=context_steps, stride=stride, d_model=d_model,
                  num_layers=num_layers, num_heads=num_heads, epochs=epochs, patience=patience, lr=lr,
                  batch_size=batch_size, seed=seed, river_windows=river_windows, river_delta=river_delta,
                  torch_threads=torch_threads)
+P.update(dataset=dataset, methods=methods, time_column=time_column,
+         value_columns=value_columns, interval_minutes=interval_minutes)
 record = RunRecord("01_taskification", params={**P, "case_length": case_length})
 DIST = dict(method=discrepancy, num_quantiles=num_quantiles, seed=seed)
 
@@ -146,7 +165,11 @@ case_table.round(4)
 # generator, and the paper's CESNET numbers are quoted for comparison only.
 
 # %%
-if dataset == "cesnet":
+if is_user_path(dataset):
+    data = load_stream_table(dataset, time_column=time_column or None,
+                             value_columns=value_columns or None,
+                             interval_minutes=interval_minutes or None)
+elif dataset == "cesnet":
     data = load_cesnet_timeseries24(num_series)
 else:
     data = synthetic_network_traffic(num_series=num_series, num_weeks=num_weeks, seed=seed)
