@@ -115,8 +115,9 @@ if ":" in backbone:
     resolve_factory(backbone, "04_curriculum")  # "package.module:factory"
 user_sets = {d: load_image_folder(d, min_classes=10) for d in datasets
              if is_user_path(d)}  # ImageFolder trees, 10 classes each
+spare = iter([d for d in cur.IMAGE_DATASETS if d not in datasets])  # stand-ins for user trees
 cur.check_params(**params | dict(
-    datasets=[d for d in datasets if d not in user_sets] or ["digits"],
+    datasets=[next(spare) if d in user_sets else d for d in datasets],
     backbone="small_cnn" if ":" in backbone else backbone))
 if num_threads:
     torch.set_num_threads(num_threads)  # this kernel only

@@ -145,6 +145,7 @@ kw = dict(num_nodes=num_nodes, num_classes=num_classes, homophily=homophily, avg
 if user_graph:
     graph = load_graph_source(dataset, data_dir or None,
                               min_classes=2 * classes_per_task)
+    name = f"user-{graph.name}"  # names the stream cache folder
 else:
     graph = load_graph(name, root=data_dir or None, seed=min(seeds), **kw)
 data = {pr: drift.protocol_data(graph, classes_per_task, test_fraction, seed=min(seeds), protocol=pr)
