@@ -150,7 +150,7 @@ def main():
     from clkit.edge.learners import LearnerConfig
 
     edge.hard_sequence(np.eye(4), 2)  # import scipy.cluster once
-    print("hard+easy sequence generation (best of 5; a shared 2-core machine: timings under load)")
+    print("hard+easy sequence generation (best of 5; timings depend on the machine and its load)")
     for n, k, target in [(100, 10, 0.05), (200, 10, 0.1)]:
         # positive similarities like CLIP's text cosines (the authors' hard candidates
         # cluster on the similarity itself, which must then be a valid distance)

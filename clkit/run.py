@@ -468,6 +468,7 @@ def main(argv=None) -> int:
                    help="result columns to print and group, as glob patterns (e.g. 'main.*.A_AUC')")
     s.set_defaults(func=_cmd_summary)
     _register_protocols(sub)  # clkit edge / metrics / drift / taskify
+    __import__("clkit.course.cli", fromlist=["register"]).register(sub)  # clkit course build / grade
     args = ap.parse_args(argv)
     return args.func(args)
 

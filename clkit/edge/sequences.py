@@ -149,7 +149,7 @@ def sequence_score(sim, sequence) -> float:
 def intra_task_scores(sim, sequences) -> np.ndarray:
     """Intra-task similarity I(O) of many sequences (beyond the paper).
 
-    .. math:: I(O) = \frac{2}{N} \sum_{i=1}^{K} \sum_{\{c, c'\} \subset C_i} \mathrm{Sim}(c, c')
+    .. math:: I(O) = \\frac{2}{N} \\sum_{i=1}^{K} \\sum_{\\{c, c'\\} \\subset C_i} \\mathrm{Sim}(c, c')
 
     (unordered pairs of distinct classes within a task; ``(M - 1)`` times their mean,
     on the same scale as S(O), which is ``M`` times the mean adjacent-task similarity).

@@ -73,6 +73,9 @@ def take(x, idx):
     """Index a tensor, or each tensor of a tuple/list, with ``idx``."""
     if isinstance(x, (tuple, list)):
         return type(x)(take(v, idx) for v in x)
+    if (isinstance(x, torch.Tensor) and isinstance(idx, torch.Tensor) and idx.ndim == 1
+            and idx.dtype in (torch.int64, torch.int32) and (idx.numel() == 0 or int(idx.min()) >= 0)):
+        return x.index_select(0, idx.to(x.device))   # same rows as x[idx], several times faster
     return x[idx]
 
 
@@ -261,7 +264,7 @@ class Strategy:
         epochs = self.begin_task(task, epochs)
         history = []
         for _ in range(epochs):
-            losses = [self.train_step(take(task.x, idx), task.y[idx], task) for idx in self.batches(len(task))]
+            losses = [self.train_step(take(task.x, idx), take(task.y, idx), task) for idx in self.batches(len(task))]
             history.append(float(np.mean(losses)) if losses else float("nan"))
         self.after_task(task)
         return history

@@ -286,28 +286,33 @@ class SI(_Quadratic):
     def before_task(self, task: Task) -> None:
         self._start = _snapshot(self.model)
         named = trainable(self.model)
+        self._names = [n for n, _ in named]
         self._params = [p for _, p in named]
-        flat = torch.zeros(3, sum(p.numel() for p in self._params), dtype=self._params[0].dtype,
-                           device=self._params[0].device) if named else torch.zeros(3, 0)
-        # running w_k, unregularised gradient and pre-step weights: contiguous rows, views per name
-        self._flat_path, self._flat_grad, self._flat_before = flat
-        self.path, self._grad, self._before = (
-            dict(zip((n for n, _ in named), _views(row, self._params))) for row in flat)
-        self._path_views = list(self.path.values())
-        self._grad_views = list(self._grad.values())
-        self._before_views = list(self._before.values())
+        flat = torch.zeros(2, sum(p.numel() for p in self._params), dtype=self._params[0].dtype,
+                           device=self._params[0].device) if named else torch.zeros(2, 0)
+        # running w_k and the pre-step weights: contiguous rows, with a view per parameter
+        self._flat_path, self._flat_before = flat
+        self._path_views = _views(flat[0], self._params)
+        self._before_views = _views(flat[1], self._params)
+        self.path = dict(zip(self._names, self._path_views))
+        self._before = dict(zip(self._names, self._before_views))
+        self._grad = {}
 
     def after_backward(self, x, y, task) -> None:
         with torch.no_grad():
-            torch._foreach_copy_(self._grad_views, [p.grad if p.grad is not None else torch.zeros_like(p)
-                                                    for p in self._params])
+            grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self._params]
             fused = self.fused()
-            if fused is not None:   # remove the penalty's own gradient 2 c Omega (theta - theta*)
-                if fused.params == self._params:
-                    self._flat_grad.sub_(fused.grad)
-                else:
-                    mine = dict(zip(self._grad, self._grad_views))
-                    torch._foreach_sub_([mine[n] for n in fused.names], fused.grad_views)
+            if fused is None:
+                unreg = torch._foreach_sub(grads, 0.0)   # a copy
+            elif len(fused.params) == len(self._params) and all(
+                    a is b for a, b in zip(fused.params, self._params)):
+                # remove the penalty's own gradient 2 c Omega (theta - theta*)
+                unreg = torch._foreach_sub(grads, fused.grad_views)
+            else:
+                pen = dict(zip(fused.names, fused.grad_views))
+                unreg = [g - pen[n] if n in pen else g.clone() for n, g in zip(self._names, grads)]
+            self._grad_views = unreg
+            self._grad = dict(zip(self._names, unreg))
             torch._foreach_copy_(self._before_views, [p.detach() for p in self._params])
 
     def after_step(self, x, y, task) -> None:

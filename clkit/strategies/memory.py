@@ -91,7 +91,7 @@ class _Buffer:
             return None, None, self.task_ids[:0]
         m = min(n, self.size)
         idx = torch.randperm(self.size, generator=generator)[:m]
-        return take(self.x, idx), self.y[idx], self.task_ids[idx]
+        return take(self.x, idx), take(self.y, idx), take(self.task_ids, idx)
 
     def class_counts(self) -> dict[int, int]:
         """Number of stored rows per (integer) label."""
