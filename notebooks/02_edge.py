@@ -416,7 +416,7 @@ for name, acc in truth.items():
 proto_df = (
     pd.DataFrame(table).T[["mean", "std", "min", "max", "jsd", "wasserstein"]].round(3)
 )
-proto_df["accuracies used"] = [
+proto_df["accuracies (EDGE: hard, random, easy)"] = [
     (
         ", ".join(f"{v:.1f}" for v in protocol_values[key])
         if key in protocol_values
@@ -745,6 +745,20 @@ if gen_summary is not None:
         Markdown(f"**Generalised score S + {intra_weight:g} I** (beyond the paper)")
     )
     display(gen_summary.round(3))
+# per-source means under short keys that do not depend on the sources chosen, so the
+# rows of a sweep over seeds line up (clkit summary --columns "source_mean.*")
+record.log(
+    source_mean={
+        g: {
+            "r": float(row["R (mean over learners)"]),
+            "hard_pct": float(row["hard acc. pct"]),
+            "easy_pct": float(row["easy acc. pct"]),
+            "edge_wins": int(row["EDGE wins JSD"] + row["EDGE wins W1"]),
+            "rs_wins": int(row["RS wins JSD"] + row["RS wins W1"]),
+        }
+        for g, row in src_summary.iterrows()
+    }
+)
 I_all = edge.intra_task_scores(sim, all_seqs)
 corr_intra = {
     name: similarity_correlation(I_all, acc)["r"] for name, acc in truth.items()

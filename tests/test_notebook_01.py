@@ -41,12 +41,41 @@ def test_smoke_run_records_results_and_figures(run_smoke):
     # Table 1: every method under every split, M has num_tasks x num_tasks cells
     for m in ("naive", "replay", "ewc", "lwf"):
         for n in names:
-            cell = r["cl"][f"{m}|{n}"]
+            cell = r["cl"][f"{m}|{n}|0"]
             M = np.array(cell["M"], dtype=float)
             assert M.shape == (r["num_tasks"][n],) * 2 and np.isfinite(M).all()
             assert cell["avg_mse"] == pytest.approx(M[-1].mean())
     assert r["river_bps"] and "BPS ranks the splits" in r["summary"]
-    for fig in ("fig1_case_studies", "stream", "fig2_wasserstein_matrices", "tables3_4_bps", "cl_error_matrices"):
+    # null-stream BPS beside every BPS: case studies, Tables 3-4, river; structure lifts BPS above it
+    for row in r["case_studies"].values():
+        assert 0 < row["null BPS"] < row["near BPS"]
+        assert row["near / null"] == pytest.approx(row["near BPS"] / row["null BPS"])
+    for n in names:
+        null = r["bps_null"][n]["bps"]
+        assert r["bps"][n]["null_bps"] == null == r["bps_shifted"][n]["null_bps"]
+        assert r["bps"][n]["ratio_to_null"] == pytest.approx(r["bps"][n]["bps"] / null)
+        assert r["bps"][n]["ratio_to_null"] > 1
+    for row in r["river_bps"].values():
+        assert row["BPS / null"] == pytest.approx(row["BPS"] / row["null BPS"])
+    assert "null stream" in r["summary"] and "x (" in r["summary"]
+    # the W1 switch is recorded per split: 2-day tasks (288 steps) are below 8 x 64 steps, 4 and 6 days not
+    assert r["exact_w1"] == {"2d": True, "4d": False, "6d": False}
+    # baselines beside the learners, test windows per task printed and recorded
+    for n in names:
+        assert len(r["test_windows"][n]) == r["num_tasks"][n] and min(r["test_windows"][n]) >= 1
+        b = r["baselines"][n]
+        assert b["constant_mean"] > 0 and b["persistence_mean"] > 0
+        assert r["protocol"][f"per-task max (paper)|{n}"]["persistence"] == pytest.approx(b["persistence_mean"])
+    for variant in ("stream max", "per-task max, random split", "per-task max, contexts across tasks"):
+        assert all(f"{variant}|{n}" in r["protocol"] for n in names)
+    assert "(method, split) cells beat both" in r["summary"]
+    # seeds: two per cell in the smoke run, and the spread comparison the closing text relies on
+    assert all(f"naive|2d|{s}" in r["cl"] for s in (0, 1))
+    assert set(r["spread"]) == {"across_splits", "across_methods", "across_seeds", "persistence_across_splits"}
+    rec = r["recurrence_component_change"]
+    assert ("plasticity moves more" in r["summary"]) == (abs(rec["plasticity"]) > abs(rec["stability"]))
+    for fig in ("fig1_case_studies", "stream", "fig2_wasserstein_matrices", "tables3_4_bps", "cl_error_matrices",
+                "cl_vs_baselines"):
         assert (out / "figures" / f"{fig}.png").stat().st_size > 1000
     assert json.loads((out / "run.json").read_text())["status"] == "ok"
 
@@ -58,7 +87,24 @@ def test_same_seed_gives_identical_results(run_smoke, tmp_path):
 
 
 @pytest.mark.parametrize("name, value", [("l_min", "1"), ("alpha", "0.0"), ("delta_days", "3.0"),
-                                         ("window_days", "[2, 40]"), ("methods", "[naive, gdumb]")])
+                                         ("window_days", "[2, 40]"), ("methods", "[naive, gdumb]"),
+                                         ("target_scaling", "global"), ("split_order", "shuffled"),
+                                         ("context_across_tasks", "3"), ("cl_seeds", "0")])
 def test_bad_parameter_fails_naming_it(tmp_path, name, value):
-    with pytest.raises(RuntimeError, match=name):
+    with pytest.raises((RuntimeError, TypeError, ValueError), match=name):
         run_notebook(NB, "smoke", [(name, value)], out=tmp_path, progress=False)
+
+
+def test_parameters_cell_equals_default_yaml():
+    import ast
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[1] / "notebooks"
+    src = (root / f"{NB}.py").read_text()
+    cell = src.split('# %% tags=["parameters"]')[1].split("# %%")[0]
+    values = {node.target.id: ast.literal_eval(node.value) for node in ast.parse(cell).body
+              if isinstance(node, ast.AnnAssign)}
+    default = yaml.safe_load((root / "params" / NB / "default.yaml").read_text())
+    assert default == values

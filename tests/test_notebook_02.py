@@ -55,6 +55,8 @@ def test_smoke_run_records_the_edge_experiment(run_smoke):
         assert -1 <= row["r"] <= 1 and 0 <= row["hard_pct"] <= 100 and 0 <= row["easy_pct"] <= 100
         assert row["jsd_winner"] in ("EDGE", "RS", "tie") and row["rs_jsd_sd"] >= 0
     assert set(r["source_summary"]) >= {"features", "confusion", "random (null)"}
+    assert set(r["source_mean"]) == set(r["source_summary"])
+    assert all(set(v) == {"r", "hard_pct", "easy_pct", "edge_wins", "rs_wins"} for v in r["source_mean"].values())
     assert isinstance(r["paper_claim_supported_by"], list)
     assert set(r["correlation_intra"]) == set(LEARNERS)
     for fig in ("similarity_heatmap", "distributions_rs_vs_edge", "similarity_vs_accuracy", "similarity_sources"):

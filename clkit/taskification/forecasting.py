@@ -51,7 +51,7 @@ from ..strategies import Task, make_strategy, take
 from .boundaries import Taskification
 
 __all__ = ["ForecastTask", "make_forecast_tasks", "train_with_early_stopping", "continual_forecasting",
-           "regression_cl_metrics", "baseline_mse", "TARGET_SCALINGS", "SPLIT_ORDERS"]
+           "regression_cl_metrics", "baseline_mse", "run_jobs", "TARGET_SCALINGS", "SPLIT_ORDERS"]
 
 TARGET_SCALINGS = ["task", "stream"]
 SPLIT_ORDERS = ["chronological", "random"]
@@ -304,3 +304,51 @@ def _continual(tasks, model_fn, method, max_epochs, patience, lr_patience, lr, b
             if progress is not None:
                 progress()
     return M
+
+
+_JOBS: list = []
+
+
+def _run_job(i):
+    return _JOBS[i]()
+
+
+def run_jobs(jobs, workers: int = 1, progress=None) -> list:
+    """Run zero-argument callables (e.g. one :func:`continual_forecasting` each); results in order.
+
+    ``workers > 1`` runs them in that many forked processes (Linux / macOS ``fork``):
+    the children inherit the jobs, their data and the functions they call, so nothing
+    is pickled but the results. Each job is deterministic on its own (it seeds its
+    own generator), so the results do not depend on ``workers``. ``progress`` is
+    called with no arguments after each finished job.
+
+    Examples
+    --------
+    >>> run_jobs([lambda: 1, lambda: 2], workers=1)
+    [1, 2]
+    """
+    jobs = list(jobs)
+    workers = check_int("workers", workers, low=1)
+    if workers == 1 or len(jobs) < 2:
+        out = []
+        for job in jobs:
+            out.append(job())
+            if progress is not None:
+                progress()
+        return out
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    global _JOBS
+    _JOBS = jobs
+    try:
+        results = [None] * len(jobs)
+        with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=mp.get_context("fork")) as pool:
+            futures = {pool.submit(_run_job, i): i for i in range(len(jobs))}
+            for f in as_completed(futures):
+                results[futures[f]] = f.result()
+                if progress is not None:
+                    progress()
+        return results
+    finally:
+        _JOBS = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .._validate import check_choice, check_choices, check_int, check_real, check_type
+from .forecasting import SPLIT_ORDERS, TARGET_SCALINGS
 from .profiles import check_weights
 
 __all__ = ["check_params", "DATASETS", "METHODS", "METHOD_LABELS"]
@@ -16,7 +17,8 @@ METHOD_LABELS = {"naive": "Finetune", "replay": "ER", "ewc": "EWC", "lwf": "LwF"
 def check_params(*, dataset, num_series, num_weeks, window_days, offset_days, delta_days, num_perturbations, l_min,
                  alpha, beta, discrepancy, num_quantiles, methods, cl_series, context_steps, stride, d_model,
                  num_layers, num_heads, epochs, patience, lr, batch_size, seed, river_windows, river_delta,
-                 torch_threads=1) -> dict:
+                 torch_threads=1, target_scaling="task", split_order="chronological", context_across_tasks=False,
+                 lr_patience=5, cl_seeds=1, cl_workers=1) -> dict:
     """Check every parameter (``ValueError`` / ``TypeError`` naming it); return them as a dict.
 
     Window lengths must be whole numbers of 10-minute steps, strictly increasing,
@@ -82,4 +84,12 @@ def check_params(*, dataset, num_series, num_weeks, window_days, offset_days, de
     out["river_windows"] = list(river_windows)
     out["river_delta"] = check_int("river_delta", river_delta, low=0)
     out["torch_threads"] = check_int("torch_threads", torch_threads, low=1)
+    out["target_scaling"] = check_choice("target_scaling", target_scaling, TARGET_SCALINGS)
+    out["split_order"] = check_choice("split_order", split_order, SPLIT_ORDERS)
+    if not isinstance(context_across_tasks, bool):
+        raise TypeError(f"context_across_tasks must be true or false, got {context_across_tasks!r}")
+    out["context_across_tasks"] = context_across_tasks
+    out["lr_patience"] = check_int("lr_patience", lr_patience, low=0)
+    out["cl_seeds"] = check_int("cl_seeds", cl_seeds, low=1)
+    out["cl_workers"] = check_int("cl_workers", cl_workers, low=1)
     return out
