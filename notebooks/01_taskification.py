@@ -251,6 +251,7 @@ if is_user_path(dataset):
         value_columns=value_columns or None,
         interval_minutes=interval_minutes or None,
     )
+    num_series, cl_series = min(num_series, data.num_series), min(cl_series, data.num_series)
 elif dataset == "cesnet":
     data = load_cesnet_timeseries24(max(num_series, cl_series))
 else:

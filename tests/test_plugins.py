@@ -231,8 +231,8 @@ def test_notebook01_user_stream_and_plugin(plugin_notebooks):
 
     r = plugin_notebooks("01_taskification")
     assert "stream.csv" in r["data_source"]
-    assert {"tiny_replay|1d", "tiny_replay|2d", "naive|1d"} <= set(r["cl"])
-    assert np.isfinite(r["cl"]["tiny_replay|1d"]["avg_mse"])
+    assert {"tiny_replay|1d", "tiny_replay|2d", "naive|1d"} <= set(r["cl_mean"])
+    assert np.isfinite(r["cl_mean"]["tiny_replay|1d"]["avg_mse"])
     # the notebook's BPS equals the library's on the same file
     data = load_stream_table(EXAMPLES / "stream.csv", time_column="time")
     ref = tk.bps_over_series(data.values, tk.fixed_windows(data.length, 144), 36, 10, 0)
