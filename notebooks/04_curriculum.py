@@ -451,7 +451,9 @@ if "mste" in strategies:
         f"{ref_gap['mean']:+.3f} ± {ref_gap['sd']:.3f} from weighting alone "
         f"(difference {e['mean']:+.3f} ± {e['sd']:.3f}: "
         + ("consistent with weighting alone" if g["verdict_ACC_minus_weighting"]
-           == "within spread" else "not explained by weighting alone")
+           == "within spread" else "beyond the spread: MSTE's ACC weights its own "
+           "experts' accuracies, which start from other initial weights than the "
+           "single-task runs")
         + f"), and a final-row gap of {g['final_acc']['mean']:+.3f} ± "
         f"{g['final_acc']['sd']:.3f}: the size of what position and seed noise do "
         f"here.")
