@@ -53,10 +53,11 @@ test: install data browser-deps
 browser-test: install data browser-deps
 	CLKIT_BROWSER_NOTEBOOKS=all $(PY) -m pytest -q -rs tests/test_browser.py
 
-# The site shows the notebooks exactly as `make run` executed them (runs/default/);
-# nothing is re-executed. Its browser test then loads every page and saves screenshots
-# under runs/site-screenshots/.
+# The site shows the notebooks exactly as `make run` executed them (runs/default/; made
+# first when absent); nothing is re-executed. Its browser test then loads every page and
+# saves screenshots under runs/site-screenshots/.
 site: install browser-deps
+	@[ -f runs/default/summary.csv ] || $(MAKE) run
 	$(PY) -m clkit.site --runs runs/default --out site
 	CLKIT_SITE=site $(PY) -m pytest -q -rs tests/test_browser_site.py
 

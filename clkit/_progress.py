@@ -88,6 +88,7 @@ class CellProgress:
         self.total = len(self.code)
         self.done = 0
         self.section = ""
+        self.started = False
         self._printed_section = None
         self._t0 = time.perf_counter()
         self._stop = threading.Event()
@@ -97,6 +98,7 @@ class CellProgress:
     # papermill's NotebookExecutionManager calls these through progress_engine
     def cell_start(self, index: int) -> None:
         with self._lock:
+            self.started = True
             self.section = self.sections[index] if 0 <= index < len(self.sections) else ""
             if not self.live and self.section != self._printed_section:
                 self._printed_section = self.section
@@ -108,7 +110,7 @@ class CellProgress:
 
     def line(self) -> str:
         elapsed = format_elapsed(time.perf_counter() - self._t0)
-        sec = f"  | {self.section}" if self.section else ""
+        sec = f"  | {self.section}" if self.section else "" if self.started else "  | starting the kernel"
         text = f"[clkit] {self.notebook}  {self.done}/{self.total} cells  {elapsed}{sec}"
         return text[:119] if self.live else text
 

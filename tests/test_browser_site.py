@@ -106,10 +106,9 @@ def test_every_page_loads_with_figures_and_working_links(site, server):
             if bad:
                 problems.append(f"{name}: images that did not load: {bad}")
             if name != "index.html":
-                res = runs / name[:-5] / "results.json"
-                want = len(json.loads(res.read_text()).get("figures", [])) if res.exists() else 0
-                if len(imgs) < want:
-                    problems.append(f"{name}: {len(imgs)} images, {want} figures recorded")
+                want = _image_outputs(runs / name[:-5] / name.replace(".html", ".ipynb"))
+                if len(imgs) != want or not want:
+                    problems.append(f"{name}: {len(imgs)} images in the page, {want} in the executed notebook")
             if failed:
                 problems.append(f"{name}: failed requests {failed}")
             hrefs = page.evaluate("() => Array.from(document.querySelectorAll('a[href]'))"
@@ -117,10 +116,20 @@ def test_every_page_loads_with_figures_and_working_links(site, server):
             for href in hrefs:
                 problems += _check_link(site_dir, name, href, external)
             page.screenshot(path=str(SHOTS / f"{name[:-5]}.png"), full_page=name == "index.html")
+            if imgs and name != "index.html":  # and the first figure, for a person to look at
+                page.locator("img").first.scroll_into_view_if_needed()
+                page.screenshot(path=str(SHOTS / f"{name[:-5]}-figure.png"))
         browser.close()
     print(f"\n[site] {len(_pages(site_dir))} pages checked; {len(external)} external links not fetched "
           f"(offline); screenshots in {SHOTS}")
     assert not problems, "\n".join(problems)
+
+
+def _image_outputs(path: Path) -> int:
+    """Image outputs (figures) stored in an executed notebook."""
+    nb = json.loads(path.read_text())
+    return sum(any(k.startswith("image/") for k in out.get("data", {}))
+               for c in nb["cells"] if c["cell_type"] == "code" for out in c["outputs"])
 
 
 def _check_link(site_dir: Path, page: str, href: str, external: set) -> list[str]:

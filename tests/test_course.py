@@ -167,7 +167,16 @@ def test_feedback_and_autograded_notebooks(course):
     for student in ("alice", "bob", "dave"):
         d = course["out"] / student / "edge"
         assert (d / "feedback.html").exists() and (d / "edge.ipynb").exists()
-    assert not (course["out"] / "carol" / "temporal" / "feedback.html").exists()
+    broken = (course["out"] / "carol" / "temporal" / "feedback.html").read_text()
+    assert "SyntaxError" in broken and "Score: 0 / 12" in broken
+    html = (course["out"] / "bob" / "drift" / "feedback.html").read_text()
+    assert "test_overlap" in html and "Score:" in html
+
+
+def test_unreachable_scheduler_named(course, tmp_path):
+    with pytest.raises(ConnectionError, match="tcp://127.0.0.1:9"):
+        grade_submissions(course["subs"], course=course["course"], out=tmp_path / "g",
+                          scheduler="tcp://127.0.0.1:9", log=lambda line: None)
 
 
 def test_manual_grades_are_kept_and_added(course, tmp_path):

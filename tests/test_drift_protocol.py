@@ -287,3 +287,24 @@ def test_run_grid_under_both_protocols():
         assert (when[0] == 0) == (prot == "authors")
         assert out[prot]["mas_star"]["detector_firings"] >= 0
         assert math.isnan(out[prot]["joint"]["AF"]) and out[prot]["bare"]["protocol"] == prot
+
+
+def test_authors_gss_stages_ten_then_fills_then_replaces_only_below_the_threshold():
+    g = csbm(400, 4, avg_degree=6, seed=0)
+    perm = torch.randperm(400, generator=torch.Generator().manual_seed(0))
+
+    def run(th):
+        s = make_authors_learner("gss", GCN(g.x, g.edge_index, 4, hidden=8), memory_size=30)
+        s.sim_threshold = th
+        for t in range(12):
+            idx = perm[10 * t:10 * t + 10]
+            s.observe(idx, g.y[idx])
+            if t == 0:
+                assert len(s.mem_y) == 10 and torch.allclose(s.mem_cos, torch.full((10,), 0.1))  # first flush
+        return s
+
+    never = run(-2.0)  # cosines are >= -1: never below the threshold
+    assert len(never.mem_y) == 30 and never.replacements == 0
+    assert never.mem_x.tolist() == perm[:30].tolist()  # the first 30 nodes, kept
+    always = run(2.0)
+    assert len(always.mem_y) == 30 and always.replacements > 0

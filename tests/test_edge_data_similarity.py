@@ -96,6 +96,7 @@ def test_random_source_is_a_seeded_null():
     ({"source": "confusion", "confusion": [[1, -1], [0, 1]]}, ValueError, "non-negative"),
     ({"source": "features"}, ValueError, "needs labelled inputs x"),
     ({"source": "random"}, ValueError, "needs num_classes"),
+    ({"source": "features", "x": np.ones((3, 5, 2)), "lr": 0}, ValueError, "lr must be"),
     ({"source": "features", "x": np.ones((3, 5, 2)), "holdout": 1.5}, ValueError, "holdout"),
     ({"source": "features", "x": np.ones((3, 5, 2)), "backbone": "resnet"}, TypeError, "backbone must be a callable"),
     ({"source": "features", "x": np.ones((10, 2)), "y": np.arange(3)}, ValueError, "y must be a 1-D label array"),

@@ -159,7 +159,7 @@ def test_vectorised_importance_equals_the_per_sample_loop():
             p.numel() for p in model.parameters()))   # several chunks
         ref = _loop_mean(model, loss, x, y, transform)
         for n in ref:
-            torch.testing.assert_close(fast[n], ref[n], rtol=1e-5, atol=1e-6 * max(float(ref[n].abs().max()), 1e-6))
+            torch.testing.assert_close(fast[n], ref[n], rtol=1e-6, atol=1e-6 * max(float(ref[n].abs().max()), 1e-6))
 
 
 def test_fused_distillation_equals_the_reference_kl():
@@ -175,3 +175,36 @@ def test_fused_distillation_equals_the_reference_kl():
         (grad,) = torch.autograd.grad(3 * fused, s)
         assert float(fused.detach()) == pytest.approx(float(ref.detach()), rel=1e-6)
         torch.testing.assert_close(grad, 3 * ref_grad, rtol=1e-6, atol=1e-7)
+
+
+def test_linear_shortcut_is_taken_for_mlps_and_equals_the_loop():
+    from clkit.strategies._common import _linear_per_sample_mean
+
+    g = torch.Generator().manual_seed(1)
+    with torch_seeded(1):
+        mlp = MLP(6, 4, hidden=(8, 5)).eval()
+    x, y = torch.randn(20, 6, generator=g), torch.randint(0, 4, (20,), generator=g)
+    for loss, transform in [(torch.nn.functional.cross_entropy, torch.square),
+                            (lambda o, t: o[:, [1, 3]].pow(2).sum(), torch.abs)]:
+        fast = _linear_per_sample_mean(mlp, loss, x, y, transform, budget_bytes=4 * 6 * 8 * 7)   # chunks
+        assert fast is not None
+        ref = _loop_mean(mlp, loss, x, y, transform)
+        for n in ref:
+            torch.testing.assert_close(fast[n], ref[n], rtol=1e-6, atol=1e-6 * float(ref[n].abs().max()))
+
+    class Twice(nn.Module):   # one layer applied twice: per-row outer products do not add up
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, z):
+            return self.lin(torch.tanh(self.lin(z)))
+
+    with torch_seeded(2):
+        twice = Twice()
+    z = torch.randn(7, 3, generator=g)
+    assert _linear_per_sample_mean(twice, lambda o, t: o.pow(2).sum(), z, torch.zeros(7), torch.abs, 2 ** 20) is None
+    ref = _loop_mean(twice, lambda o, t: o.pow(2).sum(), z, torch.zeros(7), torch.abs)
+    got = per_sample_mean(twice, lambda o, t: o.pow(2).sum(), z, torch.zeros(7), torch.abs)
+    for n in ref:
+        torch.testing.assert_close(got[n], ref[n], rtol=1e-6, atol=1e-6 * float(ref[n].abs().max()))

@@ -217,6 +217,8 @@ def grade_one(spec: dict) -> dict:
         rec["auto_score"] = sum(t["score"] for t in rec["tests"].values())
         rec["auto_max"] = sum(t["max"] for t in rec["tests"].values())
         rec["manual_max"] = sum(m["max"] for m in rec["manual"].values())
+        if rec["status"] == "error":
+            _error_feedback(final_work / "feedback.html", rec)
         rec["runtime_s"] = round(time.perf_counter() - t0, 2)
         rec["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
         atomic_write_json(final_work / "grade.json", rec)
@@ -230,6 +232,19 @@ def grade_one(spec: dict) -> dict:
         return rec
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _error_feedback(path: Path, rec: dict) -> None:
+    """A one-page feedback for a submission that could not be run."""
+    from html import escape
+
+    total = rec["auto_max"] + rec["manual_max"]
+    atomic_write_text(path, f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{escape(rec['assignment'])}"
+                            f"</title></head><body>\n<h1>{escape(rec['assignment'])}: feedback for "
+                            f"{escape(rec['student'])}</h1>\n<p>Your notebook could not be graded, so it scores "
+                            f"0 / {total:g} (Score: 0 / {total:g}):</p>\n<pre>{escape(rec['error'])}</pre>\n"
+                            "<p>Fix this, run <em>Kernel &gt; Restart &amp; Run All</em>, and hand it in "
+                            "again.</p>\n</body></html>\n")
 
 
 def _autograde(spec, course: Path, work: Path, final_work: Path, rec: dict) -> None:

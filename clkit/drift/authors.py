@@ -16,11 +16,14 @@ changes, following github.com/UConn-DSIS/DRIFT (``Baselines/*``):
   5 second-hop nodes, picked uniformly (SSM). SEM keeps the 5 first-hop neighbours of
   highest Forman-Ricci curvature -- *not* the authors' neighbourhood-overlap curvature
   proxy (``sem_utils.py``);
-- **GSS** and **DMSG** are the kit's versions with isolated replay and the protocol's
-  weight decay; their other differences from the released code (GSS's 5 x 10 buffer
-  gradients, similarity threshold 0 and separate replay step; DMSG's replay weight 20,
-  diversity pruning, same-label similarity loss and 512-wide variational backbone) are
-  not reproduced.
+- **GSS**: as ``gss_model.py`` -- a staging buffer of 10, a separate optimiser step
+  replaying 10 memory nodes, replacement considered only when the staged batch's
+  gradient has cosine below 0 with all of ``memory_strength = 5`` gradients of 10
+  memory nodes each (:class:`AuthorsGSS`);
+- **DMSG** is the kit's version with the protocol's weight decay; its differences from
+  the released code (replay weight 20, the 5 most diverse nodes per batch then a
+  reservoir, the same-label similarity loss and KL / ln 2, the variational layer inside a
+  512-wide backbone) are not reproduced.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from ..strategies.graph import SEM, SSM, forman_curvature
 from ..strategies.importance import quadratic_penalty
 from ..strategies.projection import AGEM
 from ..strategies.rehearsal import ER
-from ..strategies.task_free import GSS, MASStar
+from ..strategies._common import TaskAwareStrategy
+from ..strategies.task_free import MASStar
 
 __all__ = ["AuthorsER", "AuthorsAGEM", "AuthorsGSS", "AuthorsMASStar", "AuthorsSSM", "AuthorsSEM",
            "make_authors_learner", "AUTHORS_WEIGHT_DECAY"]
@@ -71,11 +75,118 @@ class AuthorsAGEM(AGEM):
         super().after_step(isolate(x), y, task)
 
 
-class AuthorsGSS(GSS):
-    """GSS whose memory replays its nodes as isolated nodes."""
+class AuthorsGSS(TaskAwareStrategy):
+    """GSS as the authors' ``gss_model.py`` runs it (greedy gradient-based sample selection).
 
-    def after_step(self, x, y, task) -> None:
-        super().after_step(isolate(x), y, task)
+    Incoming nodes are staged in a ring buffer of ``n_memories`` = 10. Every step is
+    one optimiser step on the incoming batch and, once the memory holds nodes, a
+    *separate* optimiser step on ``n_constraints`` = 10 random memory nodes (entered
+    isolated). When the staging buffer is full it is flushed into the memory of
+    ``memory_size`` = 100 nodes: while the memory has room the staged nodes are added
+    with their score (0.1 for the very first ones); once full, the staged batch's
+    gradient is compared with ``memory_strength`` = 5 gradients of 10 random memory
+    nodes each, and only when its largest cosine is below ``sim_threshold`` = 0 are
+    replacements considered: memory slots are drawn in proportion to their min-max
+    normalised scores, and each staged node replaces its slot with probability
+    ``(c_slot + 1) / ((c_node + 1) + (c_slot + 1))``, where ``c`` is the largest
+    cosine between a node's gradient and the memory gradients.
+    """
+
+    task_free = True
+
+    def __init__(self, model, *, memory_size: int = 100, n_memories: int = 10, n_constraints: int = 10,
+                 memory_strength: int = 5, sim_threshold: float = 0.0, **kwargs):
+        super().__init__(model, **kwargs)
+        self.memory_size = check_int("memory_size", memory_size, low=1)
+        self.n_memories = check_int("n_memories", n_memories, low=1)
+        self.n_constraints = check_int("n_constraints", n_constraints, low=1)
+        self.memory_strength = check_int("memory_strength", memory_strength, low=1)
+        self.sim_threshold = check_real("sim_threshold", sim_threshold)
+        self.stage_x, self.stage_y = [], []
+        self.mem_x = torch.zeros(0, dtype=torch.int64)
+        self.mem_y = torch.zeros(0, dtype=torch.int64)
+        self.mem_cos = torch.zeros(0)
+        self.replacements = 0
+
+    def _params(self):
+        return [p for p in self.model.parameters() if p.requires_grad]
+
+    def _grad(self, x, y) -> torch.Tensor:
+        params = self._params()
+        g = torch.autograd.grad(self.criterion(self.model(x), y), params, allow_unused=True)
+        return torch.cat([(gi if gi is not None else torch.zeros_like(p)).reshape(-1) for gi, p in zip(g, params)])
+
+    def _memory_grads(self) -> torch.Tensor:
+        order = torch.randperm(len(self.mem_y), generator=self.generator)
+        size = min(self.n_constraints, len(self.mem_y))
+        grads = []
+        for i in range(self.memory_strength):
+            sel = order[i * size:(i + 1) * size]
+            if len(sel) == 0:
+                break
+            grads.append(self._grad(isolate(self.mem_x[sel]), self.mem_y[sel]))
+        return torch.stack(grads)
+
+    @staticmethod
+    def _max_cos(mem_grads, g) -> float:
+        w = mem_grads.norm(dim=1) + 1e-8
+        c = (mem_grads @ g) / (w * (g.norm() + 1e-8))
+        v = float(c.max()) if c.numel() else 0.0
+        return v if np.isfinite(v) else 0.0
+
+    def train_step(self, x, y, task=None) -> float:
+        room = self.n_memories - len(self.stage_y)
+        self.stage_x += x[:room].tolist()
+        self.stage_y += y[:room].tolist()
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.criterion(self.model(x), y)
+        loss.backward()
+        self.optimizer.step()
+        if len(self.mem_y):
+            sel = torch.randperm(len(self.mem_y), generator=self.generator)[: self.n_constraints]
+            self.optimizer.zero_grad(set_to_none=True)
+            self.criterion(self.model(isolate(self.mem_x[sel])), self.mem_y[sel]).backward()
+            self.optimizer.step()
+        if len(self.stage_y) == self.n_memories:
+            self._flush()
+        self.steps += 1
+        return float(loss.detach())
+
+    def _flush(self) -> None:
+        sx = torch.tensor(self.stage_x, dtype=torch.int64)
+        sy = torch.tensor(self.stage_y, dtype=torch.int64)
+        self.stage_x, self.stage_y = [], []
+        self.model.eval()
+        try:
+            if len(self.mem_y) == 0:
+                self.mem_x, self.mem_y, self.mem_cos = sx, sy, torch.full((len(sy),), 0.1)
+                return
+            mem_grads = self._memory_grads()
+            if len(self.mem_y) < self.memory_size:
+                cos = torch.tensor([self._max_cos(mem_grads, self._grad(sx[i:i + 1], sy[i:i + 1]))
+                                    for i in range(len(sy))])
+                self.mem_x, self.mem_y = torch.cat([self.mem_x, sx]), torch.cat([self.mem_y, sy])
+                self.mem_cos = torch.cat([self.mem_cos, cos])
+                return
+            if self._max_cos(mem_grads, self._grad(sx, sy)) >= self.sim_threshold:
+                return
+            c = torch.nan_to_num(self.mem_cos.clone())
+            rng = float(c.max() - c.min())
+            weights = torch.ones_like(c) if rng < 1e-6 else (c - c.min()) / (rng + 1e-6)
+            if int((weights > 0).sum()) < len(sy):
+                weights = weights + 1e-6
+            slots = torch.multinomial(weights, len(sy), replacement=False, generator=self.generator)
+            item = torch.tensor([self._max_cos(mem_grads, self._grad(sx[i:i + 1], sy[i:i + 1]))
+                                 for i in range(len(sy))])
+            probs = torch.stack([(item + 1) / 2, (self.mem_cos[slots] + 1) / 2], 1).clamp(min=0)
+            outcome = torch.multinomial(probs + 1e-12, 1, generator=self.generator)[:, 0]
+            for i in torch.nonzero(outcome == 1)[:, 0].tolist():
+                j = int(slots[i])
+                self.mem_x[j], self.mem_y[j], self.mem_cos[j] = sx[i], sy[i], item[i]
+                self.replacements += 1
+        finally:
+            self.model.train()
 
 
 class AuthorsMASStar(MASStar):

@@ -196,6 +196,7 @@ def data_class_similarity(source: str, x=None, y=None, *, class_names=None, num_
     check_choice("source", source, DATA_SOURCES)
     seed = check_int("seed", seed, low=0)
     holdout = check_real("holdout", holdout, low=0.0, high=1.0, low_open=True, high_open=True)
+    lr = check_real("lr", lr, low=0.0, low_open=True)
     if backbone is not None and not callable(backbone):
         raise TypeError(f"backbone must be a callable mapping inputs to features, got {backbone!r}")
     rng = np.random.default_rng(seed)

@@ -4,6 +4,10 @@ Each class name is written into one or more prompt templates, encoded, the
 normalised template embeddings are averaged, and the cosine similarity of the
 class embeddings gives the symmetric matrix ``D[i, j] = <L_i, L_j> / (|L_i| |L_j|)``.
 
+:func:`class_similarity` also takes ``source="features" | "confusion" | "random"``:
+similarity from labelled data or a model, or a random null
+(:mod:`clkit.edge.data_similarity`, which says what each costs and needs).
+
 Encoders
 --------
 ``"clip"``

@@ -104,22 +104,22 @@ class FusedQuadratic:
         p0 = self.params[0]
         sizes = [p.numel() for p in self.params]
         with torch.no_grad():
-            a = torch.zeros(sum(sizes), dtype=torch.float64, device=p0.device)
+            a = torch.zeros(sum(sizes), dtype=torch.float64)   # float64 on the CPU (not every device has it)
             s = torch.zeros_like(a)
             for omega, anchor in terms:
-                o = torch.cat([omega[n].reshape(-1) for n in names]).double()
+                o = torch.cat([omega[n].reshape(-1).cpu() for n in names]).double()
                 a += o
-                s += o * torch.cat([anchor[n].reshape(-1) for n in names]).double()
-            last = torch.cat([terms[-1][1][n].reshape(-1) for n in names]).double()
+                s += o * torch.cat([anchor[n].reshape(-1).cpu() for n in names]).double()
+            last = torch.cat([terms[-1][1][n].reshape(-1).cpu() for n in names]).double()
             b = torch.where(a > 0, s / torch.where(a > 0, a, torch.ones_like(a)), last)
             const = 0.0
             if len(terms) > 1:   # one term: its anchor is B, the constant is exactly 0
                 for omega, anchor in terms:
-                    o = torch.cat([omega[n].reshape(-1) for n in names]).double()
-                    const += float((o * (torch.cat([anchor[n].reshape(-1) for n in names]).double() - b) ** 2).sum())
+                    o = torch.cat([omega[n].reshape(-1).cpu() for n in names]).double()
+                    const += float((o * (torch.cat([anchor[n].reshape(-1).cpu() for n in names]).double() - b) ** 2).sum())
             dtype = p0.dtype
-            self.scaled = (2 * self.coefficient * a).to(dtype)     # 2 c A
-            self.anchor = b.to(dtype)                              # B
+            self.scaled = (2 * self.coefficient * a).to(p0.device, dtype)     # 2 c A
+            self.anchor = b.to(p0.device, dtype)                              # B
         self.const = self.coefficient * const
         self.diff = torch.empty_like(self.anchor)                 # theta - B
         self.grad = torch.empty_like(self.anchor)                 # 2 c A (theta - B)
@@ -133,10 +133,11 @@ class FusedQuadratic:
     def value_and_grad(self) -> torch.Tensor:
         """Fill ``self.grad`` with the penalty's gradient and return its value (no autograd)."""
         with torch.no_grad():
-            torch._foreach_copy_(self.diff_views, [p.detach() for p in self.params])
+            torch._foreach_copy_(self.diff_views, self.params)
             self.diff.sub_(self.anchor)
             torch.mul(self.diff, self.scaled, out=self.grad)
-            return 0.5 * torch.dot(self.diff, self.grad) + self.const
+            value = torch.dot(self.diff, self.grad).mul_(0.5)
+            return value.add_(self.const) if self.const else value
 
 
 def _views(flat: torch.Tensor, params) -> list[torch.Tensor]:
@@ -300,7 +301,8 @@ class SI(_Quadratic):
 
     def after_backward(self, x, y, task) -> None:
         with torch.no_grad():
-            grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self._params]
+            params = self._params
+            grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
             fused = self.fused()
             if fused is None:
                 unreg = torch._foreach_sub(grads, 0.0)   # a copy
@@ -313,11 +315,11 @@ class SI(_Quadratic):
                 unreg = [g - pen[n] if n in pen else g.clone() for n, g in zip(self._names, grads)]
             self._grad_views = unreg
             self._grad = dict(zip(self._names, unreg))
-            torch._foreach_copy_(self._before_views, [p.detach() for p in self._params])
+            torch._foreach_copy_(self._before_views, params)
 
     def after_step(self, x, y, task) -> None:
         with torch.no_grad():   # w -= g (theta_new - theta_old), i.e. w += g (theta_old - theta_new)
-            delta = torch._foreach_sub(self._before_views, [p.detach() for p in self._params])
+            delta = torch._foreach_sub(self._before_views, self._params)
             torch._foreach_addcmul_(self._path_views, self._grad_views, delta)
 
     def after_task(self, task: Task) -> None:
