@@ -273,8 +273,9 @@ progress.close()
 # = a_j$ for $i \ge j$, with $a_j$ the single-task accuracy of the task in position $j$;
 # its ACC is $\sum_j (T-j)\, a_j / (T(T+1)/2)$ (`cur.weighting_reference`, with each
 # seed's own single-task accuracies). Its M2I − I2M gap is what weighting alone
-# produces; its final-row gap is zero. The table below is averaged over seeds; `rank`
-# ranks ACC.
+# produces; its final-row gap is zero. The table below is averaged over seeds;
+# `ACC_ref` is this reference (the same for every strategy of an order), beside each
+# strategy's ACC and final-row mean; `rank` ranks ACC.
 
 # %%
 rows = []
@@ -287,7 +288,7 @@ for s in seed_list:
 per_seed = pd.DataFrame(rows)
 mean = per_seed.drop(columns="seed").groupby(["order", "strategy"]).mean()
 mean["rank"] = mean.groupby("order")["ACC"].rank(ascending=False, method="min")
-cols = ["ACC", "final_acc", "BWT_eq2", "BWT_code", "FWT", "rank"]
+cols = ["ACC", "ACC_ref", "final_acc", "BWT_eq2", "BWT_code", "FWT", "rank"]
 display(mean[cols].unstack("order").loc[strategies].round(3))
 metrics = {o: {k: {c: float(mean.loc[(o, k), c]) for c in cols} for k in strategies}
            for o in orders}
