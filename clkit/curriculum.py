@@ -292,8 +292,9 @@ def single_task_accuracy(bench: Benchmark, *, backbone: str = "small_cnn", epoch
     out = {}
     for name in bench.names:
         train, test = bench.tasks([name])
-        out[name] = float(_train_eval("naive", [name], train, test, backbone=backbone, scenario="class",
-                                      epochs=epochs, seed=seed, hyper=hyper, progress=progress)[0, 0])
+        with torch_seeded(seed):
+            out[name] = float(_train_eval("naive", [name], train, test, backbone=backbone, scenario="class",
+                                          epochs=epochs, seed=seed, hyper=hyper, progress=progress)[0, 0])
     return out
 
 
@@ -337,8 +338,12 @@ def run_stream(bench: Benchmark, order, strategy: str, *, scenario: str = "class
         so forward transfer can be read above the diagonal).
     """
     train, test = bench.tasks(order, scenario)
-    return _train_eval(strategy, list(order), train, test, backbone=backbone, scenario=scenario, epochs=epochs,
-                       seed=seed, hyper=hyper, progress=progress)
+    # torch's global generator is seeded for the whole stream as well, so code that draws from it
+    # (e.g. layers a strategy adds while it trains) gives the same R whatever ran before in this
+    # process -- the condition for results that do not depend on ``run_streams``' workers
+    with torch_seeded(seed):
+        return _train_eval(strategy, list(order), train, test, backbone=backbone, scenario=scenario,
+                           epochs=epochs, seed=seed, hyper=hyper, progress=progress)
 
 
 def stream_metrics(R, scenario: str) -> dict:

@@ -233,3 +233,13 @@ def test_run_streams_gives_the_same_R_with_worker_processes():
         for o in orders:
             np.testing.assert_array_equal(one[s][o]["naive"], two[s][o]["naive"])
     assert not np.array_equal(one[0]["M2I"]["naive"], one[1]["M2I"]["naive"])   # seeds differ
+
+
+def test_a_stream_does_not_depend_on_what_ran_before_in_the_process():
+    """PNN adds adapter layers while it trains; the stream seeds torch's global generator too."""
+    b = cur.build_benchmark([_fake("a", n=10), _fake("b", n=10, seed=2)], per_class_train=10, per_class_test=5,
+                            image_size=6, channels=1)
+    kw = dict(scenario="task", backbone="mlp", epochs=1, optimizer="adam", lr=0.01, batch_size=20, seed=3)
+    first = cur.run_stream(b, ["a", "b"], "pnn", **kw)
+    torch.rand(1000)                                   # another job consumed the global generator
+    np.testing.assert_array_equal(cur.run_stream(b, ["a", "b"], "pnn", **kw), first)

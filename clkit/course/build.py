@@ -38,7 +38,6 @@ CONFIG = f'''# nbgrader configuration of the clkit course (written by `clkit cou
 # Run nbgrader commands (nbgrader autograde, nbgrader formgrader, ...) from this folder.
 c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "{COURSE_ID}"
-c.CourseDirectory.db_assignments = {[{"name": a} for a in ASSIGNMENTS]!r}
 c.Execute.timeout = {CELL_TIMEOUT_S}
 c.Execute.extra_arguments = ["--IPKernelApp.log_level=CRITICAL"]
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}

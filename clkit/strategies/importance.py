@@ -104,22 +104,22 @@ class FusedQuadratic:
         p0 = self.params[0]
         sizes = [p.numel() for p in self.params]
         with torch.no_grad():
-            a = torch.zeros(sum(sizes), dtype=torch.float64, device=p0.device)
+            a = torch.zeros(sum(sizes), dtype=torch.float64)   # float64 on the CPU (not every device has it)
             s = torch.zeros_like(a)
             for omega, anchor in terms:
-                o = torch.cat([omega[n].reshape(-1) for n in names]).double()
+                o = torch.cat([omega[n].reshape(-1).cpu() for n in names]).double()
                 a += o
-                s += o * torch.cat([anchor[n].reshape(-1) for n in names]).double()
-            last = torch.cat([terms[-1][1][n].reshape(-1) for n in names]).double()
+                s += o * torch.cat([anchor[n].reshape(-1).cpu() for n in names]).double()
+            last = torch.cat([terms[-1][1][n].reshape(-1).cpu() for n in names]).double()
             b = torch.where(a > 0, s / torch.where(a > 0, a, torch.ones_like(a)), last)
             const = 0.0
             if len(terms) > 1:   # one term: its anchor is B, the constant is exactly 0
                 for omega, anchor in terms:
-                    o = torch.cat([omega[n].reshape(-1) for n in names]).double()
-                    const += float((o * (torch.cat([anchor[n].reshape(-1) for n in names]).double() - b) ** 2).sum())
+                    o = torch.cat([omega[n].reshape(-1).cpu() for n in names]).double()
+                    const += float((o * (torch.cat([anchor[n].reshape(-1).cpu() for n in names]).double() - b) ** 2).sum())
             dtype = p0.dtype
-            self.scaled = (2 * self.coefficient * a).to(dtype)     # 2 c A
-            self.anchor = b.to(dtype)                              # B
+            self.scaled = (2 * self.coefficient * a).to(p0.device, dtype)     # 2 c A
+            self.anchor = b.to(p0.device, dtype)                              # B
         self.const = self.coefficient * const
         self.diff = torch.empty_like(self.anchor)                 # theta - B
         self.grad = torch.empty_like(self.anchor)                 # 2 c A (theta - B)
