@@ -137,7 +137,26 @@ def available_strategies() -> dict:
             out[name] = f"built-in ({cls.__module__}:{cls.__qualname__})"
     for name, ep in strategy_entry_points().items():
         out.setdefault(name, _origin_of_entry_point(ep))
-    return dict(sorted(out.items()))
+    return _StrategyNames(sorted(out.items()))
+
+
+class _StrategyNames(dict):
+    """``{name: origin}``; ``"package.module:Class" in names`` is true when that path resolves.
+
+    So a check ``name in available_strategies()`` accepts an import path in any process
+    (e.g. a worker that has not registered it yet).
+    """
+
+    def __contains__(self, name):
+        if dict.__contains__(self, name):
+            return True
+        if is_plugin_name(name):
+            try:
+                resolve_strategy(name)
+            except (ValueError, TypeError):
+                return False
+            return True
+        return False
 
 
 def is_plugin_name(name) -> bool:
@@ -343,8 +362,12 @@ def use_strategies(names, *, notebook: str, parameter: str = "strategies", extra
 
     For notebooks whose learners are ``clkit.strategies`` names (04): afterwards
     ``available_strategies()`` and ``make_strategy`` know every name, plugins included.
+    Built-in names are left to the notebook's own validation.
     """
-    split_learners(names, [], parameter=parameter, notebook=notebook, extra_needs=extra_needs)
+    reg = _builtin_registry()
+    builtin = [n for n in names if isinstance(n, str) and dict.__contains__(reg, n)
+               and not getattr(reg[n], "_clkit_origin", {}).get(n)]
+    split_learners(names, builtin, parameter=parameter, notebook=notebook, extra_needs=extra_needs)
     return list(names)
 
 

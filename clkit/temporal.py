@@ -465,8 +465,9 @@ def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr:
     from .models.mlp import MLP
     from .strategies import make_strategy
 
-    check_choice("learner", learner, LEARNERS)
-    name, fresh = _LEARNER_STRATEGY[learner]
+    if learner not in LEARNERS:  # a clkit strategy name, entry point or "package.module:Class"
+        __import__("clkit.plugins").plugins.resolve_strategy(learner, parameter="learner")
+    name, fresh = _LEARNER_STRATEGY.get(learner, (learner, False))
     train, test = dataset.tasks("train"), dataset.tasks("test")
     T = len(train)
     in_features = int(np.prod(dataset.input_shape))

@@ -43,7 +43,8 @@
 
 # %% tags=["parameters"]
 # Parameters: edit a value, then Run All. Headless: clkit run 02_edge -p NAME VALUE
-# enumerable experiment data: fashion_mnist (offline Debian package, else torchvision)
+# enumerable experiment data: fashion_mnist (offline Debian package, else torchvision),
+# or the path of a torchvision ImageFolder tree (classes: indices of its sorted folders)
 dataset: str = "fashion_mnist"
 classes: list = [0, 1, 2, 3, 4, 5]  # labels used, in order (paper: the first six)
 num_tasks: int = 3  # equal-size tasks; 6 classes in 3 tasks give 90 sequences
@@ -52,7 +53,8 @@ num_tasks: int = 3  # equal-size tasks; 6 classes in 3 tasks give 90 sequences
 encoder: str = "auto"
 clip_model: str = "ViT-B-16"  # open_clip architecture (ViT-B-16 as in the paper)
 clip_pretrained: str = "openai"  # open_clip pretrained tag
-# class-incremental learners trained on every sequence
+# class-incremental learners trained on every sequence; also any clkit strategy name,
+# installed plugin or "package.module:ClassName" (trained sequence after sequence)
 learners: list = ["finetune", "ewc", "lwf", "icarl", "ncm"]
 n_train: int = 500  # training images per class
 n_test: int = 500  # test images per class
@@ -77,7 +79,8 @@ num_draws: int = 30  # random draws of the RS / EDGE random sequences per source
 # generalised score S + intra_weight * I (section 9, beside the paper's S):
 # negative = tasks of dissimilar classes count as easier
 intra_weight: float = -1.0
-# classic settings: hard/easy sequences from class names
+# classic settings: hard/easy sequences from class names (a shipped list, or the path of
+# a text file with one name per line or of a YAML list)
 classic_datasets: list = ["cifar100", "cub200", "imagenet_r"]
 classic_num_tasks: int = 10  # tasks in the classic settings
 
@@ -108,16 +111,22 @@ from clkit.edge.experiment import (
 from clkit.edge.learners import LearnerConfig
 from clkit.edge.params import check_params
 from clkit.data.class_names import load_class_names
+from clkit.data.user import imagefolder_enumerable, is_user_path, load_class_names_file
+from clkit.plugins import split_learners, train_sequences_sequentially
 from clkit.plot import matrix_heatmap
 from clkit.results import RunRecord
 from clkit._validate import check_type
 
+own_learners, user_learners = split_learners(
+    learners, edge.learners.LEARNERS, parameter="learners", notebook="02_edge"
+)
+user_lists = {d: load_class_names_file(d) for d in classic_datasets if is_user_path(d)}
 P = check_params(
-    dataset=dataset,
+    dataset="fashion_mnist" if is_user_path(dataset) else dataset,
     classes=classes,
     num_tasks=num_tasks,
     encoder=encoder,
-    learners=learners,
+    learners=own_learners or ["ncm"],
     n_train=n_train,
     n_test=n_test,
     epochs=epochs,
@@ -129,7 +138,7 @@ P = check_params(
     granularities=granularities,
     num_random=num_random,
     num_bins=num_bins,
-    classic_datasets=classic_datasets,
+    classic_datasets=[d for d in classic_datasets if d not in user_lists],
     classic_num_tasks=classic_num_tasks,
     edge_num_random=edge_num_random,
     similarity_sources=similarity_sources,
@@ -137,6 +146,9 @@ P = check_params(
     num_draws=num_draws,
     intra_weight=intra_weight,
 )
+P.update(dataset=dataset, learners=learners, classic_datasets=classic_datasets)
+for d, names in user_lists.items():
+    edge.combinatorics.check_num_tasks(len(names), classic_num_tasks)
 check_type("clip_model", clip_model, str)
 check_type("clip_pretrained", clip_pretrained, str)
 record = RunRecord(
@@ -214,7 +226,14 @@ display(
 # the *other* Fashion-MNIST classes.
 
 # %%
-data = load_enumerable_data(dataset, classes, n_train=n_train, n_test=n_test, seed=seed)
+if is_user_path(dataset):
+    data = imagefolder_enumerable(
+        dataset, classes, n_train=n_train, n_test=n_test, seed=seed
+    )
+else:
+    data = load_enumerable_data(
+        dataset, classes, n_train=n_train, n_test=n_test, seed=seed
+    )
 class_names = data["class_names"]
 record.log(data_source=data["data_source"], class_names=class_names)
 print(data["data_source"])
@@ -326,7 +345,11 @@ display(pd.DataFrame(seq_rows))
 # %%
 all_seqs = edge.enumerate_sequences(N, K)
 config = LearnerConfig(hidden=hidden, epochs=epochs, batch_size=batch_size, lr=lr)
-results = run_learners(data, all_seqs, learners, config, seed=seed)
+results = run_learners(data, all_seqs, own_learners, config, seed=seed)
+for u in user_learners:  # an ordinary Strategy: sequence after sequence, same protocol
+    results[u] = train_sequences_sequentially(
+        data["x_train"], data["x_test"], all_seqs, u, config, seed=seed
+    )
 truth = {name: 100 * out["avg_acc"] for name, out in results.items()}
 S_all = edge.sequence_scores(sim, all_seqs)
 record.log(
@@ -542,7 +565,7 @@ record.log(correlation=corr, correlation_image=corr_img)
 # %%
 classic = {}
 for ds in classic_datasets:
-    names = load_class_names(ds)
+    names = user_lists[ds] if ds in user_lists else load_class_names(ds)
     csim = edge.class_similarity(
         names, encoder, clip_model=clip_model, clip_pretrained=clip_pretrained
     )

@@ -36,8 +36,17 @@
 
 # %% tags=["parameters"]
 # Parameters: edit a value, then Run All. Headless: clkit run 03 -p NAME VALUE
-dataset: str = "rainfall"  # Part 2 stream: synthetic | rainfall | yearbook | fmow
-learners: list = ["erm", "finetune", "ewc", "si", "agem"]  # learners giving A(t, tau)
+# Part 2 stream: synthetic | rainfall | yearbook | fmow, or PATH.csv / .parquet: a
+# table with a period column, a label column and numeric feature columns
+dataset: str = "rainfall"
+period_column: str = "period"  # PATH table: period labels (periods in sorted order)
+label_column: str = "label"  # PATH table: class labels
+# learners giving A(t, tau); also any clkit strategy, installed plugin or
+# "package.module:ClassName"
+learners: list = ["erm", "finetune", "ewc", "si", "agem"]
+# A(t, tau) CSV files, added as learners named by the file (no training; as many
+# periods as the stream)
+acc_matrices: list = []
 period_length: int = 365  # days per period (rainfall), time steps per period
 #                           (yearbook, fmow), training samples per period (synthetic)
 max_periods: int = 0  # keep only the first periods (0: all)
@@ -74,8 +83,18 @@ from clkit.data.temporal import make_drifting_gaussians, load_rainfall, load_wil
 from clkit.plot import matrix_heatmap
 from clkit.results import RunRecord
 from clkit._validate import check_choice, check_int, check_real
+from clkit.data.user import is_user_path, load_matrix_csv, load_period_table
+from clkit.plugins import split_learners
 
-P = tm.check_params(dataset=dataset, learners=learners, period_length=period_length, delta=delta,
+own_learners, user_learners = split_learners(learners, tm.LEARNERS,
+                                             parameter="learners",
+                                             notebook="03_temporal_metrics")
+user_acc = {f.rsplit("/", 1)[-1].rsplit(".", 1)[0]: load_matrix_csv(f)
+            for f in acc_matrices}
+
+P = tm.check_params(dataset="synthetic" if is_user_path(dataset) else dataset,
+                    learners=own_learners or ["erm"], period_length=period_length,
+                    delta=delta,
                     epsilon=epsilon, lam=lam, n=n, horizon=horizon, epochs=epochs, seed=seed)
 check_choice("oracle", oracle, ["erm", "self"])
 check_choice("sh_never_crossed", sh_never_crossed, ["available", "horizon"])
@@ -231,7 +250,10 @@ display(Markdown(
 # and difficulty, from the parameters above).
 
 # %%
-if dataset == "rainfall":
+if is_user_path(dataset):
+    data = load_period_table(dataset, period_column=period_column,
+                             label_column=label_column, seed=seed)
+elif dataset == "rainfall":
     data = load_rainfall(period_length=period_length, seed=seed)
 elif dataset == "synthetic":
     data = make_drifting_gaussians(synthetic_periods, 2 * period_length, drift=drift,
@@ -263,6 +285,12 @@ from tqdm.auto import tqdm
 acc = {}
 for name in tqdm(learners, desc="learners"):
     acc[name] = tm.accuracy_matrix(data, name, **train_kw)
+for name, A in user_acc.items():
+    if A.shape != (T, T):
+        raise ValueError(f"acc_matrices: {name} has {len(A)} periods, the stream {T}")
+    acc[name] = A
+learners = [*learners, *user_acc]  # user matrices join the tables and figures below
+record.log(acc_matrices=acc_matrices)
 oracle_vec = np.diag(acc["erm"]) if oracle == "erm" else None
 rows = {name: tm.summarize_learner(A, oracle=oracle_vec, **metric_kw) for name, A in acc.items()}
 # No-learning baseline: predict the majority class of the training period (and chance).

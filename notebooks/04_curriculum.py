@@ -48,16 +48,18 @@
 # Parameters: edit a value, then Run All. Headless: clkit run 04_curriculum -p NAME VALUE
 # candidate tasks; the curriculum keeps those whose difficulties differ beyond the seed
 # spread: mnist | omniglot | fashion_mnist | svhn | cifar10 | tinyimagenet
-# | mnist_subset | digits
+# | mnist_subset | digits, or the path of a 10-class torchvision ImageFolder tree
 datasets: list = ["digits", "mnist_subset", "fashion_mnist"]
 num_tasks: int = 0  # 0: as many candidates as are separated in difficulty; else 2..len
 download: bool = False  # allow the online loaders (torchvision, TinyImageNet archive)
 skip_missing: bool = True  # skip datasets that cannot be loaded (listed), not fail
 scenario: str = "task"  # class (one head over all classes) | task (task id masks head)
-# strategies compared (the paper's 14; mste and pnn need the task scenario)
+# strategies compared (the paper's 14; mste and pnn need the task scenario); also any
+# clkit strategy, installed plugin or "package.module:ClassName"
 strategies: list = ["naive", "cumulative", "mste", "ewc", "si", "mas", "lwf", "replay",
                     "agem", "gem", "gdumb", "generative_replay", "cwr", "pnn"]
-backbone: str = "small_cnn"  # small_cnn | wide_vgg9 | resnet18 | resnet34 | mlp
+backbone: str = "small_cnn"  # small_cnn | wide_vgg9 | resnet18 | resnet34 | mlp, or
+# "package.module:factory", called factory(in_channels, num_classes, image_size)
 epochs: int = 3  # training epochs per task
 difficulty_epochs: int = 3  # epochs of the single-task runs that measure difficulty
 optimizer: str = "adam"  # sgd | adam | adamw (paper: sgd)
@@ -91,6 +93,8 @@ import torch
 from tqdm.auto import tqdm
 
 import clkit.curriculum as cur
+from clkit.data.user import is_user_path, load_image_folder
+from clkit.plugins import resolve_factory, use_strategies
 from clkit.plot import matrix_heatmap
 from clkit.results import RunRecord
 
@@ -105,7 +109,16 @@ params = dict(datasets=datasets, num_tasks=num_tasks, download=download,
               gem_memory_strength=gem_memory_strength, per_class_train=per_class_train,
               per_class_test=per_class_test, image_size=image_size, channels=channels,
               seed=seed, seeds=seeds, workers=workers, num_threads=num_threads)
-cur.check_params(**params)
+use_strategies(strategies, notebook="04_curriculum",
+               extra_needs=[f"{scenario}_scenario"])  # plugins: resolved, checked
+if ":" in backbone:
+    resolve_factory(backbone, "04_curriculum")  # "package.module:factory"
+user_sets = {d: load_image_folder(d, min_classes=10) for d in datasets
+             if is_user_path(d)}  # ImageFolder trees, 10 classes each
+spare = iter([d for d in cur.IMAGE_DATASETS if d not in datasets])  # stand-ins for user trees
+cur.check_params(**params | dict(
+    datasets=[next(spare) if d in user_sets else d for d in datasets],
+    backbone="small_cnn" if ":" in backbone else backbone))
 if num_threads:
     torch.set_num_threads(num_threads)  # this kernel only
 record = RunRecord("04_curriculum", params=params)
@@ -136,7 +149,8 @@ def pm(mean, sd, digits=3):
 # images.
 
 # %%
-benches = {s: cur.build_benchmark(datasets, per_class_train=per_class_train,
+benches = {s: cur.build_benchmark([user_sets.get(d, d) for d in datasets],
+                                  per_class_train=per_class_train,
                                   per_class_test=per_class_test, image_size=image_size,
                                   channels=channels, seed=s, download=download,
                                   skip_missing=skip_missing)
@@ -259,8 +273,9 @@ progress.close()
 # = a_j$ for $i \ge j$, with $a_j$ the single-task accuracy of the task in position $j$;
 # its ACC is $\sum_j (T-j)\, a_j / (T(T+1)/2)$ (`cur.weighting_reference`, with each
 # seed's own single-task accuracies). Its M2I − I2M gap is what weighting alone
-# produces; its final-row gap is zero. The table below is averaged over seeds; `rank`
-# ranks ACC.
+# produces; its final-row gap is zero. The table below is averaged over seeds;
+# `ACC_ref` is this reference (the same for every strategy of an order), beside each
+# strategy's ACC and final-row mean; `rank` ranks ACC.
 
 # %%
 rows = []
@@ -273,7 +288,7 @@ for s in seed_list:
 per_seed = pd.DataFrame(rows)
 mean = per_seed.drop(columns="seed").groupby(["order", "strategy"]).mean()
 mean["rank"] = mean.groupby("order")["ACC"].rank(ascending=False, method="min")
-cols = ["ACC", "final_acc", "BWT_eq2", "BWT_code", "FWT", "rank"]
+cols = ["ACC", "ACC_ref", "final_acc", "BWT_eq2", "BWT_code", "FWT", "rank"]
 display(mean[cols].unstack("order").loc[strategies].round(3))
 metrics = {o: {k: {c: float(mean.loc[(o, k), c]) for c in cols} for k in strategies}
            for o in orders}

@@ -54,7 +54,8 @@
 # Parameters: edit a value, then Run All. Headless: clkit run 05_drift -p NAME VALUE
 dataset: str = "auto"  # auto: Cora from the clkit data cache if present, else csbm |
 # csbm (offline synthetic) | cora | citeseer (local Planetoid files) |
-# corafull | ogbn_arxiv | reddit | roman_empire (online)
+# corafull | ogbn_arxiv | reddit | roman_empire (online) | PATH.pt (a torch.save'd
+# torch-geometric Data) | "package.module:DatasetClass" (root: data_dir)
 data_dir: str = ""  # folder holding <Name>/raw/ for cora or citeseer
 # (empty: the clkit data cache)
 protocol: str = "both"  # text (the paper's description) | authors (its released code)
@@ -80,7 +81,8 @@ batch_sizes: list = [10, 20]  # batch-size study on the main Gaussian setting (T
 sampling: str = "without"  # main sampling: without (per-task reshuffled queues) |
 # with (replacement)
 methods: list = ["bare", "joint", "er", "mas_star", "ssm"]  # learners compared; all:
-# bare, joint, er, agem, gss, mas_star, ssm, sem, dmsg (about 2.5x longer)
+# bare, joint, er, agem, gss, mas_star, ssm, sem, dmsg (about 2.5x longer); also any
+# task-free clkit strategy, installed plugin or "package.module:ClassName"
 memory_size: int = 100  # replay memory, in nodes (ER, A-GEM, GSS, SSM, SEM, DMSG)
 hidden: int = 64  # GCN hidden width (the paper: 256)
 lr: float = 0.005  # Adam learning rate
@@ -98,14 +100,20 @@ from IPython.display import Markdown, display
 import clkit.drift as drift
 from clkit.data.graphs import load_graph, resolve_auto
 from clkit.results import RunRecord
+from clkit.data.user import is_user_path, load_graph_source
+from clkit.plugins import split_learners
 
 if protocol not in ("text", "authors", "both"):
     raise ValueError(
         f"protocol must be one of 'text', 'authors', 'both', got {protocol!r}"
     )
 protocols = ["text", "authors"] if protocol == "both" else [protocol]
+own_methods, user_methods = split_learners(
+    methods, drift.METHODS, parameter="methods", notebook="05_drift"
+)
+user_graph = is_user_path(dataset) or ":" in dataset
 drift.check_params(
-    dataset=dataset,
+    dataset="csbm" if user_graph else dataset,
     setting=setting,
     sigma=sigma,
     sigmas=sigmas,
@@ -114,7 +122,7 @@ drift.check_params(
     batch_size=batch_size,
     batch_sizes=batch_sizes,
     sampling=sampling,
-    methods=methods,
+    methods=own_methods or ["bare"],
     memory_size=memory_size,
     eval_every=eval_every,
     seeds=seeds,
@@ -193,7 +201,11 @@ kw = (
     if name == "csbm"
     else {}
 )
-graph = load_graph(name, root=data_dir or None, seed=min(seeds), **kw)
+if user_graph:
+    graph = load_graph_source(dataset, data_dir or None, min_classes=2 * classes_per_task)
+    name = f"user-{graph.name}"  # names the stream cache folder
+else:
+    graph = load_graph(name, root=data_dir or None, seed=min(seeds), **kw)
 data = {
     pr: drift.protocol_data(
         graph, classes_per_task, test_fraction, seed=min(seeds), protocol=pr

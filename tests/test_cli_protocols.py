@@ -130,6 +130,8 @@ def test_edge_orders_from_a_class_name_file(tmp_path, capsys):
     assert res["orders"]["hard"]["S"] <= res["orders"]["random"]["S"] <= res["orders"]["easy"]["S"]
     assert res["orders"]["random"]["tasks"] == edge.random_sequences(6, 3, seeds=[1])[0].tolist()
     assert sorted(res["orders"]["easy"]["class_order"]) == list(range(6))
+    order, pos = res["orders"]["easy"]["class_order"], res["orders"]["easy"]["position_of_class"]
+    assert [pos[c] for c in order] == list(range(6))
     csv = pd.read_csv(tmp_path / "o" / "orders.csv")
     assert list(csv["order"]) == ["hard", "easy", "random"]
     code, _, err = run(capsys, "edge", "orders", f, "--tasks", 4)

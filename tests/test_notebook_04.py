@@ -31,12 +31,14 @@ def test_smoke_run_records_the_curriculum_study(run_smoke):
     assert w["M2I"] == pytest.approx(np.mean(refs["M2I"])) and w["I2M"] == pytest.approx(np.mean(refs["I2M"]))
     assert w["gap"]["mean"] == pytest.approx(np.mean(np.subtract(refs["M2I"], refs["I2M"])))
     assert w["gap"]["mean"] > 0                            # easiest first: weighting favours M2I
+    for o in ("M2I", "I2M"):                               # shown beside every strategy's ACC
+        assert all(v["ACC_ref"] == pytest.approx(w[o]) for v in r["metrics"][o].values())
     strategies = {"naive", "cumulative", "replay"}
     for order in ("M2I", "I2M"):
         mo = r["metrics"][order]
         assert set(mo) == strategies
         for s, v in mo.items():
-            assert {"ACC", "final_acc", "BWT_eq2", "BWT_code", "FWT", "rank"} <= set(v)
+            assert {"ACC", "ACC_ref", "final_acc", "BWT_eq2", "BWT_code", "FWT", "rank"} <= set(v)
             assert 0 <= v["ACC"] <= 1 and 0 <= v["final_acc"] <= 1 and v["FWT"] is None   # class-IL: no FWT
             # both BWT forms, recomputed from the per-seed matrices
             Rs = [np.array(r["acc_matrix_per_seed"][str(k)][order][s]) for k in r["seeds"]]

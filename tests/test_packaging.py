@@ -4,6 +4,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +74,7 @@ def test_shared_modules_do_not_import_paper_modules():
 # --- committed notebooks (issue 15 items 2 and 5) -------------------------------------------
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-PARAMS_FIRST_LINE = "# Parameters: edit a value, then Run All. Headless: clkit run {stem} -p NAME VALUE"
+PARAMS_FIRST_LINE = r"# Parameters: edit a value, then Run All\. Headless: clkit run ({stem}|{num}) -p NAME VALUE"
 
 
 def _read(nb):
@@ -125,6 +126,19 @@ def test_notebook_metadata_as_jupyterlab_writes_it():
 
         warnings.warn(f"notebooks store Python {versions.pop()}, this is {platform.python_version()}: "
                       "JupyterLab will mark them modified on open", stacklevel=1)
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_parameters_cell_explains_interactive_use(nb):
+    """Item 5: the parameters cell says, first, how to use it; its lines fit the cell
+    (88 characters; the first line, which names the notebook, may be longer)."""
+    cells = [c for c in _read(nb).cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(cells) == 1, nb.name
+    lines = cells[0].source.splitlines()
+    first = PARAMS_FIRST_LINE.format(stem=re.escape(nb.stem), num=nb.stem[:2])
+    assert re.fullmatch(first, lines[0]), f"{nb.name}: first line {lines[0]!r}"
+    long = [ln for ln in lines[1:] if len(ln) > 88]
+    assert not long, f"{nb.name}: parameters lines over 88 characters: {long}"
 
 
 def test_pre_commit_config_strips_and_syncs():

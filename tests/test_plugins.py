@@ -1,6 +1,7 @@
 """clkit.plugins: learners by registry name, import path or entry point; capabilities; factories."""
 
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -163,3 +164,136 @@ def test_sequential_ground_truth_runs_the_example_plugin(plugin_site):
     x = (rng.normal(size=(4, 12, 3)) + 3 * np.eye(4, 3)[:, None, :]).astype(np.float32)
     out = plugins.train_sequences_sequentially(x, x, [[[0, 1], [2, 3]], [[2, 3], [0, 1]]], "tiny_replay")
     assert out["avg_acc"].shape == (2,) and np.all((0 <= out["avg_acc"]) & (out["avg_acc"] <= 1))
+
+
+# --------------------------------------------------------------------------- the five notebooks
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
+
+
+@pytest.fixture(scope="session")
+def plugin_notebooks(tmp_path_factory):
+    """``run(notebook) -> results``: each notebook once per session with the example plugin (an
+    installed distribution's entry point, visible to the kernel through PYTHONPATH) and user data
+    written here; smoke parameters otherwise."""
+    import json
+    import os
+
+    from clkit.run import run_notebook
+    from tests.plugin_env import write_graph, write_image_folder
+
+    base = tmp_path_factory.mktemp("plugin_notebooks")
+    site = install_example_plugin(base / "site")
+    write_image_folder(base / "img4", num_classes=4, per_class=24)
+    write_image_folder(base / "img10", num_classes=10, per_class=16)
+    write_graph(base / "graph.pt", num_nodes=120, num_classes=4)
+    A4 = base / "A4.csv"
+    A4.write_text("0.9,0.8,0.75,0.7\n,0.9,0.82,0.7\n,,0.88,0.8\n,,,0.91\n")
+    overrides = {
+        "01_taskification": {"methods": "[naive, tiny_replay]", "dataset": str(EXAMPLES / "stream.csv"),
+                             "time_column": "time", "window_days": "[1, 2]", "offset_days": "0.5",
+                             "delta_days": "0.25", "stride": "6", "context_steps": "12"},
+        "02_edge": {"dataset": str(base / "img4"), "classes": "[0, 1, 2, 3]", "num_tasks": "2",
+                    "learners": "[finetune, ncm, tiny_replay]", "n_train": "12", "n_test": "12",
+                    "classic_datasets": f"[{EXAMPLES / 'class_names.txt'}]", "classic_num_tasks": "4"},
+        "03_temporal_metrics": {"dataset": str(EXAMPLES / "periods.csv"), "period_column": "year",
+                                "learners": "[erm, finetune, tiny_replay]", "acc_matrices": f"[{A4}]"},
+        "04_curriculum": {"datasets": f"[digits, mnist_subset, {base / 'img10'}]",
+                          "strategies": "[naive, tiny_replay]", "per_class_train": "8", "per_class_test": "8",
+                          "backbone": "clkit_example_plugin.backbones:tiny_cnn", "seeds": "2"},
+        "05_drift": {"dataset": str(base / "graph.pt"), "methods": "[bare, er, tiny_replay]", "seeds": "[1]"},
+    }
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(site)] + ([old] if old else []))
+    cache = {}
+
+    def run(notebook, extra=None):
+        key = (notebook, repr(extra))
+        if key not in cache:
+            ov = dict(overrides[notebook], **(extra or {}))
+            path = run_notebook(notebook, "smoke", list(ov.items()), out=base / "runs" / str(len(cache)),
+                                progress=False)
+            cache[key] = json.loads((path / "results.json").read_text())["results"]
+        return cache[key]
+
+    run.base = base
+    yield run
+    if old is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = old
+
+
+@pytest.mark.notebook
+def test_notebook01_user_stream_and_plugin(plugin_notebooks):
+    from clkit import taskification as tk
+    from clkit.data.user import load_stream_table
+
+    r = plugin_notebooks("01_taskification")
+    assert "stream.csv" in r["data_source"]
+    assert {"tiny_replay|1d", "tiny_replay|2d", "naive|1d"} <= set(r["cl_mean"])
+    assert np.isfinite(r["cl_mean"]["tiny_replay|1d"]["avg_mse"])
+    # the notebook's BPS equals the library's on the same file
+    data = load_stream_table(EXAMPLES / "stream.csv", time_column="time")
+    ref = tk.bps_over_series(data.values, tk.fixed_windows(data.length, 144), 36, 10, 0)
+    assert r["bps"]["1d"]["bps"] == pytest.approx(ref["bps_mean"])
+
+
+@pytest.mark.notebook
+def test_notebook02_imagefolder_class_names_and_plugin(plugin_notebooks):
+    from clkit.data.user import imagefolder_enumerable
+    from clkit.edge import enumerate_sequences, hard_sequence, class_similarity
+    from clkit.edge.learners import LearnerConfig
+
+    r = plugin_notebooks("02_edge")
+    assert "user ImageFolder" in r["data_source"]
+    assert list(r["true_accuracy"]) == ["finetune", "ncm", "tiny_replay"]
+    data = imagefolder_enumerable(plugin_notebooks.base / "img4", [0, 1, 2, 3], n_train=12, n_test=12, seed=0)
+    ref = plugins.train_sequences_sequentially(data["x_train"], data["x_test"], enumerate_sequences(4, 2),
+                                               "tiny_replay", LearnerConfig(hidden=32, epochs=2, batch_size=32,
+                                                                            lr=0.05), seed=0)
+    np.testing.assert_allclose(r["true_accuracy"]["tiny_replay"], (100 * ref["avg_acc"]).round(4), atol=1e-3)
+    from clkit.data.user import load_class_names_file
+
+    names = load_class_names_file(EXAMPLES / "class_names.txt")
+    (key, classic), = r["classic"].items()
+    assert key.endswith("class_names.txt") and classic["num_classes"] == 12
+    assert classic["hard_sequence"] == np.asarray(hard_sequence(class_similarity(names, "glove"), 4)).tolist()
+
+
+@pytest.mark.notebook
+def test_notebook03_period_table_matrix_and_plugin(plugin_notebooks):
+    from clkit.data.user import load_matrix_csv
+
+    r = plugin_notebooks("03_temporal_metrics")
+    assert "periods.csv" in r["data_source"] and r["num_periods"] == 4
+    assert {"erm", "finetune", "tiny_replay", "A4"} <= set(r["learners"])
+    A = np.array(r["acc_matrix"]["A4"], dtype=float)
+    np.testing.assert_array_equal(np.isnan(A), np.isnan(load_matrix_csv(plugin_notebooks.base / "A4.csv")))
+
+
+@pytest.mark.notebook
+def test_notebook04_imagefolder_tasks_backbone_and_plugin(plugin_notebooks):
+    r = plugin_notebooks("04_curriculum")
+    assert any("user ImageFolder" in s for s in r["data_source"].values())
+    assert all("tiny_replay" in m for m in r["metrics"].values())
+
+
+@pytest.mark.notebook
+def test_notebook05_saved_graph_and_plugin(plugin_notebooks):
+    r = plugin_notebooks("05_drift")
+    assert "graph.pt" in r["data_source"]
+    assert all("tiny_replay" in methods for methods in r["main"].values())
+
+
+@pytest.mark.notebook
+def test_notebooks_refuse_a_plugin_lacking_a_capability_before_training(plugin_notebooks, tmp_path):
+    from clkit.run import run_notebook
+
+    with pytest.raises(RuntimeError, match=r"learner 'clkit.strategies.importance:EWC' lacks capability "
+                                           r"'task_free'.*notebook 05_drift"):
+        run_notebook("05_drift", "smoke", [("methods", "[bare, 'clkit.strategies.importance:EWC']")],
+                     out=tmp_path, progress=False)
+    with pytest.raises(RuntimeError, match=r"'tiny_replay' lacks capability 'task_scenario'.*04_curriculum"):
+        run_notebook("04_curriculum", "smoke", [("strategies", "[naive, tiny_replay]"), ("scenario", "task")],
+                     out=tmp_path, progress=False)

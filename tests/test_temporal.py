@@ -169,7 +169,7 @@ def test_accuracy_matrix_is_deterministic_and_upper_triangular():
     np.testing.assert_array_equal(A1, A2)
     assert np.isnan(A1[np.tril_indices(4, -1)]).all() and np.isfinite(A1[np.triu_indices(4)]).all()
     with pytest.raises(ValueError, match="learner"):
-        tm.accuracy_matrix(ds, "cumulative")
+        tm.accuracy_matrix(ds, "no_such_learner")
 
 
 def test_stability_horizon_never_crossed_conventions():

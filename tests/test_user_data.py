@@ -170,3 +170,16 @@ def test_labels(tmp_path):
     np.save(tmp_path / "m.npy", np.zeros((2, 2), int))
     with pytest.raises(ValueError, match=r"shape \(2, 2\)"):
         user.load_labels(tmp_path / "m.npy")
+
+
+def test_relative_paths_resolve_against_the_invoking_folder(tmp_path, monkeypatch):
+    """clkit run executes notebooks in notebooks/; a path typed relative to the shell's folder ($PWD) works."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "A.csv").write_text("0.9,0.8\n,0.9\n")
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    monkeypatch.chdir(other)
+    monkeypatch.setenv("PWD", str(tmp_path))
+    assert user.load_matrix_csv("sub/A.csv").shape == (2, 2)
+    with pytest.raises(FileNotFoundError, match=r"'sub/B.csv' does not exist \(looked in"):
+        user.load_matrix_csv("sub/B.csv")

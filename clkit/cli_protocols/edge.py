@@ -68,6 +68,8 @@ def orders_result(names, num_tasks: int, *, encoder: str = "auto", num_random_or
         seq = np.asarray(seq)
         out["orders"][key] = {
             "tasks": seq.tolist(), "class_order": seq.reshape(-1).tolist(),
+            # new label of each original class (mammoth's args.class_order maps targets through it)
+            "position_of_class": np.argsort(seq.reshape(-1)).tolist(),
             "task_names": [[names[c] for c in t] for t in seq],
             "S": edge.sequence_score(sim, seq),
             "percentile": edge.score_percentile(sim, seq, num_random=num_random, seed=seed),

@@ -22,6 +22,7 @@ naming the file, the column or the value, and what is allowed.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -48,10 +49,25 @@ def is_user_path(value) -> bool:
                                                                            ".yaml", ".yml")
 
 
-def _existing(path, what: str, *, folder: bool = False) -> Path:
+def resolve_path(path) -> Path:
+    """``path``, or a relative path that does not exist here resolved against ``$PWD``.
+
+    ``clkit run`` executes a notebook in ``notebooks/``; ``$PWD`` still names the folder
+    the command was started from, so relative paths typed in the shell work.
+    """
     p = Path(path).expanduser()
+    if not p.is_absolute() and not p.exists() and os.environ.get("PWD"):
+        q = Path(os.environ["PWD"]) / p
+        if q.exists():
+            return q
+    return p
+
+
+def _existing(path, what: str, *, folder: bool = False) -> Path:
+    p = resolve_path(path)
     if not p.exists():
-        raise FileNotFoundError(f"{what}: {str(p)!r} does not exist")
+        where = f" (looked in {os.getcwd()!r} and $PWD)" if not p.is_absolute() else ""
+        raise FileNotFoundError(f"{what}: {str(p)!r} does not exist{where}")
     if folder and not p.is_dir():
         raise ValueError(f"{what}: {str(p)!r} is not a folder")
     if not folder and p.is_dir():
@@ -594,7 +610,7 @@ def load_graph_class(spec: str, root, *, min_classes: int = 2, **kwargs):
 
 def load_graph_source(dataset: str, root=None, *, min_classes: int = 2):
     """A user graph from a ``.pt`` file or a ``"package.module:Class"`` dataset (with ``root``)."""
-    if ":" in dataset and not Path(dataset).exists():
+    if ":" in dataset and not resolve_path(dataset).exists():
         return load_graph_class(dataset, root if root is not None else ".", min_classes=min_classes)
     return load_graph_file(dataset, min_classes=min_classes)
 

@@ -188,12 +188,22 @@ def make_learner(method: str, model: torch.nn.Module, *, lr: float = 5e-3, memor
     >>> type(make_learner("bare", MLP(2, 2))).__name__
     'Strategy'
     """
-    check_choice("method", method, [m for m in METHODS if m != "joint"])
+    if method in METHODS:
+        check_choice("method", method, [m for m in METHODS if m != "joint"])
     lr = check_real("lr", lr, low=0, low_open=True)
-    if method != "bare":
+    if method not in METHODS:  # a clkit strategy name, installed plugin or "package.module:Class"
+        import inspect
+
+        from ..plugins import require_capabilities
+
+        cls = require_capabilities(method, ("task_free", "graph", "class_scenario"), "05_drift",
+                                   parameter="methods")
+        if "memory_size" in inspect.signature(cls.__init__).parameters:
+            kwargs["memory_size"] = check_int("memory_size", memory_size, low=1)
+    elif method != "bare":
         kwargs["memory_size"] = check_int("memory_size", memory_size, low=1)
-    return make_strategy(REGISTRY_NAME[method], model, optimizer="adam", lr=lr, scenario="class", seed=seed,
-                         **kwargs)
+    return make_strategy(REGISTRY_NAME.get(method, method), model, optimizer="adam", lr=lr, scenario="class",
+                         seed=seed, **kwargs)
 
 
 def train_joint(model_fn, y, train_idx, test_idx, test_task, num_tasks: int, *, epochs: int = 50,

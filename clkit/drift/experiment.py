@@ -196,7 +196,8 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
     from .protocol import TaskEvaluator, _even, get_protocol, protocol_metrics
 
     p = get_protocol(protocol)
-    methods = check_choices("methods", list(methods), METHODS)
+    own = [m for m in methods if m in METHODS]  # others: clkit strategies and plugins (make_learner)
+    methods = list(methods) if len(own) < len(methods) else check_choices("methods", list(methods), METHODS)
     rows, curves, streams = [], {}, {}
     C = graph.num_classes
     evaluator = TaskEvaluator(graph.edge_index, graph.y, split, p)
@@ -235,7 +236,7 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
                 m = {"AA": final, "AF": float("nan"), "A_AUC": final, "AF_s": float("nan")}
             else:
                 model = new_model(seed)
-                if p.name == "authors":
+                if p.name == "authors" and method in METHODS:
                     learner = make_authors_learner(method, model, lr=lr, memory_size=memory_size, seed=seed,
                                                    weight_decay=p.weight_decay)
                 else:

@@ -31,10 +31,13 @@ synthetic stream at 9/30/44-day tasks (1296-6336 steps, ``delta`` = 1 day). So
 ``method="quantile"`` and ``"sliced"`` switch to the exact W1 (:meth:`_SortedStream.
 exact_distances`, exact for all pairs at once) when the shortest task has fewer than
 ``exact_below`` steps, by default ``EXACT_BELOW_QUANTILES * G = 8 * G`` (512 for
-``G = 64``). Below that length the exact form is cheap (the tasks are short, so the
-union of their quantile levels is small); above it the exact form costs 10-80x more
-(35-47 s per 9-day series and 20 draws) and the quantile error stays at 0.3-3 %, not
-below 1 % everywhere: use ``method="exact"`` where that matters.
+``G = 64``). On a structureless (shuffled) stream, where BPS is smallest, the
+64-quantile error was larger still: 27 % / 222 % / 7 % at 48 / 128 / 384 steps
+(``benchmarks/bench_taskification.py``). Below the threshold the exact form costs
+10-20x the quantile form (84 tasks of 48 steps, 100 draws: 16 s against 1.1 s on a
+loaded 2-core machine), affordable at those lengths; above it the exact form costs
+10-80x more (35-47 s per 9-day series and 20 draws) and the quantile error stays at
+0.3-3 %, not below 1 % everywhere: use ``method="exact"`` where that matters.
 """
 
 from __future__ import annotations
