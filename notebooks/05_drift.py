@@ -202,7 +202,9 @@ kw = (
     else {}
 )
 if user_graph:
-    graph = load_graph_source(dataset, data_dir or None, min_classes=2 * classes_per_task)
+    graph = load_graph_source(
+        dataset, data_dir or None, min_classes=2 * classes_per_task
+    )
     name = f"user-{graph.name}"  # names the stream cache folder
 else:
     graph = load_graph(name, root=data_dir or None, seed=min(seeds), **kw)
