@@ -1,6 +1,9 @@
 """Time of importing clkit and of resolving plugin names (target: entry-point discovery < 50 ms).
 
-Run: .venv/bin/python benchmarks/bench_plugins.py
+Run: .venv/bin/python benchmarks/bench_plugins.py [--edge]
+
+``--edge`` also times EDGE's ground truth with the batched learner and with an ordinary
+``Strategy`` trained sequence after sequence (``clkit.plugins.train_sequences_sequentially``).
 
 Each figure is measured in a fresh interpreter (cold imports) with the example plugin made
 visible the way pip would: its distribution metadata (``*.dist-info/entry_points.txt``) on
@@ -51,5 +54,31 @@ def main(repeats: int = 3):
     print("target: entry-point discovery under 50 ms")
 
 
+def bench_edge_ground_truth():
+    """EDGE's ground truth, 90 sequences (6 classes, 3 tasks): batched finetune vs an ordinary Strategy."""
+    import time
+
+    import numpy as np
+
+    from clkit.edge import enumerate_sequences
+    from clkit.edge.learners import LearnerConfig, train_sequences
+    from clkit.plugins import train_sequences_sequentially
+
+    rng = np.random.default_rng(0)
+    x = (rng.normal(size=(6, 100, 196)) + np.eye(6, 196)[:, None, :]).astype(np.float32)
+    seqs = enumerate_sequences(6, 3)
+    cfg = LearnerConfig(hidden=32, epochs=2)
+    t0 = time.perf_counter()
+    train_sequences(x, x, seqs, "finetune", cfg)
+    t1 = time.perf_counter()
+    train_sequences_sequentially(x, x, seqs, "naive", cfg)
+    t2 = time.perf_counter()
+    print(f"EDGE ground truth, {len(seqs)} sequences x 3 tasks, 100 images per class, 2 epochs:")
+    print(f"  batched finetune (clkit.edge.learners)          {t1 - t0:8.2f} s")
+    print(f"  ordinary Strategy, sequence after sequence      {t2 - t1:8.2f} s")
+
+
 if __name__ == "__main__":
     main()
+    if "--edge" in sys.argv:
+        bench_edge_ground_truth()

@@ -15,7 +15,9 @@ are node-index tensors, ``model.embed(idx)`` gives penultimate features and
   curvature ``F(u, v) = 4 - deg(u) - deg(v) + 3 * triangles(u, v)`` stands in for
   Ollivier-Ricci (no optimal-transport solve per edge); high curvature marks
   edges inside dense communities, low (negative) curvature marks bridges.
-- **DMSG** (Liu et al., 2023, diversified memory selection and generation):
+- **DMSG** (Qiao et al., "Towards continuous reuse of graph models via holistic
+  memory diversification", ICLR 2025 -- reference [31] of DRIFT; diversified memory
+  selection and generation):
   a class-balanced memory whose rows are chosen for diversity in embedding
   space -- when a class exceeds its share (``memory_size / classes seen``), its
   most redundant row (smallest distance to its nearest same-class neighbour) is
