@@ -280,7 +280,7 @@ display(Markdown(f"**Data used:** {data.source}. {T} periods, {n_train} training
 # period $t$. `clkit.temporal.accuracy_matrix` does the loop.
 
 # %%
-from tqdm.auto import tqdm
+from clkit.progress import tqdm
 
 acc = {}
 for name in tqdm(learners, desc="learners"):

@@ -90,7 +90,7 @@ import pandas as pd
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 import torch
-from tqdm.auto import tqdm
+from clkit.progress import tqdm
 
 import clkit.curriculum as cur
 from clkit.data.user import is_user_path, load_image_folder

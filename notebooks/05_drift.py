@@ -202,7 +202,9 @@ kw = (
     else {}
 )
 if user_graph:
-    graph = load_graph_source(dataset, data_dir or None, min_classes=2 * classes_per_task)
+    graph = load_graph_source(
+        dataset, data_dir or None, min_classes=2 * classes_per_task
+    )
     name = f"user-{graph.name}"  # names the stream cache folder
 else:
     graph = load_graph(name, root=data_dir or None, seed=min(seeds), **kw)
@@ -671,6 +673,10 @@ def advantage_series(pr, cl):
 def verdict(lo, hi, s_lo, s_hi, up_is_paper, words):
     """'reproduced' / 'opposite' / 'within the seed spread' for a change lo -> hi."""
     change, spread = hi - lo, s_lo + s_hi
+    if len(sigmas) < 2:
+        return "not judged: the sweep has one σ"
+    if len(seeds) < 2:
+        return f"not judged: one seed, no spread ({100 * change:+.1f})"
     if abs(change) <= spread:
         return f"within the seed spread ({100 * change:+.1f} ± {100 * spread:.1f})"
     agrees = (change > 0) == up_is_paper

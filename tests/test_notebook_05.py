@@ -42,6 +42,7 @@ def test_smoke_results(run_smoke):
         verdicts = list(r["findings"][prot].values())
         assert len(verdicts) == 3
         assert all(any(w in v for w in ("reproduced", "opposite", "within the seed spread")) for v in verdicts)
+        assert all("not judged" not in v for v in verdicts)  # two seeds, two sigmas: every finding judged
     # the closing text follows the numbers: every verdict appears in it
     for prot in ("text", "authors"):
         for v in r["findings"][prot].values():

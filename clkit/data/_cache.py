@@ -33,9 +33,26 @@ class DatasetNotFoundError(FileNotFoundError):
 
 
 def data_root(create: bool = False) -> Path:
-    """The clkit data cache: ``$CLKIT_DATA`` or ``<repo>/data/cache``."""
+    """The clkit data cache.
+
+    ``$CLKIT_DATA`` when set; else ``<checkout>/data/cache`` when clkit runs from a source
+    checkout (its root holds ``pyproject.toml`` and ``data/``); else the user's cache,
+    ``$XDG_CACHE_HOME/clkit`` (default ``~/.cache/clkit``) -- never inside an installed
+    package's folder.
+
+    Examples
+    --------
+    >>> data_root().name in {"cache", "clkit"} or "CLKIT_DATA" in os.environ
+    True
+    """
     env = os.environ.get("CLKIT_DATA")
-    root = Path(env) if env else repo_root() / "data" / "cache"
+    if env:
+        root = Path(env)
+    elif (repo_root() / "pyproject.toml").is_file() and (repo_root() / "data").is_dir():
+        root = repo_root() / "data" / "cache"
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        root = (Path(xdg) if xdg else Path.home() / ".cache") / "clkit"
     if create:
         root.mkdir(parents=True, exist_ok=True)
     return root
