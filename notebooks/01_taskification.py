@@ -92,7 +92,7 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
-from tqdm.auto import tqdm
+from clkit.progress import tqdm
 
 import clkit.taskification as tk
 from clkit.taskification.forecasting import (
