@@ -22,3 +22,14 @@ def run_smoke(tmp_path_factory):
         return cache[key]
 
     return _run
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Small models: one torch thread is faster than many on a shared machine."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)

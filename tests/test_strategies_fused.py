@@ -11,13 +11,7 @@ from clkit.strategies import EWC, MAS, SI, Task
 from clkit.strategies._common import per_sample_mean, trainable
 from clkit.strategies.importance import FusedQuadratic, quadratic_penalty
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class _Net(nn.Module):

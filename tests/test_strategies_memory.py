@@ -7,14 +7,7 @@ from scipy import stats
 
 from clkit.strategies import ClassBalancedBuffer, ReservoirBuffer, TaskBalancedBuffer
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Small models: one thread is faster than many on a shared machine, and deterministic."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.parametrize("batch", [1, 7, 30])

@@ -9,14 +9,7 @@ from clkit._seed import torch_seeded
 from clkit.models import MLP
 from clkit.strategies import EWC, MAS, SI, LwF, Task, make_strategy
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Small models: one thread is faster than many on a shared machine, and deterministic."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _linear(w):
