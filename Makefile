@@ -47,8 +47,11 @@ browser-deps:
 run: install data
 	$(VENV)/bin/clkit run all --params default --out runs/default --figures figures
 
+# Two test processes (one per core on the reference machine); each test file stays in one
+# process so a notebook's smoke run is shared by its tests. TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= 2
 test: install data browser-deps
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 browser-test: install data browser-deps
 	CLKIT_BROWSER_NOTEBOOKS=all $(PY) -m pytest -q -rs tests/test_browser.py
