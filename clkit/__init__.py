@@ -1,6 +1,6 @@
 """clkit: a Jupyter-first research kit for evaluating continual learning.
 
-Modules are organised by concept (see ``shared/DESIGN.md``):
+Modules are organised by concept (the README's Layout section):
 
 - :mod:`clkit.metrics` -- pure functions over a performance matrix ``R[i, j]``.
 - :mod:`clkit.distances` -- distances between distributions.

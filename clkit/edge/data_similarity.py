@@ -84,27 +84,12 @@ def train_probe(per_class, *, hidden: int = 64, epochs: int = 5, lr: float = 0.0
     """
     import torch
 
-    from .._seed import torch_seeded
-    from .learners import torch_threads
+    from .learners import torch_threads, train_mlp_classifier
 
     x = np.concatenate(per_class).astype(np.float32)
     y = np.concatenate([np.full(len(a), c) for c, a in enumerate(per_class)])
-    with torch_seeded(seed):
-        net = torch.nn.Sequential(torch.nn.Linear(x.shape[1], hidden), torch.nn.ReLU(),
-                                  torch.nn.Linear(hidden, len(per_class)))
-    opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
-    xt, yt = torch.as_tensor(x), torch.as_tensor(y, dtype=torch.long)
-    g = torch.Generator().manual_seed(seed)
-    with torch_threads(1):
-        for _ in range(epochs):
-            perm = torch.randperm(len(xt), generator=g)
-            for s in range(0, len(xt), batch_size):
-                b = perm[s:s + batch_size]
-                loss = torch.nn.functional.cross_entropy(net(xt[b]), yt[b])
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-    net.eval()
+    net = train_mlp_classifier(x, y, len(per_class), hidden, epochs=epochs,
+                               batch_size=batch_size, lr=lr, seed=seed)
 
     def features(z):
         with torch.no_grad(), torch_threads(1):

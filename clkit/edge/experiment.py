@@ -24,7 +24,7 @@ from .._validate import check_choices, check_int
 from ..data.images import FASHION_MNIST_CLASSES, load_fashion_mnist
 from .combinatorics import canonical
 from .estimation import distribution_distances, extremes, gaussian_estimate
-from .learners import LEARNERS, LearnerConfig, torch_threads, train_sequences
+from .learners import LEARNERS, LearnerConfig, train_mlp_classifier, train_sequences
 
 __all__ = ["DATASETS", "load_enumerable_data", "run_learners", "sequence_index", "evaluate_protocol"]
 
@@ -51,22 +51,9 @@ def _pretrain_features(x, y, hidden, seed, epochs=2, batch_size=64, lr=0.05):
     """Train a one-hidden-layer MLP on (x, y); return its frozen feature map."""
     classes = np.unique(y)
     y = np.searchsorted(classes, y)
-    with torch_seeded(seed):
-        net = torch.nn.Sequential(torch.nn.Linear(x.shape[1], hidden), torch.nn.ReLU(),
-                                  torch.nn.Linear(hidden, len(classes)))
-    opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
-    xt, yt = torch.as_tensor(x), torch.as_tensor(y)
-    g = torch.Generator().manual_seed(seed)
-    with torch_threads(1):
-        for _ in range(epochs):
-            perm = torch.randperm(len(xt), generator=g)
-            for s in range(0, len(xt), batch_size):
-                b = perm[s:s + batch_size]
-                loss = torch.nn.functional.cross_entropy(net(xt[b]), yt[b])
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-    body = net[:2].eval()
+    net = train_mlp_classifier(x, y, len(classes), hidden, epochs=epochs,
+                               batch_size=batch_size, lr=lr, seed=seed)
+    body = net[:2]
 
     def features(z):
         with torch.no_grad():

@@ -53,7 +53,7 @@ from .._seed import torch_seeded, torch_threads
 from .._validate import check_choice, check_int, check_real
 
 __all__ = ["LEARNERS", "LearnerConfig", "init_params", "batch_order", "sequence_code",
-           "train_sequences", "torch_threads"]
+           "train_sequences", "torch_threads", "train_mlp_classifier"]
 
 LEARNERS = ("finetune", "ewc", "lwf", "icarl", "ncm")
 _NEG = -1e9
@@ -369,3 +369,48 @@ def _train(x_train, x_test, sequences, learner, config, seed, progress):
     seen_acc = np.stack([np.nanmean(R[:, t, : t + 1], axis=1) for t in range(K)], axis=1)
     return {"acc_matrix": R, "seen_acc": seen_acc, "avg_acc": seen_acc.mean(axis=1),
             "final_acc": seen_acc[:, -1]}
+
+
+def train_mlp_classifier(x, y, num_classes: int, hidden: int, *, epochs: int, batch_size: int,
+                         lr: float, seed: int) -> torch.nn.Sequential:
+    """Train a one-hidden-layer ReLU MLP ``Linear-ReLU-Linear`` with SGD (momentum 0.9).
+
+    The helper behind the data-driven class similarities and the image-prototype
+    features: one thread, initialisation and batch order from ``seed`` (local
+    generators), so the same inputs and seed give the same network.
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, d)
+    y : ndarray of int, shape (n,)
+        Labels in ``0..num_classes-1``.
+
+    Returns
+    -------
+    torch.nn.Sequential
+        The trained network in eval mode; ``net[:2]`` is its feature map.
+
+    Examples
+    --------
+    >>> x = np.array([[0.0], [0.1], [1.0], [1.1]], dtype=np.float32)
+    >>> net = train_mlp_classifier(x, np.array([0, 0, 1, 1]), 2, 4, epochs=50,
+    ...                            batch_size=4, lr=0.5, seed=0)
+    >>> net(torch.as_tensor(x)).argmax(1).tolist()
+    [0, 0, 1, 1]
+    """
+    with torch_seeded(seed):
+        net = torch.nn.Sequential(torch.nn.Linear(x.shape[1], hidden), torch.nn.ReLU(),
+                                  torch.nn.Linear(hidden, num_classes))
+    opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
+    xt, yt = torch.as_tensor(x), torch.as_tensor(y, dtype=torch.long)
+    g = torch.Generator().manual_seed(seed)
+    with torch_threads(1):
+        for _ in range(epochs):
+            perm = torch.randperm(len(xt), generator=g)
+            for s in range(0, len(xt), batch_size):
+                b = perm[s:s + batch_size]
+                loss = F.cross_entropy(net(xt[b]), yt[b])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    return net.eval()
