@@ -40,6 +40,15 @@ def set_flat_grad(params, flat: torch.Tensor) -> None:
         start += n
 
 
+def flat_views(flat: torch.Tensor, params) -> list[torch.Tensor]:
+    """Views of the vector ``flat`` shaped like each of ``params`` (no copy; writes go through)."""
+    out, start = [], 0
+    for p in params:
+        out.append(flat[start:start + p.numel()].view_as(p))
+        start += p.numel()
+    return out
+
+
 class TaskAwareStrategy(Strategy):
     """A :class:`Strategy` that knows the classes of every task it has seen.
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import torch
 
 from .._validate import check_real
-from ._common import TaskAwareStrategy, mask_to, per_sample_mean, trainable
+from ._common import TaskAwareStrategy, flat_views, mask_to, per_sample_mean, trainable
 from .base import Task, register
 
 __all__ = ["EWC", "SI", "MAS", "quadratic_penalty", "FusedQuadratic"]
@@ -123,8 +123,8 @@ class FusedQuadratic:
         self.const = self.coefficient * const
         self.diff = torch.empty_like(self.anchor)                 # theta - B
         self.grad = torch.empty_like(self.anchor)                 # 2 c A (theta - B)
-        self.diff_views = _views(self.diff, self.params)
-        self.grad_views = _views(self.grad, self.params)
+        self.diff_views = flat_views(self.diff, self.params)
+        self.grad_views = flat_views(self.grad, self.params)
 
     def __call__(self) -> torch.Tensor:
         """The penalty at the current parameters (differentiable with respect to them)."""
@@ -138,14 +138,6 @@ class FusedQuadratic:
             torch.mul(self.diff, self.scaled, out=self.grad)
             value = torch.dot(self.diff, self.grad).mul_(0.5)
             return value.add_(self.const) if self.const else value
-
-
-def _views(flat: torch.Tensor, params) -> list[torch.Tensor]:
-    out, start = [], 0
-    for p in params:
-        out.append(flat[start:start + p.numel()].view_as(p))
-        start += p.numel()
-    return out
 
 
 class _FusedPenalty(torch.autograd.Function):
@@ -293,8 +285,8 @@ class SI(_Quadratic):
                            device=self._params[0].device) if named else torch.zeros(2, 0)
         # running w_k and the pre-step weights: contiguous rows, with a view per parameter
         self._flat_path, self._flat_before = flat
-        self._path_views = _views(flat[0], self._params)
-        self._before_views = _views(flat[1], self._params)
+        self._path_views = flat_views(flat[0], self._params)
+        self._before_views = flat_views(flat[1], self._params)
         self.path = dict(zip(self._names, self._path_views))
         self._before = dict(zip(self._names, self._before_views))
         self._grad = {}

@@ -30,7 +30,7 @@ from scipy.linalg import cho_factor, solve_triangular
 from scipy.optimize import nnls
 
 from .._validate import check_int, check_real
-from ._common import TaskAwareStrategy
+from ._common import TaskAwareStrategy, flat_views
 from .base import Task, _cat, register, take
 from .memory import ReservoirBuffer
 
@@ -121,7 +121,7 @@ class _Projection(TaskAwareStrategy):
         if buf is None or buf.shape[0] < n or buf.shape[1] != numel or buf.dtype != params[0].dtype:
             buf = torch.empty((n, numel), dtype=params[0].dtype, device=params[0].device)
             self._row_buffer = buf
-            self._row_views = [_views(row, params) for row in buf]
+            self._row_views = [flat_views(row, params) for row in buf]
         return buf[:n], self._row_views[:n]
 
     def _memory_gradient(self, views, x, y, tids, params) -> None:
@@ -139,14 +139,6 @@ class _Projection(TaskAwareStrategy):
         grads = [p.grad for p in params]
         torch._foreach_copy_(views, grads)
         return grads
-
-
-def _views(flat: torch.Tensor, params) -> list[torch.Tensor]:
-    out, start = [], 0
-    for p in params:
-        out.append(flat[start:start + p.numel()].view_as(p))
-        start += p.numel()
-    return out
 
 
 @register("agem")
@@ -269,7 +261,7 @@ class GEM(_Projection):
             return
         v = gem_dual(gram[:k].numpy(force=True), Gg.numpy(force=True), self.gem_memory_strength)
         new = torch.addmv(rows64[k], rows64[:k].T, torch.as_tensor(v, device=rows.device))   # g + G' v
-        torch._foreach_copy_(grads, _views(new, params))
+        torch._foreach_copy_(grads, flat_views(new, params))
 
     def after_task(self, task: Task) -> None:
         n = len(task)
