@@ -401,6 +401,22 @@ def _best_order(Y, order):
 
 # --------------------------------------------------------------------------- local search
 
+def _reorder_tasks(A, idx, pos, k, m, tol):
+    """The exact best order of a partition's K tasks, if it beats the current one by ``tol``.
+
+    ``A[c, p]``: summed W of class c to the task at position p; ``idx``: classes in task
+    order, shape (K * M,); ``pos[c]``: task position of class c. Returns the re-ordered
+    ``(A, idx, pos)``, or ``None`` when the current order is already best.
+    """
+    X = A[idx].reshape(k, m, k).sum(axis=1)                # (K, K) task-to-task sums
+    order = _best_order(X, list(range(k)))
+    if not _path_cost(X, order) < _path_cost(X, list(range(k))) - tol:
+        return None
+    new_pos = np.empty(k, dtype=np.int64)
+    new_pos[order] = np.arange(k)
+    return A[:, order], idx.reshape(k, m)[order].ravel().copy(), new_pos[pos]
+
+
 def _local_search(W, tasks, max_rounds=10_000, multi=False):
     """Minimise the sum over adjacent tasks of W by class swaps and exact re-ordering.
 
@@ -492,15 +508,10 @@ def _local_search(W, tasks, max_rounds=10_000, multi=False):
                         PEN[t - 1, :, off] = 2 * W[C[t - 1], cls] - dW[C[t - 1]] - dW[cls]
             rounds += 1
         # exact best order of the tasks for this partition
-        T = A[idx].reshape(k, m, k).sum(axis=1)          # (K, K) task-to-task sums
-        order = _best_order(T, list(range(k)))
-        if rounds >= max_rounds or not _path_cost(T, order) < _path_cost(T, list(range(k))) - tol:
+        better = None if rounds >= max_rounds else _reorder_tasks(A, idx, pos, k, m, tol)
+        if better is None:
             break
-        idx = idx.reshape(k, m)[order].ravel().copy()
-        new_pos = np.empty(k, dtype=np.int64)
-        new_pos[order] = np.arange(k)
-        pos = new_pos[pos]
-        A = A[:, order]
+        A, idx, pos = better
         rounds += 1
     return idx.reshape(k, m)
 
@@ -556,15 +567,11 @@ def _local_search_dense(W, tasks, T, max_rounds=10_000):
             idx[i], idx[j] = d, c
             pos[c], pos[d] = q, p
             rounds += 1
-        Xs = A[idx].reshape(k, m, k).sum(axis=1)            # intra term does not depend on order
-        order = _best_order(Xs, list(range(k)))
-        if rounds >= max_rounds or not _path_cost(Xs, order) < _path_cost(Xs, list(range(k))) - tol:
+        # (the intra-task term does not depend on the task order)
+        better = None if rounds >= max_rounds else _reorder_tasks(A, idx, pos, k, m, tol)
+        if better is None:
             break
-        idx = idx.reshape(k, m)[order].ravel().copy()
-        new_pos = np.empty(k, dtype=np.int64)
-        new_pos[order] = np.arange(k)
-        pos = new_pos[pos]
-        A = A[:, order]
+        A, idx, pos = better
         rounds += 1
     return idx.reshape(k, m)
 
