@@ -52,9 +52,18 @@ def test_fused_penalty_value_and_gradient_equal_the_per_parameter_sum(k):
     assert float(value.detach()) == pytest.approx(float(ref.detach()), rel=1e-6)
     for a, b in zip(grads, ref_grads):
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6 * float(b.abs().max()))
-    # the gradient buffer the strategies read back is left intact by the backward pass
-    for a, b in zip(fused.grad_views, ref_grads):
-        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6 * float(b.abs().max()))
+    # the in-place path a strategy's step takes: value from the residual, gradient added to .grad
+    u = fused.residual()
+    assert float(fused.value()) == pytest.approx(float(ref.detach()), rel=1e-6)
+    from_params = float(fused.value())
+    fused.residual(torch.cat([p.detach().reshape(-1) for p in fused.params]))   # SI's flat copy
+    assert float(fused.value()) == from_params
+    u = fused.residual()
+    base = [torch.randn(p.shape, generator=g) for p in fused.params]
+    acc = [b.clone() for b in base]
+    fused.add_grad_(acc, u)
+    for a, b0, b in zip(acc, base, ref_grads):
+        torch.testing.assert_close(a - b0, b, rtol=1e-6, atol=1e-6 * float(b.abs().max()))
     # a scaled loss scales the gradient
     twice = torch.autograd.grad(2 * fused(), [p for _, p in trainable(model)])
     for a, b in zip(twice, ref_grads):
@@ -120,7 +129,7 @@ def test_strategies_train_like_the_per_parameter_reference(cls, kw):
         for p in fused.model.parameters():
             p.add_(0.1)
     expected = fused.coefficient * quadratic_penalty(fused.model, fused.terms)
-    assert float(fused.penalty(None)) == pytest.approx(float(expected), rel=1e-6)
+    assert float(fused.penalty(None).detach()) == pytest.approx(float(expected), rel=1e-6)
 
 
 def _loop_mean(model, sample_loss, x, y, transform):
@@ -202,3 +211,31 @@ def test_linear_shortcut_is_taken_for_mlps_and_equals_the_loop():
     got = per_sample_mean(twice, lambda o, t: o.pow(2).sum(), z, torch.zeros(7), torch.abs)
     for n in ref:
         torch.testing.assert_close(got[n], ref[n], rtol=1e-6, atol=1e-6 * float(ref[n].abs().max()))
+
+
+@pytest.mark.parametrize("loss", ["cross_entropy", "mse"])
+def test_lwf_recorded_teacher_outputs_train_like_a_teacher_forward_per_batch(loss):
+    """Li & Hoiem record the old model's outputs once per task; the per-batch forward is the reference."""
+    from clkit.strategies import LwF
+
+    runs = []
+    for limit in (LwF.record_limit, 0):   # 0: nothing recorded, the teacher runs on every batch
+        with torch_seeded(4):
+            s = LwF(MLP(6, 6, hidden=(16,)), loss=loss, lr=0.05, epochs=2, batch_size=16)
+        s.record_limit = limit
+        for task in _tasks():
+            if loss == "mse":
+                task = Task(task.x, torch.nn.functional.one_hot(task.y, 6).float(), task_id=task.task_id)
+            s.train_task(task)
+        runs.append(s)
+    fast, ref = runs
+    for a, b in zip(fast.model.parameters(), ref.model.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+    # the recording is the teacher's output on the task's rows, and it is dropped after the task
+    t = _tasks()[2]
+    fast.before_task(t)
+    assert fast.recorded is not None and ref.recorded is None
+    torch.testing.assert_close(fast.recorded, fast.teacher(t.x))
+    fast.after_task(t)
+    assert fast.recorded is None
+

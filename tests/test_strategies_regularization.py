@@ -116,9 +116,10 @@ def test_si_importance_uses_unregularised_gradient():
     xb, yb = x[:4], -x[:4] @ torch.tensor([[1.0], [2.0]])
     s.train_step(xb, yb, None)
     w = lin.weight.detach()
-    theta0 = w + 0.05 * (s._grad["weight"] + 2 * 5.0 * omega * (s._before["weight"] - anchor))
-    torch.testing.assert_close(theta0, s._before["weight"])
-    unreg = 2 * ((s._before["weight"] @ xb.T).T - yb).mul(xb).mean(0, keepdim=True)
+    change = s._change["weight"]          # theta_old - theta_new of that step
+    before = w + change
+    torch.testing.assert_close(change, 0.05 * (s._grad["weight"] + 2 * 5.0 * omega * (before - anchor)))
+    unreg = 2 * ((before @ xb.T).T - yb).mul(xb).mean(0, keepdim=True)
     torch.testing.assert_close(s._grad["weight"], unreg)
 
 

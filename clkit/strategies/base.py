@@ -264,10 +264,18 @@ class Strategy:
         epochs = self.begin_task(task, epochs)
         history = []
         for _ in range(epochs):
-            losses = [self.train_step(take(task.x, idx), take(task.y, idx), task) for idx in self.batches(len(task))]
+            losses = [self.train_batch(task, idx) for idx in self.batches(len(task))]
             history.append(float(np.mean(losses)) if losses else float("nan"))
         self.after_task(task)
         return history
+
+    def train_batch(self, task: Task, idx: torch.Tensor) -> float:
+        """One :meth:`train_step` on rows ``idx`` (shape (B,)) of ``task``: the step of :meth:`train_task`.
+
+        Strategies that keep per-row state of the current task (LwF's recorded teacher outputs)
+        override this to look it up by ``idx``.
+        """
+        return self.train_step(take(task.x, idx), take(task.y, idx), task)
 
     def begin_task(self, task: Task, epochs: int | None = None) -> int:
         """Start ``task``: checks, registration and :meth:`before_task`; returns the epochs to run.

@@ -13,6 +13,13 @@ the incoming batch:
   real-valued outputs; documented choice).
 
 The first task is plain training. Needs task boundaries (``task_free = False``).
+
+Teacher outputs are *recorded* once at the start of each task, as in Li & Hoiem's Algorithm 1
+("record responses of the old tasks for each new-task image", before training), in one batched
+no-grad pass over the task, and looked up by row during :meth:`~LwF.train_task`; a step on a
+batch that does not come from ``train_task`` (an own loop through ``train_step``) runs the teacher
+forward on that batch instead. Both give the same outputs: the teacher is frozen and in
+evaluation mode, and the rows are the task's own (no augmentation in clkit's loops).
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import torch.nn.functional as F
 
 from .._validate import check_real
 from ._common import TaskAwareStrategy, mask_to
-from .base import Task, register
+from .base import Task, register, take
 
 __all__ = ["LwF", "distillation_loss"]
 
@@ -104,6 +111,8 @@ class LwF(TaskAwareStrategy):
     """
 
     task_free = False
+    #: largest recorded teacher output (elements) per task; above it the teacher runs per batch
+    record_limit = 2 ** 26
 
     def __init__(self, model, *, lwf_alpha: float = 2.0, lwf_temperature: float = 2.0, **kwargs):
         super().__init__(model, **kwargs)
@@ -111,20 +120,51 @@ class LwF(TaskAwareStrategy):
         self.lwf_temperature = check_real("lwf_temperature", lwf_temperature, low=0, low_open=True)
         self.teacher = None
         self.old_classes: list[int] = []
+        self.recorded = None      # teacher outputs on the current task's rows (shape (N, ...))
+        self._rows = None         # teacher outputs for the batch of the running train_batch
 
     def before_task(self, task: Task) -> None:
+        self.recorded = None
         if self.steps > 0:
             self.teacher = self.clone_model().eval()
             for p in self.teacher.parameters():
                 p.requires_grad_(False)
             self.old_classes = sorted({c for t, cl in self.task_classes.items() if t != task.task_id for c in cl})
+            self.recorded = self.record(task)
+
+    @torch.no_grad()
+    def record(self, task: Task, batch_size: int = 4096):
+        """The teacher's outputs on every row of ``task`` (one batched no-grad pass); ``None`` when
+        they would exceed :attr:`record_limit` elements."""
+        n = len(task)
+        if n == 0:
+            return None
+        first = self.teacher(take(task.x, slice(0, min(n, batch_size))))
+        if first.numel() // len(first) * n > self.record_limit:
+            return None
+        rest = [self.teacher(take(task.x, slice(s, s + batch_size))) for s in range(batch_size, n, batch_size)]
+        return torch.cat([first, *rest]) if rest else first
+
+    def after_task(self, task: Task) -> None:
+        self.recorded = None
+
+    def train_batch(self, task: Task, idx: torch.Tensor) -> float:
+        """A step on rows ``idx`` of ``task`` with the teacher outputs recorded for them."""
+        if self.recorded is not None and len(self.recorded) == len(task):
+            self._rows = self.recorded.index_select(0, idx.to(self.recorded.device))
+        try:
+            return super().train_batch(task, idx)
+        finally:
+            self._rows = None
 
     def distillation(self, raw: torch.Tensor, x) -> torch.Tensor | float:
         """The distillation term for the student's raw outputs ``raw`` on batch ``x``."""
         if self.teacher is None:
             return 0.0
-        with torch.no_grad():   # one teacher forward, no graph
-            old = self.teacher(x)
+        old = self._rows
+        if old is None:
+            with torch.no_grad():   # one teacher forward, no graph
+                old = self.teacher(x)
         if self.loss_fn is F.mse_loss or raw.ndim != 2 or not self.old_classes:
             return F.mse_loss(raw, old)
         key = tuple(self.old_classes)

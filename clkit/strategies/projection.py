@@ -30,7 +30,7 @@ from scipy.linalg import cho_factor, solve_triangular
 from scipy.optimize import nnls
 
 from .._validate import check_int, check_real
-from ._common import TaskAwareStrategy, flat_views
+from ._common import TaskAwareStrategy, aligned_rows, flat_views
 from .base import Task, _cat, register, take
 from .memory import ReservoirBuffer
 
@@ -119,7 +119,7 @@ class _Projection(TaskAwareStrategy):
         numel = sum(p.numel() for p in params)
         buf = getattr(self, "_row_buffer", None)
         if buf is None or buf.shape[0] < n or buf.shape[1] != numel or buf.dtype != params[0].dtype:
-            buf = torch.empty((n, numel), dtype=params[0].dtype, device=params[0].device)
+            buf = aligned_rows(n, numel, params[0].dtype, params[0].device)   # dot is slow on unaligned rows
             self._row_buffer = buf
             self._row_views = [flat_views(row, params) for row in buf]
         return buf[:n], self._row_views[:n]
@@ -260,8 +260,8 @@ class GEM(_Projection):
         if bool((Gg >= 0).all()):
             return
         v = gem_dual(gram[:k].numpy(force=True), Gg.numpy(force=True), self.gem_memory_strength)
-        new = torch.addmv(rows64[k], rows64[:k].T, torch.as_tensor(v, device=rows.device))   # g + G' v
-        torch._foreach_copy_(grads, flat_views(new, params))
+        for vi, view in zip(v.tolist(), views[:k]):    # g~ = g + G' v, in place
+            torch._foreach_add_(grads, view, alpha=vi)
 
     def after_task(self, task: Task) -> None:
         n = len(task)
