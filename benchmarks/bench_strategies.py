@@ -6,10 +6,12 @@ Three parts:
    memories. Each strategy learns two tasks (so penalties, teachers and memories are in place;
    EWC holds two Fisher terms, GEM two constraints), then one step on task 3 is timed as
    ``train_task`` runs it (``train_batch``: rows of the task by index, then ``train_step``).
-   Columns: the step's ratio to naive; the *floor*, the ratio of the forward/backward passes the
-   method's math needs (LwF: one teacher forward; A-GEM: one backward on its reference rows; GEM:
-   one backward per past task's memory) to naive; the target; Avalanche 0.6's own ratio
-   as measured for the issue (quoted, not measured here; no Avalanche dependency).
+   Columns: the step's ratio to naive; the *floor*, 1 + the forward/backward passes the method's
+   math adds to a step, each timed alone (A-GEM: one backward on its reference rows; GEM: one
+   backward per past task's memory; LwF records its teacher's outputs once per task, outside the
+   step, printed apart); the target; clkit's absolute ms per step; Avalanche 0.6 on this kind of
+   machine (``avalanche_reference.py``, quoted: no Avalanche dependency); clkit before issue 17 and
+   Avalanche's ratio as measured for the issue (both quoted).
 2. The same ratios for every registered strategy on SmallCNN (3x32x32, 30 outputs, batch 128).
 3. End-of-task importance passes (EWC's per-sample Fisher, MAS's importance): clkit's (the
    outer-product shortcut for MLPs, ``torch.func.vmap`` over ``grad`` otherwise) against a
@@ -44,6 +46,10 @@ from clkit.strategies import Task, available_strategies, make_strategy
 TARGETS = {"ewc": 1.3, "si": 1.3, "mas": 1.3, "lwf": 1.3, "agem": 2.0, "gem": 3.0}
 #: Avalanche 0.6's ratios, same set-up, as measured for issue 17 (quoted)
 AVALANCHE = {"ewc": 1.73, "si": 2.06, "mas": 1.77, "lwf": 1.31, "agem": 5.38, "gem": 3.44}
+#: Avalanche 0.6.0 here (2-core AMD EPYC, torch 2.14.1, one thread, 2026-11-23): ms per training
+#: iteration, first iteration to last epoch, median of 5 (benchmarks/avalanche_reference.py; quoted)
+AVALANCHE_HERE = {"naive": 2.27, "ewc": 4.00, "si": 3.28, "mas": 2.99, "lwf": 2.56, "agem": 9.00,
+                  "agem (64 ref. rows)": 4.14, "gem": 11.51, "gem (64 rows/task)": 7.45}
 #: clkit's ratios before this work, as measured for issue 17 (quoted)
 BEFORE = {"ewc": 2.07, "si": 2.73, "mas": 2.20, "lwf": 1.71, "agem": 3.00, "gem": 5.21}
 SKIP = {"gdumb": "trains from scratch on its memory at task ends; no per-step cost on incoming data",
@@ -120,7 +126,7 @@ MLP_CASES = [  # (label, strategy, kwargs, floor recipe)
     ("ewc", "ewc", {}, []),
     ("si", "si", {}, []),
     ("mas", "mas", {}, []),
-    ("lwf", "lwf", {}, ["forward"]),
+    ("lwf", "lwf", {}, []),   # the teacher's pass is recorded at the task start (printed apart)
     ("agem", "agem", {"memory_size": 256, "agem_sample_size": 256}, ["grad256"]),
     ("agem (64 ref. rows)", "agem", {"memory_size": 256, "agem_sample_size": 64}, ["grad64"]),
     ("gem", "gem", {"gem_patterns_per_task": 256}, ["grad256", "grad256"]),
@@ -149,28 +155,40 @@ def mlp_table(rounds, inner):
 
 def print_mlp(runs, rounds, inner):
     print("1. Avalanche-comparable: MLP 784-256-10, batch 64, one thread, 256-row memories, step on task 3")
-    per_run = []
+    per_run, naive_ms, records = [], [], []
     for i in range(runs):
         times, r, floor = mlp_table(rounds, inner)
         per_run.append(r)
-        record = r["lwf record"]
-        print(f"   run {i + 1}: naive step {statistics.median(times['naive']) * 1e3:.2f} ms CPU; "
+        records.append(r["lwf record"])
+        naive_ms.append(statistics.median(times["naive"]) * 1e3)
+        print(f"   run {i + 1}: naive step {naive_ms[-1]:.2f} ms CPU; "
               + ", ".join(f"{label} {r[label]:.2f}" for label, *_ in MLP_CASES))
     med = {label: statistics.median(run[label] for run in per_run) for label, *_ in MLP_CASES}
-    print(f"\n{'method':<22}{'clkit':>7}{'floor':>7}{'target':>8}{'':>6}{'before':>8}{'Avalanche':>11}")
+    naive = statistics.median(naive_ms)
+    print(f"\n{'method':<22}{'clkit':>7}{'floor':>7}{'target':>8}{'':>7}{'ms/step':>8}"
+          f"{'Avalanche here':>17}{'before':>8}{'Aval. (issue)':>14}")
+    print(f"{'naive':<22}{1:>6.2f}x{1:>6.2f}x{'':>8}{'':>7}{naive:>8.2f}"
+          f"{AVALANCHE_HERE['naive']:>9.2f} ms (1.00x)")
     for label, name, kw, need in MLP_CASES:
         target = TARGETS.get(label)
         mark = "" if target is None else ("ok" if med[label] <= target else "MISSED")
+        here = AVALANCHE_HERE.get(label)
+        here_s = "-" if here is None else f"{here:.2f} ms ({here / AVALANCHE_HERE['naive']:.2f}x)"
         quoted = label in AVALANCHE
         print(f"{label:<22}{med[label]:>6.2f}x{floor[label]:>6.2f}x"
-              f"{(f'{target:.1f}x' if target else '-'):>8}{mark:>6}"
-              f"{(f'{BEFORE[label]:.2f}x' if quoted else '-'):>8}{(f'{AVALANCHE[label]:.2f}x' if quoted else '-'):>11}")
-    print(f"(median of {runs} run(s); floor = 1 + the forward/backward passes the math adds, each timed "
-          "alone; 'before' and Avalanche: quoted from issue 17)")
+              f"{(f'{target:.1f}x' if target else '-'):>8}{mark:>7}{med[label] * naive:>8.2f}{here_s:>17}"
+              f"{(f'{BEFORE[label]:.2f}x' if quoted else '-'):>8}{(f'{AVALANCHE[label]:.2f}x' if quoted else '-'):>14}")
+    record = statistics.median(records)
     steps = -(-len(mlp_tasks()[2]) // 64)
-    print(f"LwF records the teacher's outputs once per task (Li & Hoiem, Algorithm 1): {record:.2f} naive "
-          f"steps for the task's 512 rows, i.e. +{record / steps:.2f}x per step over one epoch of {steps} "
-          "steps (less with more epochs)\n")
+    print(f"(median of {runs} run(s). clkit: ratio to clkit's naive step; floor: 1 + the forward/backward "
+          "passes\n the math adds, each timed alone; ms/step: clkit's absolute CPU time per step. 'Avalanche "
+          "here':\n Avalanche 0.6 on this kind of machine, ms per training iteration and ratio to its own "
+          "naive\n iteration, measured by benchmarks/avalanche_reference.py (quoted; its SI is inert on CPU). "
+          "'before'\n and 'Aval. (issue)': quoted from issue 17.)")
+    print(f"LwF records the teacher's outputs once per task (Li & Hoiem, Algorithm 1), outside the step: "
+          f"{record:.2f} naive\n steps for the task's 512 rows; spread over one epoch of {steps} steps that is "
+          f"+{record / steps:.2f}x per step ({med['lwf'] + record / steps:.2f}x in all), over 10 epochs "
+          f"+{record / steps / 10:.2f}x.\n")
     return med
 
 

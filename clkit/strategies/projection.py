@@ -254,7 +254,10 @@ class GEM(_Projection):
             self._memory_gradient(views[i], *self.memories[t], params)
         self.constraints = rows[:k]                    # valid until the next step
         # everything the exact QP needs, G G' and G g, from one float64 Gram matrix of [G; g]
-        rows64 = rows.double()
+        rows64 = getattr(self, "_rows64", None)
+        if rows64 is None or rows64.shape != rows.shape or rows64.device != rows.device:
+            rows64 = self._rows64 = torch.empty(rows.shape, dtype=torch.float64, device=rows.device)
+        rows64.copy_(rows)
         gram = rows64 @ rows64[:k].T                   # (k + 1, k): G G' over G g
         Gg = gram[k]
         if bool((Gg >= 0).all()):
