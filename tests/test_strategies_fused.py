@@ -129,7 +129,7 @@ def test_strategies_train_like_the_per_parameter_reference(cls, kw):
         for p in fused.model.parameters():
             p.add_(0.1)
     expected = fused.coefficient * quadratic_penalty(fused.model, fused.terms)
-    assert float(fused.penalty(None).detach()) == pytest.approx(float(expected), rel=1e-6)
+    assert float(fused.penalty(None).detach()) == pytest.approx(float(expected.detach()), rel=1e-6)
 
 
 def _loop_mean(model, sample_loss, x, y, transform):
@@ -239,3 +239,69 @@ def test_lwf_recorded_teacher_outputs_train_like_a_teacher_forward_per_batch(los
     fast.after_task(t)
     assert fast.recorded is None
 
+
+
+@pytest.mark.parametrize("transform", [torch.square, torch.abs])
+def test_transformer_per_sample_gradients_come_from_one_batched_backward(transform):
+    """The written-out transformer takes the hooked path (no vmap), in chunks, equal to the loop."""
+    from clkit.models.transformer import TimeSeriesTransformer
+    from clkit.strategies._common import _hooked_per_sample_mean
+
+    g = torch.Generator().manual_seed(7)
+    with torch_seeded(7):
+        tr = TimeSeriesTransformer(3, context=8, d_model=8, num_layers=2, num_heads=2, target_index=1).eval()
+    x, y = torch.randn(7, 8, 3, generator=g), torch.randn(7, 1, generator=g)
+    numel = sum(p.numel() for p in tr.parameters())
+    fast = _hooked_per_sample_mean(tr, torch.nn.functional.mse_loss, x, y, transform, budget_bytes=4 * 3 * numel)
+    assert fast is not None and set(fast) == {n for n, _ in trainable(tr)}
+    ref = _loop_mean(tr, torch.nn.functional.mse_loss, x, y, transform)
+    for n in ref:
+        torch.testing.assert_close(fast[n], ref[n], rtol=1e-5, atol=1e-6 * max(float(ref[n].abs().max()), 1e-6))
+    # models outside the sample-wise set keep the vmap path
+    assert _hooked_per_sample_mean(_Net(), lambda o, t: o.sum(), torch.randn(2, 2, 5, 5), torch.zeros(2),
+                                   transform, 2 ** 20) is None
+    tr.train()   # active dropout: samples would not be reproducible one by one
+    assert _hooked_per_sample_mean(tr, torch.nn.functional.mse_loss, x, y, transform, 2 ** 20) is None
+
+
+def test_written_out_transformer_equals_pytorch_encoder_layers():
+    """Same initial weights (same draws) and the same outputs as nn.TransformerEncoder, dropout included."""
+    from clkit.models.transformer import TimeSeriesTransformer, standardize_windows
+
+    class Reference(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Linear(3, 8)
+            self.pos = nn.Parameter(torch.zeros(1, 8, 8))
+            nn.init.normal_(self.pos, std=0.02)
+            layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=32, dropout=0.1, batch_first=True,
+                                               norm_first=True)
+            self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+            self.norm = nn.LayerNorm(8)
+            self.head = nn.Linear(8, 1)
+
+        def forward(self, x):
+            h = self.encoder(self.embed(standardize_windows(x)) + self.pos)
+            return self.head(self.norm(h[:, -1]))
+
+    with torch_seeded(0):
+        ours = TimeSeriesTransformer(3, context=8, d_model=8, num_layers=2, num_heads=2, dropout=0.1)
+    with torch_seeded(0):
+        ref = Reference()
+    torch.testing.assert_close(ours.position.pos, ref.pos, rtol=0, atol=0)
+    for a, b in zip(ours.encoder.layers, ref.encoder.layers):
+        torch.testing.assert_close(a.self_attn.in_proj.weight, b.self_attn.in_proj_weight, rtol=0, atol=0)
+        torch.testing.assert_close(a.self_attn.out_proj.weight, b.self_attn.out_proj.weight, rtol=0, atol=0)
+        torch.testing.assert_close(a.linear2.weight, b.linear2.weight, rtol=0, atol=0)
+    x = torch.randn(5, 8, 3, generator=torch.Generator().manual_seed(1))
+    for training in (False, True):   # training: dropout masks drawn in the same order and layout
+        ours.train(training)
+        ref.train(training)
+        with torch_seeded(2):
+            a = ours(x)
+            ga = torch.autograd.grad(a.sum(), ours.embed.weight)[0]
+        with torch_seeded(2):
+            b = ref(x)
+            gb = torch.autograd.grad(b.sum(), ref.embed.weight)[0]
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+        torch.testing.assert_close(ga, gb, rtol=1e-6, atol=1e-7)

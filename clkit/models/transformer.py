@@ -28,16 +28,28 @@ error several-fold, and only the last-value anchor beat persistence in our runs
 The paper's configuration: 12 features -> 32-d, 8 blocks, 4 heads, two days of
 10-minute context (288 steps), next step (``horizon=1``). The feed-forward width
 (4 x d_model) and dropout (0.1) are not given in the paper; they are our choice.
+
+The encoder blocks are PyTorch's pre-norm ``nn.TransformerEncoderLayer`` written out with
+explicit ``nn.Linear`` projections (:class:`SelfAttention`, :class:`EncoderBlock`): same
+parameters, same initialisation (drawn in the same order) and the same computation, attention by
+``F.scaled_dot_product_attention`` (tested equal to ``nn.TransformerEncoder``). Written out,
+every weight sits in a ``nn.Linear``, ``nn.LayerNorm`` or :class:`LearnedPosition`, which lets
+:func:`clkit.strategies._common.per_sample_mean` form per-sample gradients (EWC's Fisher, MAS)
+from one batched backward pass instead of ``vmap``, under which the fused attention kernel runs
+sample by sample.
 """
 
 from __future__ import annotations
 
+import copy
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .._validate import check_choice, check_int, check_real
 
-__all__ = ["TimeSeriesTransformer", "standardize_windows"]
+__all__ = ["TimeSeriesTransformer", "standardize_windows", "SelfAttention", "EncoderBlock", "LearnedPosition"]
 
 
 def standardize_windows(x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
@@ -60,6 +72,99 @@ def standardize_windows(x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     mu = x.mean(dim=1, keepdim=True)
     sd = x.std(dim=1, keepdim=True, unbiased=False)
     return (x - mu) / (sd + eps) * (sd > eps)
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention over ``(batch, steps, d_model)``, ``nn.MultiheadAttention``
+    written out: one ``in_proj`` ``nn.Linear`` to queries, keys and values, scaled dot-product
+    attention per head, one ``out_proj``. Initialised as ``nn.MultiheadAttention`` (Xavier-uniform
+    ``in_proj``, zero biases, drawn in its order).
+
+    Examples
+    --------
+    >>> a = SelfAttention(8, 2, dropout=0.0)
+    >>> a(torch.randn(3, 5, 8)).shape
+    torch.Size([3, 5, 8])
+    """
+
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0):
+        super().__init__()
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.in_proj = nn.utils.skip_init(nn.Linear, d_model, 3 * d_model)   # no draw yet
+        self.out_proj = nn.Linear(d_model, d_model)
+        nn.init.xavier_uniform_(self.in_proj.weight)
+        nn.init.zeros_(self.in_proj.bias)
+        nn.init.zeros_(self.out_proj.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n, t, d = x.shape
+        q, k, v = self.in_proj(x).view(n, t, 3, self.num_heads, d // self.num_heads).permute(2, 0, 3, 1, 4)
+        out = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0)
+        z = out.permute(2, 0, 1, 3).reshape(t, n, d).transpose(0, 1)   # (batch, step, d) view
+        out = self.out_proj(z)
+        # nn.MultiheadAttention (batch_first) returns a (batch, step) view of (step, batch)-ordered
+        # memory; a dropout after it draws its mask in memory order, so the same layout is kept
+        return out.transpose(0, 1).contiguous().transpose(0, 1)
+
+
+class EncoderBlock(nn.Module):
+    """A pre-norm transformer encoder block (``nn.TransformerEncoderLayer(norm_first=True,
+    batch_first=True)`` with ReLU), written out: ``x + SA(LN1(x))``, then ``x + FF(LN2(x))``.
+
+    Examples
+    --------
+    >>> b = EncoderBlock(8, 2, 32, dropout=0.0)
+    >>> b(torch.randn(3, 5, 8)).shape
+    torch.Size([3, 5, 8])
+    """
+
+    def __init__(self, d_model: int, num_heads: int, dim_feedforward: int, dropout: float = 0.1):
+        super().__init__()
+        self.self_attn = SelfAttention(d_model, num_heads, dropout)
+        self.linear1 = nn.Linear(d_model, dim_feedforward)
+        self.dropout = nn.Dropout(dropout)
+        self.linear2 = nn.Linear(dim_feedforward, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.dropout1(self.self_attn(self.norm1(x)))
+        return x + self.dropout2(self.linear2(self.dropout(F.relu(self.linear1(self.norm2(x))))))
+
+
+class _Encoder(nn.Module):
+    """``num_layers`` copies of one block (as ``nn.TransformerEncoder``: identical at the start)."""
+
+    def __init__(self, block: nn.Module, num_layers: int):
+        super().__init__()
+        self.layers = nn.ModuleList(copy.deepcopy(block) for _ in range(num_layers))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class LearnedPosition(nn.Module):
+    """A learned positional embedding added to ``(batch, steps, d_model)`` inputs.
+
+    Examples
+    --------
+    >>> p = LearnedPosition(4, 2)
+    >>> p(torch.zeros(3, 4, 2)).shape, p.pos.shape
+    (torch.Size([3, 4, 2]), torch.Size([1, 4, 2]))
+    """
+
+    def __init__(self, steps: int, d_model: int, std: float = 0.02):
+        super().__init__()
+        self.pos = nn.Parameter(torch.zeros(1, steps, d_model))
+        nn.init.normal_(self.pos, std=std)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.pos
 
 
 class TimeSeriesTransformer(nn.Module):
@@ -117,11 +222,8 @@ class TimeSeriesTransformer(nn.Module):
         self.target_index = (None if target_index is None else
                              check_int("target_index", target_index, low=0, high=self.num_features - 1))
         self.embed = nn.Linear(self.num_features, d_model)
-        self.pos = nn.Parameter(torch.zeros(1, self.context, d_model))
-        nn.init.normal_(self.pos, std=0.02)
-        layer = nn.TransformerEncoderLayer(d_model, num_heads, dim_feedforward=4 * d_model, dropout=dropout,
-                                           batch_first=True, norm_first=True)
-        self.encoder = nn.TransformerEncoder(layer, num_layers, enable_nested_tensor=False)
+        self.position = LearnedPosition(self.context, d_model)
+        self.encoder = _Encoder(EncoderBlock(d_model, num_heads, 4 * d_model, dropout), num_layers)
         self.norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, self.horizon)
 
@@ -136,6 +238,6 @@ class TimeSeriesTransformer(nn.Module):
                 loc = t[:, -1:] if self.anchor == "last" else t.mean(dim=1, keepdim=True)
                 scale = t.std(dim=1, keepdim=True, unbiased=False) + 1e-5
             x = standardize_windows(x)
-        h = self.encoder(self.embed(x) + self.pos)
+        h = self.encoder(self.position(self.embed(x)))
         out = self.head(self.norm(h[:, -1]))
         return out if loc is None else loc + scale * out

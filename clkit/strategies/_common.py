@@ -14,6 +14,7 @@ from __future__ import annotations
 import warnings
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .base import Strategy, Task, take
@@ -169,6 +170,13 @@ def per_sample_mean(model: nn.Module, sample_loss, x, y, transform=torch.square,
     ``sum_i |d_i a_i'| = |d|' |a|``: one forward, one backward and one product per layer, with
     no per-sample gradient ever stored.
 
+    Models made of sample-wise modules whose every trainable parameter sits in a ``nn.Linear``,
+    ``nn.LayerNorm`` or :class:`~clkit.models.transformer.LearnedPosition` (clkit's MLP and
+    transformer) take one batched forward and backward with per-sample products per layer (any
+    ``transform``; attention runs batched in its fused kernel): the pass costs about one ordinary
+    gradient over the same rows (``benchmarks/bench_strategies.py``, part 3). Other models use
+    ``vmap``.
+
     Parameters
     ----------
     model : torch.nn.Module
@@ -200,6 +208,9 @@ def per_sample_mean(model: nn.Module, sample_loss, x, y, transform=torch.square,
         fast = _linear_per_sample_mean(model, sample_loss, x, y, transform, budget_bytes)
         if fast is not None:
             return fast
+    hooked = _hooked_per_sample_mean(model, sample_loss, x, y, transform, budget_bytes)
+    if hooked is not None:
+        return hooked
     params = {n: p.detach() for n, p in trainable(model)}
     buffers = {n: b.detach() for n, b in model.named_buffers()}
 
@@ -213,11 +224,10 @@ def per_sample_mean(model: nn.Module, sample_loss, x, y, transform=torch.square,
     chunk = max(1, min(n, budget_bytes // (4 * max(numel, 1))))
     keys = list(params)
     total = [torch.zeros_like(params[k]) for k in keys]
-    # Attention (the transformer) has no vmap batching rule for its fused CPU kernel, so vmap runs
-    # that one kernel sample by sample and warns. Measured (torch 2.14, one thread, the paper's
-    # forecaster: 8 blocks, 288 steps, 64 windows): 2.1-2.3 s this way against 4.5-7.3 s with the
-    # batched math kernel (its 288 x 288 attention matrices per sample and head), so the fused
-    # kernel stays and its warning is silenced here.
+    # A model with attention that reaches this path (clkit's transformer takes the hooked one) runs
+    # the fused CPU attention kernel sample by sample under vmap (it has no batching rule) and
+    # warns; that was measured faster than the batched math kernel (torch 2.14, one thread, the
+    # paper's forecaster: 2.1-2.3 s against 4.5-7.3 s), so the warning is silenced here.
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*have not yet implemented the batching rule.*")
         for s in range(0, n, chunk):
@@ -228,6 +238,105 @@ def per_sample_mean(model: nn.Module, sample_loss, x, y, transform=torch.square,
 
 class _NotApplicable(Exception):
     pass
+
+
+def _sample_wise_types():
+    """Module types whose forward treats every sample (first dimension) on its own: the parameter-
+    free ones and the containers of clkit's MLP and transformer (exact types: a subclass may mix
+    samples)."""
+    from ..models.mlp import MLP
+    from ..models.transformer import EncoderBlock, LearnedPosition, SelfAttention, TimeSeriesTransformer, _Encoder
+
+    return {nn.Linear, nn.LayerNorm, nn.Sequential, nn.ModuleList, nn.ReLU, nn.GELU, nn.Tanh, nn.Sigmoid,
+            nn.Identity, nn.Flatten, nn.Dropout, MLP, TimeSeriesTransformer, EncoderBlock, SelfAttention,
+            _Encoder, LearnedPosition}
+
+
+def _hooked_per_sample_mean(model, sample_loss, x, y, transform, budget_bytes):
+    """Per-sample gradients from one batched backward pass, for models made of sample-wise modules
+    whose every trainable parameter sits in a ``nn.Linear``, ``nn.LayerNorm`` or
+    :class:`~clkit.models.transformer.LearnedPosition`; ``None`` where that does not hold.
+
+    With per-sample losses ``l_i`` and samples that never mix, the gradient of ``sum_i l_i`` at a
+    layer's output, restricted to sample ``i``'s rows, is ``d l_i / d output``. Each parameter's
+    per-sample gradient is then a local product: ``D_i' A_i`` over the sample's positions for a
+    linear layer (its inputs ``A_i``), ``sum (D_i * x^_i)`` and ``sum D_i`` for a layer norm's
+    weight and bias (``x^`` the normalised input), ``D_i`` for a learned position. One forward,
+    one backward and one batched product per layer, in chunks of ``budget_bytes`` of per-sample
+    gradients; attention runs batched in its fused kernel.
+    """
+    from torch.func import vmap
+    from ..models.transformer import LearnedPosition
+
+    allowed = _sample_wise_types()
+    rules = []
+    for m in model.modules():
+        if type(m) not in allowed or (type(m) is nn.Dropout and m.training and m.p > 0):
+            return None
+        if isinstance(m, (nn.Linear, nn.LayerNorm, LearnedPosition)):
+            if any(p.requires_grad for p in m.parameters(recurse=False)):
+                rules.append(m)
+    named = trainable(model)
+    names = {id(p): n for n, p in named}
+    covered = {id(p) for m in rules for p in m.parameters(recurse=False) if p.requires_grad}
+    if not named or covered != set(names):
+        return None
+    n = len(y)
+    numel = sum(p.numel() for _, p in named)
+    chunk = max(1, min(n, budget_bytes // (4 * max(numel, 1))))
+    total = {k: torch.zeros_like(p) for k, p in named}
+    seen = {}
+
+    def hook(module, inputs, output):
+        if id(module) in seen:
+            raise _NotApplicable   # applied twice: its per-sample products do not add up
+        seen[id(module)] = (inputs[0].detach(), output)
+
+    def row_loss(o, t):
+        return sample_loss(o.unsqueeze(0), t.unsqueeze(0))
+
+    def add(p, g):   # g: per-sample gradients, shape (rows, *p.shape)
+        if p.requires_grad:
+            total[names[id(p)]] += transform(g).sum(0)
+
+    handles = [m.register_forward_hook(hook) for m in rules]
+    try:
+        for s in range(0, n, chunk):
+            seen.clear()
+            with torch.enable_grad():
+                out = model(take(x, slice(s, s + chunk)))
+                rows = len(out)
+                if len(seen) != len(rules) or any(a.shape[0] != rows for a, _ in seen.values()):
+                    return None
+                losses = vmap(row_loss)(out, y[s:s + chunk])
+                outs = [seen[id(m)][1] for m in rules]
+                deltas = torch.autograd.grad(losses.sum(), outs, allow_unused=True)
+            with torch.no_grad():
+                for m, d in zip(rules, deltas):
+                    a, o = seen[id(m)]
+                    d = torch.zeros_like(o) if d is None else d
+                    if isinstance(m, nn.Linear):
+                        A = a.reshape(rows, -1, m.in_features)
+                        D = d.reshape(rows, -1, m.out_features)
+                        add(m.weight, torch.bmm(D.transpose(1, 2), A))
+                        if m.bias is not None:
+                            add(m.bias, D.sum(1))
+                    elif isinstance(m, nn.LayerNorm):
+                        shape = tuple(m.normalized_shape)
+                        xhat = F.layer_norm(a, shape, None, None, m.eps).reshape(rows, -1, *shape)
+                        D = d.reshape(rows, -1, *shape)
+                        if m.weight is not None:
+                            add(m.weight, (D * xhat).sum(1))
+                        if m.bias is not None:
+                            add(m.bias, D.sum(1))
+                    else:   # LearnedPosition: output = input + pos
+                        add(m.pos, d.reshape(rows, *m.pos.shape))
+    except _NotApplicable:
+        return None
+    finally:
+        for h in handles:
+            h.remove()
+    return {k: v / max(n, 1) for k, v in total.items()}
 
 
 def _linear_per_sample_mean(model, sample_loss, x, y, transform, budget_bytes):
