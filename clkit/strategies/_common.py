@@ -265,7 +265,6 @@ def _hooked_per_sample_mean(model, sample_loss, x, y, transform, budget_bytes):
     one backward and one batched product per layer, in chunks of ``budget_bytes`` of per-sample
     gradients; attention runs batched in its fused kernel.
     """
-    from torch.func import vmap
     from ..models.transformer import LearnedPosition
 
     allowed = _sample_wise_types()
@@ -285,64 +284,77 @@ def _hooked_per_sample_mean(model, sample_loss, x, y, transform, budget_bytes):
     numel = sum(p.numel() for _, p in named)
     chunk = max(1, min(n, budget_bytes // (4 * max(numel, 1))))
     total = {k: torch.zeros_like(p) for k, p in named}
-    seen = {}
-
-    def hook(module, inputs, output):
-        if id(module) in seen:
-            raise _NotApplicable   # applied twice: its per-sample products do not add up
-        seen[id(module)] = (inputs[0].detach(), output)
-
-    def row_loss(o, t):
-        return sample_loss(o.unsqueeze(0), t.unsqueeze(0))
 
     def add(p, g):   # g: per-sample gradients, shape (rows, *p.shape)
         if p.requires_grad:
             total[names[id(p)]] += transform(g).sum(0)
 
-    handles = [m.register_forward_hook(hook) for m in rules]
+    def sample_first(rows, captured):   # every layer sees the samples along its first dimension
+        return all(a.shape[0] == rows for a, _ in captured)
+
     try:
-        for s in range(0, n, chunk):
+        for rows, captured, deltas in _chunk_deltas(model, rules, sample_loss, x, y, chunk, sample_first):
+            for m, (a, _), d in zip(rules, captured, deltas):
+                if isinstance(m, nn.Linear):
+                    A = a.reshape(rows, -1, m.in_features)
+                    D = d.reshape(rows, -1, m.out_features)
+                    add(m.weight, torch.bmm(D.transpose(1, 2), A))
+                    if m.bias is not None:
+                        add(m.bias, D.sum(1))
+                elif isinstance(m, nn.LayerNorm):
+                    shape = tuple(m.normalized_shape)
+                    xhat = F.layer_norm(a, shape, None, None, m.eps).reshape(rows, -1, *shape)
+                    D = d.reshape(rows, -1, *shape)
+                    if m.weight is not None:
+                        add(m.weight, (D * xhat).sum(1))
+                    if m.bias is not None:
+                        add(m.bias, D.sum(1))
+                else:   # LearnedPosition: output = input + pos
+                    add(m.pos, d.reshape(rows, *m.pos.shape))
+    except _NotApplicable:
+        return None
+    return {k: v / max(n, 1) for k, v in total.items()}
+
+
+def _chunk_deltas(model, modules, sample_loss, x, y, chunk, check):
+    """Per chunk of rows, one forward and one backward of the summed per-row losses: yields the
+    chunk's row count, each module's ``(input, output)`` and the gradient at each module's output
+    (zeros where unused), without a graph. Raises :class:`_NotApplicable` when a module runs twice
+    or ``check(rows, captured)`` fails."""
+    from torch.func import vmap
+
+    seen = {}
+
+    def hook(module, inputs, output):
+        if id(module) in seen:
+            raise _NotApplicable   # applied twice: its products do not add up
+        seen[id(module)] = (inputs[0].detach(), output)
+
+    def row_loss(o, t):
+        return sample_loss(o.unsqueeze(0), t.unsqueeze(0))
+
+    handles = [m.register_forward_hook(hook) for m in modules]
+    try:
+        for s in range(0, len(y), chunk):
             seen.clear()
             with torch.enable_grad():
                 out = model(take(x, slice(s, s + chunk)))
-                rows = len(out)
-                if len(seen) != len(rules) or any(a.shape[0] != rows for a, _ in seen.values()):
-                    return None
-                losses = vmap(row_loss)(out, y[s:s + chunk])
-                outs = [seen[id(m)][1] for m in rules]
-                deltas = torch.autograd.grad(losses.sum(), outs, allow_unused=True)
-            with torch.no_grad():
-                for m, d in zip(rules, deltas):
-                    a, o = seen[id(m)]
-                    d = torch.zeros_like(o) if d is None else d
-                    if isinstance(m, nn.Linear):
-                        A = a.reshape(rows, -1, m.in_features)
-                        D = d.reshape(rows, -1, m.out_features)
-                        add(m.weight, torch.bmm(D.transpose(1, 2), A))
-                        if m.bias is not None:
-                            add(m.bias, D.sum(1))
-                    elif isinstance(m, nn.LayerNorm):
-                        shape = tuple(m.normalized_shape)
-                        xhat = F.layer_norm(a, shape, None, None, m.eps).reshape(rows, -1, *shape)
-                        D = d.reshape(rows, -1, *shape)
-                        if m.weight is not None:
-                            add(m.weight, (D * xhat).sum(1))
-                        if m.bias is not None:
-                            add(m.bias, D.sum(1))
-                    else:   # LearnedPosition: output = input + pos
-                        add(m.pos, d.reshape(rows, *m.pos.shape))
-    except _NotApplicable:
-        return None
+                if len(seen) != len(modules):
+                    raise _NotApplicable
+                captured = [seen[id(m)] for m in modules]
+                if not check(len(out), captured):
+                    raise _NotApplicable
+                losses = vmap(row_loss)(out, y[s:s + chunk])   # one loss per row
+                deltas = torch.autograd.grad(losses.sum(), [o for _, o in captured], allow_unused=True)
+            deltas = [torch.zeros_like(o) if d is None else d for (_, o), d in zip(captured, deltas)]
+            yield len(out), [(a, o.detach()) for a, o in captured], deltas   # nothing needs a graph
     finally:
         for h in handles:
             h.remove()
-    return {k: v / max(n, 1) for k, v in total.items()}
 
 
 def _linear_per_sample_mean(model, sample_loss, x, y, transform, budget_bytes):
     """The outer-product shortcut of :func:`per_sample_mean`; ``None`` where it does not apply."""
-    from torch.func import vmap
-
     named = trainable(model)
     if not named:
         return None
@@ -358,39 +370,18 @@ def _linear_per_sample_mean(model, sample_loss, x, y, transform, budget_bytes):
     width = max(m.in_features + m.out_features for m in layers)
     chunk = max(1, min(n, budget_bytes // (8 * width * len(layers))))
     total = {n_: torch.zeros_like(p) for n_, p in named}
-    seen = {}
 
-    def hook(module, inputs, output):
-        if id(module) in seen or inputs[0].ndim != 2 or output.ndim != 2:
-            raise _NotApplicable   # applied twice, or to sequences: per-row outer products do not add up
-        seen[id(module)] = (inputs[0].detach(), output)
+    def rows_only(rows, captured):   # on sequences per-row outer products do not add up
+        return all(a.ndim == 2 and o.ndim == 2 for a, o in captured)
 
-    def row_loss(o, t):
-        return sample_loss(o.unsqueeze(0), t.unsqueeze(0))
-
-    handles = [m.register_forward_hook(hook) for m in layers]
     try:
-        for s in range(0, n, chunk):
-            seen.clear()
-            with torch.enable_grad():
-                out = model(take(x, slice(s, s + chunk)))
-                if len(seen) != len(layers):
-                    return None
-                losses = vmap(row_loss)(out, y[s:s + chunk])   # one loss per row
-                outs = [seen[id(m)][1] for m in layers]
-                deltas = torch.autograd.grad(losses.sum(), outs, allow_unused=True)
-            with torch.no_grad():
-                for m, d in zip(layers, deltas):
-                    a = seen[id(m)][0]
-                    d = torch.zeros_like(seen[id(m)][1]) if d is None else d
-                    ta, td = transform(a), transform(d)
-                    if m.weight.requires_grad:
-                        total[names[id(m.weight)]] += td.T @ ta
-                    if m.bias is not None and m.bias.requires_grad:
-                        total[names[id(m.bias)]] += td.sum(0)
+        for _, captured, deltas in _chunk_deltas(model, layers, sample_loss, x, y, chunk, rows_only):
+            for m, (a, _), d in zip(layers, captured, deltas):
+                ta, td = transform(a), transform(d)
+                if m.weight.requires_grad:
+                    total[names[id(m.weight)]] += td.T @ ta
+                if m.bias is not None and m.bias.requires_grad:
+                    total[names[id(m.bias)]] += td.sum(0)
     except _NotApplicable:
         return None
-    finally:
-        for h in handles:
-            h.remove()
     return {k: v / max(n, 1) for k, v in total.items()}
