@@ -170,14 +170,21 @@ def forward_transfer(R, b=None, mode: str = "lopez_paz") -> float:
     if T < 2:
         return float("nan")
     if mode == "diaz_rodriguez":
-        return float(np.nanmean(R[np.triu_indices(T, k=1)]))
+        return _mean_of_known(R[np.triu_indices(T, k=1)])
     if b is None:
         raise ValueError("b (baseline scores at initialisation, shape (num_tasks,)) is required for mode='lopez_paz'")
     b = np.asarray(b, dtype=float)
     if b.shape != (T,):
         raise ValueError(f"b must have shape ({T},), got {b.shape}")
     idx = np.arange(1, T)
-    return float(np.nanmean(R[idx - 1, idx] - b[idx]))
+    return _mean_of_known(R[idx - 1, idx] - b[idx])
+
+
+def _mean_of_known(values) -> float:
+    """Mean of the non-NaN ``values``; NaN (without a warning) when none is known."""
+    values = np.asarray(values, dtype=float)
+    known = values[~np.isnan(values)]
+    return float(known.mean()) if known.size else float("nan")
 
 
 def forgetting(R, higher_is_better: bool = True) -> float:

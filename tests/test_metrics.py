@@ -1,5 +1,7 @@
 """clkit.metrics: hand-computed examples, invariants, paper conventions."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -60,6 +62,16 @@ def test_forward_transfer():
     assert m.forward_transfer(R3, mode="diaz_rodriguez") == pytest.approx((0.2 + 0.1 + 0.3) / 3)
     with pytest.raises(ValueError, match="b"):
         m.forward_transfer(R3)
+    # cells not measured (NaN) are skipped; none measured gives NaN without a warning
+    R = np.array(R3, dtype=float)
+    R[0, 2] = np.nan
+    assert m.forward_transfer(R, mode="diaz_rodriguez") == pytest.approx((0.2 + 0.3) / 2)
+    blank = np.tril(np.ones((3, 3)))
+    blank[np.triu_indices(3, k=1)] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(m.forward_transfer(blank, mode="diaz_rodriguez"))
+        assert np.isnan(m.forward_transfer(blank, b=[0.1, 0.1, 0.1]))
 
 
 def test_forgetting_accuracy_and_regression():
