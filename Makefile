@@ -43,6 +43,11 @@ browser-deps:
 	      || echo "note: could not install chromium; the browser tests will be skipped"; \
 	  else echo "note: chromium not found; the browser tests will be skipped (see README)"; fi; \
 	fi
+	@# a local MathJax 2.7 for the tutorial site's formulas offline (clkit.site copies it in)
+	@if [ ! -f /usr/share/javascript/mathjax/MathJax.js ] && [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null; then \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjs-mathjax) >/dev/null \
+	    || echo "note: could not install libjs-mathjax; the site's formulas will come from the CDN"; \
+	fi
 
 run: install data
 	$(VENV)/bin/clkit run all --params default --out runs/default --figures figures

@@ -13,6 +13,12 @@ notebooks point at their pages, links to other files of the repository become
 plain text (the site stands alone). The executed notebooks are copied under
 ``notebooks/`` for download.
 
+Formulas: nbconvert's template loads MathJax 2.7 from a CDN, so offline they show as TeX. When a
+local MathJax 2.7 is found (``$CLKIT_MATHJAX``, else Debian's ``libjs-mathjax`` in
+``/usr/share/javascript/mathjax``; ``make site`` installs it when run as root), the parts the
+template's configuration loads (about 1.5 MB) are copied under ``mathjax/`` and the pages use
+them: the site then renders its formulas without a network. The build log says which.
+
 Why nbconvert: it is Jupyter's own, maintained converter, already installed with
 JupyterLab and papermill, and renders stored outputs as they are, so the site
 cannot drift from the run. Sphinx with myst-nb or Jupyter Book would add a
@@ -25,6 +31,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import os
 import re
 import shutil
 import sys
@@ -146,8 +153,54 @@ or interactively: <code>jupyter lab notebooks/{stem}.ipynb</code>, edit the para
 </div>"""
 
 
+#: where a local MathJax 2.7 is looked for (Debian's libjs-mathjax, then its Node.js layout)
+MATHJAX_DIRS = ("/usr/share/javascript/mathjax", "/usr/share/nodejs/mathjax-full/es5")
+#: what nbconvert's MathJax configuration (TeX-AMS_CHTML-full, Safe) loads
+_MATHJAX_PARTS = ("MathJax.js", "config/TeX-AMS_CHTML-full.js", "config/Safe.js", "extensions", "jax/input/TeX",
+                  "jax/element", "jax/output/CommonHTML", "fonts/HTML-CSS/TeX/woff")
+MATHJAX_CONFIG = "TeX-AMS_CHTML-full,Safe"
+
+
+def local_mathjax(env=None) -> Path | None:
+    """A local MathJax 2.7 folder: ``$CLKIT_MATHJAX`` when set (it must hold one), else the first
+    of :data:`MATHJAX_DIRS` that does; ``None`` when there is none.
+
+    Raises ``ValueError`` when ``$CLKIT_MATHJAX`` names a folder without MathJax 2.7.
+
+    Examples
+    --------
+    >>> local_mathjax({"CLKIT_MATHJAX": "/nonexistent"})
+    Traceback (most recent call last):
+    ...
+    ValueError: CLKIT_MATHJAX='/nonexistent' holds no MathJax 2.7 (looked for MathJax.js and config/TeX-AMS_CHTML-full.js); unset it or point it at a MathJax 2.7 folder (Debian: apt-get install libjs-mathjax)
+    """
+    env = os.environ if env is None else env
+
+    def complete(d: Path) -> bool:
+        return all((d / part).exists() for part in _MATHJAX_PARTS)
+
+    chosen = env.get("CLKIT_MATHJAX")
+    if chosen:
+        if not complete(Path(chosen)):
+            raise ValueError(f"CLKIT_MATHJAX={chosen!r} holds no MathJax 2.7 (looked for MathJax.js and "
+                             "config/TeX-AMS_CHTML-full.js); unset it or point it at a MathJax 2.7 folder "
+                             "(Debian: apt-get install libjs-mathjax)")
+        return Path(chosen)
+    return next((Path(d) for d in MATHJAX_DIRS if complete(Path(d))), None)
+
+
+def _copy_mathjax(src: Path, out: Path) -> None:
+    for part in _MATHJAX_PARTS:
+        s, d = src / part, out / "mathjax" / part
+        d.parent.mkdir(parents=True, exist_ok=True)
+        if s.is_dir():
+            shutil.copytree(s, d)
+        else:
+            shutil.copy2(s, d)
+
+
 def build_site(runs="runs/default", out="site", readme="README.md", log=print) -> dict:
-    """Build the site; returns ``{"pages": [...], "missing": [...]}``.
+    """Build the site; returns ``{"pages": [...], "missing": [...], "mathjax": "local" | "cdn"}``.
 
     Raises ``ValueError`` when ``runs`` holds no executed notebook.
     """
@@ -168,7 +221,15 @@ def build_site(runs="runs/default", out="site", readme="README.md", log=print) -
     pages = {nb: f"{nb}.html" for nb in found}
     nav = " ".join([f'<a href="index.html">clkit</a>', '<a href="index.html#vocabulary">Vocabulary</a>']
                    + [f'<a href="{pages[nb]}">{nb.split("_", 1)[0]}</a>' for nb in found])
-    exporter = HTMLExporter(template_name="lab")
+    mathjax = local_mathjax()
+    if mathjax is not None:
+        _copy_mathjax(mathjax, out)
+        exporter = HTMLExporter(template_name="lab", mathjax_url=f"mathjax/MathJax.js?config={MATHJAX_CONFIG}")
+        log(f"[site] MathJax: local copy of {mathjax} (formulas render offline)")
+    else:
+        exporter = HTMLExporter(template_name="lab")
+        log("[site] MathJax: from the CDN (offline, formulas show as TeX); for a local copy install "
+            "libjs-mathjax (apt-get install libjs-mathjax) or set CLKIT_MATHJAX")
     rows = []
     for nb, path in found.items():
         doc = _without_widgets(nbformat.read(str(path), as_version=4))
@@ -176,6 +237,9 @@ def build_site(runs="runs/default", out="site", readme="README.md", log=print) -
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
         body, _ = exporter.from_notebook_node(doc, resources={"metadata": {"name": _title(doc) or nb}})
         body = body.replace("</head>", f"<style>{STYLE}</style></head>", 1)
+        # nbconvert's MathJax configuration breaks long formulas automatically, which typesets a
+        # formula in a table cell one symbol per line; JupyterLab does not break them either
+        body = re.sub(r"(CommonHTML:\s*\{\s*linebreaks:\s*\{\s*automatic:\s*)true", r"\1false", body, count=1)
         body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + _run_box(nb, meta, nav), body, count=1)
         (out / pages[nb]).write_text(body, encoding="utf-8")
         shutil.copy2(path, out / "notebooks" / f"{nb}.ipynb")
@@ -201,7 +265,8 @@ def build_site(runs="runs/default", out="site", readme="README.md", log=print) -
              f"<main>{body}</main></body></html>")
     (out / "index.html").write_text(index, encoding="utf-8")
     log(f"[site] index.html ({len(found)} notebook page(s){'; not run: ' + ', '.join(missing) if missing else ''})")
-    return {"pages": ["index.html", *pages.values()], "missing": missing}
+    return {"pages": ["index.html", *pages.values()], "missing": missing,
+            "mathjax": "cdn" if mathjax is None else "local"}
 
 
 def main(argv=None) -> int:

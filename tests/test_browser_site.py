@@ -89,11 +89,7 @@ def test_every_page_loads_with_figures_and_working_links(site, server):
     SHOTS.mkdir(parents=True, exist_ok=True)
     problems, external = [], set()
     with sync_playwright() as p:
-        browser = bl.launch_browser(p)
-        ctx = browser.new_context(viewport={"width": 1280, "height": 900})
-        ctx.route("**/*", lambda route: route.continue_() if route.request.url.startswith(server)
-                  else route.abort())
-        page = ctx.new_page()
+        browser, page = _offline_page(p, server)
         failed = []
         page.on("requestfailed", lambda r: failed.append(r.url) if r.url.startswith(server) else None)
         for name in _pages(site_dir):
@@ -123,6 +119,41 @@ def test_every_page_loads_with_figures_and_working_links(site, server):
     print(f"\n[site] {len(_pages(site_dir))} pages checked; {len(external)} external links not fetched "
           f"(offline); screenshots in {SHOTS}")
     assert not problems, "\n".join(problems)
+
+
+def test_formulas_render_offline_with_a_local_mathjax(site, server):
+    """With a local MathJax copied into the site, every notebook page typesets its formulas with
+    no network (requests outside the local server are refused)."""
+    from playwright.sync_api import sync_playwright
+
+    site_dir, _ = site
+    if not (site_dir / "mathjax" / "MathJax.js").exists():
+        pytest.skip("the site was built without a local MathJax (apt-get install libjs-mathjax, or "
+                    "CLKIT_MATHJAX); its formulas come from the CDN")
+    with sync_playwright() as p:
+        browser, page = _offline_page(p, server)
+        for name in _pages(site_dir):
+            if name == "index.html":
+                continue
+            page.goto(f"{server}/{name}", wait_until="load")
+            page.wait_for_function("() => window.MathJax && MathJax.Hub && MathJax.Hub.queue.pending === 0 "
+                                   "&& MathJax.Hub.queue.running === 0", timeout=60_000)
+            rendered = page.evaluate("() => document.querySelectorAll('.mjx-chtml').length")
+            errors = page.evaluate("() => document.querySelectorAll('.mjx-merror, .MathJax_Error').length")
+            assert rendered > 0, f"{name}: no formula typeset"
+            assert errors == 0, f"{name}: {errors} formulas MathJax could not typeset"
+            if name.startswith("03"):
+                page.locator(".mjx-chtml").first.scroll_into_view_if_needed()
+                page.screenshot(path=str(SHOTS / f"{name[:-5]}-formula.png"))
+        browser.close()
+
+
+def _offline_page(p, server):
+    """A Chromium page that may fetch only from the local ``server`` (everything else is refused)."""
+    browser = bl.launch_browser(p)
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    ctx.route("**/*", lambda route: route.continue_() if route.request.url.startswith(server) else route.abort())
+    return browser, ctx.new_page()
 
 
 def _image_outputs(path: Path) -> int:
