@@ -65,18 +65,19 @@ def quadratic_penalty(model, terms) -> torch.Tensor | float:
 
 
 class FusedQuadratic:
-    """``coefficient * sum_t sum_k Omega_t,k (theta_k - anchor_t,k)^2`` in three fused passes.
+    """``coefficient * sum_t sum_k Omega_t,k (theta_k - anchor_t,k)^2`` in a few fused passes.
 
     The terms are merged once (when they change) into one importance ``A = sum_t Omega_t``, one
     anchor ``B = sum_t Omega_t anchor_t / A`` and a constant ``C = sum_t sum_k Omega_t,k
     (anchor_t,k - B_k)^2`` (merging is exact algebra: ``sum_t Omega_t (theta - a_t)^2 =
     A (theta - B)^2 + C``; formed in float64). With ``S = 2 coefficient A`` two contiguous
     vectors over the parameters are kept, ``r = sqrt(S)`` and ``B``, and a step costs four
-    passes over the parameters (``torch._foreach_*``, no per-parameter arithmetic in Python):
+    passes over the parameters, plus one to copy them into a flat buffer where the caller has no
+    flat copy (``torch._foreach_*``, no per-parameter arithmetic in Python):
 
     - the residual ``u = r (theta - B) = sqrt(S) (theta - B)`` (a subtraction, exact at the
       anchor, then a multiplication in place),
-    - the value ``1/2 ||u||^2 + coefficient C`` (one norm),
+    - the value ``1/2 u.u + coefficient C`` (one dot product),
     - the gradient ``r u = S (theta - B) = 2 coefficient A (theta - B)``, added into ``.grad``
       in place (:meth:`add_grad_`, one ``addcmul``) or returned by the autograd node of
       :meth:`__call__`.
