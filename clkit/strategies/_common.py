@@ -20,12 +20,20 @@ from torch import nn
 from .base import Strategy, Task, take
 
 __all__ = ["TaskAwareStrategy", "flat_grad", "set_flat_grad", "trainable", "mask_to", "per_sample_mean",
-           "aligned_rows", "flat_views"]
+           "aligned_rows", "flat_views", "grads_of"]
 
 
 def trainable(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
     """``(name, parameter)`` pairs of the parameters that require gradients."""
     return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+
+
+def grads_of(params) -> list[torch.Tensor]:
+    """The ``.grad`` of each of ``params``, a zero tensor set first where it is missing."""
+    for p in params:
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+    return [p.grad for p in params]
 
 
 def flat_grad(params) -> torch.Tensor:

@@ -31,7 +31,8 @@ from __future__ import annotations
 import torch
 
 from .._validate import check_real
-from ._common import TaskAwareStrategy, aligned_rows, flat_views, mask_to, per_sample_mean, trainable
+from ._common import (TaskAwareStrategy, aligned_rows, flat_views, grads_of, mask_to, per_sample_mean,
+                      trainable)
 from .base import Task, register
 
 __all__ = ["EWC", "SI", "MAS", "quadratic_penalty", "FusedQuadratic"]
@@ -268,19 +269,13 @@ class _Quadratic(TaskAwareStrategy):
         """A flat copy of the parameters in ``fused``'s order, where a subclass keeps one (SI)."""
         return None
 
-    def _grads(self, params) -> list[torch.Tensor]:
-        for p in params:
-            if p.grad is None:
-                p.grad = torch.zeros_like(p)
-        return [p.grad for p in params]
-
     def after_backward(self, x, y, task) -> None:
         """Add the penalty's gradient ``2 coefficient A (theta - B)`` into ``.grad`` (in a step)."""
         u = getattr(self, "_pending", None)
         if u is not None:
             self._pending = None
             fused = self._fused
-            fused.add_grad_(self._grads(fused.params), u)
+            fused.add_grad_(grads_of(fused.params), u)
 
     def _accumulate(self, importance: dict) -> None:
         """Add ``importance`` to the single running term and re-anchor at the current weights."""
@@ -391,12 +386,12 @@ class SI(_Quadratic):
         """
         with torch.no_grad():
             params = self._params
-            grads = self._grads(params)
+            grads = grads_of(params)
             u = getattr(self, "_pending", None)
             if u is not None:
                 self._pending = None
                 fused = self._fused
-                total = fused.plus_grad(self._grads(fused.params), u)
+                total = fused.plus_grad(grads_of(fused.params), u)
                 for p, g in zip(fused.params, total):
                     p.grad = g
             else:   # a penalty from outside a step (autograd): remove its gradient 2 c Omega (theta - theta*)
@@ -415,7 +410,12 @@ class SI(_Quadratic):
 
     def _flat_theta(self, fused) -> torch.Tensor | None:
         """Copy the pre-step weights now (the penalty reads them as one flat vector)."""
-        if len(fused.params) != len(self._params) or any(a is not b for a, b in zip(fused.params, self._params)):
+        checked = getattr(self, "_order_checked", None)   # (penalty, parameters, same order?)
+        if checked is None or checked[0] is not fused or checked[1] is not self._params:
+            same = len(fused.params) == len(self._params) and all(
+                a is b for a, b in zip(fused.params, self._params))
+            checked = self._order_checked = (fused, self._params, same)
+        if not checked[2]:
             return None
         with torch.no_grad():
             torch._foreach_copy_(self._change_views, self._params)

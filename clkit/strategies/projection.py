@@ -30,7 +30,7 @@ from scipy.linalg import cho_factor, solve_triangular
 from scipy.optimize import nnls
 
 from .._validate import check_int, check_real
-from ._common import TaskAwareStrategy, aligned_rows, flat_views
+from ._common import TaskAwareStrategy, aligned_rows, flat_views, grads_of
 from .base import Task, _cat, register, take
 from .memory import ReservoirBuffer
 
@@ -133,10 +133,7 @@ class _Projection(TaskAwareStrategy):
     @staticmethod
     def _current_gradient(views, params) -> list[torch.Tensor]:
         """Copy the parameters' ``.grad`` (zeros where missing) into ``views``; return the grads."""
-        for p in params:
-            if p.grad is None:
-                p.grad = torch.zeros_like(p)
-        grads = [p.grad for p in params]
+        grads = grads_of(params)
         torch._foreach_copy_(views, grads)
         return grads
 
