@@ -9,12 +9,35 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["atomic_write_text", "atomic_write_json", "atomic_save", "to_jsonable", "flatten_scalars", "repo_root"]
+__all__ = ["atomic_write_text", "atomic_write_json", "atomic_save", "to_jsonable", "flatten_scalars", "repo_root",
+           "work_dir"]
 
 
 def repo_root() -> Path:
     """The checkout's root (the folder holding ``clkit/``)."""
     return Path(__file__).resolve().parent.parent
+
+
+def work_dir() -> Path:
+    """The folder a notebook run interactively writes under: the working directory.
+
+    JupyterLab starts a notebook's kernel in the notebook's own folder, so when
+    that folder is called ``notebooks`` its parent (the project folder) is used,
+    giving ``runs/`` and ``figures/`` beside ``notebooks/`` as ``clkit run`` does.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> old = os.getcwd()
+    >>> root = Path(tempfile.mkdtemp()).resolve()
+    >>> (root / "notebooks").mkdir()
+    >>> os.chdir(root / "notebooks")
+    >>> work_dir() == root
+    True
+    >>> os.chdir(old)
+    """
+    cwd = Path.cwd()
+    return cwd.parent if cwd.name == "notebooks" else cwd
 
 
 def atomic_save(path, write) -> Path:

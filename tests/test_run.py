@@ -5,44 +5,45 @@ from pathlib import Path
 
 import pytest
 
-from clkit import run
+from clkit import notebooks, run
+from clkit.cli import main
 
 
 def test_list_includes_notebook_and_param_sets(capsys):
-    assert run.main(["list"]) == 0
+    assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "03_temporal_metrics" in out and "smoke" in out and "paper" in out
 
 
 def test_resolve_by_prefix_and_unknown():
-    assert run.resolve_notebook("03") == "03_temporal_metrics"
+    assert notebooks.resolve_notebook("03") == "03_temporal_metrics"
     with pytest.raises(ValueError, match="notebook must be one of"):
-        run.resolve_notebook("99_nothing")
+        notebooks.resolve_notebook("99_nothing")
 
 
 def test_parameters_are_read_from_the_tagged_cell():
-    params = run.notebook_parameters("03_temporal_metrics")
+    params = notebooks.notebook_parameters("03_temporal_metrics")
     assert params["delta"]["type"] == "float" and params["delta"]["help"]
     assert params["learners"]["type"] == "list"
 
 
 def test_load_params_overrides_and_checks():
-    p = run.load_params("03_temporal_metrics", "smoke", [("n", "4")])
+    p = notebooks.load_params("03_temporal_metrics", "smoke", [("n", "4")])
     assert p["n"] == 4
     with pytest.raises(ValueError, match="no parameter 'nope'"):
-        run.load_params("03_temporal_metrics", "smoke", [("nope", "1")])
+        notebooks.load_params("03_temporal_metrics", "smoke", [("nope", "1")])
     with pytest.raises(TypeError, match="delta"):
-        run.load_params("03_temporal_metrics", "smoke", [("delta", "[1]")])
+        notebooks.load_params("03_temporal_metrics", "smoke", [("delta", "[1]")])
     with pytest.raises(ValueError, match="params"):
-        run.load_params("03_temporal_metrics", "nonexistent.yaml")
+        notebooks.load_params("03_temporal_metrics", "nonexistent.yaml")
 
 
 def test_every_param_set_matches_declared_parameters():
-    for nb in run.list_notebooks():
-        sets = run.param_sets(nb)
+    for nb in notebooks.list_notebooks():
+        sets = notebooks.param_sets(nb)
         assert {"smoke", "default", "paper"} <= set(sets), nb
         for s in sets:
-            run.load_params(nb, s)  # raises on unknown names or wrong types
+            notebooks.load_params(nb, s)  # raises on unknown names or wrong types
 
 
 def test_summary_tabulates_results(tmp_path, capsys):
@@ -53,21 +54,21 @@ def test_summary_tabulates_results(tmp_path, capsys):
             {"notebook": "03_temporal_metrics", "params": {"seed": seed},
              "results": {"tas": 0.9 + i / 100, "learners": {"erm": {"id": 0.8}}}}))
         (d / "run.json").write_text(json.dumps({"params_set": "smoke", "status": "ok", "runtime_s": 1.0}))
-    assert run.main(["summary", str(tmp_path)]) == 0
+    assert main(["summary", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "learners.erm.id" in out and "param.seed" in out
     csv = (tmp_path / "summary.csv").read_text().splitlines()
     assert len(csv) == 3
-    assert run.main(["summary", str(tmp_path / "empty")]) == 1
+    assert main(["summary", str(tmp_path / "empty")]) == 1
 
 
 def test_papermill_can_parse_every_parameters_cell():
     """papermill's own inspector rejects a parameter line whose comment contains '='."""
     import papermill as pm
 
-    for nb in run.list_notebooks():
-        declared = pm.inspect_notebook(str(run.notebooks_dir() / f"{nb}.ipynb"))
-        assert set(declared) == set(run.notebook_parameters(nb)), nb
+    for nb in notebooks.list_notebooks():
+        declared = pm.inspect_notebook(str(notebooks.notebooks_dir() / f"{nb}.ipynb"))
+        assert set(declared) == set(notebooks.notebook_parameters(nb)), nb
 
 
 def test_interactive_outputs_go_to_the_working_directory(tmp_path, monkeypatch):
