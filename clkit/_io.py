@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["atomic_write_text", "atomic_write_json", "atomic_save", "to_jsonable", "flatten_scalars", "repo_root",
-           "work_dir"]
+           "work_dir", "replace_dir"]
 
 
 def repo_root() -> Path:
@@ -95,6 +95,36 @@ def to_jsonable(obj):
     if isinstance(obj, Path):
         return str(obj)
     return obj
+
+
+def replace_dir(src, dst) -> Path:
+    """Move the folder ``src`` onto ``dst`` by renames; an older ``dst`` is moved aside, then deleted.
+
+    ``src`` and ``dst`` must be on one file system (keep ``src`` beside ``dst``), so
+    ``dst`` is at every moment either the old folder, absent for an instant, or the
+    new one, never a mix.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> (root / "new").mkdir(); (root / "old").mkdir(); _ = (root / "old" / "a").write_text("old")
+    >>> _ = (root / "new" / "b").write_text("new")
+    >>> sorted(p.name for p in replace_dir(root / "new", root / "old").iterdir()), sorted(p.name for p in root.iterdir())
+    (['b'], ['old'])
+    """
+    import shutil
+    import uuid
+
+    src, dst = Path(src), Path(dst)
+    trash = None
+    if dst.exists():
+        trash = dst.with_name(f".{dst.name}.old-{uuid.uuid4().hex[:8]}")
+        os.replace(dst, trash)
+    os.replace(src, dst)
+    if trash is not None:
+        shutil.rmtree(trash, ignore_errors=True)
+    return dst
 
 
 def atomic_write_json(path, obj) -> Path:

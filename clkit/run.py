@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import signal
 import threading
 import time
+import uuid
 from pathlib import Path
 
-from ._io import atomic_write_json
+from ._io import atomic_write_json, replace_dir
 # the notebooks' names and parameters, importable from here as before
 from .notebooks import (PARAM_SETS, check_values, list_notebooks, load_params, notebook_parameters,  # noqa: F401
                         notebook_path, notebooks_dir, param_sets, resolve_notebook)
@@ -135,22 +138,81 @@ def read_timings(path) -> list[dict]:
 
 def run_notebook(notebook: str, params: str = "default", overrides=(), out="runs",
                  figures=None, progress=None) -> Path:
-    """Execute one notebook with papermill; return its output folder.
+    """Execute one notebook with papermill; return its output folder ``out/<notebook>``.
 
-    Raises ``RuntimeError`` with the failing cell's error when execution fails
-    (the partly executed notebook is kept as ``<notebook>.failed.ipynb``).
+    The run goes into a temporary folder beside ``out/<notebook>`` (and beside
+    ``figures/<notebook>`` when ``figures`` is given) and replaces the previous
+    result only once the notebook has run to its end, so an interrupted rerun
+    (Ctrl-C, a kernel that dies, an error of clkit itself) keeps the previous
+    ``results.json``, ``run.json``, executed notebook and figures. A run whose
+    cell fails has run to its end too: it is published (``run.json`` says
+    ``failed``, the notebook is kept as ``<notebook>.failed.ipynb``) and a
+    ``RuntimeError`` with the failing cell's error is raised.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        On Ctrl-C (also when the kernel received it): nothing is published and the
+        temporary folders are removed.
     """
     notebook = resolve_notebook(notebook)
     values = load_params(notebook, params, overrides)
     outdir = Path(out) / notebook
     figdir = Path(figures) / notebook if figures else None
-    (outdir / "results.json").unlink(missing_ok=True)
-    res = execute(notebook_path(notebook), outdir, values, figdir=figdir,
-                  progress=True if progress is None else progress)
-    meta = {"notebook": notebook, "params_set": params, "params": values, "status": res["status"],
-            "error": res["error"], "runtime_s": res["runtime_s"],
-            "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    atomic_write_json(outdir / "run.json", meta)
+    tag = f".{notebook}.partial-{uuid.uuid4().hex[:8]}"
+    stage = outdir.parent / tag
+    stage_fig = figdir.parent / tag if figdir else None
+    try:
+        res = execute(notebook_path(notebook), stage, values, figdir=stage_fig,
+                      progress=True if progress is None else progress)
+        if res["ename"] == "KeyboardInterrupt":  # Ctrl-C reached the kernel: not the notebook's fault
+            raise KeyboardInterrupt(res["error"])
+        meta = {"notebook": notebook, "params_set": params, "params": values, "status": res["status"],
+                "error": res["error"], "runtime_s": res["runtime_s"],
+                "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        atomic_write_json(stage / "run.json", meta)
+        with _interrupt_held():
+            if stage_fig is not None:
+                _merge_dir(stage_fig, figdir)
+            replace_dir(stage, outdir)
+    finally:
+        for d in (stage, stage_fig):
+            if d is not None:
+                shutil.rmtree(d, ignore_errors=True)
     if res["error"]:
         raise RuntimeError(res["error"])
     return outdir
+
+
+def _merge_dir(src: Path, dst: Path) -> None:
+    """Move every file of ``src`` into ``dst`` (same relative path; one rename each), then drop ``src``.
+
+    For a shared figures folder (``--figures``), where files the run did not write stay.
+    """
+    if not src.is_dir():
+        return
+    for path in sorted(p for p in src.rglob("*") if p.is_file()):
+        target = dst / path.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+    shutil.rmtree(src, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _interrupt_held():
+    """Hold Ctrl-C (SIGINT) until the block is done, so that publishing a run is never left half done.
+
+    Only in the main thread (elsewhere Python delivers no signal); a held Ctrl-C is
+    raised as ``KeyboardInterrupt`` after the block.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append((signum, frame)))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held and callable(previous):
+            previous(*held[0])

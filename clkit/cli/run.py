@@ -47,6 +47,10 @@ def _cmd_run(args):
         try:
             outdir = run_notebook(nb, args.params, args.p or (), out=args.out, figures=args.figures,
                                   progress=args.progress)
+        except KeyboardInterrupt:
+            print(f"[clkit] interrupted: {nb} did not finish; the previous result in "
+                  f"{Path(args.out) / nb} is kept", file=sys.stderr, flush=True)
+            return 130
         except (ValueError, TypeError, RuntimeError) as exc:
             print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
             failures.append(nb)

@@ -87,8 +87,8 @@ def plan_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep")
     >>> len({c["key"] for c in plan["cases"]})
     4
     """
-    from ..notebooks import (check_values, load_params, notebook_parameters, notebook_path, param_sets,
-                             resolve_notebook)
+    from ..notebooks import (check_values, load_params, lookup, merge_params, notebook_parameters, notebook_path,
+                             param_sets, resolve_notebook)
 
     notebook = resolve_notebook(notebook)
     where = "grid"
@@ -102,7 +102,7 @@ def plan_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep")
     else:
         base = load_params(notebook, base_set)
     declared = notebook_parameters(notebook)
-    unknown = [n for n in g.names if n not in declared]
+    unknown = [n for n in g.names if n.split(".")[0] not in declared]
     if unknown:
         raise ValueError(f"{where}: {notebook} has no parameter(s) {unknown}; parameters: {sorted(declared)}")
     nb_path = notebook_path(notebook)
@@ -110,14 +110,14 @@ def plan_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep")
     root = Path(out) / notebook
     cases = []
     for i, case in enumerate(expand_grid(g)):
-        resolved = {**base, **case}
         try:
+            resolved = merge_params(notebook, base, case, declared)
             check_values(notebook, resolved, declared)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{where}, case {i} {case}: {exc}") from None
         cases.append({"index": i, "key": case_key(notebook, nb_hash, resolved, __version__),
                       "case": case, "params": resolved,
-                      "values": {n: resolved.get(n, declared[n]["default"]) for n in g.names}})
+                      "values": {n: lookup(resolved, n, declared) for n in g.names}})
     return {"notebook": notebook, "notebook_path": str(nb_path.resolve()), "notebook_hash": nb_hash,
             "clkit": __version__, "params_set": base_set, "description": g["description"],
             "grid_params": g.names, "root": str(root.resolve()), "cases": cases}
