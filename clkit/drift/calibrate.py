@@ -161,8 +161,8 @@ def sigma_for_overlap(overlap: float, task_sizes, batch_size: int = 10, *, proto
     ------
     ValueError
         For a target outside (0, 1], or below the overlap of the sharpest schedule
-        (the authors' integer grid has mixed batches even as σ -> 0 where two tasks
-        have equally many batches), naming the smallest reachable overlap.
+        (a batch whose evaluation point is equidistant from two task centres stays a
+        50/50 mix even as σ -> 0), naming the smallest reachable overlap.
 
     Examples
     --------
