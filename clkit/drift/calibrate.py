@@ -3,9 +3,10 @@
 σ is measured in batches, so one σ means different things on different datasets:
 the stream of a latent task lasts ``B_k = ceil(N_k / B)`` batches, and the share of
 batches where tasks mix (the overlap index, Eq. 6, with the kit's τ = 0.9) depends
-on σ relative to those lengths. On Cora (3 latent tasks, about 62 batches each)
-σ = 10 gives an overlap near 0.1; on CoraFull the same σ is far below its task
-lengths. To compare settings across datasets, choose the overlap and solve for σ
+on σ relative to those lengths. On real Cora (3 latent tasks of 46, 99 and 58
+batches at B = 10, text protocol) σ = 10 gives an overlap of only 0.06, so a sweep
+over σ in batches can skip the moderate-overlap regime on one dataset and not on
+another. To compare settings across datasets, choose the overlap and solve for σ
 per dataset -- the authors' code does the same for the mixing entropy
 (``calibrate_sigma_for_mixing_entropy``: bisection in log σ); here the root-finder is
 :func:`scipy.optimize.brentq` on log σ, the measured quantity is the kit's own
