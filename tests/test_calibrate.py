@@ -10,7 +10,7 @@ import pytest
 from clkit.data.graphs import csbm, load_graph
 from clkit.drift.calibrate import (schedule_entropy, schedule_overlap, sigma_for_entropy, sigma_for_overlap,
                                    sigma_for_overlap_on_graph, sigma_overlap_markdown, sigma_overlap_table,
-                                   stream_task_sizes)
+                                   sigmas_for_overlaps, stream_task_sizes)
 from clkit.drift.experiment import protocol_data
 from clkit.drift.schedule import overlap_index
 from clkit.drift.streams import gaussian_stream
@@ -98,3 +98,16 @@ def test_table_rows_agree_with_the_solver():
     assert rows[1]["σ(O=0.4)"] == sigma_for_overlap(0.4, [470, 480, 450], protocol="authors").sigma
     md = sigma_overlap_markdown(rows)
     assert md.count("\n") == 3 and "| toy | authors |" in md
+
+
+def test_overlap_sweep_is_solved_per_protocol(graphs):
+    fits = sigmas_for_overlaps([0.1, 0.4, 0.8], graphs["cora"], seed=0)
+    assert list(fits) == PROTOCOLS
+    for pr, fs in fits.items():
+        assert [f.protocol for f in fs] == [pr] * 3
+        assert all(abs(f.overlap - o) <= 0.02 for f, o in zip(fs, [0.1, 0.4, 0.8]))
+        assert [f.sigma for f in fs] == sorted(f.sigma for f in fs)
+    # the authors' stream is shorter, so the same overlap needs a smaller sigma
+    assert all(a.sigma < t.sigma for t, a in zip(fits["text"], fits["authors"]))
+    with pytest.raises(TypeError, match="overlaps"):
+        sigmas_for_overlaps(0.4, graphs["cora"])

@@ -32,7 +32,7 @@ from .._validate import check_choice, check_int, check_real
 from .schedule import DEFAULT_TAU, mixing_entropy, overlap_index
 
 __all__ = ["SigmaFit", "schedule_overlap", "schedule_entropy", "sigma_for_overlap", "sigma_for_entropy",
-           "stream_task_sizes", "sigma_for_overlap_on_graph", "sigma_overlap_table", "sigma_overlap_markdown"]
+           "stream_task_sizes", "sigma_for_overlap_on_graph", "sigmas_for_overlaps", "sigma_overlap_table", "sigma_overlap_markdown"]
 
 MEASURES = ["overlap", "entropy"]
 
@@ -269,6 +269,43 @@ def sigma_for_overlap_on_graph(overlap: float, graph, *, classes_per_task: int =
     """
     sizes = stream_task_sizes(graph, classes_per_task, test_fraction, protocol=protocol, seed=seed)
     return sigma_for_overlap(overlap, sizes, batch_size, protocol=protocol, tau=tau)
+
+
+def sigmas_for_overlaps(overlaps, graph, *, protocols=("text", "authors"), classes_per_task: int = 2,
+                        test_fraction: float = 0.2, batch_size: int = 10, tau: float = DEFAULT_TAU,
+                        seed: int = 0) -> dict:
+    """σ for each target overlap under each protocol, for a σ sweep given as overlaps.
+
+    The two protocols stream different numbers of nodes (the authors' 60/20/20
+    split), so one overlap needs a different σ under each: solve per protocol and
+    build each protocol's stream configurations from its own list.
+
+    Parameters
+    ----------
+    overlaps : sequence of float in (0, 1]
+    graph : clkit.data.graphs.GraphData
+    protocols : sequence of {"text", "authors"}
+    classes_per_task, test_fraction, batch_size, tau, seed : as for the run.
+
+    Returns
+    -------
+    dict
+        ``protocol -> list of SigmaFit`` (one per overlap, in order).
+
+    Examples
+    --------
+    >>> from clkit.data.graphs import csbm
+    >>> fits = sigmas_for_overlaps([0.1, 0.8], csbm(2708, 6, seed=0))
+    >>> {p: [round(f.sigma, 1) for f in fs] for p, fs in fits.items()}
+    {'text': [13.5, 41.3], 'authors': [10.0, 31.2]}
+    """
+    if isinstance(overlaps, (str, bytes)) or not hasattr(overlaps, "__iter__"):
+        raise TypeError(f"overlaps must be a list of floats in (0, 1], got {overlaps!r}")
+    out = {}
+    for pr in protocols:
+        sizes = stream_task_sizes(graph, classes_per_task, test_fraction, protocol=pr, seed=seed)
+        out[pr] = [sigma_for_overlap(o, sizes, batch_size, protocol=pr, tau=tau) for o in overlaps]
+    return out
 
 
 def sigma_overlap_table(datasets: dict, *, targets=(0.1, 0.4, 0.8), sigmas=(3.0, 10.0, 20.0, 40.0),
