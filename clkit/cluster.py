@@ -11,10 +11,13 @@ folders on a shared file system.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
+import threading
 
-__all__ = ["CONNECT_TIMEOUT_S", "default_workers", "check_scheduler", "start_client", "close_client"]
+__all__ = ["CONNECT_TIMEOUT_S", "default_workers", "check_scheduler", "start_client", "close_client", "dask_setup"]
 
 CONNECT_TIMEOUT_S = 5
 
@@ -61,6 +64,15 @@ def start_client(workers: int, scheduler: str | None = None):
     ConnectionError
         ``scheduler`` cannot be reached within :data:`CONNECT_TIMEOUT_S` seconds
         (the message names the address and how to start one).
+
+    Notes
+    -----
+    A Ctrl-C typed into the terminal reaches the whole process group. The client
+    handles it (stops the tasks, keeps what finished); the local workers ignore it
+    (:func:`dask_setup`, loaded as the workers' preload, and SIGINT ignored while
+    the local cluster starts, which the worker processes inherit), so that none of
+    them ends with a traceback. A Ctrl-C typed in the seconds the local cluster
+    takes to start is therefore ignored.
     """
     import dask
     from distributed import Client, LocalCluster
@@ -78,10 +90,39 @@ def start_client(workers: int, scheduler: str | None = None):
     # The statistical profiler samples every worker thread 100 times a second; a task is one long
     # papermill call whose profile nobody reads, and on a small machine that time is taken from
     # the kernels running the notebooks.
-    with dask.config.set({"distributed.worker.profile.enabled": False}):
+    with _interrupt_ignored(), dask.config.set({"distributed.worker.profile.enabled": False,
+                                                "distributed.worker.preload": [__name__]}):
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                dashboard_address=":0", silence_logs=logging.CRITICAL)
-    return Client(cluster), cluster
+        client = Client(cluster)
+    return client, cluster
+
+
+@contextlib.contextmanager
+def _interrupt_ignored():
+    """Ignore SIGINT in this process for the block (main thread only; elsewhere nothing to do).
+
+    Worker processes spawned meanwhile inherit the ignored signal through ``exec``,
+    so that none takes a Ctrl-C before its :func:`dask_setup` runs.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def dask_setup(worker) -> None:
+    """Dask's preload hook, run in each local worker process (see :func:`start_client`): ignore Ctrl-C.
+
+    The client stops the workers after a Ctrl-C; a worker that also took it would
+    end with a ``KeyboardInterrupt`` traceback of its event loop.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def close_client(client, cluster=None, topics=()) -> None:

@@ -21,6 +21,7 @@ import pytest
 from clkit import notebooks
 from clkit.cli import main
 from clkit.sweep import sweep_table
+from tiny_notebook import notebooks_at
 
 pytestmark = pytest.mark.sweep
 
@@ -57,13 +58,8 @@ def _write_tiny_notebook(folder: Path) -> None:
 def tiny(tmp_path_factory):
     folder = tmp_path_factory.mktemp("notebooks")
     _write_tiny_notebook(folder)
-    before = os.environ.get("CLKIT_NOTEBOOKS")
-    os.environ["CLKIT_NOTEBOOKS"] = str(folder)
-    yield folder
-    if before is None:
-        os.environ.pop("CLKIT_NOTEBOOKS")
-    else:
-        os.environ["CLKIT_NOTEBOOKS"] = before
+    with notebooks_at(folder):
+        yield folder
 
 
 def _grid(path: Path, text: str) -> str:
@@ -204,7 +200,11 @@ def test_interrupted_sweep_resumes_without_rerunning_or_partial_files(tiny, tmp_
     proc.send_signal(signal.SIGINT)
     printed, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, printed
-    assert "rerun the same command to resume" in printed
+    # issue 28 item 4: one line about the interrupt, no worker tracebacks
+    assert "Traceback" not in printed and "KeyboardInterrupt" not in printed, printed
+    said = [ln for ln in printed.splitlines() if "interrupted" in ln]
+    assert len(said) == 1 and said[0].endswith("not run; rerun the same command to resume"), printed
+    assert len(printed.splitlines()) == 2, printed  # "N of M case(s) to run on ..." and that line
     finished = _cases(root)
     assert 1 <= len(finished) < 6, printed
     assert not _no_partial_files(out)  # the case that was running left nothing behind

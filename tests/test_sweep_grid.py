@@ -142,7 +142,8 @@ def test_group_table_mean_and_sample_std_over_seeds():
     assert g.loc[1, "n"] == 3 and g.loc[3, "n"] == 1  # the failed case is left out
     assert g.loc[1, "acc_mean"] == pytest.approx(0.5)
     assert g.loc[1, "acc_std"] == pytest.approx(((0.09 + 0.01 + 0.16) / 2) ** 0.5)
-    with pytest.raises(ValueError, match=r"group_by must name columns .* allowed: \['sigma', 'seed', 'acc'\]"):
+    with pytest.raises(ValueError, match=r"group_by: no column 'sigmaa' in the table; closest: \['sigma'\]; "
+                                         r"other columns: \['seed', 'acc'\] \(every column is in summary.csv\)"):
         group_table(df, ["sigmaa"])
 
 

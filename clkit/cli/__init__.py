@@ -36,6 +36,7 @@ this package (``tests/test_imports.py`` checks it).
 from __future__ import annotations
 
 import argparse
+import sys
 
 from . import course, drift, edge, metrics, run, summary, sweep, taskify
 
@@ -55,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Entry point of the ``clkit`` command; returns the exit status."""
+    """Entry point of the ``clkit`` command; returns the exit status (130 after Ctrl-C)."""
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:  # a command that has no more to say about it than this
+        print(f"[clkit] interrupted: clkit {args.cmd} stopped", file=sys.stderr, flush=True)
+        return 130

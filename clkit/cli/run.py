@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..notebooks import list_notebooks, param_sets
+from ..notebooks import list_notebooks, param_sets, resolve_notebook
 from ..run import TIMINGS, read_timings, run_notebook
 
 __all__ = ["register"]
@@ -43,6 +43,12 @@ def _cmd_run(args):
     failures = []
     for nb in names:
         t0 = time.perf_counter()
+        try:
+            nb = resolve_notebook(nb)  # "2" -> 02_edge, so that every message names the notebook
+        except ValueError as exc:
+            print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
+            failures.append(nb)
+            continue
         print(f"[clkit] running {nb} with params={args.params} ...", flush=True)
         try:
             outdir = run_notebook(nb, args.params, args.p or (), out=args.out, figures=args.figures,

@@ -317,7 +317,6 @@ def _execute(plan: dict, todo: list, counts: dict, workers: int, scheduler, prog
                 time.sleep(0.2)
     except KeyboardInterrupt:
         bar.close()
-        log("[clkit] interrupted: stopping the workers ...")
         # Cases a worker has queued but not started see the event and return at once; the
         # running ones stop with their worker process.
         try:
@@ -330,7 +329,7 @@ def _execute(plan: dict, todo: list, counts: dict, workers: int, scheduler, prog
             clean_work(root, [s["key"] for s in specs])
         status = [case_status(root, s["key"])["status"] for s in specs]
         counts.update(done=status.count("ok"), pending=status.count("pending"))
-        log(f"[clkit] {counts['done']} case(s) finished and kept, {counts['pending']} not run; "
+        log(f"[clkit] interrupted: {counts['done']} case(s) finished and kept, {counts['pending']} not run; "
             "rerun the same command to resume")
         raise SweepInterrupted({k: (len(v) if isinstance(v, list) else v) for k, v in counts.items()}) from None
     bar.close()
