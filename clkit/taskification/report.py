@@ -156,7 +156,10 @@ def bps_tables(values, splits: dict, shifted: dict, delta: int, num_perturbation
         ``null``, ``aligned``, ``shifted`` (per split: plasticity, stability, bps, their
         sd over series, null_bps, ratio_to_null), ``table3`` / ``table4`` (formatted
         DataFrames), ``bps_mean`` (means over splits, keys that name no window) and
-        ``series`` (the raw :func:`bps_over_series` output per split, aligned / null).
+        ``series`` (the raw :func:`bps_over_series` output per split: ``aligned``,
+        ``null`` and ``null_again``, the first split on a second shuffle with seed
+        ``seed + 1``, same neighbourhood draws: the null control of
+        :func:`clkit.taskification.verdicts.split_verdicts`).
     """
     null_values = null_stream(values, seed)
     null, raw_null = {}, {}
@@ -167,11 +170,15 @@ def bps_tables(values, splits: dict, shifted: dict, delta: int, num_perturbation
     raw_aligned = {}
     aligned, table3 = _bps_table(values, splits, null, delta, num_perturbations, seed, bps_kw, raw_aligned)
     shift, table4 = _bps_table(values, shifted, null, delta, num_perturbations, seed, bps_kw, None)
+    first = next(iter(splits))
+    again = {first: bps_over_series(null_stream(values, seed + 1), splits[first], delta, num_perturbations, seed,
+                                    **bps_kw)}
     bps_mean = {"aligned": float(np.mean([r["bps"] for r in aligned.values()])),
                 "shifted": float(np.mean([r["bps"] for r in shift.values()])),
                 "null": float(np.mean([r["bps"] for r in null.values()]))}
     return {"null": null, "aligned": aligned, "shifted": shift, "table3": table3, "table4": table4,
-            "bps_mean": bps_mean, "series": {"aligned": raw_aligned, "null": raw_null}}
+            "bps_mean": bps_mean, "series": {"aligned": raw_aligned, "null": raw_null,
+                                                    "null_again": again}}
 
 
 def river_bps(river_values, length: int, windows, river_delta: int, l_min: int, num_perturbations: int, seed: int,
@@ -206,14 +213,19 @@ def cl_tasks(cl_values, splits: dict, context_steps: int, target_index: int, **t
 
 
 def run_cl(tasks: dict, model_fn, methods, cl_seeds: int, *, seed: int, workers: int = 1, progress=None,
-           strategy_kwargs: dict | None = None, **train_kw) -> dict:
+           strategy_kwargs: dict | None = None, null_control: bool = False, **train_kw) -> dict:
     """Every (method, split, seed) CL run; ``{(m, n, s): {"M", "avg_mse", "bwt", "forgetting"}}``.
 
-    Seed ``s`` runs with ``seed + s`` (model initialisation and batch order), the same for
+    Run ``s`` uses seed ``seed + s`` (model initialisation and batch order), the same for
     every method and split, so runs pair across methods and splits by ``s``.
-    ``strategy_kwargs[m]`` are method ``m``'s settings.
+    ``strategy_kwargs[m]`` are method ``m``'s settings. ``null_control`` adds Finetune
+    (``naive``) on the first split under seeds ``seed + cl_seeds + s`` as runs
+    ``("naive", first, cl_seeds + s)``: the seed-offset null control of
+    :func:`clkit.taskification.verdicts.cl_verdicts`.
     """
     runs = [(m, n, s) for m in methods for n in tasks for s in range(cl_seeds)]
+    if null_control and "naive" in methods:
+        runs += [("naive", next(iter(tasks)), cl_seeds + s) for s in range(cl_seeds)]
 
     def job(m, n, s):
         return lambda: continual_forecasting(tasks[n], model_fn, m, seed=seed + s,
@@ -285,17 +297,36 @@ def protocol_table(target_only, splits: dict, context_steps: int, stride: int, s
     return proto, log
 
 
+def _supported(vs, what: str) -> str:
+    sig = [v for v in vs if v.significant]
+    if not sig:
+        return f"the rule supports none of the {len(vs)} {what} differences"
+    return (f"the rule supports {len(sig)} of {len(vs)} {what} differences ("
+            + "; ".join(f"{v.comparison}: {v.decision}" for v in sig) + ")")
+
+
 def closing_text(*, source: str, num_series: int, names, offset_days: float, bps: dict, case_rows: dict,
                  rec_move: dict, mse_table, methods, labels: dict, cl_mean: dict, cl_sd: dict, cl_seeds: int,
-                 baselines: dict, proto: dict, river_rows: dict):
-    """The closing paragraph of the notebook, generated from the numbers.
+                 baselines: dict, proto: dict, river_rows: dict, verdicts=None, settings=None, small_n: int = 4):
+    """The closing text of the notebook, generated from the verdicts and the numbers.
+
+    The first part is :func:`clkit.stats.closing_text` over ``verdicts`` (controls, then
+    findings, with "too few pairs" below ``small_n``); the second the paper's sentences,
+    which state means as means and name only the differences the rule supports. Where a
+    control fails, or pairs are too few, no difference is called supported.
 
     Returns
     -------
     (text, logs)
         ``logs``: what the notebook records beside it (``bps_order``, ``bps_order_shifted``,
-        ``bps_order_null`` and, with several methods and splits, ``spread``).
+        ``bps_order_null`` and, with several methods and splits, ``spread``; with
+        Finetune, ``forgetting_share``).
     """
+    from .. import stats
+
+    verdicts = list(verdicts or [])
+    trusted = (stats.controls_hold(verdicts)[0] and bool(verdicts) and max(v.n for v in verdicts) >= small_n)
+    judged = verdicts if trusted else []
     fmt = lambda v: f"{v:.3g}"  # noqa: E731
     t3, t4, null_res = bps["aligned"], bps["shifted"], bps["null"]
     order = sorted(names, key=lambda n: -t3[n]["bps"])
@@ -315,7 +346,7 @@ def closing_text(*, source: str, num_series: int, names, offset_days: float, bps
         + "), so the ordering alone is partly mechanical: with delta fixed, shorter tasks "
         "are noisier. The structure of the stream lifts BPS above the null by "
         + ", ".join(f"{t3[n]['ratio_to_null']:.1f}x ({n})" for n in names)
-        + f"; by that ratio the splits rank {' > '.join(order_ratio)}. "
+        + f"; by that ratio (means over series) the splits rank {' > '.join(order_ratio)}. "
         f"In the case studies, the boundary placed at the structure has the higher BPS in "
         f"{len(near_wins)} of {len(case_rows)} streams ({', '.join(near_wins) or 'none'}), at "
         + ", ".join(f"{r['near / null']:.1f}x" for r in case_rows.values()) + " the null. ")
@@ -328,6 +359,11 @@ def closing_text(*, source: str, num_series: int, names, offset_days: float, bps
         + (" (agreeing with the paper). " if bigger == "stability"
            else " (not what the paper describes: with boundaries on the extremes, a small shift "
            "makes neighbouring tasks alternate, which is an adjacent-task effect). "))
+    if verdicts:
+        ranks = [v for v in judged if v.comparison.startswith(("BPS ", "BPS/null ")) and v.role == "finding"
+                 and ":" not in v.comparison]
+        text += ("Paired over the series (BPS and BPS / null per series, Holm), "
+                 + (_supported(ranks, "split") if trusted else "no difference is judged (see above)") + ". ")
     if closest:
         text += (f"The most similar task-to-task matrices (smallest upsampled MSE) are "
                  f"{closest[0]} and {closest[1]}. ")
@@ -335,9 +371,14 @@ def closing_text(*, source: str, num_series: int, names, offset_days: float, bps
         cells = [(m, n) for m in methods for n in names]
         beat = [(m, n) for m, n in cells
                 if cl_mean[(m, n)]["avg_mse"] < min(baselines[n]["constant_mean"], baselines[n]["persistence_mean"])]
+        judged_cells = [v for v in judged if v.comparison.endswith("best baseline (avg MSE)")]
+        won = [v for v in judged_cells if v.decision.endswith("beats both baselines")]
         text += (
-            f"Forecasting: {len(beat)} of {len(cells)} (method, split) cells beat both "
-            f"no-learning baselines (constant and persistence) on average MSE; per split, "
+            f"Forecasting: {len(beat)} of {len(cells)} (method, split) cells have a seed-mean average MSE "
+            f"below both no-learning baselines (constant and persistence); "
+            + (f"paired over {cl_seeds} seeds (Holm), {len(won)} of {len(cells)} cells beat both baselines "
+               "under the rule" if trusted else "no cell is judged to beat them (see above)")
+            + "; per split, "
             "persistence scores " + ", ".join(f"{fmt(baselines[n]['persistence_mean'])} ({n})" for n in names)
             + " and the best method "
             + ", ".join(f"{fmt(min(cl_mean[(m, n)]['avg_mse'] for m in methods))} ({n})" for n in names) + ". ")
@@ -395,8 +436,33 @@ def closing_text(*, source: str, num_series: int, names, offset_days: float, bps
                 text += ("The spread across taskifications is no larger than the no-learning "
                          "baseline's own, so the target normalisation can account for it; it is "
                          "not evidence that the learners respond to the taskification. ")
+    if "naive" in methods and names:
+        share = {n: 100 * cl_mean[("naive", n)]["forgetting"] / cl_mean[("naive", n)]["avg_mse"] for n in names}
+        logs["forgetting_share"] = share
+        little = max(abs(v) for v in share.values()) < 1.0
+        text += ("Finetune's forgetting is " + ", ".join(f"{v:.2g} % ({n})" for n, v in share.items())
+                 + " of its average MSE" + (" (under 1 %: little to protect)" if little else ""))
+        if "ewc" in methods:
+            lam = (settings or {}).get("ewc", {}).get("ewc_lambda")
+            ewc_vs = [v for v in judged if v.comparison.startswith("EWC − Finetune")]
+            sig = [v for v in ewc_vs if v.significant]
+            text += (f". EWC (lambda = {lam:g}) against Finetune, paired over seeds: " if lam is not None
+                     else ". EWC against Finetune: ")
+            if not trusted:
+                text += "not judged (see above). "
+            elif sig:
+                text += "; ".join(f"{v.comparison}: {v.decision} ({v.effect:+.3g})" for v in sig) + "; "
+                text += f"no difference detected in the other {len(ewc_vs) - len(sig)} comparisons. "
+            else:
+                text += (f"no difference detected in any of the {len(ewc_vs)} comparisons (forgetting, average "
+                         "MSE per split)" + (": with so little forgetting, the penalty has little to remove. "
+                                             if little else ". "))
+        else:
+            text += ". "
     text += ("On the real occupancy stream, BPS / null per window length is "
              + ", ".join(f"{k}: {v['BPS / null']:.1f}x" for k, v in river_rows.items()) + ". "
              if river_rows else "")
     logs.update(bps_order=order, bps_order_shifted=order_s, bps_order_null=order_null)
+    if verdicts:
+        text = stats.closing_text(verdicts, subject="this run", small_n=small_n) + "\n\n" + text
     return text, logs
