@@ -83,7 +83,7 @@ def test_ewc_calibration_grid_runs_at_smoke_scale():
 
         _, settings = check_learner_settings(values["learner_kwargs"], values["methods"])
         cl = report.run_cl(tasks, model_fn, values["methods"], 1, seed=values["seed"], strategy_kwargs=settings,
-                           max_epochs=2, patience=values["patience"], lr=values["lr"],
+                           max_epochs=1, patience=values["patience"], lr=values["lr"],
                            batch_size=values["batch_size"])
         Ms[case["learner_kwargs.ewc.ewc_lambda"]] = {m: cl[(m, n, 0)]["M"] for m, n, _ in cl}
     for lam, M in Ms.items():
@@ -110,17 +110,6 @@ def test_split_verdicts_controls():
     assert [v.role for v in small].count("oracle control") == 0
     # on a user's stream there is no oracle
     assert "oracle control" not in [v.role for v in verdicts.split_verdicts(aligned, null, null["2d"], oracle=False)]
-
-
-def test_split_null_control_false_positive_rate():
-    """Two shuffles of the same values are identically distributed: the control fails at about alpha."""
-    rng = np.random.default_rng(1)
-    fails = 0
-    for _ in range(400):
-        a = {"2d": rng.gamma(2, size=4)}
-        vs = verdicts.split_verdicts(a, {"2d": rng.normal(1, 0.1, 4)}, rng.normal(1, 0.1, 4), oracle=False)
-        fails += stats.controls_hold(vs)[0] is False
-    assert fails / 400 <= stats.ALPHA + 0.03
 
 
 def test_cl_verdicts_families_and_null_control():

@@ -103,7 +103,7 @@ def cl_vs_baselines(cl_mean: dict, cl_sd: dict, baselines: dict, methods, names,
     Error bars are the sample sd over seeds; with one seed there is no spread and the
     bars are drawn without error bars (never a zero-width bar that reads as "no spread").
     """
-    fig, ax = _plt().subplots(figsize=(2.2 + 2.4 * len(names), 3.8))
+    fig, ax = _plt().subplots(figsize=(3.4 + 2.4 * len(names), 3.8))
     bars = [(labels[m], [cl_mean[(m, n)]["avg_mse"] for n in names],
              [cl_sd[(m, n)]["avg_mse"] for n in names] if cl_seeds > 1 else None) for m in methods]
     bars += [("Constant", [baselines[n]["constant_mean"] for n in names], None),
@@ -121,7 +121,7 @@ def cl_vs_baselines(cl_mean: dict, cl_sd: dict, baselines: dict, methods, names,
     spread = f"error bars: sd over {cl_seeds} seeds" if cl_seeds > 1 else "one seed: no error bars"
     ax.set(xlabel="taskification", ylabel="average MSE x 1e3 (log)",
            title=f"CL methods vs no-learning baselines ({spread})")
-    ax.legend(fontsize=8, ncol=2)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: never over a bar
     fig.tight_layout()
     return fig
 

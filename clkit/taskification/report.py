@@ -17,7 +17,8 @@ from .discrepancy import distance_matrix
 
 __all__ = ["load_data", "make_splits", "case_study_table", "recurrence_move", "mean_matrices",
            "profile_distance_table", "bps_tables", "river_bps", "cl_tasks", "run_cl", "cl_summary", "table1",
-           "protocol_table", "closing_text", "CL_KEYS"]
+           "protocol_table", "closing_text", "findings_markdown", "write_findings", "replace_block",
+           "CL_KEYS"]
 
 #: the CL metrics of Table 1 and their column labels
 CL_KEYS = [("avg_mse", "Avg MSE"), ("bwt", "BWT"), ("forgetting", "Forgetting")]
@@ -466,3 +467,79 @@ def closing_text(*, source: str, num_series: int, names, offset_days: float, bps
     if verdicts:
         text = stats.closing_text(verdicts, subject="this run", small_n=small_n) + "\n\n" + text
     return text, logs
+
+
+def findings_markdown(results: dict) -> str:
+    """The default run's findings as Markdown for docs/01_taskification.md (a generated block).
+
+    Parameters
+    ----------
+    results : dict
+        A run's ``results.json`` (the whole record, or its ``"results"`` part).
+
+    Returns
+    -------
+    str
+        The key numbers (BPS and BPS / null per split, Finetune's forgetting share, the
+        controls), the verdict table, then the run's closing text (``summary``).
+
+    Examples
+    --------
+    >>> r = {"bps": {"9d": {"bps": 0.0135, "null_bps": 0.00113, "ratio_to_null": 12.0}}, "controls_hold": True,
+    ...      "verdicts": [], "summary": "**No finding**.", "data_source": "synthetic", "forgetting_share": {"9d": 0.8}}
+    >>> print(findings_markdown(r).splitlines()[0])
+    Data: synthetic.
+    """
+    r = results.get("results", results)
+    lines = [f"Data: {r.get('data_source', '?')}.", ""]
+    if r.get("bps"):
+        lines += ["| split | BPS | null BPS | BPS / null |", "|---|---|---|---|"]
+        lines += [f"| {n} | {v['bps']:.4g} | {v['null_bps']:.4g} | {v['ratio_to_null']:.1f} |"
+                  for n, v in r["bps"].items()]
+        lines.append("")
+    if r.get("forgetting_share"):
+        lines += ["Finetune's forgetting as % of its average MSE: "
+                  + ", ".join(f"{n} {v:.2g} %" for n, v in r["forgetting_share"].items()) + ".", ""]
+    vs = r.get("verdicts") or []
+    if vs:
+        lines += [f"Controls hold: {'yes' if r.get('controls_hold') else 'NO'}.", "",
+                  "| comparison | role | effect | 95 % CI | p (Holm) | n | decision |", "|---|---|---|---|---|---|---|"]
+        for v in vs:
+            ci = (f"{v['ci_low']:+.3g} … {v['ci_high']:+.3g}" if v.get("ci_low") is not None
+                  and np.isfinite(v["ci_low"]) else "")
+            p = f"{v['p']:.2g}" if v.get("p") is not None and np.isfinite(v["p"]) else ""
+            eff = f"{v['effect']:+.3g}" if v.get("effect") is not None else ""
+            lines.append(f"| {v['comparison']} | {v['role']} | {eff} | {ci} | {p} | {v['n']} | "
+                         f"{v['decision']} |")
+        lines.append("")
+    lines.append(r.get("summary", ""))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_findings(results_json, doc, name: str = "01_taskification findings") -> str:
+    """Replace the generated block ``name`` of ``doc`` with :func:`findings_markdown` of a run (atomic write).
+
+    The block lies between ``<!-- BEGIN generated: NAME -->`` and ``<!-- END generated: NAME -->``.
+    Returns the new block text.
+    """
+    import json
+    from pathlib import Path
+
+    block = findings_markdown(json.loads(Path(results_json).read_text()))
+    replace_block(doc, name, block)
+    return block
+
+
+def replace_block(doc, name: str, block: str) -> None:
+    """Write ``block`` between the ``<!-- BEGIN/END generated: NAME -->`` lines of ``doc`` (atomic)."""
+    from pathlib import Path
+
+    from .._io import atomic_write_text
+
+    begin, end = f"<!-- BEGIN generated: {name} -->", f"<!-- END generated: {name} -->"
+    text = Path(doc).read_text()
+    if begin not in text or end not in text:
+        raise ValueError(f"doc {doc} has no generated block {name!r} (lines {begin!r} ... {end!r})")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    atomic_write_text(doc, f"{head}{begin}\n{block.rstrip()}\n{end}{tail}")
