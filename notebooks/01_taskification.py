@@ -68,7 +68,8 @@ river_delta: int = 6  # BPS neighbourhood for the river stream, in steps
 # "package.module:ClassName"
 methods: list = ["naive", "replay", "ewc", "lwf"]
 # per-learner settings {learner: {keyword: value}}, e.g. {"ewc": {"ewc_lambda": 100.0},
-# "replay": {"memory_size": 500}}; {}: the notebook's defaults (EWC lambda 1e6, measured)
+# "replay": {"memory_size": 500}}; {}: the notebook's defaults (EWC lambda 1e6,
+# chosen by measurement: notebooks/grids/01_taskification/ewc_lambda.yaml)
 learner_kwargs: dict = {}
 cl_series: int = 6  # series whose windows form the CL tasks
 context_steps: int = 36  # forecaster context, 10-minute steps (paper: two days, 288)
@@ -85,7 +86,7 @@ patience: int = 3  # early-stopping patience in epochs (paper: 10)
 lr_patience: int = 1  # epochs without improvement before LR x0.1 (paper: 5)
 lr: float = 0.002  # AdamW learning rate (paper: 1e-4)
 batch_size: int = 64  # mini-batch size (paper: 256; smaller: more steps per task)
-cl_seeds: int = 4  # seeds per (method, split): the verdicts pair them (>= 4 to conclude)
+cl_seeds: int = 4  # seeds per (method, split), paired by the verdicts (>= 4 concludes)
 torch_threads: int = 1  # torch CPU threads per CL run (1 is fastest here)
 cl_workers: int = 2  # CL runs in parallel processes (one per core)
 seed: int = 0  # seeds data generation, neighbourhood draws, model init, batch order

@@ -423,11 +423,11 @@ def closing_text(*, source: str, num_series: int, names, offset_days: float, bps
                      f"fixed split {fmt(across_methods)} (mean over splits), {seed_txt}; "
                      f"persistence alone moves by {fmt(base_sd)} across taskifications. ")
             if cl_seeds > 1 and across_splits > max(across_methods, seed_sd):
-                text += ("Here the taskification moves the numbers more than the choice of "
-                         "method or the seed does, as the paper says. ")
+                text += ("By these spreads (descriptive, not a test) the taskification moves the numbers more "
+                         "than the choice of method or the seed does, as the paper says. ")
             elif cl_seeds > 1:
-                text += ("Here the taskification does not move the numbers more than "
-                         + ("the choice of method" if across_methods >= seed_sd else "the seed")
+                text += ("By these spreads (descriptive, not a test) the taskification does not move the numbers "
+                         "more than " + ("the choice of method" if across_methods >= seed_sd else "the seed")
                          + " does, so this run does not support the paper's conclusion. ")
             else:
                 text += ("With one seed the seed spread is unknown, so whether the taskification "
