@@ -92,7 +92,6 @@ cl_workers: int = 2  # CL runs in parallel processes (one per core)
 seed: int = 0  # seeds data generation, neighbourhood draws, model init, batch order
 
 # %%
-import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 from clkit.progress import tqdm
@@ -249,7 +248,8 @@ bps_kw = dict(alpha=alpha, beta=beta, method=discrepancy, num_quantiles=num_quan
 bps = report.bps_tables(values, splits, shifted, delta, num_perturbations, seed,
                         l_min=l_min, **bps_kw)
 record.log(bps=bps["aligned"], bps_shifted=bps["shifted"], bps_null=bps["null"],
-           bps_per_series={k: {n: r["bps"] for n, r in v.items()} for k, v in bps["series"].items()})
+           bps_per_series={k: {n: r["bps"] for n, r in v.items()}
+                           for k, v in bps["series"].items()})
 # Mean over the window lengths of this run, under keys that do not name a window, so the
 # rows of a sweep over window_days line up (clkit summary: bps_mean.aligned, ...).
 record.log(bps_mean=bps["bps_mean"])
@@ -332,7 +332,8 @@ def model_fn():
     )
 
 
-bar = tqdm(total=(len(methods) * len(names) + ("naive" in methods)) * cl_seeds, desc="CL runs (method, split, seed)")
+num_runs = (len(methods) * len(names) + ("naive" in methods)) * cl_seeds  # + null control
+bar = tqdm(total=num_runs, desc="CL runs (method, split, seed)")
 cl = report.run_cl(
     cl_tasks, model_fn, methods, cl_seeds, seed=seed, workers=cl_workers, progress=bar.update,
     strategy_kwargs=settings, null_control=True,
