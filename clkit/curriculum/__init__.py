@@ -10,9 +10,11 @@ and from hard to easy (I2M, the inverse one). The package imports in one directi
 - :mod:`clkit.curriculum.streams` -- training every (seed, order, strategy) stream: the
   accuracy matrices ``R``;
 - :mod:`clkit.curriculum.evaluate` -- the paper's ACC / BWT / FWT (Sect. 2.3) with the
-  final-row mean, the weighting reference, paired M2I − I2M gaps;
+  final-row mean and the weighting reference;
 - :mod:`clkit.curriculum.params` -- validation of the notebook's parameters;
-- :mod:`clkit.curriculum.analysis` -- per-seed metrics, their means and the paired gaps;
+- :mod:`clkit.curriculum.analysis` -- per-seed metrics and their means;
+- :mod:`clkit.curriculum.verdicts` -- every M2I − I2M verdict through :mod:`clkit.stats`, with
+  the control rows (MSTE, the weighting reference);
 - :mod:`clkit.curriculum.report` -- the notebook's tables and closing text;
 - :mod:`clkit.curriculum.plots` -- its figures.
 
@@ -26,15 +28,16 @@ nor transfers; the final-row mean counts every task once and has no such term.
 from .benchmark import (PAPER_ORDER, Benchmark, balanced_indices, build_benchmark, build_benchmarks, check_loaded,
                         prepare_images)
 from .difficulty import Curriculum, choose_curriculum, curriculum_orders, difficulty_table, select_tasks
-from .evaluate import paired_gap, stream_metrics, verdict, weighting_reference
-from .params import check_params
-from .streams import measure_difficulty, run_stream, run_streams, single_task_accuracy, strategy_kwargs
-from . import analysis
+from .evaluate import stream_metrics, weighting_reference
+from .params import check_learner_settings, check_params
+from .streams import (PAIRINGS, measure_difficulty, run_stream, run_streams, single_task_accuracy, strategy_kwargs,
+                      task_seed)
+from . import analysis, verdicts
 from ..data.images import IMAGE_DATASETS
 from . import plots, report  # noqa: E402  (presentation, on top of the above)
 
 __all__ = ["PAPER_ORDER", "Benchmark", "prepare_images", "balanced_indices", "build_benchmark",
            "single_task_accuracy", "curriculum_orders", "run_stream", "stream_metrics", "strategy_kwargs",
-           "check_params", "weighting_reference", "difficulty_table", "select_tasks", "run_streams",
-           "paired_gap", "verdict", "IMAGE_DATASETS", "build_benchmarks", "check_loaded", "Curriculum",
-           "choose_curriculum", "measure_difficulty", "analysis", "report", "plots"]
+           "check_params", "check_learner_settings", "weighting_reference", "difficulty_table", "select_tasks", "run_streams",
+           "IMAGE_DATASETS", "build_benchmarks", "check_loaded", "Curriculum",
+           "choose_curriculum", "measure_difficulty", "PAIRINGS", "task_seed", "analysis", "verdicts", "report", "plots"]

@@ -1,9 +1,10 @@
-"""From accuracy matrices to the notebook's numbers: per-seed metrics, means, paired gaps.
+"""From accuracy matrices to the notebook's numbers: per-seed metrics and their means.
 
 Every function takes the results of :func:`clkit.curriculum.streams.run_streams`
 (``R[seed][order][strategy]``) and the :class:`~clkit.curriculum.difficulty.Curriculum`
 they were trained on, and returns plain data (DataFrames, dicts) that
-:mod:`clkit.curriculum.report` turns into tables and text.
+:mod:`clkit.curriculum.verdicts` judges and :mod:`clkit.curriculum.report` turns into
+tables and text.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from .difficulty import Curriculum
-from .evaluate import paired_gap, stream_metrics, verdict, weighting_reference
+from .evaluate import stream_metrics, weighting_reference
 
 __all__ = ["METRIC_COLUMNS", "metrics_per_seed", "metrics_summary", "seed_values", "mean_matrices",
-           "order_gaps", "reference_verdicts"]
+           "weighting_record"]
 
 #: columns of the metric table, in the order shown
 METRIC_COLUMNS = ["ACC", "ACC_ref", "final_acc", "BWT_eq2", "BWT_code", "FWT", "rank"]
@@ -71,40 +72,13 @@ def mean_matrices(R: dict, orders, strategies) -> dict:
     return {o: {k: np.mean([R[s][o][k] for s in R], axis=0) for k in strategies} for o in orders}
 
 
-def order_gaps(per_seed, curriculum: Curriculum, strategies):
-    """M2I − I2M per strategy, paired by seed: the ACC gap, its excess over weighting, the final-row gap.
+def weighting_record(c: Curriculum, seeds) -> dict:
+    """The weighting reference's ACC per order (mean over seeds) and its per-seed values.
 
     Returns
     -------
-    gaps : dict strategy -> dict
-        ``ACC``, ``ACC_minus_weighting``, ``final_acc`` (:func:`paired_gap`) and the
-        verdicts ``verdict_final``, ``verdict_ACC``, ``verdict_ACC_minus_weighting``.
-    ref_acc : dict order -> list of float
-        The weighting reference's ACC per seed.
-    ref_gap : dict
-        Its paired M2I − I2M gap.
+    dict with ``M2I``, ``I2M`` (means) and ``per_seed`` (order -> list of float)
     """
-    seeds = list(dict.fromkeys(per_seed["seed"]))
-    ref_acc = {o: [weighting_reference(curriculum.accuracy[s], order)["ACC"] for s in seeds]
-               for o, order in curriculum.orders.items()}
-    ref_gap = paired_gap(ref_acc["M2I"], ref_acc["I2M"])
-    gaps = {}
-    for k in strategies:
-        def vals(o, col):
-            return seed_values(per_seed, o, k, col)
-
-        acc_gap = paired_gap(vals("M2I", "ACC"), vals("I2M", "ACC"))
-        excess = paired_gap(np.subtract(vals("M2I", "ACC"), vals("M2I", "ACC_ref")),
-                            np.subtract(vals("I2M", "ACC"), vals("I2M", "ACC_ref")))
-        final = paired_gap(vals("M2I", "final_acc"), vals("I2M", "final_acc"))
-        gaps[k] = {"ACC": acc_gap, "ACC_minus_weighting": excess, "final_acc": final,
-                   "verdict_final": verdict(final), "verdict_ACC": verdict(acc_gap),
-                   "verdict_ACC_minus_weighting": verdict(excess, "above", "below")}
-    return gaps, ref_acc, ref_gap
-
-
-def reference_verdicts(per_seed, ref: str, strategies, orders) -> dict:
-    """Final-row mean of every strategy against a reference learner (``mste``, ``cumulative``), per order."""
-    return {o: {k: verdict(paired_gap(seed_values(per_seed, o, k, "final_acc"),
-                                      seed_values(per_seed, o, ref, "final_acc")), "above", "below")
-                for k in strategies if k != ref} for o in orders}
+    per_seed = {o: [weighting_reference(c.accuracy[s], order)["ACC"] for s in seeds]
+                for o, order in c.orders.items()}
+    return {**{o: float(np.mean(v)) for o, v in per_seed.items()}, "per_seed": per_seed}

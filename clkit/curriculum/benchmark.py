@@ -113,10 +113,15 @@ class Benchmark:
     image_size: int = 64
     channels: int = 3
 
-    def tasks(self, order, scenario: str = "class"):
+    def tasks(self, order, scenario: str = "class", blocks=None):
         """Train and test :class:`~clkit.strategies.Task` lists for the datasets in ``order``.
 
-        Task ``k`` gets labels ``10 k .. 10 k + 9`` (one head over ``10 T`` outputs).
+        Every dataset gets a block of ten labels of one head over ``10 T`` outputs:
+        ``10 b .. 10 b + 9`` with ``b`` its index in ``blocks`` (default: ``order``, so task
+        ``k`` has labels ``10 k ..``). Passing the same ``blocks`` for two orders of the same
+        tasks gives every dataset the same output rows in both -- the same initial head
+        weights, which pairs the two orders (:func:`clkit.curriculum.streams.run_stream`).
+        ``task_id`` is always the position in ``order``.
 
         Examples
         --------
@@ -124,20 +129,46 @@ class Benchmark:
         >>> train, test = b.tasks(["mnist_subset", "digits"])
         >>> train[1].classes, len(test[0]), train[0].x.shape[1:]
         ((10, 11, 12, 13, 14, 15, 16, 17, 18, 19), 20, torch.Size([3, 8, 8]))
+        >>> train, _ = b.tasks(["mnist_subset", "digits"], blocks=["digits", "mnist_subset"])
+        >>> [(t.task_id, t.meta["dataset"], t.classes[0]) for t in train]
+        [(0, 'mnist_subset', 10), (1, 'digits', 0)]
         """
         check_choice("scenario", scenario, ["class", "task"])
-        check_choices("order", list(order), self.names)
+        order = list(order)
+        check_choices("order", order, self.names)
+        blocks = order if blocks is None else list(blocks)
+        if sorted(blocks) != sorted(order):
+            raise ValueError(f"blocks must hold the datasets of order once each ({sorted(order)}), got {blocks}")
         train, test = [], []
         for k, name in enumerate(order):
-            classes = tuple(range(10 * k, 10 * k + 10))
+            b = blocks.index(name)
+            classes = tuple(range(10 * b, 10 * b + 10))
             for split, out in ((self.train, train), (self.test, test)):
                 x, y = split[name]
-                out.append(Task(x, y + 10 * k, task_id=k, classes=classes, meta={"dataset": name}))
+                out.append(Task(x, y + 10 * b, task_id=k, classes=classes, meta={"dataset": name}))
         return train, test
 
 
+def _load(name: str, download: bool, cache: dict | None) -> ImageDataset:
+    """``load_image_dataset(name)``, through ``cache`` (name -> dataset, or the error it raised) when given."""
+    if cache is not None and name in cache:
+        if isinstance(cache[name], Exception):
+            raise cache[name]
+        return cache[name]
+    try:
+        d = load_image_dataset(name, download=download)
+    except DatasetNotFoundError as exc:
+        if cache is not None:
+            cache[name] = exc
+        raise
+    if cache is not None:
+        cache[name] = d
+    return d
+
+
 def build_benchmark(datasets, *, per_class_train: int = 500, per_class_test: int = 500, image_size: int = 64,
-                    channels: int = 3, seed: int = 0, download: bool = False, skip_missing: bool = False) -> Benchmark:
+                    channels: int = 3, seed: int = 0, download: bool = False, skip_missing: bool = False,
+                    _cache: dict | None = None) -> Benchmark:
     """Load, balance and resize the datasets of a curriculum benchmark.
 
     Parameters
@@ -182,7 +213,7 @@ def build_benchmark(datasets, *, per_class_train: int = 500, per_class_test: int
     for k, d in enumerate(datasets):
         if not isinstance(d, ImageDataset):
             try:
-                d = load_image_dataset(d, download=download)
+                d = _load(d, download, _cache)
             except DatasetNotFoundError as exc:
                 if not skip_missing:
                     raise
@@ -209,6 +240,9 @@ def build_benchmark(datasets, *, per_class_train: int = 500, per_class_test: int
 def build_benchmarks(datasets, seeds, **kwargs) -> dict:
     """One :class:`Benchmark` per seed (each seed draws its own class-balanced sample).
 
+    Every dataset is loaded once and subsampled per seed; the result equals
+    :func:`build_benchmark` called seed by seed.
+
     Parameters
     ----------
     datasets : list of str or ImageDataset
@@ -226,7 +260,8 @@ def build_benchmarks(datasets, seeds, **kwargs) -> dict:
     >>> sorted(b), b[1].names
     ([0, 1], ['digits'])
     """
-    return {s: build_benchmark(datasets, seed=s, **kwargs) for s in seeds}
+    cache: dict = {}
+    return {s: build_benchmark(datasets, seed=s, _cache=cache, **kwargs) for s in seeds}
 
 
 def check_loaded(bench: Benchmark, datasets) -> None:

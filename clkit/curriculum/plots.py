@@ -10,6 +10,7 @@ import numpy as np
 
 from ..plot import matrix_heatmap
 from .difficulty import Curriculum
+from .verdicts import WEIGHTING, family_of
 
 __all__ = ["difficulty", "acc_matrices", "gaps"]
 
@@ -53,23 +54,49 @@ def acc_matrices(R_mean: dict, orders: dict, strategy: str):
     return fig
 
 
-def gaps(gaps: dict, ref_gap: dict, strategies, *, scenario: str, seeds: int):
-    """M2I − I2M per strategy: ACC gap and final-row gap (mean ± sd), the weighting-only gap as a line."""
+def gaps(verdicts, *, scenario: str):
+    """M2I − I2M per strategy with 95 % CIs: the ACC gap and the final-row gap (the order verdict).
+
+    Bars are the mean paired differences over seeds, error bars their confidence
+    intervals (:mod:`clkit.stats`); a triangle above a bar marks a significant
+    difference (Holm), controls are marked "(control)", the weighting-only ACC gap is the
+    dashed line with its interval shaded.
+
+    Parameters
+    ----------
+    verdicts : list of clkit.stats.Verdict
+        :func:`clkit.curriculum.verdicts.order_verdicts`.
+    scenario : str
+    """
     import matplotlib.pyplot as plt
 
+    by = {(family_of(v), v.comparison.split(":")[0]): v for v in verdicts}
+    who = [w for (f, w) in by if f == "order" and w != WEIGHTING]
+    n = max(v.n for v in verdicts)
     fig, ax = plt.subplots(figsize=(8, 3.8))
-    xs = np.arange(len(strategies))
-    for off, key, label, color in [(-0.2, "ACC", "ACC gap", "tab:blue"),
-                                   (0.2, "final_acc", "final-row gap", "tab:orange")]:
-        ax.bar(xs + off, [gaps[k][key]["mean"] for k in strategies], width=0.4,
-               yerr=[np.nan_to_num(gaps[k][key]["sd"]) for k in strategies], capsize=3, color=color, label=label)
-    ax.axhline(ref_gap["mean"], color="k", ls="--", lw=1, label=f"weighting only ({ref_gap['mean']:+.3f})")
-    if np.isfinite(ref_gap["sd"]):
-        ax.axhspan(ref_gap["mean"] - ref_gap["sd"], ref_gap["mean"] + ref_gap["sd"], color="k", alpha=0.1)
+    xs = np.arange(len(who))
+    for off, fam, label, color in [(-0.2, "ACC", "ACC gap", "tab:blue"),
+                                   (0.2, "order", "final-row gap (order verdict)", "tab:orange")]:
+        vs = [by[(fam, w)] for w in who]
+        eff = np.array([v.effect for v in vs])
+        lo = np.array([v.effect - v.ci_low if np.isfinite(v.ci_low) else 0.0 for v in vs])
+        hi = np.array([v.ci_high - v.effect if np.isfinite(v.ci_high) else 0.0 for v in vs])
+        ax.bar(xs + off, eff, width=0.4, yerr=[lo, hi], capsize=3, color=color, label=label)
+        sig = [k for k, v in enumerate(vs) if v.significant and v.role == "finding"]
+        if sig:
+            ax.plot(xs[sig] + off, (eff + hi)[sig] + 0.01, "v", color=color, mec="k", ms=6, ls="",
+                    label=f"{label}: significant (Holm)")
+    ref = by.get(("ACC", WEIGHTING))
+    if ref is not None:
+        ax.axhline(ref.effect, color="k", ls="--", lw=1, label=f"weighting only ({ref.effect:+.3f})")
+        if np.isfinite(ref.ci_low):
+            ax.axhspan(ref.ci_low, ref.ci_high, color="k", alpha=0.1)
     ax.axhline(0, color="grey", lw=0.8)
-    ax.set_xticks(xs, strategies, rotation=30, ha="right")
-    ax.set_ylabel("M2I − I2M")
-    ax.set_title(f"Direct minus inverse curriculum ({scenario}-incremental), mean ± sd over {seeds} seed(s)")
-    ax.legend(fontsize=8)
+    ax.set_xticks(xs, [w + (" (control)" if by[("order", w)].role != "finding" else "") for w in who],
+                  rotation=30, ha="right")
+    ax.set_ylabel("M2I − I2M accuracy")
+    ax.set_title(f"Direct minus inverse curriculum ({scenario}-incremental), mean and 95 % CI over {n} seeds",
+                 fontsize=10)
+    ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
     return fig
