@@ -73,7 +73,8 @@ memory_size: int = 200  # rows in memory for replay, er, agem, gdumb (paper: 200
 agem_sample_size: int = 64  # A-GEM memory rows per reference gradient (Chaudhry: 256)
 gem_patterns_per_task: int = 64  # GEM memory rows per task (paper: 256)
 # per-learner settings {learner: {keyword: value}}, over the shared ones above, e.g.
-# {"ewc": {"ewc_lambda": 100.0}, "lwf": {"lwf_alpha": 1.0}, "agem": {"memory_size": 500}};
+# {"ewc": {"ewc_lambda": 100.0}, "agem": {"memory_size": 500}};
+# headless: -p learner_kwargs.ewc.ewc_lambda 100;
 # unset keywords keep each strategy's default (the paper's: ewc_lambda 1, si_lambda 1,
 # lwf_alpha 2, gem_memory_strength 0.5)
 learner_kwargs: dict = {}
@@ -82,7 +83,7 @@ per_class_test: int = 50  # test images per class (paper: 500)
 image_size: int = 8  # side of the square images (paper: 64)
 channels: int = 3  # 3: grey images replicated to RGB (paper) | 1: RGB averaged to grey
 seed: int = 0  # first seed (subsampling, initialisation, batch order, memories)
-seeds: int = 6  # seeds seed, seed+1, ...: pairs per verdict (fewer than 4: no conclusion)
+seeds: int = 6  # seed, seed+1, ...: pairs per verdict (fewer than 4: no conclusion)
 workers: int = 2  # processes for the training runs (results do not depend on it)
 num_threads: int = 1  # torch CPU threads per process (0: torch's default)
 

@@ -124,3 +124,17 @@ def test_effects_are_flat_per_family():
     e = cur.verdicts.effects(order_verdicts(per_seed, c, ["better_m2i", "same", "mste"]))
     assert set(e) == {"m2i_minus_i2m_final", "m2i_minus_i2m_acc", "m2i_minus_i2m_excess"}
     assert e["m2i_minus_i2m_final"]["mste"] == 0.0 and WEIGHTING in e["m2i_minus_i2m_acc"]
+
+
+def test_write_findings_replaces_only_its_block(tmp_path):
+    doc = tmp_path / "guide.md"
+    doc.write_text("## Intro\nkept\n<!-- BEGIN generated: 04_findings -->\nold\n<!-- END generated: 04_findings -->\n"
+                   "## After\nkept too\n")
+    r = {"seeds": [0, 1, 2, 3], "tasks": ["a", "b"], "summary": "**Setting.** new", "controls_hold": False,
+         "verdicts": []}
+    report.write_findings(doc, {"results": r})
+    text = doc.read_text()
+    assert "old" not in text and "**Setting.** new" in text and "controls FAIL" in text
+    assert text.startswith("## Intro\nkept\n") and text.endswith("## After\nkept too\n")
+    with pytest.raises(ValueError, match="no generated block"):
+        report.write_findings(doc, r, name="other")

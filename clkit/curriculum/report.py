@@ -18,7 +18,7 @@ from .verdicts import FAMILIES, NULL_LEARNERS, WEIGHTING, detectable, family_of
 
 __all__ = ["pm", "names", "data_table", "data_text", "data_record", "difficulty_frame", "curriculum_text",
            "curriculum_record", "metrics_table", "verdict_tables", "bwt_identity", "summary",
-           "findings_markdown", "SMALL_N"]
+           "findings_markdown", "write_findings", "FINDINGS_BLOCK", "SMALL_N"]
 
 #: fewer seeds than this: the closing text draws no conclusion (the rule's power is too low)
 SMALL_N = 4
@@ -311,3 +311,43 @@ def findings_markdown(results: dict) -> str:
                               f"| {v['comparison'].split(':')[0]} | {v['role']} | {v['effect']:+.3f} | – | "
                               f"{_p(v['p'])} | {v['decision']} |" for v in rows))
     return head + table + "\n\n" + r["summary"] + "\n"
+
+
+#: name of the generated block in ``docs/04_curriculum.md``
+FINDINGS_BLOCK = "04_findings"
+
+
+def write_findings(doc, results, name: str = FINDINGS_BLOCK):
+    """Replace the generated block ``name`` of the Markdown file ``doc`` by :func:`findings_markdown`.
+
+    The block is delimited by ``<!-- BEGIN generated: NAME -->`` and
+    ``<!-- END generated: NAME -->`` lines; the file is rewritten atomically.
+
+    Parameters
+    ----------
+    doc : str or Path
+        The user-guide page (it must hold the block's two lines).
+    results : dict or str or Path
+        A run's ``results.json`` content, or its path.
+
+    Returns
+    -------
+    pathlib.Path
+        ``doc``.
+    """
+    import json
+    import re
+    from pathlib import Path
+
+    from .._io import atomic_write_text
+
+    if not isinstance(results, dict):
+        results = json.loads(Path(results).read_text(encoding="utf-8"))
+    doc = Path(doc)
+    text = doc.read_text(encoding="utf-8")
+    begin, end = f"<!-- BEGIN generated: {name} -->", f"<!-- END generated: {name} -->"
+    pattern = re.compile(re.escape(begin) + r"\n.*?" + re.escape(end), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"{doc} has no generated block {name!r} (lines {begin!r} ... {end!r})")
+    block = f"{begin}\n{findings_markdown(results).rstrip()}\n{end}"
+    return atomic_write_text(doc, pattern.sub(lambda _: block, text, count=1))
