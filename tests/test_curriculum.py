@@ -338,3 +338,39 @@ def test_bad_learner_kwargs_fail_naming_the_learner(bad, error, words):
     with pytest.raises(error) as exc:
         cur.check_learner_settings(bad, ["naive", "ewc", "replay"], scenario="class", lr=0.01, memory_size=10)
     assert all(w in str(exc.value) for w in words), str(exc.value)
+
+
+# ---------------------------------------------------------------- learner_kwargs (issue 26)
+@pytest.mark.parametrize("params", ["smoke", "default", "paper"])
+def test_shipped_parameter_sets_pass_validation_and_paper_keeps_its_strengths(params):
+    from clkit.notebooks import load_params, notebook_parameters
+
+    values = {k: d["default"] for k, d in notebook_parameters("04_curriculum").items()}
+    values.update(load_params("04_curriculum", params))
+    cur.check_params(**values)
+    if params == "paper":   # the paper's settings (Sect. 4), now stated per learner
+        assert values["learner_kwargs"] == {"ewc": {"ewc_lambda": 1.0}, "si": {"si_lambda": 1.0},
+                                            "lwf": {"lwf_alpha": 2.0}, "gem": {"gem_memory_strength": 0.5}}
+        assert (values["optimizer"], values["lr"], values["batch_size"], values["epochs"]) == ("sgd", 0.001, 128, 50)
+    dotted = load_params("04_curriculum", params, [("learner_kwargs.ewc.ewc_lambda", "100")])
+    assert dotted["learner_kwargs"]["ewc"]["ewc_lambda"] == 100
+
+
+def test_learner_kwargs_reach_the_strategy_and_bad_ones_name_the_learner(monkeypatch):
+    b = cur.build_benchmark([_fake("a", n=4), _fake("b", n=4, seed=1)], per_class_train=4, per_class_test=2,
+                            image_size=6, channels=1)
+    built = {}
+    real = cur.streams.make_strategy
+
+    def spy(name, model, **kw):
+        built[name] = kw
+        return real(name, model, **kw)
+
+    monkeypatch.setattr(cur.streams, "make_strategy", spy)
+    cur.run_stream(b, ["a", "b"], "ewc", scenario="class", backbone="mlp", epochs=1, lr=0.01,
+                   learner_kwargs={"ewc": {"ewc_lambda": 7.0}, "si": {"si_lambda": 3.0}})
+    assert built["ewc"]["ewc_lambda"] == 7.0 and built["ewc"]["lr"] == 0.01
+    with pytest.raises(ValueError, match=r"learner_kwargs\['ewc'\].*ewc_lambda"):
+        cur.check_learner_settings({"ewc": {"ewc_lambda": -1}}, ["ewc"])
+    with pytest.raises(ValueError, match="unknown keyword 'lam'"):
+        cur.check_learner_settings({"ewc": {"lam": 1}}, ["ewc"])
