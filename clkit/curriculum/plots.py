@@ -73,7 +73,7 @@ def gaps(verdicts, *, scenario: str):
     by = {(family_of(v), v.comparison.split(":")[0]): v for v in verdicts}
     who = [w for (f, w) in by if f == "order" and w != WEIGHTING]
     n = max(v.n for v in verdicts)
-    fig, ax = plt.subplots(figsize=(8, 3.8))
+    fig, ax = plt.subplots(figsize=(8, 4.4), layout="constrained")
     xs = np.arange(len(who))
     for off, fam, label, color in [(-0.2, "ACC", "ACC gap", "tab:blue"),
                                    (0.2, "order", "final-row gap (order verdict)", "tab:orange")]:
@@ -97,6 +97,5 @@ def gaps(verdicts, *, scenario: str):
     ax.set_ylabel("M2I − I2M accuracy")
     ax.set_title(f"Direct minus inverse curriculum ({scenario}-incremental), mean and 95 % CI over {n} seeds",
                  fontsize=10)
-    ax.legend(fontsize=8, ncol=2)
-    fig.tight_layout()
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", fontsize=8, ncol=2)
     return fig
