@@ -138,3 +138,18 @@ def test_write_findings_replaces_only_its_block(tmp_path):
     assert text.startswith("## Intro\nkept\n") and text.endswith("## After\nkept too\n")
     with pytest.raises(ValueError, match="no generated block"):
         report.write_findings(doc, r, name="other")
+
+
+def test_one_seed_runs_say_so_instead_of_printing_nan():
+    """paper.yaml runs one seed: no test, no power, and the text says it (no 'nan')."""
+    c, per_seed = _study(n=1, gain=0.08)
+    strategies = ["better_m2i", "same", "mste"]
+    vs = order_verdicts(per_seed, c, strategies)
+    text, facts = report.summary(c=c, metrics=cur.analysis.metrics_summary(per_seed, strategies)[1], verdicts=vs,
+                                 bounds={"mste": bound_verdicts(per_seed, "mste", strategies, c.orders)},
+                                 strategies=strategies, scenario="task", backbone="mlp", image_size=64,
+                                 per_class_train=500, epochs=1)
+    assert "One seed: no paired test" in text and not facts["conclusive"]
+    assert "± nan" not in text and "nan standard" not in text and "seed spread, so whether" in text
+    assert "Small scale" not in text            # the paper's scale
+    assert not any(v.significant for v in vs)

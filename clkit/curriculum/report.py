@@ -210,8 +210,10 @@ def summary(*, c: Curriculum, metrics: dict, verdicts, bounds: dict, strategies,
         f"{epochs} epochs per task, {n} seeds; every M2I − I2M difference is paired by seed (the same images, "
         f"initial weights and, per task, batch order under both orders).",
         "**Difficulty.** Single-task accuracies " + "; ".join(
-            f"{k} {diff[k]['mean']:.3f} ± {diff[k]['sd']:.3f}" for k in m2i) + ". "
-        + ("Every neighbouring gap ("
+            f"{k} {diff[k]['mean']:.3f}" + (f" ± {diff[k]['sd']:.3f}" if np.isfinite(diff[k]['sd']) else "")
+            for k in m2i) + ". "
+        + ("One seed: no seed spread, so whether the tasks differ in difficulty is not tested." if not c.gaps else
+           "Every neighbouring gap ("
            + ", ".join(f"{g['gap']:.3f} vs spread {g['spread']:.3f}" for g in c.gaps)
            + ") exceeds its seed spread." if c.separated else
            "Not every neighbouring gap exceeds its seed spread ("
@@ -225,7 +227,8 @@ def summary(*, c: Curriculum, metrics: dict, verdicts, bounds: dict, strategies,
     if mste["order"] is not None:
         lines.append(f"**MSTE is a control, not a finding.** One expert per task cannot forget or transfer; "
                      f"with the per-task pairing its final-row gap is {_f(mste['order'].effect)} "
-                     f"(sd {_f(mste['order'].sd, sign=False)} over seeds), and its ACC gap "
+                     + (f"(sd {_f(mste['order'].sd, sign=False)} over seeds)" if n > 1 else "(one seed)")
+                     + f", and its ACC gap "
                      f"({_f(mste['ACC'].effect)}) is weighting of its own task accuracies.")
     facts = {"controls_hold": ok, "conclusive": conclusive}
     if conclusive:
@@ -265,14 +268,19 @@ def summary(*, c: Curriculum, metrics: dict, verdicts, bounds: dict, strategies,
             f"{nv['I2M']['naive']['BWT_code']:+.3f}. Only the code's form is comparable with the paper's tables; "
             f"it averages per-stage changes, which telescope to 2/(T(T−1)) · Σ_(j<T) (R_Tj − R_jj), i.e. "
             f"{2 / T:.2f} (= 2/T) times the final-row BWT here.")
-    lines.append(
-        f"**Power.** With {n} paired seeds the rule detects (80 % power) a difference of {power['alone']:.2f} "
-        f"standard deviations of the paired differences alone, {power['holm']:.2f} at Holm's strictest "
-        f"level over the {len(fam['order'])} strategies"
-        + (f"; in accuracy, the order verdict could detect |gaps| from {min(mde):.3f} to {max(mde):.3f} "
-           f"(median {float(np.median(mde)):.3f}) depending on the strategy's seed spread." if mde else ".")
-        + " Small scale (few, small images; few epochs; offline stand-ins for the paper's datasets): the "
-          "paper's numbers are not expected at this size.")
+    if n < 2:
+        power_text = "**Power.** One seed: no paired test and no detectable effect; every difference above is one run's."
+    else:
+        power_text = (
+            f"**Power.** With {n} paired seeds the rule detects (80 % power) a difference of {power['alone']:.2f} "
+            f"standard deviations of the paired differences alone, {power['holm']:.2f} at Holm's strictest "
+            f"level over the {len(fam['order'])} strategies"
+            + (f"; in accuracy, the order verdict could detect |gaps| from {min(mde):.3f} to {max(mde):.3f} "
+               f"(median {float(np.median(mde)):.3f}) depending on the strategy's seed spread." if mde else "."))
+    if image_size < 64 or per_class_train < 500:   # below the paper's 64x64 and 500 images per class
+        power_text += (" Small scale (smaller images or fewer images per class than the paper's 64x64 and 500): "
+                       "the paper's numbers are not expected at this size.")
+    lines.append(power_text)
     facts.update(strategies_better_under_m2i=[_who(v) for v in higher["order"]] if conclusive else [],
                  strategies_better_under_i2m=[_who(v) for v in lower["order"]] if conclusive else [],
                  best_strategy=best, detectable={"d_z_alone": power["alone"], "d_z_holm": power["holm"],
