@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["atomic_write_text", "atomic_write_json", "atomic_save", "to_jsonable", "flatten_scalars", "repo_root"]
+__all__ = ["atomic_write_text", "atomic_write_json", "atomic_save", "to_jsonable", "flatten_scalars", "repo_root",
+           "replace_dir"]
 
 
 def repo_root() -> Path:
@@ -34,6 +35,38 @@ def atomic_save(path, write) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+def replace_dir(src, dest) -> Path:
+    """Move the finished folder ``src`` onto ``dest`` in one rename, replacing an older ``dest``.
+
+    ``src`` must be on the same file system (build it beside ``dest`` or in a work
+    folder of the same tree). An older ``dest`` is renamed aside first and deleted
+    after, so ``dest`` is at every moment either the old or the new folder.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> for name in ("old", "new"):
+    ...     (root / name).mkdir(); _ = (root / name / "f.txt").write_text(name)
+    >>> _ = replace_dir(root / "new", root / "old")
+    >>> (root / "old" / "f.txt").read_text(), sorted(p.name for p in root.iterdir())
+    ('new', ['old'])
+    """
+    import shutil
+    import uuid
+
+    src, dest = Path(src), Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    trash = None
+    if dest.exists():
+        trash = dest.with_name(f".{dest.name}.old.{uuid.uuid4().hex[:8]}")
+        os.replace(dest, trash)
+    os.replace(src, dest)
+    if trash is not None:
+        shutil.rmtree(trash, ignore_errors=True)
+    return dest
 
 
 def atomic_write_text(path, text: str) -> Path:
