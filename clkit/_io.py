@@ -1,4 +1,4 @@
-"""Atomic file writes: nothing ever writes half a file."""
+"""File helpers: atomic writes (nothing ever writes half a file), the working folder, NumPy files."""
 
 from __future__ import annotations
 
@@ -10,12 +10,34 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["atomic_write_text", "atomic_write_json", "atomic_save", "to_jsonable", "flatten_scalars", "repo_root",
-           "replace_dir"]
+           "work_dir", "replace_dir", "load_npy"]
 
 
 def repo_root() -> Path:
     """The checkout's root (the folder holding ``clkit/``)."""
     return Path(__file__).resolve().parent.parent
+
+
+def work_dir() -> Path:
+    """The folder a notebook run interactively writes under: the working directory.
+
+    JupyterLab starts a notebook's kernel in the notebook's own folder, so when
+    that folder is called ``notebooks`` its parent (the project folder) is used,
+    giving ``runs/`` and ``figures/`` beside ``notebooks/`` as ``clkit run`` does.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> old = os.getcwd()
+    >>> root = Path(tempfile.mkdtemp()).resolve()
+    >>> (root / "notebooks").mkdir()
+    >>> os.chdir(root / "notebooks")
+    >>> work_dir() == root
+    True
+    >>> os.chdir(old)
+    """
+    cwd = Path.cwd()
+    return cwd.parent if cwd.name == "notebooks" else cwd
 
 
 def atomic_save(path, write) -> Path:
@@ -38,11 +60,13 @@ def atomic_save(path, write) -> Path:
 
 
 def replace_dir(src, dest) -> Path:
-    """Move the finished folder ``src`` onto ``dest`` in one rename, replacing an older ``dest``.
+    """Move the finished folder ``src`` onto ``dest`` by renames, replacing an older ``dest``.
 
     ``src`` must be on the same file system (build it beside ``dest`` or in a work
     folder of the same tree). An older ``dest`` is renamed aside first and deleted
-    after, so ``dest`` is at every moment either the old or the new folder.
+    after, so ``dest`` is at every moment the old folder, absent for an instant, or
+    the new one, never a mix. Used by ``clkit run`` (a run goes into a temporary
+    folder and is published when the notebook ran to its end) and ``clkit course grade``.
 
     Examples
     --------
@@ -130,3 +154,38 @@ def flatten_scalars(d: dict, prefix: str = "", depth: int = 2) -> dict:
         elif isinstance(v, (int, float, str, bool)) or v is None:
             out[key] = v
     return out
+
+
+def load_npy(path, name: str = "array") -> np.ndarray:
+    """A NumPy array from a ``.npy`` file, never unpickled; a clear ``ValueError`` for anything else.
+
+    ``name`` says what the file holds in the message (``"labels"``, ``"R matrix"``).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> np.save(os.path.join(d, "y.npy"), np.array([0, 1, 1]))
+    >>> load_npy(os.path.join(d, "y.npy"), "labels").tolist()
+    [0, 1, 1]
+    >>> _ = open(os.path.join(d, "bad.npy"), "wb").write(b"not numpy at all")
+    >>> load_npy(os.path.join(d, "bad.npy"), "labels")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: labels: '.../bad.npy' is not a NumPy array file (.npy, as numpy.save writes): it does not start with NumPy's header
+    """
+    path = Path(path)
+    with open(path, "rb") as fh:
+        magic = fh.read(6)
+    if magic != b"\x93NUMPY":
+        raise ValueError(f"{name}: {str(path)!r} is not a NumPy array file (.npy, as numpy.save writes): "
+                         "it does not start with NumPy's header")
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except Exception as exc:  # noqa: BLE001 - a damaged header, object arrays, a truncated file
+        reason = ("it holds Python objects, not numbers" if "pickle" in str(exc)
+                  else f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'unreadable'}")
+        raise ValueError(f"{name}: {str(path)!r} is not a readable NumPy array file: {reason}") from None
+    if not isinstance(arr, np.ndarray):  # np.load gives an NpzFile for .npz content
+        raise ValueError(f"{name}: {str(path)!r} is a NumPy .npz archive, not one array (.npy)")
+    return arr

@@ -479,14 +479,14 @@ def train_sequences_sequentially(x_train, x_test, sequences, learner: str, confi
 
     from ._seed import torch_seeded, torch_threads
     from ._validate import check_int
-    from .strategies import Task, make_strategy
+    from .strategies.base import Task
 
     if config is None:
         from .edge.learners import LearnerConfig
 
         config = LearnerConfig()
     seed = check_int("seed", seed, low=0)
-    resolve_strategy(learner, parameter="learners")
+    strategy_class = resolve_strategy(learner, parameter="learners")
     xtr = torch.as_tensor(np.asarray(x_train), dtype=torch.float32)
     xte = torch.as_tensor(np.asarray(x_test), dtype=torch.float32)
     seqs = np.asarray(sequences, dtype=np.int64)
@@ -515,9 +515,9 @@ def train_sequences_sequentially(x_train, x_test, sequences, learner: str, confi
         for s in range(L):
             with torch_seeded(seed):
                 model = model_fn()
-            strat = make_strategy(learner, model, optimizer="sgd", lr=config.lr, momentum=config.momentum,
-                                  epochs=config.epochs, batch_size=config.batch_size, scenario="class",
-                                  seed=seed, **(strategy_kwargs or {}))
+            strat = strategy_class(model, optimizer="sgd", lr=config.lr, momentum=config.momentum,
+                                   epochs=config.epochs, batch_size=config.batch_size, scenario="class",
+                                   seed=seed, **(strategy_kwargs or {}))
             seen = torch.zeros(C, dtype=torch.bool)
             for t in range(K):
                 xs, ys = gather(xtr, seqs[s, t])

@@ -203,7 +203,7 @@ def test_matrix_in_percent_is_refused_or_rescaled_when_asked(tmp_path):
 def test_metrics_cli_reads_only_what_it_is_told(tmp_path, capsys):
     """``clkit metrics cl|temporal`` on the issue's files: refused with the options named, or read
     as told with the shape printed; percent refused or rescaled with --percent."""
-    from clkit.run import main
+    from clkit.cli import main
 
     f = tmp_path / "R_avg.csv"
     f.write_text(_csv([r + [float(np.mean(r))] for r in R4]))

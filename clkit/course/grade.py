@@ -594,7 +594,7 @@ def grade_submissions(submissions, course="course", out=None, workers: int | Non
         Ctrl-C: what was graded is kept (results folder, tables, gradebook).
     """
     from .._validate import check_int
-    from ..sweep.execute import default_workers
+    from ..cluster import default_workers
 
     t0 = time.perf_counter()
     workers = default_workers() if workers is None else check_int("workers", workers, low=1)
@@ -668,7 +668,7 @@ def _run(todo: list, counts: dict, workers: int, scheduler, log) -> None:
     import signal
     import threading
 
-    from ..sweep.execute import _client, _close
+    from ..cluster import close_client as _close, start_client as _client
 
     stop = threading.Event()
     main = threading.current_thread() is threading.main_thread()

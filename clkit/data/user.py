@@ -492,7 +492,12 @@ def load_matrix_csv(path, *, name: str = "A", nan_allowed: str = "below", header
             raise TypeError(f"{par} must be True, False or None (only when unambiguous), got {v!r}")
     p = _existing(path, f"{name} matrix")
     where = f"{name} matrix: {str(p)!r}"
-    table = [r for r in csv.reader(p.read_text().splitlines()) if any(c.strip() for c in r)]
+    try:
+        text = p.read_text()
+    except UnicodeDecodeError:
+        raise ValueError(f"{where} is not a text CSV file (binary content); write the matrix as CSV, "
+                         "one row per line") from None
+    table = [r for r in csv.reader(text.splitlines()) if any(c.strip() for c in r)]
     if not table:
         raise ValueError(f"{where} is empty")
     lengths = sorted({len(r) for r in table})
@@ -735,11 +740,10 @@ def load_graph_source(dataset: str, root=None, *, min_classes: int = 2):
 
 def load_labels(path) -> np.ndarray:
     """Integer node labels from a ``.npy`` file (1-D, non-negative)."""
+    from .._io import load_npy
+
     p = _existing(path, "labels")
-    try:
-        y = np.load(p, allow_pickle=False)
-    except Exception as exc:  # noqa: BLE001
-        raise ValueError(f"labels: {str(p)!r} cannot be read with numpy.load: {exc}") from exc
+    y = load_npy(p, "labels")
     if y.ndim != 1 or len(y) == 0:
         raise ValueError(f"labels: {str(p)!r} has shape {y.shape}; allowed: a non-empty 1-D array of labels")
     if not np.issubdtype(y.dtype, np.integer):

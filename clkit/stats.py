@@ -1,0 +1,555 @@
+"""One statistical rule for every verdict a notebook prints.
+
+A notebook compares two conditions (M2I vs I2M, ER vs Bare, a method vs fine-tuning)
+over seeds that pair everything random between them. Every such comparison is decided
+here, by one rule, and reported as one :class:`Verdict` from which the notebook's
+tables and closing text are generated.
+
+The rule
+--------
+- **Paired t-test** on the per-seed differences ``d = a - b`` with ``n - 1`` degrees of
+  freedom, two-sided, at ``alpha = 0.05`` (:func:`paired`; scipy's ``ttest_1samp``).
+  Its 95 % confidence interval for the mean difference comes from the same t
+  distribution. Where normality of ``d`` is doubtful, ``test="sign_flip"`` uses the
+  paired permutation (sign-flip) test instead, exact for ``2**n <= n_resamples``,
+  with a bootstrap percentile interval (scipy's ``permutation_test`` and
+  ``bootstrap``). A sign-flip test cannot reach ``p < 0.05`` with fewer than 6 pairs
+  (its smallest p is ``2 / 2**n``), so it is an option, not the default.
+- **Holm's correction** when a notebook judges many comparisons at once
+  (:func:`holm`; statsmodels' ``multipletests``): the family's p-values are adjusted
+  and every decision is taken at ``alpha`` on the adjusted value.
+- A difference is called a finding only when its (adjusted) ``p < alpha``; otherwise the
+  verdict is "no difference", reported with the **smallest effect the run could have
+  detected** (:func:`min_detectable_effect`: 80 % power at this ``n``, ``alpha`` and the
+  observed spread), so "no difference" is never read as "equal".
+- **Controls.** A verdict table carries control rows: a *null control* (a comparison
+  that must come out "no difference", e.g. a learner that cannot forget, or a method
+  against itself with another seed offset) and, where one exists, an *oracle control*
+  (a comparison that must come out in a known direction). :func:`controls_hold` checks
+  them and :func:`closing_text` refuses to list findings when one fails.
+
+Effect sizes (:func:`effect_size`) are Cohen's ``d_z = mean(d) / sd(d)`` with an exact
+confidence interval from the noncentral t distribution (scipy's ``nct``).
+
+Examples
+--------
+>>> v = paired([0.80, 0.82, 0.79, 0.81, 0.83], [0.70, 0.71, 0.72, 0.69, 0.73],
+...            comparison="M2I − I2M", higher="M2I higher", lower="I2M higher")
+>>> v.decision, round(v.effect, 3), v.n
+('M2I higher', 0.1, 5)
+>>> paired([0.1, -0.1, 0.05], [0.0, 0.0, 0.0]).decision
+'no difference'
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
+from typing import Iterable, Sequence
+
+import numpy as np
+
+__all__ = ["ALPHA", "CONFIDENCE", "POWER", "NO_DIFFERENCE", "NOT_TESTABLE", "ROLES", "Verdict",
+           "paired", "decide", "holm", "effect_size", "min_detectable_effect", "empirical_p",
+           "controls_hold", "verdict_table", "closing_text"]
+
+#: significance level of every verdict
+ALPHA = 0.05
+#: confidence level of every interval
+CONFIDENCE = 0.95
+#: power at which :func:`min_detectable_effect` reports the smallest detectable effect
+POWER = 0.8
+NO_DIFFERENCE = "no difference"
+NOT_TESTABLE = "not testable"
+#: what a row of a verdict table is: a finding, or a control whose outcome is known
+ROLES = ("finding", "null control", "oracle control")
+_TESTS = ("t", "sign_flip")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The decision on one comparison, with everything needed to report it.
+
+    Attributes
+    ----------
+    comparison : str
+        What is compared, e.g. ``"ewc: M2I − I2M (final-row mean)"``.
+    effect : float
+        Mean paired difference ``a - b`` (or the statistic named in ``rule``).
+    ci_low, ci_high : float
+        Its ``CONFIDENCE`` interval.
+    p : float
+        The p-value the decision uses (Holm-adjusted inside a family).
+    n : int
+        Number of pairs (seeds, series, ...).
+    rule : str
+        The test and level, in words (e.g. ``"paired t, df = 4, two-sided, α = 0.05"``).
+    decision : str
+        ``higher`` or ``lower`` when ``p < alpha`` (by the sign of ``effect``),
+        ``"no difference"`` otherwise, ``"not testable"`` when the test cannot run.
+    higher, lower : str
+        How a positive / negative significant effect reads.
+    role : str
+        ``"finding"``, ``"null control"`` or ``"oracle control"``.
+    expect : str or None
+        For a control: the decision it must come out with.
+    p_raw : float
+        The unadjusted p-value.
+    sd : float
+        Sample standard deviation of the paired differences.
+    mde : float
+        Smallest ``|effect|`` detectable with ``POWER`` at this ``n``, ``alpha`` and ``sd``.
+    alpha : float
+        Level of the decision.
+    family : int
+        Size of the Holm family (1: no correction).
+    note : str
+        Why a verdict is not testable, or any caveat to print beside it.
+    """
+
+    comparison: str
+    effect: float
+    ci_low: float
+    ci_high: float
+    p: float
+    n: int
+    rule: str
+    decision: str
+    higher: str = "higher"
+    lower: str = "lower"
+    role: str = "finding"
+    expect: str | None = None
+    p_raw: float = float("nan")
+    sd: float = float("nan")
+    mde: float = float("nan")
+    alpha: float = ALPHA
+    family: int = 1
+    note: str = ""
+
+    @property
+    def significant(self) -> bool:
+        """True when the decision names a direction (``p < alpha``)."""
+        return self.decision in (self.higher, self.lower)
+
+    @property
+    def control_ok(self) -> bool | None:
+        """For a control row: did it come out as it must? ``None`` for a finding."""
+        if self.role == "finding" or self.expect is None:
+            return None
+        return self.decision == self.expect
+
+    @property
+    def wording(self) -> str:
+        """One sentence: the decision, the effect with its interval, the rule.
+
+        Examples
+        --------
+        >>> v = paired([3.0, 2.5, 3.5, 3.2], [1.0, 1.2, 0.9, 1.1], comparison="ER − Bare",
+        ...            higher="ER higher", lower="Bare higher")
+        >>> v.wording
+        'ER − Bare: ER higher, +2.0 (95 % CI +1.1 to +2.9; paired t, df = 3, two-sided, α = 0.05, p = 0.005, n = 4).'
+        """
+        if self.decision == NOT_TESTABLE:
+            return f"{self.comparison}: not testable ({self.note or 'too few pairs'})."
+        stats = (f"{_num(self.effect, True)} ({round(100 * CONFIDENCE)} % CI {_num(self.ci_low, True)} to "
+                 f"{_num(self.ci_high, True)}; {self.rule}, p = {_p(self.p)}, n = {self.n})")
+        if self.significant:
+            text = f"{self.comparison}: {self.decision}, {stats}"
+        else:
+            mde = (f"; the run could detect |effect| ≥ {_num(self.mde)} with {round(100 * POWER)} % power"
+                   if np.isfinite(self.mde) else "")
+            text = f"{self.comparison}: no difference detected, {stats}{mde}"
+        if self.role != "finding" and self.expect is not None:
+            text += (f" [{self.role}: must be '{self.expect}' — "
+                     + ("holds" if self.control_ok else "FAILS") + "]")
+        return text + (f" {self.note}" if self.note else "") + "."
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict (non-finite floats become ``None`` when saved by clkit)."""
+        out = asdict(self)
+        out.update(significant=self.significant, control_ok=self.control_ok, wording=self.wording)
+        return out
+
+
+def _num(x: float, sign: bool = False) -> str:
+    """Two significant digits past the leading ones: enough for a seed-level effect."""
+    if x is None or not np.isfinite(x):
+        return "nan"
+    mag = abs(x)
+    digits = 2 if mag == 0 else max(0, 1 - int(math.floor(math.log10(mag))))
+    text = f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
+    return text
+
+
+def _p(p: float) -> str:
+    if not np.isfinite(p):
+        return "nan"
+    return "< 0.0001" if p < 1e-4 else f"{p:.2g}"
+
+
+def _differences(a, b) -> np.ndarray:
+    a = np.asarray(a, dtype=float).ravel()
+    if b is None:
+        d = a
+    else:
+        b = np.asarray(b, dtype=float).ravel()
+        if a.shape != b.shape:
+            raise ValueError(f"a and b must pair one to one (same length), got {a.size} and {b.size} values")
+        d = a - b
+    if not np.all(np.isfinite(d)):
+        raise ValueError(f"paired values must be finite, got differences {d.tolist()}")
+    return d
+
+
+def _check_alpha(alpha: float) -> None:
+    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}")
+
+
+def _check_role(role: str, expect) -> None:
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {list(ROLES)}, got {role!r}")
+    if role != "finding" and expect is None:
+        raise ValueError(f"a {role} needs expect= (the decision it must come out with)")
+
+
+def decide(effect: float, p: float, alpha: float = ALPHA, higher: str = "higher", lower: str = "lower") -> str:
+    """The decision of the rule: a direction when ``p < alpha``, else "no difference".
+
+    Examples
+    --------
+    >>> decide(0.1, 0.01), decide(-0.1, 0.01), decide(0.1, 0.2), decide(0.1, float("nan"))
+    ('higher', 'lower', 'no difference', 'not testable')
+    """
+    if not np.isfinite(p) or not np.isfinite(effect):
+        return NOT_TESTABLE
+    if p < alpha and effect != 0:
+        return higher if effect > 0 else lower
+    return NO_DIFFERENCE
+
+
+def min_detectable_effect(n: int, sd: float, alpha: float = ALPHA, power: float = POWER) -> float:
+    """Smallest ``|mean difference|`` a two-sided paired t-test detects with ``power``.
+
+    ``d_z`` solved by statsmodels' ``TTestPower`` at ``n`` pairs, times ``sd`` (the
+    spread of the paired differences). NaN for fewer than 2 pairs or an undefined spread.
+
+    Examples
+    --------
+    >>> round(min_detectable_effect(5, 1.0), 2)   # in units of the differences' sd
+    1.68
+    >>> round(min_detectable_effect(5, 0.02), 4)
+    0.0336
+    """
+    if n < 2 or not np.isfinite(sd):
+        return float("nan")
+    if sd == 0:
+        return 0.0
+    return _detectable_dz(int(n), float(alpha), float(power)) * sd
+
+
+@lru_cache(maxsize=256)
+def _detectable_dz(n: int, alpha: float, power: float) -> float:
+    from statsmodels.stats.power import TTestPower
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        d = TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=power,
+                                     alternative="two-sided")
+    return float(np.asarray(d).item())
+
+
+def effect_size(a, b=None, confidence: float = CONFIDENCE) -> dict:
+    """Cohen's ``d_z`` of paired differences with its exact confidence interval.
+
+    ``d_z = mean(d) / sd(d)``; the interval inverts the noncentral t distribution of
+    ``t = d_z sqrt(n)`` (scipy's ``nct``), which is exact under normality.
+
+    Returns
+    -------
+    dict with ``d_z``, ``ci_low``, ``ci_high`` (NaN for fewer than 2 pairs or zero spread).
+
+    Examples
+    --------
+    >>> e = effect_size([1.2, 0.8, 1.1, 0.9, 1.0])
+    >>> round(e["d_z"], 2), round(e["ci_low"], 2), round(e["ci_high"], 2)
+    (6.32, 2.09, 10.63)
+    """
+    from scipy import optimize, stats
+
+    d = _differences(a, b)
+    n = d.size
+    sd = float(d.std(ddof=1)) if n > 1 else float("nan")
+    if n < 2 or not np.isfinite(sd) or sd == 0:
+        return {"d_z": float("nan"), "ci_low": float("nan"), "ci_high": float("nan")}
+    dz = float(d.mean() / sd)
+    t, df, root = dz * math.sqrt(n), n - 1, math.sqrt(n)
+    tail = (1 - confidence) / 2
+
+    def nc_for(prob):  # noncentrality at which P(T <= t) = prob (decreasing in nc)
+        f = lambda nc: stats.nct.cdf(t, df, nc) - prob  # noqa: E731
+        step = 1.0 + abs(t) / 4
+        lo, hi = t - step, t + step
+        while f(lo) < 0:  # widen in small steps: nct.cdf is NaN far from t
+            lo -= step
+        while f(hi) > 0:
+            hi += step
+        return optimize.brentq(f, lo, hi)
+
+    return {"d_z": dz, "ci_low": nc_for(1 - tail) / root, "ci_high": nc_for(tail) / root}
+
+
+def paired(a, b=None, *, comparison: str = "a − b", higher: str = "higher", lower: str = "lower",
+           test: str = "t", alpha: float = ALPHA, role: str = "finding", expect: str | None = None,
+           n_resamples: int = 9999, seed: int = 0) -> Verdict:
+    """Decide a paired comparison over seeds (or series, or any pairing unit).
+
+    Parameters
+    ----------
+    a, b : array-like, shape (n,)
+        Paired values (``a[i]`` and ``b[i]`` share seed ``i``); ``b=None`` takes ``a``
+        as the differences themselves.
+    comparison : str
+        Name of the comparison in tables and text.
+    higher, lower : str
+        How a significant positive / negative ``mean(a - b)`` reads.
+    test : {"t", "sign_flip"}
+        Paired t-test (default, the notebooks' rule) or the paired sign-flip
+        permutation test (exact when ``2**n <= n_resamples``) with a bootstrap
+        percentile interval.
+    alpha : float
+        Level of the decision (and ``1 - CONFIDENCE`` is the interval's).
+    role, expect : str
+        ``"finding"``, or a control with the decision it must come out with.
+    n_resamples, seed : int
+        Sign-flip / bootstrap resamples and their seed (local generator).
+
+    Returns
+    -------
+    Verdict
+        ``"not testable"`` with fewer than 2 pairs.
+
+    Examples
+    --------
+    >>> v = paired([0.82, 0.80, 0.85], [0.80, 0.81, 0.80], comparison="mste: M2I − I2M",
+    ...            role="null control", expect="no difference")
+    >>> v.decision, v.control_ok, v.rule
+    ('no difference', True, 'paired t, df = 2, two-sided, α = 0.05')
+    >>> paired([1.0], [0.0]).decision
+    'not testable'
+    """
+    from scipy import stats
+
+    if test not in _TESTS:
+        raise ValueError(f"test must be one of {list(_TESTS)}, got {test!r}")
+    _check_alpha(alpha)
+    _check_role(role, expect)
+    d = _differences(a, b)
+    n = int(d.size)
+    common = dict(comparison=comparison, higher=higher, lower=lower, role=role, expect=expect, alpha=alpha)
+    if n < 2:
+        return Verdict(effect=float(d.mean()) if n else float("nan"), ci_low=float("nan"),
+                       ci_high=float("nan"), p=float("nan"), n=n, rule=f"paired {test}",
+                       decision=NOT_TESTABLE, note=f"{n} pair(s): a paired test needs at least 2",
+                       **common)
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    if sd == 0:  # every pair differs by the same amount: no spread to test against
+        p = 1.0 if mean == 0 else 0.0
+        lo = hi = mean
+        rule = (f"paired t, df = {n - 1}, two-sided, α = {alpha:g}" if test == "t"
+                else f"paired sign-flip, two-sided, α = {alpha:g}")
+        return Verdict(effect=mean, ci_low=lo, ci_high=hi, p=p, n=n, rule=rule,
+                       decision=decide(mean, p, alpha, higher, lower), p_raw=p, sd=0.0, mde=0.0,
+                       note="(every pair differs by exactly the same amount)", **common)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if test == "t":
+            res = stats.ttest_1samp(d, 0.0)
+            ci = res.confidence_interval(confidence_level=1 - alpha)
+            p, lo, hi = float(res.pvalue), float(ci.low), float(ci.high)
+            rule = f"paired t, df = {n - 1}, two-sided, α = {alpha:g}"
+        else:
+            rng = np.random.default_rng(seed)
+            res = stats.permutation_test((d,), np.mean, permutation_type="samples", n_resamples=n_resamples,
+                                         alternative="two-sided", random_state=rng)
+            boot = stats.bootstrap((d,), np.mean, confidence_level=1 - alpha, n_resamples=n_resamples,
+                                   method="percentile", random_state=rng)
+            p, lo, hi = float(res.pvalue), float(boot.confidence_interval.low), float(boot.confidence_interval.high)
+            exact = 2 ** n <= n_resamples
+            rule = (f"paired sign-flip ({'exact' if exact else f'{n_resamples} resamples'}), two-sided, "
+                    f"α = {alpha:g}")
+    return Verdict(effect=mean, ci_low=lo, ci_high=hi, p=p, n=n, rule=rule,
+                   decision=decide(mean, p, alpha, higher, lower), p_raw=p, sd=sd,
+                   mde=min_detectable_effect(n, sd, alpha), **common)
+
+
+def holm(verdicts: Sequence[Verdict], alpha: float | None = None) -> list[Verdict]:
+    """Holm-adjust a family of verdicts judged together; decisions re-taken on the adjusted p.
+
+    Verdicts that are "not testable" stay so and do not count in the family.
+
+    Parameters
+    ----------
+    verdicts : sequence of Verdict
+        One family (e.g. every strategy's M2I − I2M, controls included).
+    alpha : float, optional
+        Level (default: each verdict's own).
+
+    Examples
+    --------
+    >>> vs = [paired([0.30, 0.32, 0.31, 0.29], [0.0, 0.0, 0.0, 0.0], comparison="big"),
+    ...       paired([0.03, 0.00, 0.05, 0.02], [0.0, 0.0, 0.0, 0.0], comparison="small")]
+    >>> [(v.comparison, v.decision) for v in vs]
+    [('big', 'higher'), ('small', 'no difference')]
+    >>> adj = holm(vs)
+    >>> adj[0].family, adj[0].p >= vs[0].p, adj[0].rule.endswith("Holm over 2")
+    (2, True, True)
+    """
+    from statsmodels.stats.multitest import multipletests
+
+    verdicts = list(verdicts)
+    idx = [i for i, v in enumerate(verdicts) if v.decision != NOT_TESTABLE and np.isfinite(v.p_raw)]
+    out = list(verdicts)
+    if not idx:
+        return out
+    raw = np.array([verdicts[i].p_raw for i in idx], dtype=float)
+    _, adjusted, _, _ = multipletests(raw, method="holm")
+    m = len(idx)
+    for i, p in zip(idx, adjusted):
+        v = verdicts[i]
+        a = v.alpha if alpha is None else alpha
+        rule = v.rule.split(", Holm over")[0] + (f", Holm over {m}" if m > 1 else "")
+        out[i] = replace(v, p=float(p), alpha=a, family=m, rule=rule,
+                         decision=decide(v.effect, float(p), a, v.higher, v.lower))
+    return out
+
+
+def empirical_p(value: float, null, alternative: str = "less", exact: bool = False) -> float:
+    """p-value of ``value`` against draws (or the full enumeration) of a null distribution.
+
+    ``alternative="less"``: how often the null is at most ``value`` (is ``value``
+    unusually small?); ``"greater"``: at least. With sampled draws the estimate is
+    ``(k + 1) / (N + 1)`` (never 0); with ``exact=True`` (the null enumerated
+    completely) it is ``k / N``.
+
+    Examples
+    --------
+    >>> empirical_p(0.1, [0.2, 0.3, 0.1, 0.4], exact=True)
+    0.25
+    >>> empirical_p(0.05, [0.2, 0.3, 0.1, 0.4])
+    0.2
+    """
+    if alternative not in ("less", "greater"):
+        raise ValueError(f"alternative must be 'less' or 'greater', got {alternative!r}")
+    null = np.asarray(null, dtype=float).ravel()
+    if null.size == 0:
+        raise ValueError("null must hold at least one value")
+    k = int(np.sum(null <= value)) if alternative == "less" else int(np.sum(null >= value))
+    return k / null.size if exact else (k + 1) / (null.size + 1)
+
+
+def controls_hold(verdicts: Iterable[Verdict]) -> tuple[bool, list[Verdict]]:
+    """Whether every control row came out as it must, and the failing ones.
+
+    Examples
+    --------
+    >>> ok = paired([0.1, -0.1, 0.0], [0.0, 0.0, 0.0], comparison="null", role="null control",
+    ...             expect="no difference")
+    >>> controls_hold([ok])
+    (True, [])
+    """
+    failed = [v for v in verdicts if v.control_ok is False]
+    return (not failed, failed)
+
+
+def verdict_table(verdicts: Iterable[Verdict], digits: int = 3):
+    """A DataFrame of verdicts: one row each, controls marked, for ``display``.
+
+    Columns: comparison, role, effect, CI, p, n, decision, control (holds / FAILS / blank),
+    detectable (the smallest effect the run could detect).
+
+    Examples
+    --------
+    >>> t = verdict_table([paired([1.0, 1.1, 0.9], [0.0, 0.1, 0.0], comparison="x")])
+    >>> list(t.columns)
+    ['role', 'effect', '95 % CI', 'p', 'n', 'decision', 'control', 'detectable']
+    """
+    import pandas as pd
+
+    rows = []
+    for v in verdicts:
+        fmt = f"{{:+.{digits}f}}"
+        rows.append({
+            "comparison": v.comparison, "role": v.role,
+            "effect": round(v.effect, digits) if np.isfinite(v.effect) else np.nan,
+            f"{round(100 * CONFIDENCE)} % CI": (f"{fmt.format(v.ci_low)} … {fmt.format(v.ci_high)}"
+                                                 if np.isfinite(v.ci_low) else ""),
+            "p": _p(v.p), "n": v.n, "decision": v.decision,
+            "control": "" if v.control_ok is None else ("holds" if v.control_ok else "FAILS"),
+            "detectable": (f"≥ {_num(v.mde)}" if np.isfinite(v.mde) and not v.significant else ""),
+        })
+    return pd.DataFrame(rows).set_index("comparison")
+
+
+def closing_text(verdicts: Sequence[Verdict], *, subject: str = "this run",
+                 small_n: int | None = None) -> str:
+    """Markdown for a notebook's closing paragraph, generated from its verdicts.
+
+    Controls are checked first: when one fails the text says so and lists no findings.
+    Otherwise the findings (significant rows) are listed with their numbers, then the
+    comparisons with no detected difference and the smallest effect each could detect.
+    With ``small_n`` set and every verdict on fewer pairs, the text says the run is too
+    small to draw conclusions (smoke runs).
+
+    Examples
+    --------
+    >>> vs = [paired([0.30, 0.32, 0.31, 0.29], [0.0, 0.0, 0.0, 0.0], comparison="ER − Bare",
+    ...              higher="ER higher", lower="Bare higher"),
+    ...       paired([0.01, -0.02, 0.0, 0.01], [0.0, 0.0, 0.0, 0.0], comparison="Bare − Bare'",
+    ...              role="null control", expect="no difference")]
+    >>> print(closing_text(vs).splitlines()[0])
+    **Controls hold** (1 of 1): Bare − Bare' came out 'no difference' as it must.
+    """
+    verdicts = list(verdicts)
+    controls = [v for v in verdicts if v.control_ok is not None]
+    findings = [v for v in verdicts if v.role == "finding"]
+    lines = []
+    if small_n is not None and verdicts and max(v.n for v in verdicts) < small_n:
+        lines.append(f"**Too few pairs to conclude**: {subject} has at most "
+                     f"{max(v.n for v in verdicts)} pair(s) per comparison (fewer than {small_n}); "
+                     "the numbers below are shown, but no difference is read as a finding.")
+        findings_ok = False
+    else:
+        findings_ok = True
+    ok, failed = controls_hold(verdicts)
+    if controls:
+        if ok:
+            lines.append(f"**Controls hold** ({len(controls)} of {len(controls)}): "
+                         + "; ".join(f"{v.comparison} came out '{v.decision}' as it must" for v in controls) + ".")
+        else:
+            lines.append(f"**Controls fail** ({len(failed)} of {len(controls)}): "
+                         + "; ".join(f"{v.comparison} came out '{v.decision}', must be '{v.expect}'"
+                                     for v in failed)
+                         + f". The rule cannot be trusted on {subject}, so no difference below is read "
+                           "as a finding.")
+            findings_ok = False
+    sig = [v for v in findings if v.significant]
+    null = [v for v in findings if v.decision == NO_DIFFERENCE]
+    untestable = [v for v in findings if v.decision == NOT_TESTABLE]
+    if findings_ok:
+        if sig:
+            lines.append("**Findings** (" + f"{len(sig)} of {len(findings)}): " + " ".join(v.wording for v in sig))
+        else:
+            lines.append(f"**No finding**: none of the {len(findings)} comparison(s) differs under the rule.")
+        if null:
+            lines.append("**No difference detected**: " + "; ".join(
+                f"{v.comparison} ({_num(v.effect, True)}, p = {_p(v.p)}"
+                + (f", detectable ≥ {_num(v.mde)}" if np.isfinite(v.mde) else "") + ")" for v in null) + ".")
+    else:
+        lines.append("Measured differences (not findings): " + "; ".join(
+            f"{v.comparison} {_num(v.effect, True)} (p = {_p(v.p)})" for v in findings if v.n) + ".")
+    if untestable:
+        lines.append("**Not testable**: " + "; ".join(f"{v.comparison} ({v.note})" for v in untestable) + ".")
+    return "\n\n".join(lines)
