@@ -17,11 +17,15 @@ committed inputs of the guide's numbers:
 
 - ``docs/generated/findings-<notebook>.md`` and ``docs/generated/run-times.md`` are
   written here from a ``make run`` (``runs/default/``: each executed notebook's
-  closing text -- the Markdown its "What this run shows" section displays --, the
+  findings -- ``clkit.<paper>.report.findings_markdown(results)`` where the paper
+  package has one, else the Markdown its "What this run shows" section displays,
+  else results.json's ``summary`` --, the
   key numbers ``docs/guide.yaml`` names from ``summary.csv``, the run time and
   slowest cells from ``run.json`` / ``timings.csv``);
 - the benchmark tables ``docs/generated/bench_*.md`` (or any other name) are written
   by the benchmark scripts' ``--markdown FILE``;
+- blocks that a script writes straight into its page are listed in ``docs/guide.yaml``
+  (``in_place``: name -> script) and left to that script;
 - the README's picture, ``docs/images/...``, is copied from the run's figures
   (``guide.yaml``: ``picture``).
 
@@ -91,6 +95,11 @@ def fill_blocks(text: str, sources: dict[str, str]) -> tuple[str, list[str]]:
     return BLOCK.sub(repl, text), missing
 
 
+def _in_place(root: Path) -> dict[str, str]:
+    """``{block name: script}``: blocks that their own script writes into the page (guide.yaml ``in_place``)."""
+    return {str(k): str(v) for k, v in (_guide_config(root).get("in_place") or {}).items()}
+
+
 def _pages(root: Path) -> list[Path]:
     return [p for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))] if p.exists()]
 
@@ -119,6 +128,34 @@ def _closing_text(executed: Path) -> str:
             if md:
                 parts.append((md if isinstance(md, str) else "".join(md)).strip())
     return "\n\n".join(parts)
+
+
+#: the paper package of each notebook (``clkit.<package>.report.findings_markdown`` when it exists)
+PAPER_PACKAGES = {"01_taskification": "taskification", "02_edge": "edge", "03_temporal_metrics": "temporal",
+                  "04_curriculum": "curriculum", "05_drift": "drift"}
+
+
+def _paper_findings(nb: str, res: dict) -> str:
+    """``clkit.<paper>.report.findings_markdown(results)`` of notebook ``nb``, or ``""`` when the
+    paper package has none (then the notebook's closing text, or results.json's ``summary``, is used).
+
+    ``results`` is the ``results`` entry of results.json when it has one, else the whole file.
+    """
+    import importlib
+
+    pkg = PAPER_PACKAGES.get(nb)
+    if pkg is None or not res:
+        return ""
+    try:
+        report = importlib.import_module(f"clkit.{pkg}.report")
+    except ModuleNotFoundError as exc:
+        if exc.name not in (f"clkit.{pkg}", f"clkit.{pkg}.report"):
+            raise
+        return ""
+    fn = getattr(report, "findings_markdown", None)
+    if fn is None:
+        return ""
+    return str(fn(res.get("results", res))).strip()
 
 
 def _fmt(v) -> str:
@@ -152,7 +189,8 @@ def findings_markdown(run_dir, key_numbers: dict | None = None, summary_row: dic
     if meta.get("finished"):
         bits.append(f"finished {meta['finished'][:10]}")
     lines = [f"*Default run of `{nb}` ({'; '.join(bits)}), in the notebook's own words:*", ""]
-    text = _closing_text(run_dir / f"{nb}.ipynb") or res.get("results", {}).get("summary") or ""
+    text = (_paper_findings(nb, res) or _closing_text(run_dir / f"{nb}.ipynb")
+            or res.get("results", {}).get("summary") or res.get("summary") or "")
     lines += [text or "*(the notebook displayed no closing text)*", ""]
     if key_numbers:
         row = summary_row or {}
@@ -258,11 +296,11 @@ def regenerate(root=None, runs=None, figures=None, log=print) -> list[Path]:
         write_generated(root, runs, figures, log)
     elif runs is not None:
         log(f"[docs] no run in {runs} (no summary.csv): the findings are left as committed")
-    sources, changed, missing = _sources(root), [], []
+    sources, changed, missing, in_place = _sources(root), [], [], _in_place(root)
     for page in _pages(root):
         old = page.read_text(encoding="utf-8")
         new, absent = fill_blocks(old, sources)
-        missing += [f"{page.relative_to(root)}: {name}" for name in absent]
+        missing += [f"{page.relative_to(root)}: {name}" for name in absent if name not in in_place]
         if new != old:
             atomic_write_text(page, new)
             changed.append(page)
@@ -274,13 +312,22 @@ def regenerate(root=None, runs=None, figures=None, log=print) -> list[Path]:
 
 def check(root=None) -> list[str]:
     """Problems with the generated blocks of ``README.md`` and ``docs/*.md``: each block whose text is
-    not its file's, or whose file is missing; empty when all are current."""
+    not its file's, or whose file is missing; empty when all are current.
+
+    A block that its own script writes into the page (``docs/guide.yaml``: ``in_place:
+    {NAME: script}``, e.g. ``benchmarks/cora_sigma_table.py``) is not compared here; the
+    script must exist.
+    """
     root = Path(root) if root else repo_root()
-    sources, problems = _sources(root), []
+    sources, problems, in_place = _sources(root), [], _in_place(root)
     for page in _pages(root):
         for name, body in blocks(page.read_text(encoding="utf-8")).items():
             want = sources.get(name)
-            if want is None:
+            if want is None and name in in_place:
+                if not (root / in_place[name].split()[0]).exists():
+                    problems.append(f"{page.relative_to(root)}: block {name!r} is written by {in_place[name]!r} "
+                                    "(guide.yaml in_place), which does not exist")
+            elif want is None:
                 problems.append(f"{page.relative_to(root)}: block {name!r} has no file docs/generated/{name}.md")
             elif body != (want if want.endswith("\n") else want + "\n"):
                 problems.append(f"{page.relative_to(root)}: block {name!r} differs from docs/generated/{name}.md "

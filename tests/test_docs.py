@@ -86,6 +86,40 @@ def test_findings_regenerated_from_a_run(tmp_path):
     assert len(times.splitlines()) == 3  # a notebook without a run is left out
 
 
+def test_findings_come_from_the_paper_report_when_it_has_one(tmp_path, monkeypatch):
+    """``clkit.<paper>.report.findings_markdown(results)`` wins; without it the notebook's closing
+    text, and without that results.json's ``summary``."""
+    import sys
+    import types
+
+    runs = tmp_path / "runs"
+    _executed(runs, "03_temporal_metrics", "closing text of the notebook")
+    res = runs / "03_temporal_metrics" / "results.json"
+    res.write_text(json.dumps({"notebook": "x", "results": {"summary": "summary key", "tas": 0.5}}))
+    report = types.ModuleType("clkit.temporal.report")
+    report.findings_markdown = lambda results: f"TAS is {results['tas']:.2f} (from the report)"
+    monkeypatch.setitem(sys.modules, "clkit.temporal.report", report)
+    assert "TAS is 0.50 (from the report)" in cd.findings_markdown(runs / "03_temporal_metrics")
+    del report.findings_markdown
+    text = cd.findings_markdown(runs / "03_temporal_metrics")
+    assert "closing text of the notebook" in text and "from the report" not in text
+    nb = runs / "03_temporal_metrics" / "03_temporal_metrics.ipynb"
+    nb.write_text(nb.read_text().replace("What this run shows", "Something else"))
+    assert "summary key" in cd.findings_markdown(runs / "03_temporal_metrics")
+
+
+def test_in_place_blocks_need_their_script(tmp_path):
+    root = tmp_path / "repo"
+    (root / "docs" / "generated").mkdir(parents=True)
+    (root / "docs" / "p.md").write_text("<!-- BEGIN generated: t -->\nx\n<!-- END generated: t -->\n")
+    assert "has no file docs/generated/t.md" in cd.check(root)[0]
+    (root / "docs" / "guide.yaml").write_text("in_place: {t: benchmarks/t.py}\n")
+    assert "benchmarks/t.py" in cd.check(root)[0] and "does not exist" in cd.check(root)[0]
+    (root / "benchmarks").mkdir()
+    (root / "benchmarks" / "t.py").write_text("")
+    assert cd.check(root) == []
+
+
 def test_regenerate_fills_blocks_and_check_finds_stale_ones(tmp_path, monkeypatch):
     root = tmp_path / "repo"
     (root / "docs" / "generated").mkdir(parents=True)
