@@ -47,7 +47,8 @@ def test_readme_is_a_landing_page():
     assert len(pictures) == 1 and (ROOT / pictures[0]).is_file()
     for nb in list_notebooks():
         assert f"notebooks/{nb}.ipynb" in text
-    for page in ("docs/index.md", "docs/running.md", "docs/your-method.md", "docs/teaching.md", "docs/data.md"):
+    for page in ("docs/index.md", "docs/running.md", "docs/your-method.md", "docs/teaching.md", "docs/data.md",
+                 "docs/development.md", "docs/benchmarks.md"):
         assert f"({page})" in text
 
 
