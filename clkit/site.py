@@ -25,8 +25,9 @@ is found (``$CLKIT_MATHJAX``, else Debian's ``libjs-mathjax`` in
 the parts its configuration loads (about 1.5 MB) are copied under ``mathjax/``
 and every page uses them. The template's require.js (loaded from a CDN, needed
 only by widget and AMD JavaScript outputs, which these pages do not carry: widget
-views are dropped, their text kept) is left out, so a page makes no request
-outside the site.
+views are dropped, their text kept) is left out, and so is its Mermaid loader (a
+script importing Mermaid from a CDN when a page has a Mermaid diagram, which no
+notebook has), so a page makes no request outside the site and names no CDN.
 
 Why nbconvert: it is Jupyter's own, maintained converter, already installed with
 JupyterLab and papermill, renders stored outputs as they are, so the site cannot
@@ -413,9 +414,10 @@ def build_site(runs="runs/default", out="site", readme="README.md", docs="docs",
                 targets[f"docs/images/{rel}"] = f"guide/images/{rel}"
 
     mathjax = local_mathjax()
-    # nbconvert's lab template, without the CDN require.js (see the module docstring)
+    # nbconvert's lab template, without the CDN require.js and Mermaid loader (see the module docstring)
     no_require = jinja2.DictLoader({"clkit.html.j2": "{%- extends 'index.html.j2' -%}{% block html_head_js_requirejs %}"
-                                                     "{% endblock html_head_js_requirejs %}"})
+                                                     "{% endblock html_head_js_requirejs %}"
+                                                     "{% block html_head_js_mermaidjs %}{% endblock html_head_js_mermaidjs %}"})
     if mathjax is not None:
         _copy_mathjax(mathjax, out)
         exporter = HTMLExporter(template_name="lab", mathjax_url=f"mathjax/MathJax.js?config={MATHJAX_CONFIG}")
