@@ -52,7 +52,7 @@ __all__ = ["build_site", "slug", "render_markdown"]
 STYLE = """
 .clkit-nav{font:14px/1.45 system-ui,sans-serif;background:#f4f6f8;border-bottom:1px solid #d0d7de;
  padding:8px 24px;margin:0 0 8px 0}
-.clkit-nav a{margin-right:12px;white-space:nowrap}
+.clkit-nav a{margin-right:12px;white-space:nowrap;color:#0969da;text-decoration:underline}
 .clkit-nav .sec{color:#57606a;margin-right:6px}
 .clkit-nav .sep{display:inline-block;width:10px}
 .clkit-nav .here{font-weight:600}
