@@ -606,25 +606,19 @@ def load_period_table(path, *, period_column: str = "period", label_column: str 
     feature_columns = _columns(df, p, feature_columns, "feature_columns")
     if not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
-    if df[period_column].isna().any():
-        raise ValueError(f"period_column: {period_column!r} of {str(p)!r} has a missing value at row "
-                         f"{int(np.flatnonzero(df[period_column].isna().to_numpy())[0])}")
-    if df[label_column].isna().any():
-        raise ValueError(f"label_column: {label_column!r} of {str(p)!r} has a missing value at row "
-                         f"{int(np.flatnonzero(df[label_column].isna().to_numpy())[0])}")
+    codes = {}
+    for par, col, what in (("period_column", period_column, "period"), ("label_column", label_column, "class")):
+        values = df[col]
+        if values.isna().any():
+            raise ValueError(f"{par}: {col!r} of {str(p)!r} has a missing value at row "
+                             f"{int(np.flatnonzero(values.isna().to_numpy())[0])}")
+        levels = sorted(values.unique().tolist())
+        if len(levels) < 2:
+            raise ValueError(f"{par}: {col!r} of {str(p)!r} has {len(levels)} {what} ({levels}); at least 2 are needed")
+        lookup = {v: i for i, v in enumerate(levels)}
+        codes[par] = levels, np.array([lookup[v] for v in values.tolist()], dtype=np.int64)
     x = _numeric(df, p, feature_columns, "feature_columns").astype(np.float32)
-    labels = sorted(df[label_column].unique().tolist())
-    if len(labels) < 2:
-        raise ValueError(f"label_column: {label_column!r} of {str(p)!r} has {len(labels)} class ({labels}); at "
-                         "least 2 are needed")
-    lookup = {v: i for i, v in enumerate(labels)}
-    y = np.array([lookup[v] for v in df[label_column].tolist()], dtype=np.int64)
-    periods = sorted(df[period_column].unique().tolist())
-    if len(periods) < 2:
-        raise ValueError(f"period_column: {period_column!r} of {str(p)!r} has {len(periods)} period; at least 2 "
-                         "are needed")
-    plookup = {v: i for i, v in enumerate(periods)}
-    pidx = np.array([plookup[v] for v in df[period_column].tolist()], dtype=np.int64)
+    (periods, pidx), (labels, y) = codes["period_column"], codes["label_column"]
     counts = np.bincount(pidx, minlength=len(periods))
     small = [periods[i] for i in np.flatnonzero(counts < min_per_period)]
     if small:
