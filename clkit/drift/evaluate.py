@@ -18,6 +18,7 @@ import torch
 from .._seed import torch_seeded, torch_threads
 from .._validate import check_choice, check_int, check_real
 from ..strategies import Strategy, Task, make_strategy
+from .protocol import eval_points
 from .streams import Stream
 
 __all__ = ["METHODS", "REGISTRY_NAME", "StreamRun", "task_accuracy", "eval_points", "run_stream", "make_learner",
@@ -78,21 +79,6 @@ def task_accuracy(logits: torch.Tensor, y: torch.Tensor, test_task, num_tasks: i
     n = np.bincount(t, minlength=num_tasks)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(n > 0, hits / np.maximum(n, 1), np.nan)
-
-
-def eval_points(num_batches: int, eval_every: int) -> np.ndarray:
-    """Batches after which to evaluate: ``Δ, 2Δ, ...`` and always the last batch.
-
-    Examples
-    --------
-    >>> eval_points(10, 4).tolist()
-    [4, 8, 10]
-    """
-    eval_every = check_int("eval_every", eval_every, low=1)
-    pts = np.arange(eval_every, num_batches + 1, eval_every)
-    if pts.size == 0 or pts[-1] != num_batches:
-        pts = np.append(pts, num_batches)
-    return pts
 
 
 def run_stream(strategy: Strategy, stream: Stream, y, test_idx, test_task, *, eval_every: int = 10,

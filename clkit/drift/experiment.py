@@ -14,13 +14,14 @@ import torch
 
 from .._seed import torch_seeded
 from .._validate import check_choice, check_choices, check_int, check_real, check_type
-from ..metrics import stream_auc, stream_average_accuracy, stream_forgetting
 from .cache import build_stream
 from .evaluate import METHODS, make_learner, run_stream, train_joint
+from .protocol import stream_metrics
 from .schedule import DEFAULT_TAU, latent_tasks, mixing_entropy, overlap_index
 from .streams import SAMPLINGS, SETTINGS
 
 __all__ = ["LatentTaskSplit", "split_tasks", "protocol_data", "stream_metrics", "StreamConfig", "run_grid",
+           "study_configs", "run_protocols",
            "check_params"]
 
 
@@ -119,21 +120,6 @@ def protocol_data(graph, classes_per_task: int = 2, test_fraction: float = 0.2, 
     sub = GraphData(graph.x[keep], induced_subgraph(graph.edge_index, keep), graph.y[keep], graph.name,
                     graph.source)
     return sub, split.relabel(new_id)
-
-
-def stream_metrics(acc) -> dict:
-    """The paper's four metrics from an accuracy-over-time array (num_evals, num_tasks).
-
-    AA and AF (hard transitions) and A_AUC and AF_s (mixing) via :mod:`clkit.metrics`;
-    AF and AF_s are the same formula (Eqs. in Sect. 5.1 and Eq. 8) and are both reported.
-
-    Examples
-    --------
-    >>> stream_metrics([[0.5, 0.1], [0.3, 0.7]])
-    {'AA': 0.5, 'AF': -0.1, 'A_AUC': 0.4, 'AF_s': -0.1}
-    """
-    return {"AA": stream_average_accuracy(acc), "AF": stream_forgetting(acc), "A_AUC": stream_auc(acc),
-            "AF_s": stream_forgetting(acc)}
 
 
 @dataclass(frozen=True)
@@ -262,8 +248,12 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
 
 def check_params(*, dataset, setting, sigma, sigmas, p, k_bl, batch_size, batch_sizes, sampling, methods, memory_size,
                  eval_every, seeds, classes_per_task, tau, hidden, lr, joint_epochs, test_fraction,
-                 protocol="text", **_):
+                 protocol="text", sweep_methods=None, all_methods=None, **_):
     """Validate notebook 05_drift's parameters; raises ``ValueError``/``TypeError`` naming the parameter.
+
+    ``sweep_methods`` must name online methods among ``all_methods`` (default:
+    ``methods``; the notebook passes its full list, plugins included, while
+    ``methods`` holds the kit's own names).
 
     Examples
     --------
@@ -312,3 +302,78 @@ def check_params(*, dataset, setting, sigma, sigmas, p, k_bl, batch_size, batch_
     check_real("lr", lr, low=0, low_open=True)
     check_int("joint_epochs", joint_epochs, low=1)
     check_real("test_fraction", test_fraction, low=0, high=1, low_open=True, high_open=True)
+    if sweep_methods is not None:
+        if not isinstance(sweep_methods, list) or not sweep_methods:
+            raise ValueError(f"sweep_methods must be a non-empty list, got {sweep_methods!r}")
+        pool = methods if all_methods is None else all_methods
+        for m in sweep_methods:
+            if m not in pool or m == "joint":
+                raise ValueError(f"sweep_methods must name online methods among methods={pool}, got {m!r}")
+
+
+def study_configs(*, sigma: float, sigmas, p: float, k_bl: int, batch_size: int, batch_sizes, sampling: str) -> dict:
+    """The stream configurations of notebook 05_drift, by role.
+
+    Returns
+    -------
+    dict of list of StreamConfig
+        ``main`` (hard, Gaussian at ``sigma``, boundary-local, global), ``sigma`` (the σ
+        sweep), ``sampling`` (the main Gaussian setting with the other sampling),
+        ``batch`` (the main Gaussian setting at the other batch sizes).
+
+    Examples
+    --------
+    >>> c = study_configs(sigma=3.0, sigmas=[1.0, 3.0], p=0.3, k_bl=2, batch_size=10, batch_sizes=[10, 20],
+    ...                   sampling="without")
+    >>> [x.label() for x in c["main"]][1], len(c["sigma"]), c["sampling"][0].sampling, c["batch"][0].batch_size
+    ('gaussian σ=3.0 B=10 without', 2, 'with', 20)
+    """
+    main = [StreamConfig("hard", batch_size=batch_size, sampling=sampling),
+            StreamConfig("gaussian", sigma=sigma, batch_size=batch_size, sampling=sampling),
+            StreamConfig("boundary_local", k_bl=k_bl, batch_size=batch_size, sampling=sampling),
+            StreamConfig("global", p=p, batch_size=batch_size, sampling=sampling)]
+    other = "with" if sampling == "without" else "without"
+    return {"main": main,
+            "sigma": [StreamConfig("gaussian", sigma=s, batch_size=batch_size, sampling=sampling) for s in sigmas],
+            "sampling": [StreamConfig("gaussian", sigma=sigma, batch_size=batch_size, sampling=other)],
+            "batch": [StreamConfig("gaussian", sigma=sigma, batch_size=b, sampling=sampling)
+                      for b in batch_sizes if b != batch_size]}
+
+
+def run_protocols(data: dict, configs: dict, methods, sweep_methods, seeds, **kwargs) -> dict:
+    """Notebook 05_drift's grid under every protocol of ``data``.
+
+    Every protocol runs ``methods`` on the main configurations; the first protocol
+    also on the other sampling. The σ sweep (and, under the first protocol, the
+    batch-size study) runs ``sweep_methods`` only.
+
+    Parameters
+    ----------
+    data : dict
+        ``protocol -> (graph, split)`` from :func:`protocol_data`, first protocol first.
+    configs : dict
+        From :func:`study_configs`.
+    methods, sweep_methods, seeds : list
+    **kwargs
+        Passed to :func:`run_grid` (hidden, lr, memory_size, eval_every, ...).
+
+    Returns
+    -------
+    dict
+        ``protocol -> (rows DataFrame, curves, streams)`` as :func:`run_grid` returns them.
+    """
+    import pandas as pd
+
+    protocols = list(data)
+    runs = {}
+    for pr in protocols:
+        g_pr, s_pr = data[pr]
+        first = pr == protocols[0]
+        main_cfgs = list(dict.fromkeys(configs["main"] + (configs["sampling"] if first else [])))
+        rows, curves, streams = run_grid(g_pr, s_pr, main_cfgs, methods, seeds, protocol=pr, **kwargs)
+        extra = [c for c in configs["sigma"] + (configs["batch"] if first else []) if c not in main_cfgs]
+        if extra:
+            r2, c2, s2 = run_grid(g_pr, s_pr, extra, sweep_methods, seeds, protocol=pr, **kwargs)
+            rows, curves, streams = rows + r2, {**curves, **c2}, {**streams, **s2}
+        runs[pr] = (pd.DataFrame(rows), curves, streams)
+    return runs

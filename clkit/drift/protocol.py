@@ -39,15 +39,17 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import check_choice, check_int, check_real
+from .._validate import check_choice, check_int
+from ..metrics import stream_auc, stream_average_accuracy, stream_forgetting
+from .schedule import (AUTHORS_TAU, SCHEDULE_AT, authors_gaussian_weights, authors_largest_remainder,
+                       authors_overlap_index, mixing_schedule)
 
 __all__ = ["PROTOCOLS", "AUTHORS_TAU", "Protocol", "get_protocol", "authors_gaussian_weights",
            "authors_largest_remainder", "authors_overlap_index", "schedule", "class_limit", "induced_subgraph",
-           "TaskEvaluator", "protocol_eval_points", "segment_references", "protocol_metrics"]
+           "TaskEvaluator", "eval_points", "protocol_eval_points", "segment_references", "stream_metrics",
+           "protocol_metrics"]
 
 PROTOCOLS = ["text", "authors"]
-#: dominance threshold of the overlap index in the authors' code (``gaussian_utils.overlap_index``)
-AUTHORS_TAU = 0.9
 
 
 @dataclass(frozen=True)
@@ -71,8 +73,8 @@ class Protocol:
 
 
 _PROTOCOLS = {
-    "text": Protocol("text", "midpoint", False, False, False, False, "max", 0.0, 0.0, False, False, "gcn", None, 256),
-    "authors": Protocol("authors", "integer", True, True, True, True, "segment", 0.2, 5e-4, True, True, "authors",
+    "text": Protocol("text", SCHEDULE_AT["text"], False, False, False, False, "max", 0.0, 0.0, False, False, "gcn", None, 256),
+    "authors": Protocol("authors", SCHEDULE_AT["authors"], True, True, True, True, "segment", 0.2, 5e-4, True, True, "authors",
                         1, 2000),
 }
 
@@ -94,65 +96,9 @@ def get_protocol(protocol) -> Protocol:
     return _PROTOCOLS[check_choice("protocol", protocol, PROTOCOLS)]
 
 
-# ------------------------------------------------------------------ schedule
-def authors_gaussian_weights(centers, total_batches: int, sigma: float) -> np.ndarray:
-    """Gaussian mixing weights at integer batch index ``t``, in the authors' arithmetic.
-
-    ``log w = -0.5 ((t - mu) / sigma)^2``, minus its row maximum, exponentiated and
-    normalised -- the same floating-point operations as their ``gaussian_task_weights``,
-    so the rounding to batch counts agrees exactly.
-
-    Examples
-    --------
-    >>> authors_gaussian_weights([0.5, 1.5], 2, 1.0).round(3).tolist()
-    [[0.731, 0.269], [0.5, 0.5]]
-    """
-    sigma = check_real("sigma", sigma, low=0, low_open=True)
-    total_batches = check_int("total_batches", total_batches, low=1)
-    mu = np.asarray(centers, dtype=np.float64)
-    t = np.arange(total_batches, dtype=np.int64)[:, None]
-    log_w = -0.5 * ((t - mu[None, :]) / sigma) ** 2
-    log_w = log_w - log_w.max(axis=1, keepdims=True)
-    w = np.exp(log_w)
-    return w / w.sum(axis=1, keepdims=True)
-
-
-def authors_largest_remainder(weights, batch_size: int) -> np.ndarray:
-    """Batch counts by largest remainder with the authors' tie rule.
-
-    ``floor(w B)``, then the left-over slots go to the largest fractional parts,
-    ties broken as ``np.argsort(frac)[::-1]`` does (the later task first).
-
-    Examples
-    --------
-    >>> authors_largest_remainder([[0.25, 0.25, 0.5]], 2).tolist()
-    [[0, 1, 1]]
-    """
-    batch_size = check_int("batch_size", batch_size, low=1)
-    w = np.asarray(weights, dtype=np.float64)
-    raw = w * batch_size
-    counts = np.floor(raw).astype(np.int64)
-    left = batch_size - counts.sum(axis=1)
-    out = counts.copy()
-    for i in range(w.shape[0]):  # one argsort per row, exactly as the authors' code
-        if left[i] > 0:
-            out[i, np.argsort(raw[i] - counts[i])[::-1][: left[i]]] += 1
-    return out
-
-
-def authors_overlap_index(weights, tau: float = AUTHORS_TAU) -> float:
-    """Fraction of batches where no task has weight >= ``tau`` (0.9 in the authors' code)."""
-    w = np.asarray(weights, dtype=float)
-    return float(np.mean(w.max(axis=1) < tau))
-
-
 def schedule(task_sizes, batch_size: int, sigma: float, protocol="text"):
-    """Weights and batch counts of the Gaussian schedule under ``protocol``.
-
-    Returns
-    -------
-    weights : ndarray, shape (T, K)
-    counts : ndarray of int64, shape (T, K)
+    """Weights and batch counts of the Gaussian schedule under ``protocol``
+    (:func:`clkit.drift.schedule.mixing_schedule` at the protocol's ``schedule_at``).
 
     Examples
     --------
@@ -160,15 +106,7 @@ def schedule(task_sizes, batch_size: int, sigma: float, protocol="text"):
     >>> c.tolist()
     [[10, 0], [9, 1], [5, 5], [1, 9]]
     """
-    from .schedule import gaussian_weights, largest_remainder, task_centers
-
-    p = get_protocol(protocol)
-    mu, _, T = task_centers(np.asarray(task_sizes), batch_size)
-    if p.schedule_at == "integer":
-        w = authors_gaussian_weights(mu, T, sigma)
-        return w, authors_largest_remainder(w, batch_size)
-    w = gaussian_weights(mu, T, sigma)
-    return w, largest_remainder(w, batch_size)
+    return mixing_schedule(task_sizes, batch_size, sigma, at=get_protocol(protocol).schedule_at)
 
 
 # ------------------------------------------------------------------ evaluation
@@ -281,6 +219,21 @@ class TaskEvaluator:
         return acc, float(hits.sum() / max(n.sum(), 1))
 
 
+def eval_points(num_batches: int, eval_every: int) -> np.ndarray:
+    """Batches after which to evaluate: ``Δ, 2Δ, ...`` and always the last batch.
+
+    Examples
+    --------
+    >>> eval_points(10, 4).tolist()
+    [4, 8, 10]
+    """
+    eval_every = check_int("eval_every", eval_every, low=1)
+    pts = np.arange(eval_every, num_batches + 1, eval_every)
+    if pts.size == 0 or pts[-1] != num_batches:
+        pts = np.append(pts, num_batches)
+    return pts
+
+
 def protocol_eval_points(num_batches: int, eval_every: int, protocol="text") -> np.ndarray:
     """Batches trained at each evaluation: ``Δ, 2Δ, ..., T`` (text) or ``0, Δ, 2Δ, ..., T`` (authors).
 
@@ -291,8 +244,6 @@ def protocol_eval_points(num_batches: int, eval_every: int, protocol="text") -> 
     >>> protocol_eval_points(8, 4, "authors").tolist()   # the authors' loop: 0, 4 before training, 8 at the end
     [0, 4, 8]
     """
-    from .evaluate import eval_points
-
     pts = eval_points(num_batches, eval_every)
     return np.concatenate([[0], pts]) if get_protocol(protocol).eval_at_start else pts
 
@@ -320,6 +271,21 @@ def segment_references(weights, eval_batches) -> np.ndarray:
     return ref
 
 
+def stream_metrics(acc) -> dict:
+    """The paper's four metrics from an accuracy-over-time array (num_evals, num_tasks).
+
+    AA and AF (hard transitions) and A_AUC and AF_s (mixing) via :mod:`clkit.metrics`;
+    AF and AF_s are the same formula (Eqs. in Sect. 5.1 and Eq. 8) and are both reported.
+
+    Examples
+    --------
+    >>> stream_metrics([[0.5, 0.1], [0.3, 0.7]])
+    {'AA': 0.5, 'AF': -0.1, 'A_AUC': 0.4, 'AF_s': -0.1}
+    """
+    return {"AA": stream_average_accuracy(acc), "AF": stream_forgetting(acc), "A_AUC": stream_auc(acc),
+            "AF_s": stream_forgetting(acc)}
+
+
 def protocol_metrics(acc, pooled, protocol="text", *, weights=None, eval_batches=None, hard: bool = False) -> dict:
     """AA, AF, A_AUC and AF_s of one run under ``protocol`` (fractions; forgetting <= 0 is worse).
 
@@ -338,8 +304,6 @@ def protocol_metrics(acc, pooled, protocol="text", *, weights=None, eval_batches
     >>> [round(m[k], 3) for k in ("AA", "AF", "A_AUC", "AF_s")]
     [0.5, -0.3, 0.333, -0.3]
     """
-    from .experiment import stream_metrics
-
     p = get_protocol(protocol)
     if not p.pooled:
         return stream_metrics(acc)

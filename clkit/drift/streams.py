@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validate import check_choice, check_int, check_real
-from .schedule import hard_weights, task_centers
+from .schedule import SCHEDULE_AT, hard_weights, mixing_schedule, task_centers
 
 __all__ = [
     "Stream",
@@ -179,9 +179,8 @@ def gaussian_stream(task_nodes, batch_size: int, sigma: float, *, sampling: str 
     """
     batch_size, sizes = _check_common(task_nodes, batch_size, sampling)
     sigma = check_real("sigma", sigma, low=0, low_open=True)
-    from .protocol import schedule
-
-    w, counts = schedule(sizes, batch_size, sigma, protocol)
+    protocol = check_choice("protocol", protocol, list(SCHEDULE_AT))
+    w, counts = mixing_schedule(sizes, batch_size, sigma, at=SCHEDULE_AT[protocol])
     rng = np.random.default_rng(seed)
     batches = fill_counts(task_nodes, counts, sampling=sampling, rng=rng)
     return Stream(batches, counts, w, "gaussian", {"sigma": sigma, "sampling": sampling, "seed": seed,
