@@ -308,3 +308,29 @@ def test_authors_gss_stages_ten_then_fills_then_replaces_only_below_the_threshol
     assert never.mem_x.tolist() == perm[:30].tolist()  # the first 30 nodes, kept
     always = run(2.0)
     assert len(always.mem_y) == 30 and always.replacements > 0
+
+
+# ---------------------------------------------------------------- evaluation interval per protocol (issue 25, 1)
+def test_each_protocol_has_its_own_interval_the_authors_100_unless_set():
+    assert drift.AUTHORS_EVAL_EVERY == 100
+    assert drift.eval_intervals(["text", "authors"], 20) == ({"text": 20, "authors": 100}, [])
+    assert drift.eval_intervals(["text", "authors"], 20, 100) == ({"text": 20, "authors": 100}, [])
+    every, notes = drift.eval_intervals(["text", "authors"], 20, 7)
+    assert every == {"text": 20, "authors": 7}
+    assert len(notes) == 1 and "every 7 batches" in notes[0] and "not every 100" in notes[0]
+    assert drift.eval_intervals(["text"], 5, 7) == ({"text": 5}, [])  # no authors run, nothing overridden
+    with pytest.raises(ValueError, match="eval_every_authors"):
+        drift.eval_intervals(["authors"], 5, 0)
+
+
+def test_run_protocols_evaluates_each_protocol_at_its_own_interval():
+    g = csbm(240, 4, feature_signal=1.0, seed=1)
+    data = {pr: drift.protocol_data(g, 2, 0.2, seed=1, protocol=pr) for pr in drift.PROTOCOLS}
+    cfg = drift.StreamConfig("gaussian", sigma=2.0)
+    configs = {"main": [cfg], "sigma": [], "sampling": [], "batch": []}
+    runs = drift.run_protocols(data, configs, ["bare"], ["bare"], [1], hidden=8, memory_size=10,
+                               eval_every={"text": 2, "authors": 5}, joint_epochs=1, cache=False, progress=False)
+    for pr, every in (("text", 2), ("authors", 5)):
+        when, _ = runs[pr][1][(cfg, "bare", 1)]
+        T = runs[pr][2][(cfg, 1)].num_batches
+        assert when.tolist() == drift.protocol_eval_points(T, every, pr).tolist()

@@ -13,6 +13,9 @@ def test_smoke_results(run_smoke):
     # overlap grows along the sigma sweep
     sweep = {float(k): v for k, v in r["sigma_sweep_overlap"].items()}
     assert sweep[min(sweep)] < sweep[max(sweep)]
+    # each protocol its own interval; smoke overrides the authors' 100 and says so (issue 25, item 1)
+    assert r["eval_every"] == {"text": 4, "authors": 4}
+    assert len(r["eval_every_notes"]) == 1 and "not every 100" in r["eval_every_notes"][0]
     methods = results["params"]["methods"]
     assert set(r["results_by_protocol"]) == {"text", "authors"}
     for prot, table in r["results_by_protocol"].items():

@@ -22,7 +22,7 @@ authors -> experiment -> report, plots.
 
 from .experiment import (LatentTaskSplit, StreamConfig, check_params, protocol_data, run_grid, run_protocols,
                          split_tasks, stream_metrics, study_configs)
-from .protocol import (AUTHORS_TAU, PROTOCOLS, Protocol, TaskEvaluator, get_protocol, protocol_eval_points,
+from .protocol import (AUTHORS_EVAL_EVERY, AUTHORS_TAU, eval_intervals, PROTOCOLS, Protocol, TaskEvaluator, get_protocol, protocol_eval_points,
                        protocol_metrics)
 from .evaluate import METHODS, StreamRun, eval_points, make_learner, run_stream, task_accuracy, train_joint
 from .cache import build_stream, stream_key
@@ -33,7 +33,7 @@ from .streams import (SAMPLINGS, SETTINGS, Stream, boundary_local_stream, fill_c
 
 __all__ = [
     "LatentTaskSplit", "StreamConfig", "check_params", "protocol_data", "run_grid", "run_protocols", "study_configs",
-    "AUTHORS_TAU", "PROTOCOLS", "Protocol", "TaskEvaluator", "get_protocol", "protocol_eval_points",
+    "AUTHORS_EVAL_EVERY", "eval_intervals", "AUTHORS_TAU", "PROTOCOLS", "Protocol", "TaskEvaluator", "get_protocol", "protocol_eval_points",
     "protocol_metrics", "split_tasks", "stream_metrics", "METHODS",
     "StreamRun", "eval_points", "make_learner", "run_stream", "task_accuracy", "train_joint",
     "build_stream", "stream_key",

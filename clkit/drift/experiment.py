@@ -248,7 +248,7 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
 
 def check_params(*, dataset, setting, sigma, sigmas, p, k_bl, batch_size, batch_sizes, sampling, methods, memory_size,
                  eval_every, seeds, classes_per_task, tau, hidden, lr, joint_epochs, test_fraction,
-                 protocol="text", sweep_methods=None, all_methods=None, **_):
+                 protocol="text", sweep_methods=None, all_methods=None, eval_every_authors=None, **_):
     """Validate notebook 05_drift's parameters; raises ``ValueError``/``TypeError`` naming the parameter.
 
     ``sweep_methods`` must name online methods among ``all_methods`` (default:
@@ -291,6 +291,8 @@ def check_params(*, dataset, setting, sigma, sigmas, p, k_bl, batch_size, batch_
     check_choices("methods", methods, METHODS)
     check_int("memory_size", memory_size, low=1)
     check_int("eval_every", eval_every, low=1)
+    if eval_every_authors is not None:
+        check_int("eval_every_authors", eval_every_authors, low=1)
     check_type("seeds", seeds, list)
     if not seeds:
         raise ValueError("seeds must name at least one seed, got []")
@@ -355,7 +357,8 @@ def run_protocols(data: dict, configs: dict, methods, sweep_methods, seeds, **kw
         From :func:`study_configs`.
     methods, sweep_methods, seeds : list
     **kwargs
-        Passed to :func:`run_grid` (hidden, lr, memory_size, eval_every, ...).
+        Passed to :func:`run_grid` (hidden, lr, memory_size, ...); ``eval_every`` may be
+        a dict ``protocol -> Δ`` (:func:`clkit.drift.protocol.eval_intervals`).
 
     Returns
     -------
@@ -365,9 +368,11 @@ def run_protocols(data: dict, configs: dict, methods, sweep_methods, seeds, **kw
     import pandas as pd
 
     protocols = list(data)
+    every = kwargs.pop("eval_every", 10)
     runs = {}
     for pr in protocols:
         g_pr, s_pr = data[pr]
+        kwargs["eval_every"] = every[pr] if isinstance(every, dict) else every
         first = pr == protocols[0]
         main_cfgs = list(dict.fromkeys(configs["main"] + (configs["sampling"] if first else [])))
         rows, curves, streams = run_grid(g_pr, s_pr, main_cfgs, methods, seeds, protocol=pr, **kwargs)

@@ -46,10 +46,12 @@ from .schedule import (AUTHORS_TAU, SCHEDULE_AT, authors_gaussian_weights, autho
 
 __all__ = ["PROTOCOLS", "AUTHORS_TAU", "Protocol", "get_protocol", "authors_gaussian_weights",
            "authors_largest_remainder", "authors_overlap_index", "schedule", "class_limit", "induced_subgraph",
-           "TaskEvaluator", "eval_points", "protocol_eval_points", "segment_references", "stream_metrics",
+           "TaskEvaluator", "AUTHORS_EVAL_EVERY", "eval_intervals", "eval_points", "protocol_eval_points", "segment_references", "stream_metrics",
            "protocol_metrics"]
 
 PROTOCOLS = ["text", "authors"]
+#: evaluation interval of the authors' code, in batches (``main.py --log_every``, default 100)
+AUTHORS_EVAL_EVERY = 100
 
 
 @dataclass(frozen=True)
@@ -70,12 +72,13 @@ class Protocol:
     backbone: str  # "gcn" | "authors"
     joint_epochs: int | None  # None: the caller's joint_epochs
     joint_batch_size: int
+    default_eval_every: int | None = None  # None: the caller's eval_every; authors: their log_every (100)
 
 
 _PROTOCOLS = {
     "text": Protocol("text", SCHEDULE_AT["text"], False, False, False, False, "max", 0.0, 0.0, False, False, "gcn", None, 256),
     "authors": Protocol("authors", SCHEDULE_AT["authors"], True, True, True, True, "segment", 0.2, 5e-4, True, True, "authors",
-                        1, 2000),
+                        1, 2000, AUTHORS_EVAL_EVERY),
 }
 
 
@@ -110,6 +113,42 @@ def schedule(task_sizes, batch_size: int, sigma: float, protocol="text"):
 
 
 # ------------------------------------------------------------------ evaluation
+def eval_intervals(protocols, eval_every: int, eval_every_authors: int | None = None) -> tuple[dict, list]:
+    """Each protocol's evaluation interval Δ, and a note for every interval that departs from its protocol's.
+
+    ``"text"`` evaluates every ``eval_every`` batches (the paper names no interval);
+    ``"authors"`` every ``eval_every_authors``, by default the released code's 100
+    (:data:`AUTHORS_EVAL_EVERY`). A run that sets another value for the authors gets a
+    note saying so.
+
+    Returns
+    -------
+    intervals : dict -- ``protocol -> Δ``
+    notes : list of str -- one sentence per override
+
+    Examples
+    --------
+    >>> eval_intervals(["text", "authors"], 20)
+    ({'text': 20, 'authors': 100}, [])
+    >>> print(eval_intervals(["authors"], 20, 4)[1][0])
+    authors protocol: evaluated every 4 batches (eval_every_authors = 4), not every 100 as the released code (log_every)
+    """
+    eval_every = check_int("eval_every", eval_every, low=1)
+    out, notes = {}, []
+    for name in protocols:
+        p = get_protocol(name)
+        if p.default_eval_every is None:
+            out[p.name] = eval_every
+            continue
+        given = p.default_eval_every if eval_every_authors is None else \
+            check_int("eval_every_authors", eval_every_authors, low=1)
+        out[p.name] = given
+        if given != p.default_eval_every:
+            notes.append(f"{p.name} protocol: evaluated every {given} batches (eval_every_authors = {given}), "
+                         f"not every {p.default_eval_every} as the released code (log_every)")
+    return out, notes
+
+
 def class_limit(task_classes, k: int) -> int:
     """Classes scored for task ``k`` under the authors' protocol: ``0 .. max class of tasks <= k``.
 
