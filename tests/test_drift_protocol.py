@@ -334,3 +334,73 @@ def test_run_protocols_evaluates_each_protocol_at_its_own_interval():
         when, _ = runs[pr][1][(cfg, "bare", 1)]
         T = runs[pr][2][(cfg, 1)].num_batches
         assert when.tolist() == drift.protocol_eval_points(T, every, pr).tolist()
+
+
+# ---------------------------------------------------------------- the authors' hard setting (issue 25, 2)
+def _authors_hard_loop(task_of_batch, log_every, acc_rows):
+    """Transcription of the rule read in the authors' ``pipeline_tfocis`` and ``metrics.confusion_matrix``:
+    evaluate before batch i when ``i % log_every == 0`` or its task differs from the current one (tagged
+    with the current task, which then becomes the batch's), once more after the stream; AA is the mean of
+    the final row, AF the mean of final minus the row that closes each task's tags."""
+    evals, tags, cur = [], [], 0
+    for i, t in enumerate(task_of_batch):
+        if i % log_every == 0 or t != cur:
+            evals.append(i)
+            tags.append(cur)
+            cur = t
+    evals.append(len(task_of_batch))
+    tags.append(cur)
+    nt = max(tags) + 1
+    changes = [i for i in range(1, len(tags)) if tags[i] != tags[i - 1]]
+    rows = np.asarray(acc_rows)[np.array(changes + [len(tags)]) - 1]
+    fin = rows[nt - 1]
+    return evals, float(fin.mean()), float((fin - np.diag(rows[:nt])).mean())
+
+
+@pytest.mark.parametrize("log_every", [1, 3, 4, 100])
+def test_authors_hard_setting_evaluation_points_and_metrics_equal_their_loop(log_every):
+    tasks = [np.arange(0, 23), np.arange(23, 30), np.arange(30, 45)]  # 5 + 2 + 3 batches of 5, last ones partial
+    s = drift.hard_stream(tasks, 5, seed=3, partial_last=True)
+    assert s.counts.sum(1).tolist() == [5, 5, 5, 5, 3, 5, 2, 5, 5, 5]
+    seen = np.sort(s.batches[s.batches >= 0])
+    assert seen.tolist() == list(range(45))  # every node exactly once, no batch crosses a task boundary
+    task_of_batch = s.counts.argmax(1)
+    pts = protocol_eval_points(s.num_batches, log_every, "authors", task_of_batch=task_of_batch)
+    acc = np.random.default_rng(log_every).uniform(size=(len(pts), 3))
+    evals, aa, af = _authors_hard_loop(task_of_batch.tolist(), log_every, acc)
+    assert pts.tolist() == evals
+    m = protocol_metrics(acc, np.full(len(pts), 0.5), "authors", weights=s.weights, eval_batches=pts, hard=True)
+    assert m["AA"] == pytest.approx(aa) and m["AF"] == pytest.approx(af)
+    # the text protocol keeps its own rule: no task-change evaluations, AA the mean final accuracy
+    assert protocol_eval_points(s.num_batches, log_every, "text", task_of_batch=task_of_batch).tolist() == \
+        drift.eval_points(s.num_batches, log_every).tolist()
+
+
+def test_authors_hard_setting_trains_each_task_on_its_own_subgraph():
+    g = csbm(240, 4, feature_signal=1.0, seed=1)
+    g2, sp = drift.protocol_data(g, 2, 0.2, seed=1, protocol="authors")
+    cfg = drift.StreamConfig("hard")
+    rows, curves, streams = drift.run_grid(g2, sp, [cfg], ["bare"], [1], hidden=8, eval_every=100, cache=False,
+                                           progress=False, protocol="authors")
+    s = streams[(cfg, 1)]
+    assert (s.batches < 0).any() and s.meta["partial_last"]
+    when, _ = curves[(cfg, "bare", 1)]
+    changes = (np.flatnonzero(np.diff(s.counts.argmax(1))) + 1).tolist()
+    assert when.tolist() == sorted({0, *changes, s.num_batches})
+    # the hook swaps the model's graph to the task's subgraph when the task changes
+    from clkit.drift.experiment import _before_step
+
+    calls = []
+
+    class Spy:
+        logit_limit = None
+
+        def set_graph(self, ei):
+            calls.append(ei)
+
+    task_of_node = np.array([0, 0, 1, 1])
+    hook = _before_step(Spy(), False, ["g0", "g1"], task_of_node)
+    for idx in ([0, 1], [1], [2, 3], [3]):
+        hook(torch.tensor(idx), torch.tensor([0]))
+    assert calls == ["g0", "g1"]
+    assert _before_step(Spy(), False, None, None) is None

@@ -179,7 +179,7 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
     """
     from ..models.gcn import GCN, AuthorsGCN
     from .authors import make_authors_learner
-    from .protocol import TaskEvaluator, _even, get_protocol, protocol_metrics
+    from .protocol import TaskEvaluator, get_protocol, induced_subgraph, protocol_eval_points, protocol_metrics
 
     p = get_protocol(protocol)
     own = [m for m in methods if m in METHODS]  # others: clkit strategies and plugins (make_learner)
@@ -194,6 +194,15 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
                 return AuthorsGCN(graph.x, graph.edge_index, C, hidden=hidden, seed=seed)
             return GCN(graph.x, graph.edge_index, C, hidden=hidden)
 
+    task_graphs, task_of_node = None, None
+    if p.hard_task_loop and any(c.setting == "hard" for c in configs):
+        # the authors' hard loop trains each task on its own subgraph: its train and test nodes
+        task_of_node = np.full(graph.num_nodes, -1, dtype=np.int64)
+        task_graphs = []
+        for k, nodes in enumerate(split.task_nodes):
+            own = np.concatenate([np.asarray(nodes), np.asarray(split.test_idx)[np.asarray(split.test_task) == k]])
+            task_of_node[np.asarray(nodes)] = k
+            task_graphs.append(torch.as_tensor(own)[induced_subgraph(graph.edge_index, own)])
     joint_cache: dict[int, tuple] = {}
     todo = [(c, s) for c in configs for s in seeds]
     it = todo
@@ -227,13 +236,14 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
                                                    weight_decay=p.weight_decay)
                 else:
                     learner = make_learner(method, model, lr=lr, memory_size=memory_size, seed=seed)
-                before = None
-                if p.seen_class_loss:
-                    def before(idx, yb, model=model):
-                        top = int(yb.max()) + 1
-                        model.logit_limit = max(model.logit_limit or 0, _even(top))
-                run = run_stream(learner, stream, graph.y, split.test_idx, split.test_task, eval_every=eval_every,
-                                 evaluator=evaluator, eval_at_start=p.eval_at_start, before_step=before)
+                task_loop = p.hard_task_loop and cfg.setting == "hard"
+                before = _before_step(model, p.seen_class_loss, task_graphs if task_loop else None, task_of_node)
+                points = protocol_eval_points(stream.num_batches, eval_every, p,
+                                              task_of_batch=stream.counts.argmax(1) if task_loop else None)
+                run = run_stream(learner, stream, graph.y, split.test_idx, split.test_task, evaluator=evaluator,
+                                 before_step=before, points=points)
+                if task_loop:
+                    model.set_graph(graph.edge_index)
                 curves[(cfg, method, seed)] = (run.eval_batches, run.acc)
                 m = protocol_metrics(run.acc, run.pooled, p, weights=stream.weights, eval_batches=run.eval_batches,
                                      hard=cfg.setting != "gaussian")
@@ -244,6 +254,29 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
                          "method": method, "seed": seed, "overlap": ov, "entropy": ent, "protocol": p.name,
                          "detector_firings": firings, **m})
     return rows, curves, streams
+
+
+def _before_step(model, seen_class_loss: bool, task_graphs, task_of_node):
+    """The per-step hook of a run: the seen-class logit limit and, in the authors' hard loop, the task's subgraph.
+
+    Returns None when there is nothing to do.
+    """
+    from .protocol import _even
+
+    if not seen_class_loss and task_graphs is None:
+        return None
+    state = {"task": None}
+
+    def before(idx, yb):
+        if seen_class_loss:
+            model.logit_limit = max(model.logit_limit or 0, _even(int(yb.max()) + 1))
+        if task_graphs is not None:
+            k = int(task_of_node[int(idx[0])])
+            if k != state["task"]:
+                model.set_graph(task_graphs[k])
+                state["task"] = k
+
+    return before
 
 
 def check_params(*, dataset, setting, sigma, sigmas, p, k_bl, batch_size, batch_sizes, sampling, methods, memory_size,

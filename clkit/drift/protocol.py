@@ -22,8 +22,13 @@ that change the conclusions. Both are available, selected by one name:
     - evaluations at batch 0 (the untrained model), every ``eval_every`` batches and
       at the end, all counted in A_AUC and in AF_s's maximum (their default
       interval is 100 batches);
-    - in the hard setting AF is final minus the accuracy at the end of the task's own
-      segment (the last evaluation while the stream was in that task);
+    - the hard setting runs their per-task loop (``pipeline_tfocis`` with
+      ``Continuum``): each task's nodes shuffled and cut into batches that never cross
+      a task boundary (the last one partial), each batch trained on its task's own
+      subgraph, an evaluation also at every task change, AA = mean over tasks of the
+      final per-task accuracies (``confusion_matrix``'s ``fin.mean()``) and AF = final
+      minus the accuracy at the end of the task's own segment (the last evaluation
+      tagged with that task), so it can be positive;
     - 60/20/20 split (validation nodes are dropped from the graph the model sees);
       weight decay 5e-4; loss over the classes seen so far; replayed nodes enter as
       isolated nodes; their backbone (:class:`clkit.models.gcn.AuthorsGCN`); Joint
@@ -73,12 +78,13 @@ class Protocol:
     joint_epochs: int | None  # None: the caller's joint_epochs
     joint_batch_size: int
     default_eval_every: int | None = None  # None: the caller's eval_every; authors: their log_every (100)
+    hard_task_loop: bool = False  # hard setting as the authors' per-task loop (see the module docstring)
 
 
 _PROTOCOLS = {
     "text": Protocol("text", SCHEDULE_AT["text"], False, False, False, False, "max", 0.0, 0.0, False, False, "gcn", None, 256),
     "authors": Protocol("authors", SCHEDULE_AT["authors"], True, True, True, True, "segment", 0.2, 5e-4, True, True, "authors",
-                        1, 2000, AUTHORS_EVAL_EVERY),
+                        1, 2000, AUTHORS_EVAL_EVERY, True),
 }
 
 
@@ -273,8 +279,12 @@ def eval_points(num_batches: int, eval_every: int) -> np.ndarray:
     return pts
 
 
-def protocol_eval_points(num_batches: int, eval_every: int, protocol="text") -> np.ndarray:
+def protocol_eval_points(num_batches: int, eval_every: int, protocol="text", task_of_batch=None) -> np.ndarray:
     """Batches trained at each evaluation: ``Δ, 2Δ, ..., T`` (text) or ``0, Δ, 2Δ, ..., T`` (authors).
+
+    With ``task_of_batch`` (shape (T,), the hard setting) the authors' loop also
+    evaluates before the first batch of every new task: at ``i`` whenever
+    ``task_of_batch[i] != task_of_batch[i - 1]`` (their ``t != current_task``).
 
     Examples
     --------
@@ -282,9 +292,18 @@ def protocol_eval_points(num_batches: int, eval_every: int, protocol="text") -> 
     ([4, 8, 10], [0, 4, 8, 10])
     >>> protocol_eval_points(8, 4, "authors").tolist()   # the authors' loop: 0, 4 before training, 8 at the end
     [0, 4, 8]
+    >>> protocol_eval_points(8, 4, "authors", task_of_batch=[0, 0, 0, 1, 1, 1, 2, 2]).tolist()
+    [0, 3, 4, 6, 8]
     """
+    p = get_protocol(protocol)
     pts = eval_points(num_batches, eval_every)
-    return np.concatenate([[0], pts]) if get_protocol(protocol).eval_at_start else pts
+    if p.eval_at_start:
+        pts = np.concatenate([[0], pts])
+    if task_of_batch is not None and p.hard_task_loop:
+        tb = np.asarray(task_of_batch)
+        changes = np.flatnonzero(tb[1:] != tb[:-1]) + 1
+        pts = np.union1d(pts, changes)
+    return pts.astype(np.int64)
 
 
 def segment_references(weights, eval_batches) -> np.ndarray:
@@ -331,17 +350,19 @@ def protocol_metrics(acc, pooled, protocol="text", *, weights=None, eval_batches
     text: AA = mean final per-task accuracy, A_AUC = mean over evaluations of the
     per-task mean, AF = AF_s = mean over tasks of (final - max). authors: AA = final
     pooled accuracy, A_AUC = mean of the pooled accuracy over all evaluations (batch 0
-    included), AF_s = mean over tasks of (final - max); AF (``hard=True``, with
-    ``weights`` and ``eval_batches``) = mean over tasks of (final - accuracy at the end of
-    the task's own segment), else AF_s.
+    included), AF_s = mean over tasks of (final - max); with ``hard=True`` (and
+    ``weights``, ``eval_batches``) AF = mean over tasks of (final - accuracy at the end of
+    the task's own segment) (``hard_af="segment"``) and AA = mean over tasks of the
+    final per-task accuracies (``hard_task_loop``: their ``confusion_matrix``, which
+    scores every non-Gaussian setting), else AF = AF_s.
 
     Examples
     --------
     >>> acc = np.array([[0.0, 0.0], [0.8, 0.0], [0.2, 0.9]])
     >>> m = protocol_metrics(acc, [0.0, 0.5, 0.5], "authors", weights=np.eye(2)[[0, 1]],
     ...                      eval_batches=[0, 1, 2], hard=True)
-    >>> [round(m[k], 3) for k in ("AA", "AF", "A_AUC", "AF_s")]
-    [0.5, -0.3, 0.333, -0.3]
+    >>> [round(m[k], 3) for k in ("AA", "AF", "A_AUC", "AF_s")]   # AA: mean of 0.2 and 0.9
+    [0.55, -0.3, 0.333, -0.3]
     """
     p = get_protocol(protocol)
     if not p.pooled:
@@ -349,9 +370,12 @@ def protocol_metrics(acc, pooled, protocol="text", *, weights=None, eval_batches
     a = np.asarray(acc, dtype=float)
     pooled = np.asarray(pooled, dtype=float)
     af_s = float(np.nanmean(a[-1] - np.nanmax(a, axis=0)))
-    af = af_s
+    af, aa = af_s, float(pooled[-1])
     if hard and weights is not None and eval_batches is not None:
-        ref = segment_references(weights, eval_batches)
-        k = np.flatnonzero(ref >= 0)
-        af = float(np.nanmean(a[-1, k] - a[ref[k], k])) if k.size else float("nan")
-    return {"AA": float(pooled[-1]), "AF": af, "A_AUC": float(np.mean(pooled)), "AF_s": af_s}
+        if p.hard_af == "segment":
+            ref = segment_references(weights, eval_batches)
+            k = np.flatnonzero(ref >= 0)
+            af = float(np.nanmean(a[-1, k] - a[ref[k], k])) if k.size else float("nan")
+        if p.hard_task_loop:
+            aa = float(np.nanmean(a[-1]))
+    return {"AA": aa, "AF": af, "A_AUC": float(np.mean(pooled)), "AF_s": af_s}
