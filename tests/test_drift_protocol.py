@@ -404,3 +404,16 @@ def test_authors_hard_setting_trains_each_task_on_its_own_subgraph():
         hook(torch.tensor(idx), torch.tensor([0]))
     assert calls == ["g0", "g1"]
     assert _before_step(Spy(), False, None, None) is None
+
+
+def test_er_loss_forms_are_named_the_authors_two_means_by_default():
+    from clkit.drift.authors import ER_LOSS_FORMS, AuthorsER
+
+    assert ER_LOSS_FORMS == ["two_means", "one_mean"]
+    net = GCN(torch.eye(6), torch.tensor([[0, 1], [1, 0]]), num_classes=2, hidden=4)
+    assert make_authors_learner("er", net).loss_form == "two_means"
+    assert make_authors_learner("er", net, loss_form="one_mean").loss_form == "one_mean"
+    with pytest.raises(ValueError, match="loss_form"):
+        AuthorsER(net, loss_form="sum")
+    assert not hasattr(drift.get_protocol("authors"), "isolated_replay")
+    assert drift.get_protocol("authors").learners == "authors" and drift.get_protocol("text").learners == "kit"

@@ -231,7 +231,7 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
                 m = {"AA": final, "AF": float("nan"), "A_AUC": final, "AF_s": float("nan")}
             else:
                 model = new_model(seed)
-                if p.name == "authors" and method in METHODS:
+                if p.learners == "authors" and method in METHODS:
                     learner = make_authors_learner(method, model, lr=lr, memory_size=memory_size, seed=seed,
                                                    weight_decay=p.weight_decay)
                 else:

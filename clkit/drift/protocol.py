@@ -34,7 +34,16 @@ that change the conclusions. Both are available, selected by one name:
       isolated nodes; their backbone (:class:`clkit.models.gcn.AuthorsGCN`); Joint
       trained for 1 epoch with batches of 2000.
 
-The method variants of the released code are in :mod:`clkit.drift.authors`.
+The method variants of the released code are in :mod:`clkit.drift.authors`
+(``Protocol.learners``); their ER adds two means (:class:`clkit.drift.authors.AuthorsER`,
+``loss_form``).
+
+Streams: the kit draws every stream from its seed (``seed`` in the cache key), so
+seeds vary the batch order as well as the model. The released code caches a stream
+per dataset, σ, batch size and sampling *without* the seed
+(``data_prepare_gaussian``'s file name), so after the first run every seed reuses the
+first seed's stream and seeds vary only the model and the methods; the kit does not
+copy that (its seed spread includes the stream's).
 """
 
 from __future__ import annotations
@@ -73,7 +82,7 @@ class Protocol:
     val_fraction: float
     weight_decay: float
     seen_class_loss: bool
-    isolated_replay: bool
+    learners: str  # "kit" | "authors": the methods as clkit.drift.authors runs them (isolated replay, ...)
     backbone: str  # "gcn" | "authors"
     joint_epochs: int | None  # None: the caller's joint_epochs
     joint_batch_size: int
@@ -82,8 +91,9 @@ class Protocol:
 
 
 _PROTOCOLS = {
-    "text": Protocol("text", SCHEDULE_AT["text"], False, False, False, False, "max", 0.0, 0.0, False, False, "gcn", None, 256),
-    "authors": Protocol("authors", SCHEDULE_AT["authors"], True, True, True, True, "segment", 0.2, 5e-4, True, True, "authors",
+    "text": Protocol("text", SCHEDULE_AT["text"], False, False, False, False, "max", 0.0, 0.0, False, "kit", "gcn", None, 256),
+    "authors": Protocol("authors", SCHEDULE_AT["authors"], True, True, True, True, "segment", 0.2, 5e-4, True,
+                        "authors", "authors",
                         1, 2000, AUTHORS_EVAL_EVERY, True),
 }
 
