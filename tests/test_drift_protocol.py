@@ -417,3 +417,50 @@ def test_er_loss_forms_are_named_the_authors_two_means_by_default():
         AuthorsER(net, loss_form="sum")
     assert not hasattr(drift.get_protocol("authors"), "isolated_replay")
     assert drift.get_protocol("authors").learners == "authors" and drift.get_protocol("text").learners == "kit"
+
+
+# ---------------------------------------------------------------- verdicts of the sigma sweep (issue 23)
+def _sweep_grid(adv_lo, adv_hi, seeds=(1, 2, 3, 4, 5), bare=(0.40, 0.42, 0.41, 0.43, 0.39)):
+    """Rows of a hand-built σ sweep: Bare at σ 1 and 8, ER = Bare + the given per-seed advantages."""
+    rows = []
+    for i, s in enumerate(seeds):
+        for sigma, ov, adv in ((1.0, 0.0, adv_lo[i]), (8.0, 0.9, adv_hi[i])):
+            base = dict(setting="gaussian", batch_size=10, sampling="without", sigma=sigma, seed=s, overlap=ov)
+            rows.append({**base, "method": "bare", "A_AUC": bare[i] + 0.01 * sigma, "AF_s": -0.1})
+            rows.append({**base, "method": "er", "A_AUC": bare[i] + 0.01 * sigma + adv, "AF_s": -0.1 - 0.01 * sigma})
+    return rows
+
+
+def _null(seeds=(1001, 1002, 1003, 1004, 1005), values=(0.41, 0.40, 0.42, 0.42, 0.40)):
+    import pandas as pd
+
+    return pd.DataFrame([{"seed": s, "sigma": 1.0, "A_AUC": v, "method": "bare"} for s, v in zip(seeds, values)])
+
+
+def test_finding_three_reads_not_testable_when_er_never_beats_bare():
+    import pandas as pd
+    from clkit.drift import report
+
+    df = pd.DataFrame(_sweep_grid(adv_lo=[-0.02, -0.01, -0.03, -0.02, -0.01], adv_hi=[-0.01, 0.0, -0.02, -0.01, 0.0]))
+    vs = report.sweep_verdicts(df, _null(), "text", ["bare", "er"], [1.0, 8.0], 10, "without")
+    assert [v.role for v in vs].count("null control") == 1 and vs[-1].control_ok
+    assert report.contraction_verdict(vs, "text").startswith("not testable here")
+
+
+def test_finding_three_reproduced_only_with_an_advantage_that_shrinks():
+    import pandas as pd
+    from clkit.drift import report
+
+    df = pd.DataFrame(_sweep_grid(adv_lo=[0.20, 0.22, 0.19, 0.21, 0.20], adv_hi=[0.02, 0.01, 0.03, 0.02, 0.01]))
+    vs = report.sweep_verdicts(df, _null(), "text", ["bare", "er"], [1.0, 8.0], 10, "without")
+    assert report.contraction_verdict(vs, "text").startswith("reproduced: the advantage contracts")
+    # a failing null control (a planted 20-point gap between two Bare runs) withholds the verdict
+    bad = _null(values=(0.61, 0.62, 0.60, 0.63, 0.61))
+    vs = report.sweep_verdicts(df, bad, "text", ["bare", "er"], [1.0, 8.0], 10, "without")
+    assert not vs[-1].control_ok and report.contraction_verdict(vs, "text") == "not judged: a control failed"
+    # fewer than 4 seeds: not judged
+    small = pd.DataFrame(_sweep_grid(adv_lo=[0.2, 0.21, 0.19], adv_hi=[0.0, 0.01, 0.02], seeds=(1, 2, 3),
+                                     bare=(0.4, 0.41, 0.42)))
+    vs = report.sweep_verdicts(small, _null(seeds=(1001, 1002, 1003), values=(0.4, 0.42, 0.41)), "text",
+                               ["bare", "er"], [1.0, 8.0], 10, "without")
+    assert report.contraction_verdict(vs, "text").startswith("not judged: 3 seed(s)")

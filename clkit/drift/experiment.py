@@ -21,7 +21,7 @@ from .schedule import DEFAULT_TAU, latent_tasks, mixing_entropy, overlap_index
 from .streams import SAMPLINGS, SETTINGS
 
 __all__ = ["LatentTaskSplit", "split_tasks", "protocol_data", "stream_metrics", "StreamConfig", "run_grid",
-           "study_configs", "run_protocols",
+           "study_configs", "run_protocols", "run_null_control",
            "check_params"]
 
 
@@ -415,3 +415,24 @@ def run_protocols(data: dict, configs: dict, methods, sweep_methods, seeds, **kw
             rows, curves, streams = rows + r2, {**curves, **c2}, {**streams, **s2}
         runs[pr] = (pd.DataFrame(rows), curves, streams)
     return runs
+
+
+def run_null_control(data: dict, config, seeds, offset: int, **kwargs) -> dict:
+    """Bare on ``config`` with seeds ``s + offset`` under every protocol of ``data`` (the null control's runs).
+
+    Compared with Bare on seeds ``s`` (:func:`clkit.drift.report.sweep_verdicts`), the
+    two conditions differ only in the seed, so the rule must find no difference.
+
+    Returns
+    -------
+    dict -- ``protocol -> rows DataFrame``
+    """
+    import pandas as pd
+
+    every = kwargs.pop("eval_every", 10)
+    out = {}
+    for pr, (g_pr, s_pr) in data.items():
+        rows, _, _ = run_grid(g_pr, s_pr, [config], ["bare"], [s + offset for s in seeds], protocol=pr,
+                              eval_every=every[pr] if isinstance(every, dict) else every, **kwargs)
+        out[pr] = pd.DataFrame(rows)
+    return out

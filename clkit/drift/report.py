@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["METRICS", "summarise", "setting_table", "firings_table", "sweep_rows", "sweep_series",
-           "advantage_series", "verdict", "findings", "sweep_table", "sweep_record", "replacement",
+           "advantage_series", "finding_series", "sweep_verdicts", "contraction_verdict", "verdict_findings",
+           "NULL_SEED_OFFSET", "findings_markdown", "sweep_table", "sweep_record", "replacement",
            "batch_size_table", "advantage_table", "data_markdown", "closing_text", "keyed"]
 
 #: the columns summarised per (configuration, method)
@@ -87,69 +88,24 @@ def advantage_series(df, cl: str, sigmas, batch_size: int, sampling: str):
     return diff.mean().reindex(sigmas), diff.std(ddof=0).reindex(sigmas), ov
 
 
-def verdict(lo, hi, s_lo, s_hi, up_is_paper: bool, words: dict, n_sigmas: int, n_seeds: int) -> str:
-    """'reproduced' / 'opposite' / 'within the seed spread' for a change ``lo -> hi`` (spread: sum of the sds).
-
-    Examples
-    --------
-    >>> verdict(0.30, 0.40, 0.01, 0.02, True, {True: "rises", False: "falls"}, 2, 2)
-    'reproduced: rises (+10.0, spread 3.0)'
-    >>> verdict(0.30, 0.31, 0.01, 0.02, True, {True: "rises", False: "falls"}, 2, 2)
-    'within the seed spread (+1.0 ± 3.0)'
-    """
-    change, spread = hi - lo, s_lo + s_hi
-    if n_sigmas < 2:
-        return "not judged: the sweep has one σ"
-    if n_seeds < 2:
-        return f"not judged: one seed, no spread ({100 * change:+.1f})"
-    if abs(change) <= spread:
-        return f"within the seed spread ({100 * change:+.1f} ± {100 * spread:.1f})"
-    agrees = (change > 0) == up_is_paper
-    return (f"{'reproduced' if agrees else 'opposite'}: {words[change > 0]} "
-            f"({100 * change:+.1f}, spread {100 * spread:.1f})")
-
-
-def findings(runs: dict, sweep_methods, sigmas, n_seeds: int, batch_size: int, sampling: str):
-    """The σ sweep's three findings under every protocol, and the series behind them.
-
-    (1) Bare's A_AUC rises with σ; (2) the CL method's AF_s grows (more negative) with σ;
-    (3) CL − Bare in A_AUC contracts as the overlap grows.
+def finding_series(runs: dict, sweep_methods, sigmas, batch_size: int, sampling: str) -> dict:
+    """The σ sweep's series behind the three findings, for the figure.
 
     Returns
     -------
-    table : DataFrame -- one column per protocol, one row per finding (text with its verdict)
-    series : dict -- ``(protocol, "bare" | "forget" | "adv") -> (mean, std[, overlap])``
+    dict -- ``(protocol, "bare" | "forget" | "adv") -> (mean, std[, overlap])`` over seeds
+    (Bare's A_AUC, the CL method's AF_s, CL − Bare in A_AUC) per σ.
     """
     cl_sweep = [m for m in sweep_methods if m != "bare"]
-    rows, series = [], {}
-    s_lo, s_hi = min(sigmas), max(sigmas)
-    kw = dict(n_sigmas=len(sigmas), n_seeds=n_seeds)
+    series = {}
     for pr, (df, _, _) in runs.items():
-        row = {"protocol": pr}
         if "bare" in sweep_methods:
-            m, s = sweep_series(df, "bare", "A_AUC", sigmas, batch_size, sampling)
-            row["(1) Bare A_AUC rises with σ"] = (
-                f"{100 * m[s_lo]:.1f} → {100 * m[s_hi]:.1f}; "
-                + verdict(m[s_lo], m[s_hi], s[s_lo], s[s_hi], True, {True: "rises", False: "falls"}, **kw))
-            series[(pr, "bare")] = (m, s)
+            series[(pr, "bare")] = sweep_series(df, "bare", "A_AUC", sigmas, batch_size, sampling)
         if cl_sweep:
-            cl = cl_sweep[0]
-            m, s = sweep_series(df, cl, "AF_s", sigmas, batch_size, sampling)
-            row[f"(2) {cl} forgetting grows with σ"] = (
-                f"AF_s {100 * m[s_lo]:.1f} → {100 * m[s_hi]:.1f}; "
-                + verdict(m[s_lo], m[s_hi], s[s_lo], s[s_hi], False, {True: "shrinks", False: "grows"}, **kw))
-            series[(pr, "forget")] = (m, s)
+            series[(pr, "forget")] = sweep_series(df, cl_sweep[0], "AF_s", sigmas, batch_size, sampling)
             if "bare" in sweep_methods:
-                a, sa, ov = advantage_series(df, cl, sigmas, batch_size, sampling)
-                lo_i, hi_i = ov.idxmin(), ov.idxmax()
-                joined = " / ".join(f"{100 * v:+.1f}" for v in a)
-                row[f"(3) {cl} − Bare contracts with overlap"] = (
-                    f"{joined} over σ = {', '.join(f'{x:g}' for x in sigmas)}; "
-                    + verdict(a[lo_i], a[hi_i], sa[lo_i], sa[hi_i], False, {True: "grows", False: "contracts"},
-                              **kw))
-                series[(pr, "adv")] = (a, sa, ov)
-        rows.append(row)
-    return pd.DataFrame(rows).set_index("protocol").T, series
+                series[(pr, "adv")] = advantage_series(df, cl_sweep[0], sigmas, batch_size, sampling)
+    return series
 
 
 def sweep_table(runs: dict, sweep_methods, sigmas, batch_size: int, sampling: str) -> pd.DataFrame:
@@ -227,11 +183,19 @@ def data_markdown(graph, stats: dict, data: dict, dataset: str, name: str, dropp
             + (f" Classes {dropped} do not fill a task of {classes_per_task} and are left out." if dropped else ""))
 
 
-def closing_text(stats_by: dict, findings_table: pd.DataFrame, *, source: str, name: str, num_tasks: int,
-                 configs_main, methods, sigma: float, batch_size: int, n_seeds: int) -> str:
-    """The closing Markdown, generated from the summaries and the findings table."""
+def closing_text(stats_by: dict, verdicts, *, source: str, name: str, num_tasks: int, configs_main, methods,
+                 sigma: float, batch_size: int, n_seeds: int, small_n: int = 4) -> str:
+    """The closing Markdown, generated from the verdicts (:func:`clkit.stats.closing_text`) and the summaries.
+
+    Finding 3 is stated only as :func:`contraction_verdict` decides it; with failed
+    controls or fewer than ``small_n`` seeds no finding is read.
+    """
+    from .. import stats
+
     cfg_gauss = configs_main[1]
     lines = [f"Data: {source} ({num_tasks} latent tasks, batches of {batch_size}, {n_seeds} seed(s))."]
+    if verdicts:
+        lines.append(stats.closing_text(verdicts, subject="this run", small_n=small_n))
     for pr, (mm, _) in stats_by.items():
         part = [f"**{pr} protocol.**"]
         if "joint" in methods:
@@ -242,9 +206,8 @@ def closing_text(stats_by: dict, findings_table: pd.DataFrame, *, source: str, n
             part.append(f"Bare: A_AUC {100 * mm.loc[(cfg_gauss.label(), 'bare'), 'A_AUC']:.1f}% "
                         f"under Gaussian mixing (σ = {sigma:g}), AA "
                         f"{100 * mm.loc[(configs_main[0].label(), 'bare'), 'AA']:.1f}% after hard transitions.")
-        for key, text in findings_table[pr].items():
-            if isinstance(text, str):
-                part.append(f"{key}: {text}.")
+        if any(v.comparison.startswith(f"{pr}: (3a)") for v in verdicts):
+            part.append(f"(3) The CL advantage contracts with overlap: {contraction_verdict(verdicts, pr, small_n)}.")
         if "mas_star" in methods:
             n = mm.loc[(cfg_gauss.label(), "mas_star"), "detector_firings"]
             part.append(f"MAS*'s detector fired {n:.1f} time(s) on average under Gaussian mixing"
@@ -255,3 +218,158 @@ def closing_text(stats_by: dict, findings_table: pd.DataFrame, *, source: str, n
                  "(CoraFull, ogbn-arxiv, Reddit, Roman-Empire), not the exact numbers. Under the authors' "
                  "protocol, SEM's curvature proxy and DMSG's losses are not theirs.")
     return "\n\n".join(lines)
+
+
+def findings_markdown(results: dict) -> str:
+    """The user guide's findings block from a run's results.json (``summary``, verdicts, key numbers).
+
+    Parameters
+    ----------
+    results : dict -- the parsed results.json of a notebook 05_drift run
+    """
+    r = results.get("results", results)
+    params = results.get("params", {})
+    lines = [f"Run: dataset `{r.get('dataset_used', '?')}` ({r.get('data_source', '?')}), "
+             f"seeds {params.get('seeds', '?')}, σ sweep {params.get('sigmas', '?')}, "
+             f"evaluation interval {r.get('eval_every', '?')}.", ""]
+    verdicts = r.get("verdicts") or []
+    if verdicts:
+        lines += ["| comparison | decision | effect (points) | 95 % CI | p | n |", "|---|---|---|---|---|---|"]
+        for v in verdicts:
+            ci = (f"{v['ci_low']:+.1f} … {v['ci_high']:+.1f}" if v.get("ci_low") is not None else "")
+            eff = f"{v['effect']:+.1f}" if v.get("effect") is not None else ""
+            p = f"{v['p']:.2g}" if v.get("p") is not None else ""
+            lines.append(f"| {v['comparison']} | {v['decision']} | {eff} | {ci} | {p} | {v['n']} |")
+        lines.append("")
+    lines.append(f"Controls hold: **{r.get('controls_hold')}**.")
+    lines += ["", r.get("summary", "")]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ verdicts (clkit.stats)
+#: seed offset of the null control's second Bare run (seeds never used by the comparison)
+NULL_SEED_OFFSET = 1000
+
+
+def _by_seed(d: pd.DataFrame, method: str, sigma: float, key: str) -> np.ndarray:
+    """``key`` of ``method`` at ``sigma``, one value per seed in seed order (points)."""
+    r = d[(d.method == method) & (d.sigma == sigma)].sort_values("seed")
+    return 100 * r[key].to_numpy(dtype=float)
+
+
+def sweep_verdicts(df: pd.DataFrame, null_df: pd.DataFrame | None, protocol: str, sweep_methods, sigmas,
+                   batch_size: int, sampling: str) -> list:
+    """The σ sweep's findings under one protocol, each a paired test over seeds (:func:`clkit.stats.paired`).
+
+    Findings (one Holm family per protocol), in points of A_AUC / AF_s:
+
+    - (1) Bare's A_AUC at the largest σ minus at the smallest (the paper: rises);
+    - (2) the CL method's AF_s at the largest σ minus at the smallest (the paper: falls, i.e.
+      forgetting grows);
+    - (3a) CL − Bare at the lowest overlap (the advantage that could contract);
+    - (3b) (CL − Bare) at the highest overlap minus at the lowest (the paper: contracts).
+
+    Null control: Bare at the lowest-overlap σ on seeds ``s + NULL_SEED_OFFSET`` minus Bare on
+    seeds ``s`` (``null_df``): two runs of the same learner on the same configuration that
+    differ only in the seed (stream, initialisation, batch order), so the true difference is
+    zero and the rule must say "no difference". (Bare against ER with an empty buffer would be
+    the same computation twice -- every difference exactly 0 -- and could never fail.)
+
+    Returns
+    -------
+    list of clkit.stats.Verdict -- the control last
+    """
+    from .. import stats
+
+    cl_sweep = [m for m in sweep_methods if m != "bare"]
+    d = sweep_rows(df, sigmas, batch_size, sampling)
+    out = []
+    s_lo, s_hi = min(sigmas), max(sigmas)
+    ov = d.groupby("sigma")["overlap"].mean().reindex(sigmas)
+    o_lo, o_hi = ov.idxmin(), ov.idxmax()
+    pr = protocol
+    if len(sigmas) >= 2 and "bare" in sweep_methods:
+        out.append(stats.paired(_by_seed(d, "bare", s_hi, "A_AUC"), _by_seed(d, "bare", s_lo, "A_AUC"),
+                                comparison=f"{pr}: (1) Bare A_AUC, σ = {s_hi:g} − σ = {s_lo:g}",
+                                higher="rises with σ (as the paper)", lower="falls with σ"))
+    if cl_sweep:
+        cl = cl_sweep[0]
+        if len(sigmas) >= 2:
+            out.append(stats.paired(_by_seed(d, cl, s_hi, "AF_s"), _by_seed(d, cl, s_lo, "AF_s"),
+                                    comparison=f"{pr}: (2) {cl} AF_s, σ = {s_hi:g} − σ = {s_lo:g}",
+                                    higher="forgetting shrinks with σ", lower="forgetting grows with σ (as the paper)"))
+        if "bare" in sweep_methods:
+            adv_lo = _by_seed(d, cl, o_lo, "A_AUC") - _by_seed(d, "bare", o_lo, "A_AUC")
+            out.append(stats.paired(adv_lo, comparison=f"{pr}: (3a) {cl} − Bare A_AUC at the lowest overlap "
+                                                       f"(σ = {o_lo:g})",
+                                    higher=f"{cl} higher", lower="Bare higher"))
+            if len(sigmas) >= 2:
+                adv_hi = _by_seed(d, cl, o_hi, "A_AUC") - _by_seed(d, "bare", o_hi, "A_AUC")
+                out.append(stats.paired(adv_hi, adv_lo,
+                                        comparison=f"{pr}: (3b) {cl} − Bare, highest − lowest overlap "
+                                                   f"(σ = {o_hi:g} − σ = {o_lo:g})",
+                                        higher="advantage grows with overlap",
+                                        lower="advantage contracts with overlap (as the paper)"))
+    out = stats.holm(out) if len(out) > 1 else out
+    if null_df is not None and len(null_df) and "bare" in sweep_methods:
+        s_null = float(null_df["sigma"].iloc[0])
+        shifted = 100 * null_df.sort_values("seed")["A_AUC"].to_numpy(dtype=float)
+        out.append(stats.paired(shifted, _by_seed(d, "bare", s_null, "A_AUC"),
+                                comparison=f"{pr}: null control, Bare (seed + {NULL_SEED_OFFSET}) − Bare (seed), "
+                                           f"σ = {s_null:g}",
+                                role="null control", expect=stats.NO_DIFFERENCE))
+    return out
+
+
+def contraction_verdict(verdicts, protocol: str, small_n: int = 4) -> str:
+    """Finding 3 in words: "contracts" only when CL beat Bare at low overlap and the gap shrank, both significantly.
+
+    Not judged when a control of ``verdicts`` failed or the comparisons have fewer than
+    ``small_n`` pairs.
+
+    Examples
+    --------
+    >>> from clkit.stats import paired
+    >>> vs = [paired([-1.0, -0.5, -0.8, -1.2], comparison="authors: (3a) er − Bare ...", higher="er higher",
+    ...              lower="Bare higher")]
+    >>> contraction_verdict(vs, "authors")
+    'not testable here (no advantage of the CL method at low overlap: Bare higher, -0.875)'
+    """
+    from ..stats import NOT_TESTABLE, controls_hold
+
+    a = next((v for v in verdicts if v.comparison.startswith(f"{protocol}: (3a)")), None)
+    b = next((v for v in verdicts if v.comparison.startswith(f"{protocol}: (3b)")), None)
+    if a is None:
+        return "not judged (the sweep lacks Bare or a CL method)"
+    if not controls_hold(verdicts)[0]:
+        return "not judged: a control failed"
+    if a.n < small_n:
+        return f"not judged: {a.n} seed(s), fewer than {small_n}"
+    if a.decision == NOT_TESTABLE or a.decision != a.higher:
+        what = "no difference" if not a.significant else a.decision
+        return (f"not testable here (no advantage of the CL method at low overlap: {what}, "
+                f"{a.effect:+.3g})")
+    if b is None:
+        return "not judged (one σ)"
+    if b.decision == b.lower:
+        return f"reproduced: the advantage contracts ({b.effect:+.3g} points, p = {b.p:.2g})"
+    if b.decision == b.higher:
+        return f"opposite: the advantage grows ({b.effect:+.3g} points, p = {b.p:.2g})"
+    return f"not reproduced: no significant contraction ({b.effect:+.3g} points, p = {b.p:.2g})"
+
+
+def verdict_findings(verdicts, protocols, small_n: int = 4) -> pd.DataFrame:
+    """One column per protocol, one row per finding: the decision and effect of each verdict, and finding 3."""
+    cols = {}
+    for pr in protocols:
+        col = {}
+        for v in verdicts:
+            if v.comparison.startswith(f"{pr}: (") and v.role == "finding":
+                key = v.comparison.split(": ", 1)[1]
+                col[key] = f"{v.decision}, {v.effect:+.1f} (p = {v.p:.2g}, n = {v.n})"
+            elif v.comparison.startswith(f"{pr}: null"):
+                col["null control (must be no difference)"] = \
+                    f"{v.decision}, {v.effect:+.1f} (p = {v.p:.2g}) — {'holds' if v.control_ok else 'FAILS'}"
+        col["(3) verdict: CL advantage contracts with overlap"] = contraction_verdict(verdicts, pr, small_n)
+        cols[pr] = pd.Series(col)
+    return pd.DataFrame(cols)
