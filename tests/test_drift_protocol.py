@@ -464,3 +464,21 @@ def test_finding_three_reproduced_only_with_an_advantage_that_shrinks():
     vs = report.sweep_verdicts(small, _null(seeds=(1001, 1002, 1003), values=(0.4, 0.42, 0.41)), "text",
                                ["bare", "er"], [1.0, 8.0], 10, "without")
     assert report.contraction_verdict(vs, "text").startswith("not judged: 3 seed(s)")
+
+
+def test_findings_block_is_generated_from_results(tmp_path):
+    from clkit.drift import report
+    from clkit.stats import paired
+
+    v = paired([1.0, 2.0, 1.5, 1.2], [0.0, 0.1, 0.0, 0.2], comparison="text: (3a) er − Bare")
+    results = {"params": {"seeds": [1, 2, 3, 4], "sigmas": [1.0, 8.0]},
+               "results": {"dataset_used": "cora", "data_source": "real", "eval_every": {"text": 20},
+                           "verdicts": [v.to_dict()], "controls_hold": True, "summary": "**Findings** (1 of 1)"}}
+    doc = tmp_path / "05.md"
+    doc.write_text("intro\n<!-- BEGIN generated: 05_drift-findings -->\nold\n<!-- END generated: 05_drift-findings -->\nend\n")
+    text = report.update_findings_block(doc, results)
+    assert "\nold\n" not in text and text.startswith("intro\n") and text.endswith("end\n")
+    assert "| text: (3a) er − Bare | higher | +1.3 |" in text and "Controls hold: **True**" in text
+    assert doc.read_text() == text
+    with pytest.raises(ValueError, match="no generated block"):
+        report.update_findings_block(tmp_path / "05.md", results, name="other")

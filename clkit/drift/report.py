@@ -12,7 +12,7 @@ import pandas as pd
 
 __all__ = ["METRICS", "summarise", "setting_table", "firings_table", "sweep_rows", "sweep_series",
            "advantage_series", "finding_series", "sweep_verdicts", "contraction_verdict", "verdict_findings",
-           "NULL_SEED_OFFSET", "findings_markdown", "sweep_table", "sweep_record", "replacement",
+           "NULL_SEED_OFFSET", "findings_markdown", "update_findings_block", "sweep_table", "sweep_record", "replacement",
            "batch_size_table", "advantage_table", "data_markdown", "closing_text", "keyed"]
 
 #: the columns summarised per (configuration, method)
@@ -373,3 +373,25 @@ def verdict_findings(verdicts, protocols, small_n: int = 4) -> pd.DataFrame:
         col["(3) verdict: CL advantage contracts with overlap"] = contraction_verdict(verdicts, pr, small_n)
         cols[pr] = pd.Series(col)
     return pd.DataFrame(cols)
+
+
+def update_findings_block(doc_path, results: dict, name: str = "05_drift-findings") -> str:
+    """Rewrite the ``<!-- BEGIN generated: name -->`` … ``END`` block of ``doc_path`` with :func:`findings_markdown`.
+
+    The file is written atomically; returns the new text. Raises ``ValueError`` naming
+    the file when it has no such block.
+    """
+    from pathlib import Path
+
+    from .._io import atomic_write_text
+
+    path = Path(doc_path)
+    text = path.read_text(encoding="utf-8")
+    begin, end = f"<!-- BEGIN generated: {name} -->", f"<!-- END generated: {name} -->"
+    if begin not in text or end not in text:
+        raise ValueError(f"{path} has no generated block {name!r} (lines {begin!r} and {end!r})")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    new = f"{head}{begin}\n{findings_markdown(results).strip()}\n{end}{tail}"
+    atomic_write_text(path, new)
+    return new
