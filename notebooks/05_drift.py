@@ -73,6 +73,8 @@ setting: str = "gaussian"  # setting of the dynamics figure: hard | gaussian |
 # boundary_local | global
 sigma: float = 10.0  # Gaussian mixing width, in batches (main Gaussian setting)
 sigmas: list = [3.0, 10.0, 40.0]  # sigma sweep (Fig. 3, Tables 5-6), in batches
+overlaps: list = []  # the sigma sweep given as target overlap indices instead, e.g.
+# [0.1, 0.4, 0.8]: sigma solved per protocol on this graph (clkit.drift.calibrate)
 sweep_methods: list = ["bare", "er"]  # learners of the sigma sweep (Bare, a CL method)
 p: float = 0.3  # global mixing: fraction of every task spread over the whole stream
 k_bl: int = 5  # boundary-local mixing: batches mixed on each side of a boundary
@@ -103,6 +105,8 @@ from IPython.display import Markdown, display
 import clkit.drift as drift
 from clkit.drift import plots, report
 import clkit.stats as drift_stats
+from dataclasses import asdict
+from clkit.drift import calibrate
 from clkit.data.graphs import load_graph, resolve_auto
 from clkit.results import RunRecord
 from clkit.data.user import is_user_path, load_graph_source
@@ -131,6 +135,7 @@ params = dict(
     setting=setting,
     sigma=sigma,
     sigmas=sigmas,
+    overlaps=overlaps,
     sweep_methods=sweep_methods,
     p=p,
     k_bl=k_bl,
@@ -250,16 +255,36 @@ display(
 # task's batches.
 
 # %%
-configs = drift.study_configs(
-    sigma=sigma,
-    sigmas=sigmas,
-    p=p,
-    k_bl=k_bl,
-    batch_size=batch_size,
-    batch_sizes=batch_sizes,
-    sampling=sampling,
-)
-configs_main = configs["main"]
+if overlaps:  # sigma for each target overlap, solved per protocol on this graph
+    fits = calibrate.sigmas_for_overlaps(
+        overlaps,
+        graph,
+        protocols=protocols,
+        classes_per_task=classes_per_task,
+        test_fraction=test_fraction,
+        batch_size=batch_size,
+        tau=tau,
+        seed=min(seeds),
+    )
+    sweep_sigmas = {pr: [f.sigma for f in fits[pr]] for pr in protocols}
+    record.log(overlap_fits={pr: [asdict(f) for f in fits[pr]] for pr in protocols})
+    display(report.overlap_fits_table(fits))
+else:
+    sweep_sigmas = {pr: list(sigmas) for pr in protocols}
+sigmas = sweep_sigmas[protocols[0]]
+configs = {
+    pr: drift.study_configs(
+        sigma=sigma,
+        sigmas=sweep_sigmas[pr],
+        p=p,
+        k_bl=k_bl,
+        batch_size=batch_size,
+        batch_sizes=batch_sizes,
+        sampling=sampling,
+    )
+    for pr in protocols
+}
+configs_main = configs[protocols[0]]["main"]
 sizes = [len(t) for t in split0.task_nodes]
 mu, bk, T = drift.task_centers(sizes, batch_size)
 grid_sigma = np.geomspace(0.25, 4 * max(max(sigmas), sigma), 40)
@@ -470,11 +495,20 @@ if "mas_star" in methods:
 
 # %%
 cl_sweep = [m for m in sweep_methods if m != "bare"]
-fig_data = report.finding_series(runs, sweep_methods, sigmas, batch_size, sampling)
-s_null = min(sigmas, key=lambda s: (sweep_overlap[s], sigmas.index(s)))
+fig_data = report.finding_series(
+    runs, sweep_methods, sweep_sigmas, batch_size, sampling
+)
 nulls = drift.run_null_control(
     data,
-    drift.StreamConfig("gaussian", sigma=s_null, batch_size=batch_size, sampling=sampling),
+    {
+        pr: drift.StreamConfig(
+            "gaussian",
+            sigma=min(sweep_sigmas[pr]),
+            batch_size=batch_size,
+            sampling=sampling,
+        )
+        for pr in protocols
+    },
     seeds,
     report.NULL_SEED_OFFSET,
     hidden=hidden,
@@ -489,7 +523,7 @@ verdicts = [
     v
     for pr in protocols
     for v in report.sweep_verdicts(
-        runs[pr][0], nulls[pr], pr, sweep_methods, sigmas, batch_size, sampling
+        runs[pr][0], nulls[pr], pr, sweep_methods, sweep_sigmas, batch_size, sampling
     )
 ]
 controls_ok = drift_stats.controls_hold(verdicts)[0]
@@ -505,12 +539,16 @@ record.log(
 # %%
 if fig_data:
     fig = plots.protocol_findings(
-        fig_data, protocols, sigmas, cl_sweep[0] if cl_sweep else None
+        fig_data, protocols, sweep_sigmas, cl_sweep[0] if cl_sweep else None
     )
     record.figure(fig, "protocol_findings")
     plt.show()
-    display(report.sweep_table(runs, sweep_methods, sigmas, batch_size, sampling))
-    record.log(sigma_sweep=report.sweep_record(runs, sigmas, batch_size, sampling))
+    display(
+        report.sweep_table(runs, sweep_methods, sweep_sigmas, batch_size, sampling)
+    )
+    record.log(
+        sigma_sweep=report.sweep_record(runs, sweep_sigmas, batch_size, sampling)
+    )
 
 # %% [markdown]
 # ### With- vs without-replacement sampling (Fig. 4)

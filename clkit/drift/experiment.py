@@ -281,7 +281,8 @@ def _before_step(model, seen_class_loss: bool, task_graphs, task_of_node):
 
 def check_params(*, dataset, setting, sigma, sigmas, p, k_bl, batch_size, batch_sizes, sampling, methods, memory_size,
                  eval_every, seeds, classes_per_task, tau, hidden, lr, joint_epochs, test_fraction,
-                 protocol="text", sweep_methods=None, all_methods=None, eval_every_authors=None, **_):
+                 protocol="text", sweep_methods=None, all_methods=None, eval_every_authors=None, overlaps=None,
+                 **_):
     """Validate notebook 05_drift's parameters; raises ``ValueError``/``TypeError`` naming the parameter.
 
     ``sweep_methods`` must name online methods among ``all_methods`` (default:
@@ -324,6 +325,10 @@ def check_params(*, dataset, setting, sigma, sigmas, p, k_bl, batch_size, batch_
     check_choices("methods", methods, METHODS)
     check_int("memory_size", memory_size, low=1)
     check_int("eval_every", eval_every, low=1)
+    if overlaps is not None:
+        check_type("overlaps", overlaps, list)
+        for o in overlaps:
+            check_real("overlaps", o, low=0, high=1, low_open=True)
     if eval_every_authors is not None:
         check_int("eval_every_authors", eval_every_authors, low=1)
     check_type("seeds", seeds, list)
@@ -387,7 +392,8 @@ def run_protocols(data: dict, configs: dict, methods, sweep_methods, seeds, **kw
     data : dict
         ``protocol -> (graph, split)`` from :func:`protocol_data`, first protocol first.
     configs : dict
-        From :func:`study_configs`.
+        From :func:`study_configs`, or ``protocol -> study_configs(...)`` when the σ
+        sweep differs per protocol (σ solved from target overlaps).
     methods, sweep_methods, seeds : list
     **kwargs
         Passed to :func:`run_grid` (hidden, lr, memory_size, ...); ``eval_every`` may be
@@ -407,9 +413,10 @@ def run_protocols(data: dict, configs: dict, methods, sweep_methods, seeds, **kw
         g_pr, s_pr = data[pr]
         kwargs["eval_every"] = every[pr] if isinstance(every, dict) else every
         first = pr == protocols[0]
-        main_cfgs = list(dict.fromkeys(configs["main"] + (configs["sampling"] if first else [])))
+        cf = configs if "main" in configs else configs[pr]
+        main_cfgs = list(dict.fromkeys(cf["main"] + (cf["sampling"] if first else [])))
         rows, curves, streams = run_grid(g_pr, s_pr, main_cfgs, methods, seeds, protocol=pr, **kwargs)
-        extra = [c for c in configs["sigma"] + (configs["batch"] if first else []) if c not in main_cfgs]
+        extra = [c for c in cf["sigma"] + (cf["batch"] if first else []) if c not in main_cfgs]
         if extra:
             r2, c2, s2 = run_grid(g_pr, s_pr, extra, sweep_methods, seeds, protocol=pr, **kwargs)
             rows, curves, streams = rows + r2, {**curves, **c2}, {**streams, **s2}
@@ -419,6 +426,8 @@ def run_protocols(data: dict, configs: dict, methods, sweep_methods, seeds, **kw
 
 def run_null_control(data: dict, config, seeds, offset: int, **kwargs) -> dict:
     """Bare on ``config`` with seeds ``s + offset`` under every protocol of ``data`` (the null control's runs).
+
+    ``config`` may be a dict ``protocol -> StreamConfig`` (σ solved per protocol).
 
     Compared with Bare on seeds ``s`` (:func:`clkit.drift.report.sweep_verdicts`), the
     two conditions differ only in the seed, so the rule must find no difference.
@@ -432,7 +441,8 @@ def run_null_control(data: dict, config, seeds, offset: int, **kwargs) -> dict:
     every = kwargs.pop("eval_every", 10)
     out = {}
     for pr, (g_pr, s_pr) in data.items():
-        rows, _, _ = run_grid(g_pr, s_pr, [config], ["bare"], [s + offset for s in seeds], protocol=pr,
+        cfg = config[pr] if isinstance(config, dict) else config
+        rows, _, _ = run_grid(g_pr, s_pr, [cfg], ["bare"], [s + offset for s in seeds], protocol=pr,
                               eval_every=every[pr] if isinstance(every, dict) else every, **kwargs)
         out[pr] = pd.DataFrame(rows)
     return out

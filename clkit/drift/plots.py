@@ -72,13 +72,18 @@ def dynamics(runs: dict, stats_by: dict, cfg, methods, seed: int):
 
 
 def protocol_findings(series: dict, protocols, sigmas, cl: str | None):
-    """The σ sweep's three findings, one panel each, one error-bar line per protocol (± std over seeds)."""
+    """The σ sweep's three findings, one panel each, one error-bar line per protocol (± std over seeds).
+
+    ``sigmas``: the sweep, or ``{protocol: sweep}`` when σ was solved per protocol.
+    """
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    if isinstance(sigmas, dict):
+        sigmas = sorted({float(x) for pr in protocols for x in sigmas[pr]})
     for pr in protocols:
         for ax, key in zip(axes, ("bare", "forget", "adv")):
             if (pr, key) in series:
                 m, s, *ov = series[(pr, key)]
-                x = ov[0] if ov else sigmas
+                x = ov[0] if ov else list(m.index)
                 ax.errorbar(x, 100 * m, yerr=100 * s, marker=PROTOCOL_MARKER[pr], capsize=3, label=pr)
     axes[0].set(xscale="log", xlabel="σ (batches)", ylabel=r"Bare $A_{AUC}$ (%)", title="(1) implicit rehearsal")
     axes[1].set(xscale="log", xlabel="σ (batches)", ylabel=rf"{cl or ''} $AF_s$ (%)", title="(2) forgetting vs σ")

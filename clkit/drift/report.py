@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["METRICS", "summarise", "setting_table", "firings_table", "sweep_rows", "sweep_series",
-           "advantage_series", "finding_series", "sweep_verdicts", "contraction_verdict", "verdict_findings",
-           "NULL_SEED_OFFSET", "findings_markdown", "update_findings_block", "sweep_table", "sweep_record", "replacement",
+           "advantage_series", "sigmas_of", "finding_series", "sweep_verdicts", "contraction_verdict", "verdict_findings",
+           "NULL_SEED_OFFSET", "findings_markdown", "update_findings_block", "overlap_fits_table", "sweep_table", "sweep_record", "replacement",
            "batch_size_table", "advantage_table", "data_markdown", "closing_text", "keyed"]
 
 #: the columns summarised per (configuration, method)
@@ -66,6 +66,17 @@ def firings_table(stats_by: dict, configs_main, methods) -> tuple[pd.DataFrame, 
     return pd.concat([fire.add_suffix(": detector firings"), gaps.round(1)], axis=1), fire
 
 
+def sigmas_of(sigmas, protocol: str) -> list:
+    """The σ sweep of ``protocol``: ``sigmas`` itself, or ``sigmas[protocol]`` when σ was solved per protocol.
+
+    Examples
+    --------
+    >>> sigmas_of([1.0, 8.0], "text"), sigmas_of({"text": [2.0], "authors": [3.0]}, "authors")
+    ([1.0, 8.0], [3.0])
+    """
+    return list(sigmas[protocol] if isinstance(sigmas, dict) else sigmas)
+
+
 def sweep_rows(df: pd.DataFrame, sigmas, batch_size: int, sampling: str) -> pd.DataFrame:
     """The rows of the σ sweep: Gaussian setting at the main batch size and sampling, σ in ``sigmas``."""
     return df[(df.setting == "gaussian") & (df.batch_size == batch_size) & (df.sampling == sampling)
@@ -97,8 +108,9 @@ def finding_series(runs: dict, sweep_methods, sigmas, batch_size: int, sampling:
     (Bare's A_AUC, the CL method's AF_s, CL − Bare in A_AUC) per σ.
     """
     cl_sweep = [m for m in sweep_methods if m != "bare"]
-    series = {}
+    series, all_sigmas = {}, sigmas
     for pr, (df, _, _) in runs.items():
+        sigmas = sigmas_of(all_sigmas, pr)
         if "bare" in sweep_methods:
             series[(pr, "bare")] = sweep_series(df, "bare", "A_AUC", sigmas, batch_size, sampling)
         if cl_sweep:
@@ -110,7 +122,7 @@ def finding_series(runs: dict, sweep_methods, sigmas, batch_size: int, sampling:
 
 def sweep_table(runs: dict, sweep_methods, sigmas, batch_size: int, sampling: str) -> pd.DataFrame:
     """A_AUC and AF_s (%) of the sweep methods at every σ, per protocol (σ as columns)."""
-    tab = pd.concat({pr: (100 * sweep_rows(df, sigmas, batch_size, sampling)
+    tab = pd.concat({pr: (100 * sweep_rows(df, sigmas_of(sigmas, pr), batch_size, sampling)
                           .loc[lambda d: d.method.isin(sweep_methods)]
                           .groupby(["method", "sigma"])[["A_AUC", "AF_s"]].mean()).round(1)
                      for pr, (df, _, _) in runs.items()}, axis=1)
@@ -120,7 +132,7 @@ def sweep_table(runs: dict, sweep_methods, sigmas, batch_size: int, sampling: st
 def sweep_record(runs: dict, sigmas, batch_size: int, sampling: str) -> dict:
     """``{protocol: {"sigma=<σ> | <method>": {"A_AUC", "AF_s"}}}`` for results.json (every method of the sweep)."""
     return {pr: {f"sigma={s:g} | {m}": {"A_AUC": r.A_AUC, "AF_s": r.AF_s}
-                 for (m, s), r in sweep_rows(df, sigmas, batch_size, sampling)
+                 for (m, s), r in sweep_rows(df, sigmas_of(sigmas, pr), batch_size, sampling)
                  .groupby(["method", "sigma"])[["A_AUC", "AF_s"]].mean().iterrows()}
             for pr, (df, _, _) in runs.items()}
 
@@ -282,6 +294,7 @@ def sweep_verdicts(df: pd.DataFrame, null_df: pd.DataFrame | None, protocol: str
     from .. import stats
 
     cl_sweep = [m for m in sweep_methods if m != "bare"]
+    sigmas = sigmas_of(sigmas, protocol)
     d = sweep_rows(df, sigmas, batch_size, sampling)
     out = []
     s_lo, s_hi = min(sigmas), max(sigmas)
@@ -395,3 +408,14 @@ def update_findings_block(doc_path, results: dict, name: str = "05_drift-finding
     new = f"{head}{begin}\n{findings_markdown(results).strip()}\n{end}{tail}"
     atomic_write_text(path, new)
     return new
+
+
+def overlap_fits_table(fits: dict) -> pd.DataFrame:
+    """σ solved for each target overlap, per protocol, with the overlap it achieves (both reported).
+
+    Parameters
+    ----------
+    fits : dict -- ``protocol -> list of SigmaFit`` (:func:`clkit.drift.calibrate.sigmas_for_overlaps`)
+    """
+    return pd.DataFrame([{"protocol": pr, "target overlap": f.target, "σ (batches)": round(f.sigma, 3),
+                          "achieved overlap": round(f.overlap, 3)} for pr, fs in fits.items() for f in fs])
