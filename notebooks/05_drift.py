@@ -93,8 +93,7 @@ eval_every_authors: int = 100  # Delta of the authors protocol (their code: 100;
 # that sets another value says so)
 joint_epochs: int = 10  # epochs of the offline Joint bound (text protocol; authors: 1)
 tau: float = 0.9  # overlap-index dominance threshold (the authors' value)
-seeds: list = [1, 2, 3, 4]  # seeds: stream, model and method; >= 4 for verdicts
-# (the paper: [1, 2, 3])
+seeds: list = [1, 2, 3, 4]  # stream, model and method seeds (verdicts need 4 or more)
 
 # %%
 import numpy as np
