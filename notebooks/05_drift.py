@@ -120,37 +120,7 @@ own_methods, user_methods = split_learners(
     methods, drift.METHODS, parameter="methods", notebook="05_drift"
 )
 user_graph = is_user_path(dataset) or ":" in dataset
-params = dict(
-    dataset=dataset,
-    data_dir=data_dir,
-    protocol=protocol,
-    num_nodes=num_nodes,
-    num_classes=num_classes,
-    homophily=homophily,
-    avg_degree=avg_degree,
-    feature_signal=feature_signal,
-    classes_per_task=classes_per_task,
-    test_fraction=test_fraction,
-    setting=setting,
-    sigma=sigma,
-    sigmas=sigmas,
-    overlaps=overlaps,
-    sweep_methods=sweep_methods,
-    p=p,
-    k_bl=k_bl,
-    batch_size=batch_size,
-    batch_sizes=batch_sizes,
-    sampling=sampling,
-    methods=methods,
-    memory_size=memory_size,
-    hidden=hidden,
-    lr=lr,
-    eval_every=eval_every,
-    eval_every_authors=eval_every_authors,
-    joint_epochs=joint_epochs,
-    tau=tau,
-    seeds=seeds,
-)
+params = {k: globals()[k] for k in drift.NOTEBOOK_PARAMETERS}
 drift.check_params(
     **{
         **params,
@@ -351,14 +321,7 @@ display(
 
 # %%
 record.log(eval_every=intervals, eval_every_notes=interval_notes)
-display(
-    Markdown(
-        "Evaluation interval Δ: "
-        + ", ".join(f"{pr} every {d} batches" for pr, d in intervals.items())
-        + "".join(f". **Note:** {n}" for n in interval_notes)
-        + "."
-    )
-)
+display(Markdown(report.intervals_markdown(intervals, interval_notes)))
 runs = drift.run_protocols(
     data,
     configs,

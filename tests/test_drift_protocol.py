@@ -482,3 +482,9 @@ def test_findings_block_is_generated_from_results(tmp_path):
     assert doc.read_text() == text
     with pytest.raises(ValueError, match="no generated block"):
         report.update_findings_block(tmp_path / "05.md", results, name="other")
+
+
+def test_notebook_parameters_list_matches_the_parameters_cell():
+    from clkit.notebooks import notebook_parameters
+
+    assert list(drift.NOTEBOOK_PARAMETERS) == list(notebook_parameters("05_drift"))

@@ -20,7 +20,14 @@ from .protocol import stream_metrics
 from .schedule import DEFAULT_TAU, latent_tasks, mixing_entropy, overlap_index
 from .streams import SAMPLINGS, SETTINGS
 
-__all__ = ["LatentTaskSplit", "split_tasks", "protocol_data", "stream_metrics", "StreamConfig", "run_grid",
+#: notebook 05_drift's parameters, in the order results.json records them
+NOTEBOOK_PARAMETERS = ("dataset", "data_dir", "protocol", "num_nodes", "num_classes", "homophily",
+                       "avg_degree", "feature_signal", "classes_per_task", "test_fraction", "setting", "sigma",
+                       "sigmas", "overlaps", "sweep_methods", "p", "k_bl", "batch_size", "batch_sizes",
+                       "sampling", "methods", "memory_size", "hidden", "lr", "eval_every",
+                       "eval_every_authors", "joint_epochs", "tau", "seeds")
+
+__all__ = ["NOTEBOOK_PARAMETERS", "LatentTaskSplit", "split_tasks", "protocol_data", "stream_metrics", "StreamConfig", "run_grid",
            "study_configs", "run_protocols", "run_null_control",
            "check_params"]
 

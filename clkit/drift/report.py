@@ -12,7 +12,7 @@ import pandas as pd
 
 __all__ = ["METRICS", "summarise", "setting_table", "firings_table", "sweep_rows", "sweep_series",
            "advantage_series", "sigmas_of", "finding_series", "sweep_verdicts", "contraction_verdict", "verdict_findings",
-           "NULL_SEED_OFFSET", "findings_markdown", "update_findings_block", "overlap_fits_table", "sweep_table", "sweep_record", "replacement",
+           "NULL_SEED_OFFSET", "findings_markdown", "update_findings_block", "overlap_fits_table", "intervals_markdown", "sweep_table", "sweep_record", "replacement",
            "batch_size_table", "advantage_table", "data_markdown", "closing_text", "keyed"]
 
 #: the columns summarised per (configuration, method)
@@ -419,3 +419,15 @@ def overlap_fits_table(fits: dict) -> pd.DataFrame:
     """
     return pd.DataFrame([{"protocol": pr, "target overlap": f.target, "σ (batches)": round(f.sigma, 3),
                           "achieved overlap": round(f.overlap, 3)} for pr, fs in fits.items() for f in fs])
+
+
+def intervals_markdown(intervals: dict, notes) -> str:
+    """One line naming each protocol's evaluation interval, with every override's note.
+
+    Examples
+    --------
+    >>> intervals_markdown({"text": 20, "authors": 100}, [])
+    'Evaluation interval Δ: text every 20 batches, authors every 100 batches.'
+    """
+    return ("Evaluation interval Δ: " + ", ".join(f"{pr} every {d} batches" for pr, d in intervals.items())
+            + "".join(f". **Note:** {n}" for n in notes) + ".")
