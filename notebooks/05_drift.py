@@ -322,20 +322,9 @@ display(
 # %%
 record.log(eval_every=intervals, eval_every_notes=interval_notes)
 display(Markdown(report.intervals_markdown(intervals, interval_notes)))
-runs = drift.run_protocols(
-    data,
-    configs,
-    methods,
-    sweep_methods,
-    seeds,
-    hidden=hidden,
-    lr=lr,
-    memory_size=memory_size,
-    eval_every=intervals,
-    joint_epochs=joint_epochs,
-    tau=tau,
-    dataset=name,
-)
+learner_kw = dict(hidden=hidden, lr=lr, memory_size=memory_size, eval_every=intervals)
+grid_kw = dict(**learner_kw, joint_epochs=joint_epochs, tau=tau, dataset=name)
+runs = drift.run_protocols(data, configs, methods, sweep_methods, seeds, **grid_kw)
 stats_by = {pr: report.summarise(runs[pr][0]) for pr in protocols}
 p0 = protocols[0]
 mean, std = stats_by[p0]
@@ -460,34 +449,18 @@ cl_sweep = [m for m in sweep_methods if m != "bare"]
 fig_data = report.finding_series(
     runs, sweep_methods, sweep_sigmas, batch_size, sampling
 )
-nulls = drift.run_null_control(
-    data,
-    {
-        pr: drift.StreamConfig(
-            "gaussian",
-            sigma=min(sweep_sigmas[pr]),
-            batch_size=batch_size,
-            sampling=sampling,
-        )
-        for pr in protocols
-    },
-    seeds,
-    report.NULL_SEED_OFFSET,
-    hidden=hidden,
-    lr=lr,
-    memory_size=memory_size,
-    eval_every=intervals,
-    joint_epochs=joint_epochs,
-    tau=tau,
-    dataset=name,
-)
-verdicts = [
-    v
-    for pr in protocols
-    for v in report.sweep_verdicts(
-        runs[pr][0], nulls[pr], pr, sweep_methods, sweep_sigmas, batch_size, sampling
+null_cfg = {  # the null control runs Bare at each protocol's smallest sigma
+    pr: drift.StreamConfig(
+        "gaussian", sigma=min(sweep_sigmas[pr]), batch_size=batch_size, sampling=sampling
     )
-]
+    for pr in protocols
+}
+nulls = drift.run_null_control(
+    data, null_cfg, seeds, report.NULL_SEED_OFFSET, **grid_kw
+)
+verdicts = report.study_verdicts(
+    runs, nulls, sweep_methods, sweep_sigmas, batch_size, sampling
+)
 controls_ok = drift_stats.controls_hold(verdicts)[0]
 findings = report.verdict_findings(verdicts, protocols)
 display(drift_stats.verdict_table(verdicts, digits=1))

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["METRICS", "summarise", "setting_table", "firings_table", "sweep_rows", "sweep_series",
-           "advantage_series", "sigmas_of", "finding_series", "sweep_verdicts", "contraction_verdict", "verdict_findings",
+           "advantage_series", "sigmas_of", "finding_series", "sweep_verdicts", "study_verdicts", "contraction_verdict", "verdict_findings",
            "NULL_SEED_OFFSET", "findings_markdown", "update_findings_block", "overlap_fits_table", "intervals_markdown", "sweep_table", "sweep_record", "replacement",
            "batch_size_table", "advantage_table", "data_markdown", "closing_text", "keyed"]
 
@@ -332,6 +332,12 @@ def sweep_verdicts(df: pd.DataFrame, null_df: pd.DataFrame | None, protocol: str
                                            f"σ = {s_null:g}",
                                 role="null control", expect=stats.NO_DIFFERENCE))
     return out
+
+
+def study_verdicts(runs: dict, nulls: dict, sweep_methods, sigmas, batch_size: int, sampling: str) -> list:
+    """:func:`sweep_verdicts` of every protocol of ``runs``, in protocol order (each family with its control)."""
+    return [v for pr, (df, _, _) in runs.items()
+            for v in sweep_verdicts(df, nulls.get(pr), pr, sweep_methods, sigmas, batch_size, sampling)]
 
 
 def contraction_verdict(verdicts, protocol: str, small_n: int = 4) -> str:
