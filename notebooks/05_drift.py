@@ -140,9 +140,9 @@ intervals, interval_notes = drift.eval_intervals(
 #
 # The paper uses CoraFull, ogbn-arxiv, Reddit and Roman-Empire, reachable only through
 # their online loaders. With `dataset="auto"` the notebook uses the real **Cora**
-# citation graph (Sen et al., AI Magazine 2008; 7 classes, so 3 latent tasks) when its
-# Planetoid files are in the clkit data cache, and otherwise a **contextual stochastic
-# block model** (CSBM) of the same size and shape: an edge homophily $h$ we choose (so a
+# citation graph (Sen et al., AI Magazine 2008; 7 classes, so 3 latent tasks), shipped
+# with clkit (a user copy in the data cache is preferred), and only if it cannot be read
+# a **contextual stochastic block model** (CSBM) of the same size and shape: an edge homophily $h$ we choose (so a
 # heterophilous graph like Roman-Empire, $h=0.05$, can be imitated as well as a citation
 # graph) and node features drawn around a class-dependent mean. The line below says
 # which one this run used.

@@ -182,9 +182,9 @@ def data_markdown(graph, stats: dict, data: dict, dataset: str, name: str, dropp
     """One paragraph naming the data this run used, its size and each protocol's stream and test nodes."""
     split0 = next(iter(data.values()))[1]
     if dataset == "auto" and name == "cora":
-        why = " (dataset='auto': Cora's files were found)"
+        why = " (dataset='auto': real Cora, read offline)"
     elif dataset == "auto":
-        why = " (dataset='auto': Cora's files are not in the clkit data cache, so the synthetic CSBM)"
+        why = " (dataset='auto': Cora could not be read, so the synthetic CSBM)"
     else:
         why = ""
     return (f"**Data used:** {graph.source}{why}.  \n{stats['num_nodes']} nodes, {stats['num_edges']} edges, "
@@ -241,9 +241,12 @@ def findings_markdown(results: dict) -> str:
     """
     r = results.get("results", results)
     params = results.get("params", {})
-    lines = [f"Run: dataset `{r.get('dataset_used', '?')}` ({r.get('data_source', '?')}), "
-             f"seeds {params.get('seeds', '?')}, σ sweep {params.get('sigmas', '?')}, "
-             f"evaluation interval {r.get('eval_every', '?')}.", ""]
+    source = str(r.get("data_source", "?"))
+    short = source.split(" from /")[0]  # no machine-local paths in the guide
+    sweep = (f"overlaps {params['overlaps']} (σ solved per protocol)" if params.get("overlaps")
+             else f"σ sweep {params.get('sigmas', '?')}")
+    lines = [f"Run: dataset `{r.get('dataset_used', '?')}` ({short}), seeds {params.get('seeds', '?')}, "
+             f"{sweep}, evaluation interval {r.get('eval_every', '?')}.", ""]
     verdicts = r.get("verdicts") or []
     if verdicts:
         lines += ["| comparison | decision | effect (points) | 95 % CI | p | n |", "|---|---|---|---|---|---|"]
@@ -254,7 +257,7 @@ def findings_markdown(results: dict) -> str:
             lines.append(f"| {v['comparison']} | {v['decision']} | {eff} | {ci} | {p} | {v['n']} |")
         lines.append("")
     lines.append(f"Controls hold: **{r.get('controls_hold')}**.")
-    lines += ["", r.get("summary", "")]
+    lines += ["", str(r.get("summary", "")).replace(source, short)]
     return "\n".join(lines)
 
 
