@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.ticker import FormatStrFormatter, NullFormatter
+from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
 __all__ = ["STYLE", "PROTOCOL_MARKER", "mixing_curves", "dynamics", "protocol_findings", "method_scatter",
            "advantage_vs_overlap"]
@@ -77,8 +77,7 @@ def protocol_findings(series: dict, protocols, sigmas, cl: str | None):
     ``sigmas``: the sweep, or ``{protocol: sweep}`` when σ was solved per protocol.
     """
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
-    if isinstance(sigmas, dict):
-        sigmas = sorted({float(x) for pr in protocols for x in sigmas[pr]})
+    per_protocol = isinstance(sigmas, dict) and len({tuple(sigmas[pr]) for pr in protocols}) > 1
     for pr in protocols:
         for ax, key in zip(axes, ("bare", "forget", "adv")):
             if (pr, key) in series:
@@ -90,9 +89,12 @@ def protocol_findings(series: dict, protocols, sigmas, cl: str | None):
     axes[2].axhline(0, color="k", lw=0.8)
     axes[2].set(xlabel=r"overlap index $\mathcal{O}$", ylabel=f"{cl or 'CL'} − Bare, $A_{{AUC}}$ (points)",
                 title="(3) CL advantage vs overlap")
-    for ax in axes[:2]:  # plain numbers at the swept sigmas, no crowded log-scale labels
-        ax.set_xticks(sigmas)
-        ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+    for ax in axes[:2]:  # plain numbers, no crowded log-scale labels
+        if not per_protocol:  # one sweep: ticks at the swept sigmas
+            ax.set_xticks(sigmas[protocols[0]] if isinstance(sigmas, dict) else sigmas)
+        else:  # sweeps solved per protocol: round ticks 1, 2, 3, 5, 10, 20, ...
+            ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
+        ax.xaxis.set_major_formatter(FormatStrFormatter("%.3g"))
         ax.xaxis.set_minor_formatter(NullFormatter())
     for ax in axes:
         ax.legend(title="protocol", fontsize=8)
