@@ -154,7 +154,7 @@ class Verdict:
         if self.decision == NOT_TESTABLE:
             return f"{self.comparison}: not testable ({self.note or 'too few pairs'})."
         stats = (f"{_num(self.effect, True)} ({round(100 * CONFIDENCE)} % CI {_num(self.ci_low, True)} to "
-                 f"{_num(self.ci_high, True)}; {self.rule}, p = {_p(self.p)}, n = {self.n})")
+                 f"{_num(self.ci_high, True)}; {self.rule}, {_p_text(self.p)}, n = {self.n})")
         if self.significant:
             text = f"{self.comparison}: {self.decision}, {stats}"
         else:
@@ -187,6 +187,19 @@ def _p(p: float) -> str:
     if not np.isfinite(p):
         return "nan"
     return "< 0.0001" if p < 1e-4 else f"{p:.2g}"
+
+
+def _p_text(p: float) -> str:
+    """``p = 0.005``, ``p < 0.0001``, or ``no p (one pair)`` where none is defined.
+
+    Examples
+    --------
+    >>> _p_text(0.00512), _p_text(1e-7), _p_text(float("nan"))
+    ('p = 0.0051', 'p < 0.0001', 'no p (one pair)')
+    """
+    if not np.isfinite(p):
+        return "no p (one pair)"
+    return "p < 0.0001" if p < 1e-4 else f"p = {p:.2g}"
 
 
 def _differences(a, b) -> np.ndarray:
@@ -560,11 +573,11 @@ def closing_text(verdicts: Sequence[Verdict], *, subject: str = "this run",
             lines.append(f"**No finding**: none of the {len(findings)} comparison(s) differs under the rule.")
         if null:
             lines.append("**No difference detected**: " + "; ".join(
-                f"{v.comparison} ({_num(v.effect, True)}, p = {_p(v.p)}"
+                f"{v.comparison} ({_num(v.effect, True)}, {_p_text(v.p)}"
                 + (f", detectable ≥ {_num(v.mde)}" if np.isfinite(v.mde) else "") + ")" for v in null) + ".")
     else:
         lines.append("Measured differences (not findings): " + "; ".join(
-            f"{v.comparison} {_num(v.effect, True)} (p = {_p(v.p)})" for v in findings if v.n) + ".")
+            f"{v.comparison} {_num(v.effect, True)} ({_p_text(v.p)})" for v in findings if v.n) + ".")
     if untestable:
         lines.append("**Not testable**: " + "; ".join(f"{v.comparison} ({v.note})" for v in untestable) + ".")
     return "\n\n".join(lines)

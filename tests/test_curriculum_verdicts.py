@@ -128,7 +128,7 @@ def test_effects_are_flat_per_family():
 
 def test_write_findings_replaces_only_its_block(tmp_path):
     doc = tmp_path / "guide.md"
-    doc.write_text("## Intro\nkept\n<!-- BEGIN generated: 04_findings -->\nold\n<!-- END generated: 04_findings -->\n"
+    doc.write_text("## Intro\nkept\n<!-- BEGIN generated: findings-04_curriculum -->\nold\n<!-- END generated: findings-04_curriculum -->\n"
                    "## After\nkept too\n")
     r = {"seeds": [0, 1, 2, 3], "tasks": ["a", "b"], "summary": "**Setting.** new", "controls_hold": False,
          "verdicts": []}

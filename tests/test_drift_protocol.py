@@ -475,7 +475,7 @@ def test_findings_block_is_generated_from_results(tmp_path):
                "results": {"dataset_used": "cora", "data_source": "real", "eval_every": {"text": 20},
                            "verdicts": [v.to_dict()], "controls_hold": True, "summary": "**Findings** (1 of 1)"}}
     doc = tmp_path / "05.md"
-    doc.write_text("intro\n<!-- BEGIN generated: 05_drift-findings -->\nold\n<!-- END generated: 05_drift-findings -->\nend\n")
+    doc.write_text("intro\n<!-- BEGIN generated: findings-05_drift -->\nold\n<!-- END generated: findings-05_drift -->\nend\n")
     text = report.update_findings_block(doc, results)
     assert "\nold\n" not in text and text.startswith("intro\n") and text.endswith("end\n")
     assert "| text: (3a) er − Bare | higher | +1.4 |" in text or "| text: (3a) er − Bare | higher | +1.3 |" in text and "Controls hold: **True**" in text

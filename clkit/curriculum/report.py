@@ -322,7 +322,7 @@ def findings_markdown(results: dict) -> str:
 
 
 #: name of the generated block in ``docs/04_curriculum.md``
-FINDINGS_BLOCK = "04_findings"
+FINDINGS_BLOCK = "findings-04_curriculum"
 
 
 def write_findings(doc, results, name: str = FINDINGS_BLOCK):

@@ -7,6 +7,8 @@ method and seed) or their per-protocol summaries, and returns a DataFrame, a dic
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -304,26 +306,31 @@ def sweep_verdicts(df: pd.DataFrame, null_df: pd.DataFrame | None, protocol: str
     ov = d.groupby("sigma")["overlap"].mean().reindex(sigmas)
     o_lo, o_hi = ov.idxmin(), ov.idxmax()
     pr = protocol
+
+    def at(sig) -> str:  # "σ = 38.6 (overlap 0.80)": σ to 3 digits, with the overlap it gives
+        o = ov.get(sig, float("nan"))
+        return f"σ = {sig:.3g}" + (f" (overlap {o:.2f})" if o == o else "")
+
     if len(sigmas) >= 2 and "bare" in sweep_methods:
         out.append(stats.paired(_by_seed(d, "bare", s_hi, "A_AUC"), _by_seed(d, "bare", s_lo, "A_AUC"),
-                                comparison=f"{pr}: (1) Bare A_AUC, σ = {s_hi:g} − σ = {s_lo:g}",
+                                comparison=f"{pr}: (1) Bare A_AUC, {at(s_hi)} − {at(s_lo)}",
                                 higher="rises with σ (as the paper)", lower="falls with σ"))
     if cl_sweep:
         cl = cl_sweep[0]
         if len(sigmas) >= 2:
             out.append(stats.paired(_by_seed(d, cl, s_hi, "AF_s"), _by_seed(d, cl, s_lo, "AF_s"),
-                                    comparison=f"{pr}: (2) {cl} AF_s, σ = {s_hi:g} − σ = {s_lo:g}",
+                                    comparison=f"{pr}: (2) {cl} AF_s, {at(s_hi)} − {at(s_lo)}",
                                     higher="forgetting shrinks with σ", lower="forgetting grows with σ (as the paper)"))
         if "bare" in sweep_methods:
             adv_lo = _by_seed(d, cl, o_lo, "A_AUC") - _by_seed(d, "bare", o_lo, "A_AUC")
             out.append(stats.paired(adv_lo, comparison=f"{pr}: (3a) {cl} − Bare A_AUC at the lowest overlap "
-                                                       f"(σ = {o_lo:g})",
+                                                       f"({at(o_lo)})",
                                     higher=f"{cl} higher", lower="Bare higher"))
             if len(sigmas) >= 2:
                 adv_hi = _by_seed(d, cl, o_hi, "A_AUC") - _by_seed(d, "bare", o_hi, "A_AUC")
                 out.append(stats.paired(adv_hi, adv_lo,
                                         comparison=f"{pr}: (3b) {cl} − Bare, highest − lowest overlap "
-                                                   f"(σ = {o_hi:g} − σ = {o_lo:g})",
+                                                   f"({at(o_hi)} − {at(o_lo)})",
                                         higher="advantage grows with overlap",
                                         lower="advantage contracts with overlap (as the paper)"))
     out = stats.holm(out) if len(out) > 1 else out
@@ -332,7 +339,7 @@ def sweep_verdicts(df: pd.DataFrame, null_df: pd.DataFrame | None, protocol: str
         shifted = 100 * null_df.sort_values("seed")["A_AUC"].to_numpy(dtype=float)
         out.append(stats.paired(shifted, _by_seed(d, "bare", s_null, "A_AUC"),
                                 comparison=f"{pr}: null control, Bare (seed + {NULL_SEED_OFFSET}) − Bare (seed), "
-                                           f"σ = {s_null:g}",
+                                           f"σ = {s_null:.3g}",
                                 role="null control", expect=stats.NO_DIFFERENCE))
     return out
 
@@ -382,22 +389,27 @@ def contraction_verdict(verdicts, protocol: str, small_n: int = 4) -> str:
 
 def verdict_findings(verdicts, protocols, small_n: int = 4) -> pd.DataFrame:
     """One column per protocol, one row per finding: the decision and effect of each verdict, and finding 3."""
+    from .. import stats
+
     cols = {}
     for pr in protocols:
         col = {}
         for v in verdicts:
             if v.comparison.startswith(f"{pr}: (") and v.role == "finding":
-                key = v.comparison.split(": ", 1)[1]
-                col[key] = f"{v.decision}, {v.effect:+.1f} (p = {v.p:.2g}, n = {v.n})"
+                # the row names the finding; each protocol's own σ (solved per protocol) goes in its cell
+                key = re.sub(r",? \(?σ = .*$", "", v.comparison.split(": ", 1)[1])
+                where = re.findall(r"σ = [^ ,)]+(?: \(overlap [^)]+\))?", v.comparison)
+                col[key] = (f"{v.decision}, {v.effect:+.1f} ({stats._p_text(v.p)}, n = {v.n})"
+                            + (f"; {' − '.join(where)}" if where else ""))
             elif v.comparison.startswith(f"{pr}: null"):
                 col["null control (must be no difference)"] = \
-                    f"{v.decision}, {v.effect:+.1f} (p = {v.p:.2g}) — {'holds' if v.control_ok else 'FAILS'}"
+                    f"{v.decision}, {v.effect:+.1f} ({stats._p_text(v.p)}) — {'holds' if v.control_ok else 'FAILS'}"
         col["(3) verdict: CL advantage contracts with overlap"] = contraction_verdict(verdicts, pr, small_n)
         cols[pr] = pd.Series(col)
     return pd.DataFrame(cols)
 
 
-def update_findings_block(doc_path, results: dict, name: str = "05_drift-findings") -> str:
+def update_findings_block(doc_path, results: dict, name: str = "findings-05_drift") -> str:
     """Rewrite the ``<!-- BEGIN generated: name -->`` … ``END`` block of ``doc_path`` with :func:`findings_markdown`.
 
     The file is written atomically; returns the new text. Raises ``ValueError`` naming
