@@ -305,3 +305,31 @@ def test_written_out_transformer_equals_pytorch_encoder_layers():
             gb = torch.autograd.grad(b.sum(), ref.embed.weight)[0]
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
         torch.testing.assert_close(ga, gb, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("momentum", [0.9, 0.0])
+def test_si_foreach_path_equals_the_reference_after_fifty_steps(momentum):
+    """SI's foreach path integral (updated every step) equals the per-parameter reference, with
+    SGD momentum and with plain SGD, after >= 50 optimiser steps (the second task is penalised)."""
+    tasks = _tasks(seed=1, n=64)[:2]
+    runs = []
+    for c in (SI, _ReferenceSI):
+        with torch_seeded(5):
+            s = c(MLP(6, 6, hidden=(16,)), lr=0.05, momentum=momentum, epochs=7, batch_size=16,
+                  scenario="task", si_lambda=2.0)
+        steps = []
+        s.after_step = (lambda f: (lambda *a: (steps.append(1), f(*a))))(s.after_step)
+        for task in tasks:
+            s.train_task(task)
+        runs.append((s, len(steps)))
+    (fused, n_steps), (ref, _) = runs
+    assert n_steps >= 50
+    for a, b in zip(fused.model.parameters(), ref.model.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+    for n in fused.path:
+        assert float(fused.path[n].abs().max()) > 0   # the path integral moved during task 2
+        torch.testing.assert_close(fused.path[n], ref.path[n], rtol=1e-6,
+                                   atol=1e-6 * float(ref.path[n].abs().max()))
+    for (om_a, _), (om_b, _) in zip(fused.terms, ref.terms):
+        for n in om_a:
+            torch.testing.assert_close(om_a[n], om_b[n], rtol=1e-6, atol=1e-6 * float(om_b[n].abs().max()))
