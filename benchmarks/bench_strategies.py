@@ -203,13 +203,14 @@ def print_steps(runs, rounds, inner, avalanche_json=None, cnn_rounds=None):
     def f(v, fmt):
         return "-" if v is None else format(v, fmt)
 
-    head = ["model", "method", "clkit ms/step", "Avalanche 0.6 ms/step", "clkit x bare", "Avalanche x bare",
+    head = ["model", "method", "clkit ms/step",
+            "Avalanche 0.6 ms/step" + (" (quoted: no venv)" if avalanche_json is None else ""), "clkit x bare", "Avalanche x bare",
             "clkit x naive", "one-pass bound x bare", "target x bare", "met"]
     print(f"{head[0]:<10}{head[1]:<22}{'clkit ms':>9}{'Aval. ms':>9}{'x bare':>8}{'Aval. x':>8}{'x naive':>8}"
           f"{'bound':>7}{'target':>7}  met")
     md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for kind, label, c_ms, a_ms, rb_, ra, rn_, bound, target, met in rows:
-        print(f"{kind:<10}{label:<22}{c_ms:>9.2f}{f(a_ms, '.2f'):>9}{rb_:>7.2f}x{f(ra, '.2f'):>7}x{rn_:>7.2f}x"
+        print(f"{kind:<10}{label:<22}{c_ms:>9.2f}{f(a_ms, '.2f'):>9}{rb_:>7.2f}x{f(ra, '.2f') + ('' if ra is None else 'x'):>8}{rn_:>7.2f}x"
               f"{f(bound, '.2f'):>7}{f(target, '.1f'):>7}  {met}")
         md.append(f"| {kind} | {label} | {c_ms:.2f} | {f(a_ms, '.2f')} | {rb_:.2f} | {f(ra, '.2f')} | {rn_:.2f} | "
                   f"{f(bound, '.2f')} | {f(target, '.1f')} | {met} |")
@@ -332,13 +333,36 @@ def write_markdown(path, md, notes, args):
 
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     text = "\n".join([
-        f"Measured {stamp} by `benchmarks/bench_strategies.py --runs {args.runs} --rounds {args.rounds}` "
+        f"Measured {stamp} by `benchmarks/bench_strategies.py --runs {args.runs} --rounds {args.rounds} "
+        f"--inner {args.inner}` "
         f"(torch {torch.__version__}, {platform.processor() or platform.machine()}, one thread). "
         "The machine was shared and loaded while this ran: CPU time, not wall-clock, and ratios from "
         "interleaved rounds; absolute milliseconds are inflated by cache contention.",
         "", *md, "", *[f"- {n}" for n in notes], ""])
     atomic_write_text(path, text)
     print(f"wrote {path}")
+    splice_block(PAGE, "bench-strategies", text)
+
+
+#: the user-guide page whose generated block holds part 1's table
+PAGE = __import__("pathlib").Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+
+
+def splice_block(page, name, text):
+    """Replace the lines between ``<!-- BEGIN generated: name -->`` and ``<!-- END generated: name -->``
+    in ``page`` with ``text`` (atomically); nothing happens when the page or its markers are missing."""
+    from clkit._io import atomic_write_text
+
+    begin, end = f"<!-- BEGIN generated: {name} -->", f"<!-- END generated: {name} -->"
+    if not page.exists():
+        return
+    old = page.read_text()
+    if begin not in old or end not in old:
+        return
+    head, rest = old.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    atomic_write_text(page, head + begin + "\n" + text.rstrip("\n") + "\n" + end + tail)
+    print(f"updated the generated block of {page}")
 
 
 def main(argv=None):
