@@ -20,7 +20,7 @@ import torch
 
 from .._seed import torch_seeded
 from .._validate import check_choice, check_int
-from ..models.cnn import make_backbone
+from ..models.cnn import make_backbone as _builtin_backbone
 from ..strategies import available_strategies, make_strategy
 from ..learner_kwargs import settings_for
 from ..strategies.base import _REGISTRY
@@ -62,6 +62,25 @@ def task_seed(seed: int, dataset: str) -> int:
     return int(state.generate_state(1)[0])
 
 
+def make_backbone(name: str, in_channels: int, num_classes: int, image_size: int):
+    """A built-in backbone (:func:`clkit.models.cnn.make_backbone`) or a plugin factory ``"package.module:factory"``.
+
+    Plugin names are resolved here, above the model layer, through :func:`clkit.plugins.build_model`
+    (``clkit.models`` imports nothing from the strategy or plugin layers).
+
+    Examples
+    --------
+    >>> make_backbone("small_cnn", 3, 30, 32).head.out_features
+    30
+    """
+    if isinstance(name, str) and ":" in name:  # "package.module:factory" (see clkit.plugins)
+        from ..plugins import build_model
+
+        return build_model(name, "04_curriculum", in_channels=in_channels, num_classes=num_classes,
+                           image_size=image_size)
+    return _builtin_backbone(name, in_channels, num_classes, image_size)
+
+
 def _train_eval(strategy_name, order, train, test, *, backbone, scenario, epochs, seed, settings, pairing,
                 progress=None):
     channels, size = train[0].x.shape[1], train[0].x.shape[-1]
@@ -90,7 +109,7 @@ def single_task_accuracy(bench: Benchmark, *, backbone: str = "small_cnn", epoch
     ----------
     bench : Benchmark
     backbone : str
-        See :func:`clkit.models.cnn.make_backbone`.
+        See :func:`make_backbone` (built-in name or plugin factory).
     epochs : int
     seed : int
     **hyper
