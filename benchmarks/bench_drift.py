@@ -73,7 +73,7 @@ def main():
     if "--notebook" in sys.argv:
         with tempfile.TemporaryDirectory() as d:
             t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "clkit.run", "run", "05_drift", "--params", "default", "--out", d],
+            subprocess.run([sys.executable, "-m", "clkit", "run", "05_drift", "--params", "default", "--out", d],
                            check=True)
             print(f"notebook 05_drift --params default: {time.perf_counter() - t0:.1f} s (target <= 130 s)")
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import nbformat
 
-from clkit import run
+from clkit import notebooks, run
 from clkit.sweep import plan_sweep, run_sweep
 
 SEED_PARAM = {"01_taskification": "seed", "02_edge": "seed", "03_temporal_metrics": "seed",
@@ -83,7 +83,7 @@ def main(argv=None):
     ap.add_argument("--params", default="smoke")
     ap.add_argument("--skip-bare", action="store_true", help="skip the bare runs of the smoke cases")
     args = ap.parse_args(argv)
-    nb = run.resolve_notebook(args.notebook)
+    nb = notebooks.resolve_notebook(args.notebook)
     grid = _grid(nb, args.cases)
     print(f"machine: {os.cpu_count()} cores; {args.cases} {args.params} cases of {nb}", flush=True)
 

@@ -7,8 +7,12 @@ Modules are organised by concept (the README's Layout section):
 - :mod:`clkit.strategies` -- continual-learning strategies behind one interface.
 - :mod:`clkit.models` -- small backbones.
 - :mod:`clkit.data` -- loaders (real, offline real, synthetic).
-- :mod:`clkit.plot`, :mod:`clkit.results`, :mod:`clkit.run` -- figures, recorded
-  results and the papermill runner.
+- :mod:`clkit.plot`, :mod:`clkit.results` -- figures and recorded results.
+- :mod:`clkit.notebooks`, :mod:`clkit.run`, :mod:`clkit.sweep`, :mod:`clkit.summary`,
+  :mod:`clkit.cluster` -- the notebooks' parameters, papermill runs, sweeps on Dask
+  and their tables; :mod:`clkit.course` -- the graded course.
+- :mod:`clkit.cli` -- the ``clkit`` command, on top of everything else (nothing
+  imports it).
 - one module per paper: :mod:`clkit.temporal`, :mod:`clkit.taskification`,
   :mod:`clkit.edge`, :mod:`clkit.curriculum`, :mod:`clkit.drift`.
 

@@ -1,4 +1,4 @@
-"""Atomic file writes: nothing ever writes half a file."""
+"""File helpers: atomic writes (nothing ever writes half a file), the working folder, NumPy files."""
 
 from __future__ import annotations
 
@@ -9,12 +9,35 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["atomic_write_text", "atomic_write_json", "atomic_save", "to_jsonable", "flatten_scalars", "repo_root"]
+__all__ = ["atomic_write_text", "atomic_write_json", "atomic_save", "to_jsonable", "flatten_scalars", "repo_root",
+           "work_dir", "replace_dir", "load_npy"]
 
 
 def repo_root() -> Path:
     """The checkout's root (the folder holding ``clkit/``)."""
     return Path(__file__).resolve().parent.parent
+
+
+def work_dir() -> Path:
+    """The folder a notebook run interactively writes under: the working directory.
+
+    JupyterLab starts a notebook's kernel in the notebook's own folder, so when
+    that folder is called ``notebooks`` its parent (the project folder) is used,
+    giving ``runs/`` and ``figures/`` beside ``notebooks/`` as ``clkit run`` does.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> old = os.getcwd()
+    >>> root = Path(tempfile.mkdtemp()).resolve()
+    >>> (root / "notebooks").mkdir()
+    >>> os.chdir(root / "notebooks")
+    >>> work_dir() == root
+    True
+    >>> os.chdir(old)
+    """
+    cwd = Path.cwd()
+    return cwd.parent if cwd.name == "notebooks" else cwd
 
 
 def atomic_save(path, write) -> Path:
@@ -74,6 +97,36 @@ def to_jsonable(obj):
     return obj
 
 
+def replace_dir(src, dst) -> Path:
+    """Move the folder ``src`` onto ``dst`` by renames; an older ``dst`` is moved aside, then deleted.
+
+    ``src`` and ``dst`` must be on one file system (keep ``src`` beside ``dst``), so
+    ``dst`` is at every moment either the old folder, absent for an instant, or the
+    new one, never a mix.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> (root / "new").mkdir(); (root / "old").mkdir(); _ = (root / "old" / "a").write_text("old")
+    >>> _ = (root / "new" / "b").write_text("new")
+    >>> sorted(p.name for p in replace_dir(root / "new", root / "old").iterdir()), sorted(p.name for p in root.iterdir())
+    (['b'], ['old'])
+    """
+    import shutil
+    import uuid
+
+    src, dst = Path(src), Path(dst)
+    trash = None
+    if dst.exists():
+        trash = dst.with_name(f".{dst.name}.old-{uuid.uuid4().hex[:8]}")
+        os.replace(dst, trash)
+    os.replace(src, dst)
+    if trash is not None:
+        shutil.rmtree(trash, ignore_errors=True)
+    return dst
+
+
 def atomic_write_json(path, obj) -> Path:
     """Write ``obj`` as indented, key-sorted JSON atomically."""
     return atomic_write_text(path, json.dumps(to_jsonable(obj), indent=2, sort_keys=True) + "\n")
@@ -97,3 +150,38 @@ def flatten_scalars(d: dict, prefix: str = "", depth: int = 2) -> dict:
         elif isinstance(v, (int, float, str, bool)) or v is None:
             out[key] = v
     return out
+
+
+def load_npy(path, name: str = "array") -> np.ndarray:
+    """A NumPy array from a ``.npy`` file, never unpickled; a clear ``ValueError`` for anything else.
+
+    ``name`` says what the file holds in the message (``"labels"``, ``"R matrix"``).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> np.save(os.path.join(d, "y.npy"), np.array([0, 1, 1]))
+    >>> load_npy(os.path.join(d, "y.npy"), "labels").tolist()
+    [0, 1, 1]
+    >>> _ = open(os.path.join(d, "bad.npy"), "wb").write(b"not numpy at all")
+    >>> load_npy(os.path.join(d, "bad.npy"), "labels")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: labels: '.../bad.npy' is not a NumPy array file (.npy, as numpy.save writes): it does not start with NumPy's header
+    """
+    path = Path(path)
+    with open(path, "rb") as fh:
+        magic = fh.read(6)
+    if magic != b"\x93NUMPY":
+        raise ValueError(f"{name}: {str(path)!r} is not a NumPy array file (.npy, as numpy.save writes): "
+                         "it does not start with NumPy's header")
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except Exception as exc:  # noqa: BLE001 - a damaged header, object arrays, a truncated file
+        reason = ("it holds Python objects, not numbers" if "pickle" in str(exc)
+                  else f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'unreadable'}")
+        raise ValueError(f"{name}: {str(path)!r} is not a readable NumPy array file: {reason}") from None
+    if not isinstance(arr, np.ndarray):  # np.load gives an NpzFile for .npz content
+        raise ValueError(f"{name}: {str(path)!r} is a NumPy .npz archive, not one array (.npy)")
+    return arr

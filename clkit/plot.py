@@ -5,11 +5,14 @@ Every helper takes ``ax=`` (created when ``None``) and returns it.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["save_figure", "matrix_heatmap", "new_axes"]
+from ._io import atomic_save, work_dir
+
+__all__ = ["save_figure", "figures_dir", "matrix_heatmap", "new_axes"]
 
 
 def new_axes(ax=None, figsize=(5, 4)):
@@ -22,6 +25,17 @@ def new_axes(ax=None, figsize=(5, 4)):
     return ax
 
 
+def figures_dir(notebook: str) -> Path:
+    """Folder for the figures of ``notebook``.
+
+    ``$CLKIT_FIGURES_DIR`` when set (``clkit run`` sets it), else
+    ``<work>/figures/<notebook>/`` with ``<work>`` the folder the user works in
+    (:func:`clkit._io.work_dir`), never the installed package.
+    """
+    env = os.environ.get("CLKIT_FIGURES_DIR")
+    return Path(env) if env else work_dir() / "figures" / notebook
+
+
 def save_figure(fig, name: str, notebook: str | None = None, folder=None, dpi: int = 120) -> Path:
     """Save ``fig`` as PNG atomically and return the path.
 
@@ -31,13 +45,10 @@ def save_figure(fig, name: str, notebook: str | None = None, folder=None, dpi: i
     name : str
         File stem (``.png`` is added).
     notebook : str, optional
-        Notebook stem; the folder is then :func:`clkit.results.figures_dir`.
+        Notebook stem; the folder is then :func:`figures_dir`.
     folder : path-like, optional
         Explicit folder (overrides ``notebook``).
     """
-    from ._io import atomic_save
-    from .results import figures_dir
-
     if folder is None:
         if notebook is None:
             raise ValueError("save_figure needs notebook= or folder=")

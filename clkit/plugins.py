@@ -481,8 +481,8 @@ def train_sequences_sequentially(x_train, x_test, sequences, learner: str, confi
     """
     from .edge.learners import LearnerConfig, train_strategy_sequences
 
-    resolve_strategy(learner, parameter="learners")
-    return train_strategy_sequences(x_train, x_test, sequences, learner,
+    strategy_class = resolve_strategy(learner, parameter="learners")
+    return train_strategy_sequences(x_train, x_test, sequences, strategy_class,
                                     LearnerConfig() if config is None else config, seed=seed,
                                     model_factory=model_factory, progress=progress, num_threads=num_threads,
                                     strategy_kwargs=strategy_kwargs)

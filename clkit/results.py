@@ -9,8 +9,8 @@ Where things go
 ``CLKIT_OUT_DIR`` (set by ``clkit run``) holds ``results.json``; otherwise
 ``<work>/runs/interactive/<notebook>/``. Figures go to ``CLKIT_FIGURES_DIR`` when
 set (``clkit run`` sets it to the run's folder), else to ``<work>/figures/<notebook>/``.
-``<work>`` is :func:`work_dir`: the folder the user works in, never the
-installed package.
+``<work>`` is :func:`clkit._io.work_dir`: the folder the user works in, never the
+installed package. The figures' folder is :func:`clkit.plot.figures_dir`.
 """
 
 from __future__ import annotations
@@ -19,43 +19,16 @@ import os
 import time
 from pathlib import Path
 
-from ._io import atomic_write_json, to_jsonable
+from ._io import atomic_write_json, to_jsonable, work_dir
+from .plot import figures_dir, save_figure
 
-__all__ = ["RunRecord", "results_dir", "figures_dir", "work_dir"]
-
-
-def work_dir() -> Path:
-    """The folder a notebook run interactively writes under: the working directory.
-
-    JupyterLab starts a notebook's kernel in the notebook's own folder, so when
-    that folder is called ``notebooks`` its parent (the project folder) is used,
-    giving ``runs/`` and ``figures/`` beside ``notebooks/`` as ``clkit run`` does.
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> old = os.getcwd()
-    >>> root = Path(tempfile.mkdtemp()).resolve()
-    >>> (root / "notebooks").mkdir()
-    >>> os.chdir(root / "notebooks")
-    >>> work_dir() == root
-    True
-    >>> os.chdir(old)
-    """
-    cwd = Path.cwd()
-    return cwd.parent if cwd.name == "notebooks" else cwd
+__all__ = ["RunRecord", "results_dir", "figures_dir", "work_dir"]  # figures_dir: clkit.plot; work_dir: clkit._io
 
 
 def results_dir(notebook: str) -> Path:
     """Folder for ``results.json`` of ``notebook`` (see module docstring)."""
     env = os.environ.get("CLKIT_OUT_DIR")
     return Path(env) if env else work_dir() / "runs" / "interactive" / notebook
-
-
-def figures_dir(notebook: str) -> Path:
-    """Folder for the figures of ``notebook`` (see module docstring)."""
-    env = os.environ.get("CLKIT_FIGURES_DIR")
-    return Path(env) if env else work_dir() / "figures" / notebook
 
 
 class RunRecord:
@@ -91,8 +64,6 @@ class RunRecord:
 
     def figure(self, fig, name: str, **kwargs) -> Path:
         """Save ``fig`` as ``<figures_dir>/<name>.png`` and remember its path."""
-        from .plot import save_figure
-
         path = save_figure(fig, name, notebook=self.notebook, **kwargs)
         self.figures.append(str(path))
         return path

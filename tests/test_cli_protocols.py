@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from clkit.run import main
+from clkit.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
 

@@ -25,7 +25,7 @@ import pytest
 from clkit.course import ASSIGNMENTS, SubmissionError, build_course, find_submissions, grade_submissions
 from clkit.course.build import course_source_dir
 from clkit.course.grade import _key, check_submission, write_tables
-from clkit.run import main
+from clkit.cli import main
 
 # (solution cell, text in the instructor's solution, planted replacement, tests that must fail)
 PLANTED = {

@@ -5,44 +5,45 @@ from pathlib import Path
 
 import pytest
 
-from clkit import run
+from clkit import notebooks, run
+from clkit.cli import main
 
 
 def test_list_includes_notebook_and_param_sets(capsys):
-    assert run.main(["list"]) == 0
+    assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "03_temporal_metrics" in out and "smoke" in out and "paper" in out
 
 
 def test_resolve_by_prefix_and_unknown():
-    assert run.resolve_notebook("03") == "03_temporal_metrics"
+    assert notebooks.resolve_notebook("03") == "03_temporal_metrics"
     with pytest.raises(ValueError, match="notebook must be one of"):
-        run.resolve_notebook("99_nothing")
+        notebooks.resolve_notebook("99_nothing")
 
 
 def test_parameters_are_read_from_the_tagged_cell():
-    params = run.notebook_parameters("03_temporal_metrics")
+    params = notebooks.notebook_parameters("03_temporal_metrics")
     assert params["delta"]["type"] == "float" and params["delta"]["help"]
     assert params["learners"]["type"] == "list"
 
 
 def test_load_params_overrides_and_checks():
-    p = run.load_params("03_temporal_metrics", "smoke", [("n", "4")])
+    p = notebooks.load_params("03_temporal_metrics", "smoke", [("n", "4")])
     assert p["n"] == 4
     with pytest.raises(ValueError, match="no parameter 'nope'"):
-        run.load_params("03_temporal_metrics", "smoke", [("nope", "1")])
+        notebooks.load_params("03_temporal_metrics", "smoke", [("nope", "1")])
     with pytest.raises(TypeError, match="delta"):
-        run.load_params("03_temporal_metrics", "smoke", [("delta", "[1]")])
+        notebooks.load_params("03_temporal_metrics", "smoke", [("delta", "[1]")])
     with pytest.raises(ValueError, match="params"):
-        run.load_params("03_temporal_metrics", "nonexistent.yaml")
+        notebooks.load_params("03_temporal_metrics", "nonexistent.yaml")
 
 
 def test_every_param_set_matches_declared_parameters():
-    for nb in run.list_notebooks():
-        sets = run.param_sets(nb)
+    for nb in notebooks.list_notebooks():
+        sets = notebooks.param_sets(nb)
         assert {"smoke", "default", "paper"} <= set(sets), nb
         for s in sets:
-            run.load_params(nb, s)  # raises on unknown names or wrong types
+            notebooks.load_params(nb, s)  # raises on unknown names or wrong types
 
 
 def test_summary_tabulates_results(tmp_path, capsys):
@@ -53,21 +54,21 @@ def test_summary_tabulates_results(tmp_path, capsys):
             {"notebook": "03_temporal_metrics", "params": {"seed": seed},
              "results": {"tas": 0.9 + i / 100, "learners": {"erm": {"id": 0.8}}}}))
         (d / "run.json").write_text(json.dumps({"params_set": "smoke", "status": "ok", "runtime_s": 1.0}))
-    assert run.main(["summary", str(tmp_path)]) == 0
+    assert main(["summary", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "learners.erm.id" in out and "param.seed" in out
     csv = (tmp_path / "summary.csv").read_text().splitlines()
     assert len(csv) == 3
-    assert run.main(["summary", str(tmp_path / "empty")]) == 1
+    assert main(["summary", str(tmp_path / "empty")]) == 1
 
 
 def test_papermill_can_parse_every_parameters_cell():
     """papermill's own inspector rejects a parameter line whose comment contains '='."""
     import papermill as pm
 
-    for nb in run.list_notebooks():
-        declared = pm.inspect_notebook(str(run.notebooks_dir() / f"{nb}.ipynb"))
-        assert set(declared) == set(run.notebook_parameters(nb)), nb
+    for nb in notebooks.list_notebooks():
+        declared = pm.inspect_notebook(str(notebooks.notebooks_dir() / f"{nb}.ipynb"))
+        assert set(declared) == set(notebooks.notebook_parameters(nb)), nb
 
 
 def test_interactive_outputs_go_to_the_working_directory(tmp_path, monkeypatch):
@@ -171,3 +172,65 @@ def test_saved_notebook_shows_finished_progress_as_text(tmp_path):
     assert texts[0].startswith("kept: 100%|##########| 3/3")
     assert texts[1] == ""
     assert texts[2].startswith("manual:  50%|#####     | 2/4") and texts[2].endswith("(stopped)")
+
+
+def _wait_for_running_cell(out, text: str, proc, timeout: float = 120.0) -> None:
+    """Wait until the run's partial notebook says the cell containing ``text`` is executing."""
+    import time
+
+    import nbformat
+
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        for partial in out.glob(".00_tiny.partial-*/.00_tiny.partial.ipynb"):
+            try:
+                nb = nbformat.read(str(partial), as_version=4)
+            except Exception:  # noqa: BLE001 - being rewritten right now
+                continue
+            if any(text in c.source and c.metadata.get("papermill", {}).get("status") == "running" for c in nb.cells):
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"the cell with {text!r} never ran (exit status {proc.poll()})")
+
+
+def test_ctrl_c_during_a_rerun_keeps_the_previous_result(tmp_path, monkeypatch, capsys):
+    """Issue 28 item 2: a real SIGINT to the process group, as Ctrl-C in a terminal sends it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tiny_notebook import write_tiny_notebook
+
+    write_tiny_notebook(tmp_path / "nb", {"plain": {"seed": 1}})
+    monkeypatch.setenv("CLKIT_NOTEBOOKS", str(tmp_path / "nb"))
+    out, figs = tmp_path / "runs", tmp_path / "figs"
+    args = ["run", "00", "--params", "plain", "--out", str(out), "--figures", str(figs), "--no-progress"]
+    assert main(args) == 0
+    before = {p: p.read_bytes() for p in [out / "00_tiny" / "results.json", out / "00_tiny" / "run.json",
+                                         out / "00_tiny" / "00_tiny.ipynb", figs / "00_tiny" / "seed.txt"]}
+    assert json.loads(before[out / "00_tiny" / "results.json"])["results"]["y"] == 2
+
+    # SIG_DFL: a test run started in the background inherits SIGINT ignored
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "clkit"), *args, "-p", "seed", "2", "-p", "sleep", "60"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        _wait_for_running_cell(out, "time.sleep(sleep)", proc)
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stdout + stderr
+    assert stderr.splitlines() == [f"[clkit] interrupted: 00_tiny did not finish; the previous result in "
+                                   f"{out / '00_tiny'} is kept"], stderr
+    assert {p: p.read_bytes() for p in before} == before  # results.json, run.json, the notebook, the figure
+    assert not list(out.glob(".*")) and not list(figs.glob(".*"))  # no staging folder left behind
+
+    # A rerun whose cell fails has run to its end: it replaces the result and says why.
+    assert main([*args, "-p", "sleep", "-1"]) == 1
+    assert "ValueError: sleep length must be non-negative" in capsys.readouterr().err
+    assert json.loads((out / "00_tiny" / "run.json").read_text())["status"] == "failed"
+    assert sorted(p.name for p in (out / "00_tiny").iterdir()) == ["00_tiny.failed.ipynb", "run.json",
+                                                                  "timings.csv"]

@@ -18,8 +18,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from clkit import run
+from clkit import notebooks
+from clkit.cli import main
 from clkit.sweep import sweep_table
+from tiny_notebook import notebooks_at
 
 pytestmark = pytest.mark.sweep
 
@@ -56,13 +58,8 @@ def _write_tiny_notebook(folder: Path) -> None:
 def tiny(tmp_path_factory):
     folder = tmp_path_factory.mktemp("notebooks")
     _write_tiny_notebook(folder)
-    before = os.environ.get("CLKIT_NOTEBOOKS")
-    os.environ["CLKIT_NOTEBOOKS"] = str(folder)
-    yield folder
-    if before is None:
-        os.environ.pop("CLKIT_NOTEBOOKS")
-    else:
-        os.environ["CLKIT_NOTEBOOKS"] = before
+    with notebooks_at(folder):
+        yield folder
 
 
 def _grid(path: Path, text: str) -> str:
@@ -85,7 +82,7 @@ def _table(folder):
 def test_local_cluster_runs_every_case_and_reports_the_failing_one(tiny, tmp_path, capsys):
     grid = _grid(tmp_path / "g.yaml", "grid:\n  x: [0, 1, 2]\n  seed: [0, 1]\ncases:\n  - {x: -1, seed: 5}\n")
     out = tmp_path / "out"
-    assert run.main(["sweep", "00", "--grid", grid, "--out", str(out), "--workers", "2"]) == 1
+    assert main(["sweep", "00", "--grid", grid, "--out", str(out), "--workers", "2"]) == 1
     printed = capsys.readouterr().out
     assert "case 6 {'x': -1, 'seed': 5} failed: 00_tiny failed in cell 3: ValueError: x must be >= 0, got -1" in printed
     assert "7 cases: 6 run, 0 already complete, 1 failed" in printed
@@ -101,29 +98,29 @@ def test_local_cluster_runs_every_case_and_reports_the_failing_one(tiny, tmp_pat
 
     # Rerun: nothing is executed again, the earlier failure is reported and skipped.
     stamps = {k: (d / "run.json").stat().st_mtime_ns for k, d in _cases(out / "00_tiny").items()}
-    assert run.main(["sweep", "00", "--grid", grid, "--out", str(out), "--workers", "2"]) == 1
+    assert main(["sweep", "00", "--grid", grid, "--out", str(out), "--workers", "2"]) == 1
     printed = capsys.readouterr().out
     assert "0 run, 6 already complete, 1 failed (1 earlier; --retry-failed reruns them)" in printed
     assert stamps == {k: (d / "run.json").stat().st_mtime_ns for k, d in _cases(out / "00_tiny").items()}
 
     # Fix the grid: the corrected case runs, the rest stays as it is.
     fixed = _grid(tmp_path / "g.yaml", "grid:\n  x: [0, 1, 2]\n  seed: [0, 1]\ncases:\n  - {x: 3, seed: 5}\n")
-    assert run.main(["sweep", "00", "--grid", fixed, "--out", str(out), "--workers", "2", "--retry-failed"]) == 0
+    assert main(["sweep", "00", "--grid", fixed, "--out", str(out), "--workers", "2", "--retry-failed"]) == 0
     assert "7 cases: 1 run, 6 already complete, 0 failed" in capsys.readouterr().out
     df = _table(out)
     assert (df.status == "ok").all() and df.iloc[6][["x", "seed", "y"]].tolist() == [3, 5, 14]
 
     # clkit summary --group-by: mean ± std over seeds.
-    assert run.main(["summary", str(out), "--group-by", "x"]) == 0
+    assert main(["summary", str(out), "--group-by", "x"]) == 0
     grouped = (out / "summary_by_x.csv").read_text().splitlines()
     assert grouped[0] == "x,n,nested.half_mean,nested.half_std,y_mean,y_std"  # results.json keys are sorted
     assert grouped[1].startswith("0,2,0.0,0.0,0.5,0.7071")
     capsys.readouterr()
-    assert run.main(["summary", str(out), "--group-by", "x", "--columns", "y"]) == 0
+    assert main(["summary", str(out), "--group-by", "x", "--columns", "y"]) == 0
     printed = capsys.readouterr().out
     assert "nested.half" not in printed and "0.5 ± 0.71" in printed
     assert (out / "summary_by_x.csv").read_text().splitlines()[0] == "x,n,y_mean,y_std"
-    assert run.main(["summary", str(out), "--columns", "nope*"]) == 1
+    assert main(["summary", str(out), "--columns", "nope*"]) == 1
     assert "no result column matches ['nope*']" in capsys.readouterr().err
 
 
@@ -131,11 +128,11 @@ def test_retry_failed_reruns_a_case_whose_cause_was_fixed(tiny, tmp_path, capsys
     need = tmp_path / "data.txt"
     grid = _grid(tmp_path / "g.yaml", f"grid:\n  x: [1, 2]\n  need_file: ['', '{need}']\n")
     out = tmp_path / "out"
-    assert run.main(["sweep", "00", "--grid", grid, "--out", str(out), "--workers", "1"]) == 1
+    assert main(["sweep", "00", "--grid", grid, "--out", str(out), "--workers", "1"]) == 1
     assert f"FileNotFoundError: need_file {need} is missing" in capsys.readouterr().out
     need.write_text("now here")
-    assert run.main(["sweep", "00", "--grid", grid, "--out", str(out), "--workers", "1"]) == 1  # still skipped
-    assert run.main(["sweep", "00", "--grid", grid, "--out", str(out), "--workers", "1", "--retry-failed"]) == 0
+    assert main(["sweep", "00", "--grid", grid, "--out", str(out), "--workers", "1"]) == 1  # still skipped
+    assert main(["sweep", "00", "--grid", grid, "--out", str(out), "--workers", "1", "--retry-failed"]) == 0
     assert "4 cases: 2 run, 2 already complete, 0 failed" in capsys.readouterr().out
     assert (sweep_table(out).status == "ok").all()
 
@@ -161,7 +158,7 @@ def test_sweep_on_a_real_dask_scheduler_and_two_worker_processes(tiny, tmp_path,
             client.wait_for_workers(2, timeout=60)
         grid = _grid(tmp_path / "g.yaml", "grid:\n  x: [0, 1, 2, 3]\n")
         out = tmp_path / "out"
-        assert run.main(["sweep", "00", "--grid", grid, "--out", str(out), "--scheduler", address]) == 0
+        assert main(["sweep", "00", "--grid", grid, "--out", str(out), "--scheduler", address]) == 0
         assert f"4 of 4 case(s) to run on {address}" in capsys.readouterr().out
         df = _table(out)
         assert (df.status == "ok").all() and df.y.tolist() == [0, 1, 4, 9]
@@ -182,7 +179,7 @@ def test_unreachable_scheduler_fails_within_seconds_naming_the_address(tiny, tmp
     grid = _grid(tmp_path / "g.yaml", "grid:\n  x: [0]\n")
     address = f"tcp://127.0.0.1:{_free_port()}"
     t0 = time.perf_counter()
-    assert run.main(["sweep", "00", "--grid", grid, "--out", str(tmp_path / "o"), "--scheduler", address]) == 2
+    assert main(["sweep", "00", "--grid", grid, "--out", str(tmp_path / "o"), "--scheduler", address]) == 2
     assert time.perf_counter() - t0 < 20
     err = capsys.readouterr().err
     assert f"could not connect to a Dask scheduler at '{address}'" in err
@@ -203,7 +200,11 @@ def test_interrupted_sweep_resumes_without_rerunning_or_partial_files(tiny, tmp_
     proc.send_signal(signal.SIGINT)
     printed, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, printed
-    assert "rerun the same command to resume" in printed
+    # issue 28 item 4: one line about the interrupt, no worker tracebacks
+    assert "Traceback" not in printed and "KeyboardInterrupt" not in printed, printed
+    said = [ln for ln in printed.splitlines() if "interrupted" in ln]
+    assert len(said) == 1 and said[0].endswith("not run; rerun the same command to resume"), printed
+    assert len(printed.splitlines()) == 2, printed  # "N of M case(s) to run on ..." and that line
     finished = _cases(root)
     assert 1 <= len(finished) < 6, printed
     assert not _no_partial_files(out)  # the case that was running left nothing behind
@@ -220,6 +221,6 @@ def test_interrupted_sweep_resumes_without_rerunning_or_partial_files(tiny, tmp_
     assert not _no_partial_files(out)
 
     straight = tmp_path / "straight"
-    assert run.main(["sweep", "00", "--grid", grid, "--out", str(straight), "--workers", "2"]) == 0
+    assert main(["sweep", "00", "--grid", grid, "--out", str(straight), "--workers", "2"]) == 0
     a, b = _table(out), _table(straight)
     assert a.equals(b), (a, b)

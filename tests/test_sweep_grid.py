@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from clkit import run
+from clkit import notebooks
+from clkit.cli import main
 from clkit.sweep import case_key, case_status, expand_grid, load_grid, notebook_hash, plan_sweep
 from clkit.sweep.grid import grid_files
 from clkit.sweep.store import case_dir, clean_work, publish_case, work_dir
@@ -61,7 +62,7 @@ def test_unknown_parameter_and_wrong_type_fail_before_anything_runs(tmp_path):
 def test_cli_reports_bad_grid_with_exit_code_2(tmp_path, capsys):
     grid = tmp_path / "g.yaml"
     grid.write_text("grid:\n  nope: [1, 2]\n")
-    assert run.main(["sweep", "03", "--grid", str(grid), "--out", str(tmp_path / "o")]) == 2
+    assert main(["sweep", "03", "--grid", str(grid), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "no parameter(s) ['nope']" in err and str(grid) in err
 
@@ -69,8 +70,8 @@ def test_cli_reports_bad_grid_with_exit_code_2(tmp_path, capsys):
 def test_cli_rejects_zero_workers(tmp_path, capsys):
     grid = tmp_path / "g.yaml"
     grid.write_text("grid:\n  seed: [0]\n")
-    assert run.main(["sweep", "03", "--grid", str(grid), "--params", "smoke", "--workers", "0",
-                     "--out", str(tmp_path / "o")]) == 2
+    assert main(["sweep", "03", "--grid", str(grid), "--params", "smoke", "--workers", "0",
+                 "--out", str(tmp_path / "o")]) == 2
     assert "workers" in capsys.readouterr().err
 
 
@@ -141,12 +142,13 @@ def test_group_table_mean_and_sample_std_over_seeds():
     assert g.loc[1, "n"] == 3 and g.loc[3, "n"] == 1  # the failed case is left out
     assert g.loc[1, "acc_mean"] == pytest.approx(0.5)
     assert g.loc[1, "acc_std"] == pytest.approx(((0.09 + 0.01 + 0.16) / 2) ** 0.5)
-    with pytest.raises(ValueError, match=r"group_by must name columns .* allowed: \['sigma', 'seed', 'acc'\]"):
+    with pytest.raises(ValueError, match=r"group_by: no column 'sigmaa' in the table; closest: \['sigma'\]; "
+                                         r"other columns: \['seed', 'acc'\] \(every column is in summary.csv\)"):
         group_table(df, ["sigmaa"])
 
 
 def test_every_shipped_grid_is_valid_for_its_notebook(tmp_path):
-    shipped = {nb: grid_files(nb) for nb in run.list_notebooks()}
+    shipped = {nb: grid_files(nb) for nb in notebooks.list_notebooks()}
     assert all(shipped.values()), f"a notebook without an example grid: {shipped}"
     for nb, names in shipped.items():
         for name in names:

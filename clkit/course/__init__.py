@@ -9,7 +9,7 @@ hidden random inputs and the edge cases the papers leave open.
 - :func:`build_course` (``clkit course build``) writes a course directory with an
   nbgrader config, the sources and the student release (``generate_assignment``);
 - :func:`grade_submissions` (``clkit course grade``) autogrades a folder of
-  submissions on Dask (:mod:`clkit.sweep`'s cluster), one task per submission,
+  submissions on Dask (:mod:`clkit.cluster`, as sweeps do), one task per submission,
   resumable, and writes ``grades.csv``, ``manual_grades.csv`` and per-student
   feedback (``generate_feedback``).
 """

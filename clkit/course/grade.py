@@ -381,7 +381,7 @@ def grade_submissions(submissions, course="course", out=None, workers: int | Non
         ``scheduler`` cannot be reached.
     """
     from .._validate import check_int
-    from ..sweep.execute import default_workers
+    from ..cluster import default_workers
 
     t0 = time.perf_counter()
     workers = default_workers() if workers is None else check_int("workers", workers, low=1)
@@ -426,7 +426,7 @@ def grade_submissions(submissions, course="course", out=None, workers: int | Non
 
 def _run(todo: list, counts: dict, workers: int, scheduler, log) -> None:
     """Submit one :func:`grade_one` task per submission to Dask and collect them."""
-    from ..sweep.execute import _client, _close
+    from ..cluster import close_client as _close, start_client as _client
 
     client, cluster = _client(workers, scheduler)
     where = scheduler or f"a local cluster of {workers} worker process(es)"

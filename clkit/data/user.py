@@ -398,7 +398,12 @@ def load_matrix_csv(path, *, name: str = "A", nan_allowed: str = "below") -> np.
     if nan_allowed not in ("below", "above", "none"):
         raise ValueError(f"nan_allowed must be 'below', 'above' or 'none', got {nan_allowed!r}")
     p = _existing(path, f"{name} matrix")
-    rows = [r for r in csv.reader(p.read_text().splitlines()) if any(c.strip() for c in r)]
+    try:
+        text = p.read_text()
+    except UnicodeDecodeError:
+        raise ValueError(f"{name} matrix: {str(p)!r} is not a text CSV file (binary content); write the "
+                         "matrix as CSV, one row per line") from None
+    rows = [r for r in csv.reader(text.splitlines()) if any(c.strip() for c in r)]
     if not rows:
         raise ValueError(f"{name} matrix: {str(p)!r} is empty")
 
@@ -617,11 +622,10 @@ def load_graph_source(dataset: str, root=None, *, min_classes: int = 2):
 
 def load_labels(path) -> np.ndarray:
     """Integer node labels from a ``.npy`` file (1-D, non-negative)."""
+    from .._io import load_npy
+
     p = _existing(path, "labels")
-    try:
-        y = np.load(p, allow_pickle=False)
-    except Exception as exc:  # noqa: BLE001
-        raise ValueError(f"labels: {str(p)!r} cannot be read with numpy.load: {exc}") from exc
+    y = load_npy(p, "labels")
     if y.ndim != 1 or len(y) == 0:
         raise ValueError(f"labels: {str(p)!r} has shape {y.shape}; allowed: a non-empty 1-D array of labels")
     if not np.issubdtype(y.dtype, np.integer):

@@ -380,9 +380,9 @@ class _Sequential:
     """Any clkit Strategy, one model per node; children of a shared prefix are deep copies."""
 
     def __init__(self, learner, config, seed, xtr, model_factory, strategy_kwargs):
-        from ..strategies import make_strategy
-
-        self.make = make_strategy
+        if not isinstance(learner, type):
+            raise TypeError(f"learner must be a Strategy class (clkit.plugins.resolve_strategy resolves names), "
+                            f"got {learner!r}")
         self.learner, self.cfg, self.seed, self.xtr = learner, config, seed, xtr
         self.C, self.D = xtr.shape[0], xtr.shape[2]
         self.model_factory, self.kwargs = model_factory, dict(strategy_kwargs or {})
@@ -397,7 +397,7 @@ class _Sequential:
                                             torch.nn.Linear(cfg.hidden, self.C))
         kw = dict(optimizer="sgd", lr=cfg.lr, momentum=cfg.momentum, epochs=cfg.epochs, batch_size=cfg.batch_size)
         kw.update(self.kwargs)
-        return [self.make(self.learner, model, scenario="class", seed=self.seed, **kw)]
+        return [self.learner(model, scenario="class", seed=self.seed, **kw)]
 
     @staticmethod
     def select(state, idx):
@@ -408,7 +408,7 @@ class _Sequential:
         return out
 
     def train(self, state, prefixes, codes, t, seen, old_mask):
-        from ..strategies import Task
+        from ..strategies.base import Task
 
         for strat, prefix in zip(state, prefixes):
             cls = [int(c) for c in prefix[t]]
@@ -527,7 +527,7 @@ def train_sequences(x_train, x_test, sequences, learner: str, config: LearnerCon
         return _walk(_Batched(learner, config, seed, xtr), xte, np.sort(seqs, axis=-1), progress, share_prefixes)
 
 
-def train_strategy_sequences(x_train, x_test, sequences, learner: str, config: LearnerConfig = LearnerConfig(),
+def train_strategy_sequences(x_train, x_test, sequences, learner, config: LearnerConfig = LearnerConfig(),
                              *, seed: int = 0, model_factory=None, progress=None, num_threads: int | None = 1,
                              strategy_kwargs: dict | None = None, share_prefixes: bool = True) -> dict:
     """:func:`train_sequences` for an ordinary ``clkit.strategies.Strategy`` (one model per node).
@@ -536,7 +536,8 @@ def train_strategy_sequences(x_train, x_test, sequences, learner: str, config: L
     num_classes=C)``, default the batched learners' one-hidden-layer MLP) with SGD
     (``config.lr`` / ``config.momentum``), ``config.epochs`` per task,
     ``config.batch_size``, ``scenario="class"`` and ``seed``; ``strategy_kwargs``
-    are added (and may override those). The root strategy is deep-copied at every
+    are added (and may override those); ``learner`` is a Strategy class (names are
+    resolved by :func:`clkit.plugins.resolve_strategy`, which imports this module). The root strategy is deep-copied at every
     branch of the prefix tree, so each sequence trains as a fresh strategy would.
     Public entry point: :func:`clkit.plugins.train_sequences_sequentially`.
     """

@@ -39,17 +39,14 @@ from .rehearsal import ER, Cumulative, GDumb, Replay
 Naive = Strategy
 
 
-class _Registry(dict):
-    """The name -> class registry; a name it lacks is resolved as a plugin on first lookup."""
+def _resolve_plugin(name):
+    from ..plugins import resolve_strategy
 
-    def __missing__(self, name):
-        from ..plugins import resolve_strategy
-
-        return resolve_strategy(name)
+    return resolve_strategy(name)
 
 
-# every module registers through base.register, which looks up base._REGISTRY at call time
-_base._REGISTRY = _Registry(_base._REGISTRY)
+# a registry lookup of a name no module registered resolves it as a plugin (entry point, import path)
+_base._REGISTRY.fallback = _resolve_plugin
 
 
 def available_strategies() -> dict:

@@ -1,6 +1,5 @@
-"""Imports every strategy module so that each registers its name."""
+"""Imports every strategy module so that each registers its name in :data:`.base._REGISTRY`."""
 
-from . import base  # noqa: F401
 from . import distillation  # noqa: F401
 from . import importance  # noqa: F401
 from . import projection  # noqa: F401

@@ -38,9 +38,29 @@ import torch.nn.functional as F
 
 from .._validate import check_choice, check_int, check_real
 
-__all__ = ["Task", "Strategy", "register", "make_strategy", "available_strategies", "take"]
+__all__ = ["Task", "Strategy", "register", "take"]
 
-_REGISTRY: dict[str, type] = {}
+
+class _Registry(dict):
+    """The name -> class registry of the strategies.
+
+    Every strategy module registers its classes through :func:`register`, so the
+    registry knows the modules imported so far (:mod:`clkit.strategies._all` imports
+    them all). A name it lacks goes to ``fallback`` when one is set:
+    :mod:`clkit.strategies` sets it to the plugin resolver
+    (:func:`clkit.plugins.resolve_strategy`: entry points, import paths), so this
+    module never imports the modules above it.
+    """
+
+    fallback: Callable[[str], type] | None = None
+
+    def __missing__(self, name):
+        if self.fallback is None:
+            raise KeyError(name)
+        return self.fallback(name)
+
+
+_REGISTRY: dict[str, type] = _Registry()
 
 
 def register(name: str):
@@ -50,23 +70,6 @@ def register(name: str):
         _REGISTRY[name] = cls
         return cls
     return deco
-
-
-def available_strategies() -> list[str]:
-    """Names of all registered strategies."""
-    from . import _all  # noqa: F401  (imports every strategy module)
-
-    return sorted(_REGISTRY)
-
-
-def make_strategy(name: str, model: nn.Module, **kwargs) -> "Strategy":
-    """Build the strategy called ``name`` around ``model``.
-
-    Raises ``ValueError`` naming the allowed strategies for an unknown name.
-    """
-    names = available_strategies()
-    check_choice("strategy", name, names)
-    return _REGISTRY[name](model, **kwargs)
 
 
 def take(x, idx):

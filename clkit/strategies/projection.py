@@ -31,6 +31,7 @@ from scipy.optimize import nnls
 
 from .._validate import check_int, check_real
 from ._common import TaskAwareStrategy, aligned_rows, flat_views, grads_of
+from ._onepass import GroupGradients
 from .base import Task, _cat, register, take
 from .memory import ReservoirBuffer
 
@@ -108,12 +109,49 @@ def gem_dual(gram: np.ndarray, Gg: np.ndarray, margin: float = 0.5, ridge: float
 
 
 class _Projection(TaskAwareStrategy):
-    """Flat gradient rows: row ``k`` of ``self._rows(n)`` is a contiguous vector over the
-    parameters, with one view per parameter, reused from step to step."""
+    """The step both projection methods share: the incoming batch's gradient and one gradient per
+    group of memory rows (A-GEM: one group, GEM: one per earlier task), then :meth:`project`.
+
+    Gradients live in flat rows (``self._rows``): row 0 the incoming batch's, row ``1 + i`` memory
+    group ``i``'s; each row is a contiguous vector over the parameters with one view per
+    parameter, reused from step to step.
+
+    Two ways to fill them, equal to float rounding (tested to 1e-6):
+
+    - **one pass** (default where the model allows it): the incoming rows and every memory group
+      stacked in one forward and one backward, each group's gradient formed from the layer
+      inputs and output gradients (:class:`~clkit.strategies._onepass.GroupGradients`);
+    - **separate passes** (``one_pass=False``, and the fallback): the step's backward for the
+      batch, then one forward and backward per memory group. Used for models the one-pass path
+      cannot serve (batch normalisation, unknown module types, ...); ``self.one_pass_reason``
+      says why.
+    """
+
+    def __init__(self, model, *, one_pass: bool = True, **kwargs):
+        super().__init__(model, **kwargs)
+        if not isinstance(one_pass, bool):
+            raise TypeError(f"one_pass must be True or False, got {one_pass!r}")
+        self.one_pass = one_pass
+        self._groups_state = None       # (trainable parameters, GroupGradients) of the latest check
+        self._memory_rows = None        # this step's memory groups: (x, y, task_ids, sizes)
+        self._filled = False            # the rows already hold this step's gradients (one pass)
+        #: which path the latest step took: "one pass", "separate passes" or None (no memory yet)
+        self.last_pass = None
 
     @property
     def _params(self):
         return [p for p in self.model.parameters() if p.requires_grad]
+
+    @property
+    def one_pass_reason(self) -> str | None:
+        """Why the one-pass path cannot serve this model (``None`` when it can)."""
+        return self._group_gradients(self._params).reason
+
+    def _group_gradients(self, params):
+        state = self._groups_state
+        if state is None or len(state[0]) != len(params) or any(a is not b for a, b in zip(state[0], params)):
+            state = self._groups_state = (params, GroupGradients(self.model))
+        return state[1]
 
     def _rows(self, n: int, params):
         numel = sum(p.numel() for p in params)
@@ -124,18 +162,79 @@ class _Projection(TaskAwareStrategy):
             self._row_views = [flat_views(row, params) for row in buf]
         return buf[:n], self._row_views[:n]
 
+    def memory_groups(self, task):
+        """This step's memory rows, stacked: ``(x, y, task_ids, sizes)`` (rows per group), or
+        ``None`` while there is no memory. Subclasses define it."""
+        raise NotImplementedError
+
+    def project(self, rows, views, grads) -> None:
+        """Change ``grads`` (the parameters' ``.grad``) in place from the gradient rows."""
+        raise NotImplementedError
+
+    def step_rows(self, xb, yb, tb, task, incoming=None) -> float:
+        """One step; the gradients come from one stacked pass where the model allows it."""
+        self._memory_rows = memory = self.memory_groups(task)
+        self._filled = False
+        params = self._params
+        if memory is None or not params or not self.one_pass or self._group_gradients(params).reason is not None:
+            self.last_pass = None if memory is None else "separate passes"
+            return super().step_rows(xb, yb, tb, task, incoming)
+        self.last_pass = "one pass"
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        mx, my, mt, sizes = memory
+        n = len(yb)
+        bounds = [0, n]
+        for size in sizes:
+            bounds.append(bounds[-1] + size)
+        ys = torch.cat([yb, my])
+        tids = torch.cat([tb, mt])
+
+        def losses_of(out):
+            return [self.criterion(out[a:b], ys[a:b]) for a, b in zip(bounds, bounds[1:])]
+
+        _, views = self._rows(len(sizes) + 1, params)
+        losses = self._group_gradients(params)(lambda x: self.rows_forward(x, tids), _cat(xb, mx),
+                                               [n, *sizes], losses_of, params, views)
+        loss = losses[0].detach() + self.penalty(task)
+        if isinstance(loss, torch.Tensor) and loss.requires_grad:   # a penalty with a graph (subclasses)
+            grads = torch.autograd.grad(loss, params, allow_unused=True)
+            torch._foreach_add_(views[0], [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)])
+        for p, v in zip(params, views[0]):
+            p.grad = v
+        self._filled = True
+        self.after_backward(xb, yb, task)
+        self.optimizer.step()
+        x, y = incoming if incoming is not None else (xb, yb)
+        self.after_step(x, y, task)
+        self.steps += 1
+        return float(loss.detach())
+
+    def after_backward(self, x, y, task) -> None:
+        """Fill the gradient rows (unless one pass already did) and :meth:`project` ``.grad``."""
+        memory = self._memory_rows
+        if memory is None:
+            self.project(None, None, None)
+            return
+        params = self._params
+        rows, views = self._rows(len(memory[3]) + 1, params)
+        grads = grads_of(params)
+        if not self._filled:
+            torch._foreach_copy_(views[0], grads)
+            mx, my, mt, sizes = memory
+            start = 0
+            for i, size in enumerate(sizes):
+                idx = slice(start, start + size)
+                start += size
+                self._memory_gradient(views[i + 1], take(mx, idx), my[idx], mt[idx], params)
+        self._filled = False
+        self.project(rows, views, grads)
+
     def _memory_gradient(self, views, x, y, tids, params) -> None:
         """Write the gradient of the loss on rows ``(x, y)`` of tasks ``tids`` into ``views``
         (``.grad`` is left alone: it keeps the incoming batch's gradient)."""
         grads = torch.autograd.grad(self.rows_loss(x, y, tids), params, allow_unused=True)
         torch._foreach_copy_(views, [g if g is not None else torch.zeros_like(p) for g, p in zip(grads, params)])
-
-    @staticmethod
-    def _current_gradient(views, params) -> list[torch.Tensor]:
-        """Copy the parameters' ``.grad`` (zeros where missing) into ``views``; return the grads."""
-        grads = grads_of(params)
-        torch._foreach_copy_(views, grads)
-        return grads
 
 
 @register("agem")
@@ -163,32 +262,34 @@ class AGEM(_Projection):
 
     task_free = True
 
-    def __init__(self, model, *, memory_size: int = 200, agem_sample_size: int = 256, **kwargs):
-        super().__init__(model, **kwargs)
+    def __init__(self, model, *, memory_size: int = 200, agem_sample_size: int = 256, one_pass: bool = True,
+                 **kwargs):
+        super().__init__(model, one_pass=one_pass, **kwargs)
         self.memory_size = check_int("memory_size", memory_size, low=0)
         self.agem_sample_size = check_int("agem_sample_size", agem_sample_size, low=1)
         self.memory = ReservoirBuffer(self.memory_size, seed=self.seed)
         self.reference_grad = None
         self._online = False
 
-    def after_backward(self, x, y, task) -> None:
-        """Project ``.grad`` in place: one memory-batch backward, two dot products, one update.
-
-        ``self.reference_grad`` (flat) is valid until the next step.
-        """
+    def memory_groups(self, task):
+        """``agem_sample_size`` rows drawn from the reservoir (one group); ``None`` while it is empty."""
         if len(self.memory) == 0:
+            return None
+        mx, my, mt = self.memory.sample(self.agem_sample_size, self.generator)
+        return mx, my, mt, [len(my)]
+
+    def project(self, rows, views, grads) -> None:
+        """``g - (g . g_ref / g_ref . g_ref) g_ref`` when ``g . g_ref < 0`` (two dot products, one
+        in-place update of ``.grad``); ``self.reference_grad`` (flat) is valid until the next step."""
+        if rows is None:
             self.reference_grad = None
             return
-        params = self._params
-        (g, ref), (g_views, ref_views) = self._rows(2, params)
-        grads = self._current_gradient(g_views, params)
-        mx, my, mt = self.memory.sample(self.agem_sample_size, self.generator)
-        self._memory_gradient(ref_views, mx, my, mt, params)
+        g, ref = rows[0], rows[1]
         self.reference_grad = ref
         dot = torch.dot(g, ref)
-        if dot < 0:   # g - (g . g_ref / g_ref . g_ref) g_ref, as agem_project
+        if dot < 0:   # as agem_project
             scale = float(dot / torch.dot(ref, ref).clamp_min(1e-12))
-            torch._foreach_add_(grads, ref_views, alpha=-scale)
+            torch._foreach_add_(grads, views[1], alpha=-scale)
 
     def after_step(self, x, y, task) -> None:
         if self._online:
@@ -231,36 +332,49 @@ class GEM(_Projection):
 
     task_free = False
 
-    def __init__(self, model, *, gem_patterns_per_task: int = 256, gem_memory_strength: float = 0.5, **kwargs):
-        super().__init__(model, **kwargs)
+    def __init__(self, model, *, gem_patterns_per_task: int = 256, gem_memory_strength: float = 0.5,
+                 one_pass: bool = True, **kwargs):
+        super().__init__(model, one_pass=one_pass, **kwargs)
         self.gem_patterns_per_task = check_int("gem_patterns_per_task", gem_patterns_per_task, low=0)
         self.gem_memory_strength = check_real("gem_memory_strength", gem_memory_strength, low=0)
         self.memories: dict[int, tuple] = {}
         self.constraints = None
 
-    def after_backward(self, x, y, task) -> None:
+    def memory_groups(self, task):
+        """The memory of every earlier task, stacked (cached until the memories change)."""
         past = [t for t in self.memories if task is None or t != task.task_id]
         if not past:
+            return None
+        parts = [self.memories[t] for t in past]
+        cached = getattr(self, "_stacked", None)
+        if cached is None or len(cached[0]) != len(parts) or any(a is not b for a, b in zip(cached[0], parts)):
+            x = parts[0][0]
+            for part in parts[1:]:
+                x = _cat(x, part[0])
+            stacked = (x, torch.cat([p[1] for p in parts]), torch.cat([p[2] for p in parts]),
+                       [len(p[1]) for p in parts])
+            cached = self._stacked = (parts, stacked)
+        return cached[1]
+
+    def project(self, rows, views, grads) -> None:
+        """The exact QP projection against every constraint ``G_k . g~ >= 0``; ``self.constraints``
+        (rows of ``G``) is valid until the next step."""
+        if rows is None:
             self.constraints = None
             return
-        params = self._params
-        k = len(past)
-        rows, views = self._rows(k + 1, params)       # G (k rows), then g
-        grads = self._current_gradient(views[k], params)
-        for i, t in enumerate(past):
-            self._memory_gradient(views[i], *self.memories[t], params)
-        self.constraints = rows[:k]                    # valid until the next step
-        # everything the exact QP needs, G G' and G g, from one float64 Gram matrix of [G; g]
+        k = rows.shape[0] - 1
+        self.constraints = rows[1:]
+        # everything the exact QP needs, G G' and G g, from one float64 Gram matrix of [g; G]
         rows64 = getattr(self, "_rows64", None)
         if rows64 is None or rows64.shape != rows.shape or rows64.device != rows.device:
             rows64 = self._rows64 = torch.empty(rows.shape, dtype=torch.float64, device=rows.device)
         rows64.copy_(rows)
-        gram = rows64 @ rows64[:k].T                   # (k + 1, k): G G' over G g
-        Gg = gram[k]
+        gram = rows64 @ rows64[1:].T                   # (k + 1, k): G g over G G'
+        Gg = gram[0]
         if bool((Gg >= 0).all()):
             return
-        v = gem_dual(gram[:k].numpy(force=True), Gg.numpy(force=True), self.gem_memory_strength)
-        for vi, view in zip(v.tolist(), views[:k]):    # g~ = g + G' v, in place
+        v = gem_dual(gram[1:].numpy(force=True), Gg.numpy(force=True), self.gem_memory_strength)
+        for vi, view in zip(v.tolist(), views[1:k + 1]):    # g~ = g + G' v, in place
             torch._foreach_add_(grads, view, alpha=vi)
 
     def after_task(self, task: Task) -> None:

@@ -1,17 +1,16 @@
 """Running a sweep's cases on Dask: a local cluster of processes or an existing scheduler.
 
 Every case is one task, :func:`run_case`, which executes the notebook with
-papermill inside a Dask worker process (one thread per worker on the local
-cluster, so a case gets one core). With ``scheduler="tcp://host:port"`` the same
-tasks go to an existing cluster (``dask scheduler`` / ``dask worker``,
-dask-jobqueue, Kubernetes); its workers must run the same clkit environment
-and see the sweep folder and the notebooks on a shared file system.
+papermill (:func:`clkit.run.execute`) inside a Dask worker process (one thread per
+worker on the local cluster, so a case gets one core). With
+``scheduler="tcp://host:port"`` the same tasks go to an existing cluster
+(``dask scheduler`` / ``dask worker``, dask-jobqueue, Kubernetes); its workers must
+run the same clkit environment and see the sweep folder and the notebooks on a
+shared file system (:mod:`clkit.cluster`).
 """
 
 from __future__ import annotations
 
-import logging
-import os
 import shutil
 import socket
 import sys
@@ -23,13 +22,13 @@ from pathlib import Path
 from .. import __version__
 from .._io import atomic_write_json
 from .._validate import check_int
+from ..cluster import CONNECT_TIMEOUT_S, check_scheduler, close_client, default_workers, start_client
 from .grid import expand_grid, load_grid, resolve_grid
 from .store import (case_key, case_status, clean_work, notebook_hash, publish_case,
                     work_dir, write_manifest)
 
 __all__ = ["plan_sweep", "run_case", "run_sweep", "SweepInterrupted", "CONNECT_TIMEOUT_S"]
 
-CONNECT_TIMEOUT_S = 5
 TOPIC = "clkit-sweep"
 
 
@@ -88,8 +87,8 @@ def plan_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep")
     >>> len({c["key"] for c in plan["cases"]})
     4
     """
-    from ..run import (check_values, load_params, notebook_parameters, notebook_path, param_sets,
-                       resolve_notebook)
+    from ..notebooks import (check_values, load_params, lookup, merge_params, notebook_parameters, notebook_path,
+                             param_sets, resolve_notebook)
 
     notebook = resolve_notebook(notebook)
     where = "grid"
@@ -103,7 +102,7 @@ def plan_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep")
     else:
         base = load_params(notebook, base_set)
     declared = notebook_parameters(notebook)
-    unknown = [n for n in g.names if n not in declared]
+    unknown = [n for n in g.names if n.split(".")[0] not in declared]
     if unknown:
         raise ValueError(f"{where}: {notebook} has no parameter(s) {unknown}; parameters: {sorted(declared)}")
     nb_path = notebook_path(notebook)
@@ -111,14 +110,14 @@ def plan_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep")
     root = Path(out) / notebook
     cases = []
     for i, case in enumerate(expand_grid(g)):
-        resolved = {**base, **case}
         try:
+            resolved = merge_params(notebook, base, case, declared)
             check_values(notebook, resolved, declared)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{where}, case {i} {case}: {exc}") from None
         cases.append({"index": i, "key": case_key(notebook, nb_hash, resolved, __version__),
                       "case": case, "params": resolved,
-                      "values": {n: resolved.get(n, declared[n]["default"]) for n in g.names}})
+                      "values": {n: lookup(resolved, n, declared) for n in g.names}})
     return {"notebook": notebook, "notebook_path": str(nb_path.resolve()), "notebook_hash": nb_hash,
             "clkit": __version__, "params_set": base_set, "description": g["description"],
             "grid_params": g.names, "root": str(root.resolve()), "cases": cases}
@@ -192,38 +191,6 @@ def run_case(spec: dict) -> dict:
         _emit("end", key)
 
 
-def _client(workers: int, scheduler: str | None):
-    """A Dask client and, for a local cluster, the cluster (closed by the caller)."""
-    import dask
-    from distributed import Client, LocalCluster
-
-    if scheduler:
-        try:
-            return Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s"), None
-        except Exception as exc:  # noqa: BLE001 - refused, timed out, or not a Dask scheduler at all
-            raise ConnectionError(f"scheduler: could not connect to a Dask scheduler at {scheduler!r} (timeout "
-                                  f"{CONNECT_TIMEOUT_S} s): {type(exc).__name__}: {exc}; start one with "
-                                  "'dask scheduler' or leave --scheduler out for a local cluster") from None
-    # ":0": the scheduler's HTTP server takes a free port instead of warning when 8787 is taken.
-    # CRITICAL: a worker's heartbeat racing the shutdown logs an ERROR traceback after a sweep
-    # that went well; a case that really fails is reported through its task instead.
-    # The statistical profiler samples every worker thread 100 times a second; a case is one long
-    # papermill call whose profile nobody reads, and on a small machine that time is taken from
-    # the kernels running the notebooks.
-    with dask.config.set({"distributed.worker.profile.enabled": False}):
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=":0", silence_logs=logging.CRITICAL)
-    return Client(cluster), cluster
-
-
-def default_workers() -> int:
-    """Cores this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
 def run_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep", workers: int | None = None,
               scheduler: str | None = None, retry_failed: bool = False, progress: bool | None = None,
               log=print) -> dict:
@@ -266,8 +233,7 @@ def run_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep", 
     """
     t0 = time.perf_counter()
     workers = default_workers() if workers is None else check_int("workers", workers, low=1)
-    if scheduler is not None and not isinstance(scheduler, str):
-        raise TypeError(f"scheduler must be an address string like 'tcp://host:8786', got {scheduler!r}")
+    check_scheduler(scheduler)
     plan = plan_sweep(notebook, grid, params, out)
     root = Path(plan["root"])
     root.mkdir(parents=True, exist_ok=True)
@@ -303,7 +269,7 @@ def _execute(plan: dict, todo: list, counts: dict, workers: int, scheduler, prog
     from tqdm.auto import tqdm
 
     root = Path(plan["root"])
-    client, cluster = _client(workers, scheduler)
+    client, cluster = start_client(workers, scheduler)
     running, lock = set(), threading.Lock()
 
     def on_event(event):
@@ -351,7 +317,6 @@ def _execute(plan: dict, todo: list, counts: dict, workers: int, scheduler, prog
                 time.sleep(0.2)
     except KeyboardInterrupt:
         bar.close()
-        log("[clkit] interrupted: stopping the workers ...")
         # Cases a worker has queued but not started see the event and return at once; the
         # running ones stop with their worker process.
         try:
@@ -359,24 +324,14 @@ def _execute(plan: dict, todo: list, counts: dict, workers: int, scheduler, prog
             client.cancel(list(futures), force=True)
         except Exception:  # noqa: BLE001 - the cluster may already be going down
             pass
-        _close(client, cluster)
+        close_client(client, cluster, topics=[TOPIC])
         if cluster is not None:
             clean_work(root, [s["key"] for s in specs])
         status = [case_status(root, s["key"])["status"] for s in specs]
         counts.update(done=status.count("ok"), pending=status.count("pending"))
-        log(f"[clkit] {counts['done']} case(s) finished and kept, {counts['pending']} not run; "
+        log(f"[clkit] interrupted: {counts['done']} case(s) finished and kept, {counts['pending']} not run; "
             "rerun the same command to resume")
         raise SweepInterrupted({k: (len(v) if isinstance(v, list) else v) for k, v in counts.items()}) from None
     bar.close()
-    _close(client, cluster)
+    close_client(client, cluster, topics=[TOPIC])
     clean_work(root, [])
-
-
-def _close(client, cluster) -> None:
-    try:
-        client.unsubscribe_topic(TOPIC)
-    except Exception:  # noqa: BLE001 - best effort while shutting down
-        pass
-    client.close()
-    if cluster is not None:
-        cluster.close()

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import yaml
 
+from ..notebooks import notebooks_dir
+
 __all__ = ["Grid", "load_grid", "expand_grid", "grid_files", "resolve_grid"]
 
 _KEYS = ("description", "params", "grid", "cases")
@@ -138,8 +140,6 @@ def expand_grid(grid: Grid) -> list[dict]:
 
 def grid_files(notebook: str) -> list[str]:
     """Names of the example grids shipped for ``notebook`` (``notebooks/grids/<notebook>/*.yaml``)."""
-    from ..run import notebooks_dir
-
     return sorted(p.stem for p in (notebooks_dir() / "grids" / notebook).glob("*.yaml"))
 
 
@@ -148,8 +148,6 @@ def resolve_grid(notebook: str, grid: str) -> Path:
 
     Raises ``ValueError`` naming both places looked in and the shipped grids.
     """
-    from ..run import notebooks_dir
-
     path = Path(grid)
     if path.is_file():
         return path

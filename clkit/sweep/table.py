@@ -92,10 +92,12 @@ def group_table(df, group_by) -> "pandas.DataFrame":  # noqa: F821
     import pandas as pd
 
     group_by = [group_by] if isinstance(group_by, str) else list(group_by)
-    allowed = [c for c in df.columns if c not in (*META, *TAIL)]
+    allowed = [str(c) for c in df.columns if c not in (*META, *TAIL)]
     bad = [g for g in group_by if g not in df.columns or g in (*META, *TAIL)]
-    if bad or not group_by:
-        raise ValueError(f"group_by must name columns of the table, got {bad or group_by}; allowed: {allowed}")
+    if not group_by:
+        raise ValueError("group_by must name at least one column of the table")
+    if bad:
+        raise ValueError(f"group_by: no column {bad[0]!r} in the table; {_closest(bad[0], allowed)}")
     params = set(df.attrs.get("grid_params", ())) | {c for c in df.columns if str(c).startswith("param.")}
     ok = df[df["status"] == "ok"]
     values = [c for c in ok.columns if c not in (*META, *TAIL, *group_by) and c not in params
@@ -142,8 +144,33 @@ def select_columns(df, patterns) -> "pandas.DataFrame":  # noqa: F821
     fixed = [c for c in df.columns if c in (*META, *TAIL, "run", "params_set") or c in params]
     chosen = [c for c in df.columns if c not in fixed and any(fnmatchcase(str(c), p) for p in patterns)]
     if not chosen:
+        results = [str(c) for c in df.columns if c not in fixed]
         raise ValueError(f"columns: no result column matches {list(patterns)}; "
-                         f"results: {[c for c in df.columns if c not in fixed][:40]}")
+                         f"{_closest(str(patterns[0]), results, what='result columns')}")
     out = df[[c for c in df.columns if c in fixed or c in chosen]]
     out.attrs = dict(df.attrs)
     return out
+
+
+def _closest(name: str, columns: list, what: str = "columns", shown: int = 10) -> str:
+    """``closest: [...]; other columns: [...] and N more (every column is in summary.csv)``, short.
+
+    The closest names by :func:`difflib.get_close_matches` (a name ending in, or
+    containing, ``name`` counts as close too), then at most ``shown`` others.
+
+    Examples
+    --------
+    >>> _closest("sigm", ["sigma", "seed"] + [f"m{i}" for i in range(20)], shown=3)
+    "closest: ['sigma']; other columns: ['seed', 'm0', 'm1'] and 18 more (every column is in summary.csv)"
+    """
+    import difflib
+
+    plain = {c.rsplit(".", 1)[-1]: c for c in columns}  # learners.erm.id matches "id"
+    close = [c for c in columns if c.endswith(f".{name}") or (len(name) > 2 and name in c)][:5]
+    close += [plain.get(c, c) for c in difflib.get_close_matches(name, [*columns, *plain], n=5, cutoff=0.6)]
+    close = list(dict.fromkeys(close))[:5]
+    others = [c for c in columns if c not in close]
+    text = f"closest: {close}; " if close else ""
+    more = f" and {len(others) - shown} more" if len(others) > shown else ""
+    return (f"{text}{'other ' if close else ''}{what}: {others[:shown]}{more} "
+            "(every column is in summary.csv)")

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from . import add_out
-from ._output import guarded, show, write
+from ._output import add_out, guarded, show, write
 
 
 def _floats(text: str, name: str) -> list:

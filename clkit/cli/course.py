@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 __all__ = ["register"]
 
 
 def _cmd_build(args) -> int:
-    from .build import build_course
+    from ..course.build import build_course
 
     try:
         out = build_course(args.out, args.assignment, log=lambda line: print(line, flush=True))
@@ -23,7 +22,7 @@ def _cmd_build(args) -> int:
 
 
 def _cmd_grade(args) -> int:
-    from .grade import grade_submissions
+    from ..course.grade import grade_submissions
 
     try:
         counts = grade_submissions(args.submissions, course=args.course, out=args.out, workers=args.workers,
@@ -36,7 +35,7 @@ def _cmd_grade(args) -> int:
 
 def register(subparsers) -> None:
     """Add the ``course`` command (``build``, ``grade``) to ``clkit``'s subparsers."""
-    from .build import ASSIGNMENTS
+    from ..course.build import ASSIGNMENTS
 
     c = subparsers.add_parser("course", help="a graded course from the five papers (nbgrader): build, grade")
     sub = c.add_subparsers(dest="course_cmd", required=True)
@@ -56,10 +55,3 @@ def register(subparsers) -> None:
     where.add_argument("--scheduler", default=None, metavar="ADDRESS",
                        help="grade on an existing Dask cluster, e.g. tcp://host:8786 (shared file system)")
     g.set_defaults(func=_cmd_grade)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    ap = argparse.ArgumentParser(prog="clkit")
-    register(ap.add_subparsers(dest="cmd", required=True))
-    a = ap.parse_args()
-    sys.exit(a.func(a))

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import add_out
-from ._output import guarded, show, write
+from ._output import add_out, guarded, show, write
 
 SETTINGS = ("gaussian", "hard", "boundary_local", "global")
 

@@ -2,40 +2,25 @@
 
 from __future__ import annotations
 
+import argparse
 import functools
 import json
 import sys
 from pathlib import Path
 
-import numpy as np
-
-
-def to_jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        v = float(obj)
-        return v if np.isfinite(v) else None
-    return obj
+from .._io import atomic_write_text, to_jsonable
 
 
 def write(out, name: str, result: dict, table=None) -> list:
-    """Write ``out/name.json`` and, given a DataFrame ``table``, ``out/name.csv``; return the paths."""
+    """Write ``out/name.json`` and, given a DataFrame ``table``, ``out/name.csv`` (atomically); return the paths."""
     if out is None:
         return []
     d = Path(out)
     d.mkdir(parents=True, exist_ok=True)
     paths = [d / f"{name}.json"]
-    paths[0].write_text(json.dumps(to_jsonable(result), indent=1) + "\n")
+    atomic_write_text(paths[0], json.dumps(to_jsonable(result), indent=1) + "\n")
     if table is not None:
-        paths.append(d / f"{name}.csv")
-        table.to_csv(paths[-1], index=False)
+        paths.append(atomic_write_text(d / f"{name}.csv", table.to_csv(index=False)))
     for p in paths:
         print(f"wrote {p}")
     return paths
@@ -61,3 +46,9 @@ def guarded(func):
             print(f"clkit {args.cmd}: error: {exc}", file=sys.stderr)
             return 2
     return wrapper
+
+
+def add_out(parser: argparse.ArgumentParser) -> None:
+    """The ``--out DIR`` option of a protocol subcommand."""
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help="write the result as JSON (and CSV where tabular) into DIR")

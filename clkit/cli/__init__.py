@@ -1,0 +1,65 @@
+"""The ``clkit`` command: the one command layer, on top of the libraries.
+
+Usage
+-----
+::
+
+    clkit list
+    clkit run NOTEBOOK|all [--params smoke|default|paper|FILE.yaml] [-p NAME VALUE ...]
+              [--out DIR] [--figures DIR] [--top-cells N]
+    clkit sweep NOTEBOOK --grid GRID.yaml [--params BASE] [--out DIR] [--workers N]
+                [--scheduler ADDRESS] [--retry-failed]
+    clkit summary DIR [--group-by COLUMN ...] [--columns PATTERN ...]
+    clkit edge orders | metrics cl|temporal | drift stream | taskify bps ...
+    clkit course build | grade ...
+
+``NOTEBOOK`` is a stem (``03_temporal_metrics``) or its number prefix (``03``).
+Parameter sets live in ``notebooks/params/<notebook>/<set>.yaml``; ``-p`` values
+are parsed as YAML (``-p epochs 3``, ``-p learners "[naive, ewc]"``).
+
+Each run writes into ``OUT/<notebook>/``: the executed notebook, ``results.json``
+(the notebook's recorded numbers; identical for identical parameters and seed),
+``run.json`` (parameters, timing, status) and the figures (under ``figures/``,
+or ``--figures DIR/<notebook>/``). A failing cell exits non-zero and prints
+the cell's error.
+
+``clkit sweep`` runs one case per grid point on Dask (:mod:`clkit.sweep`);
+``clkit summary`` tabulates runs and sweeps (CSV, and Parquet beside it).
+
+Layout: one module per subcommand (:mod:`.run` holds ``list`` and ``run``), each
+with ``register(subparsers)`` adding its parser and a function per command that
+parses, calls the library (:mod:`clkit.run`, :mod:`clkit.sweep`,
+:mod:`clkit.course`, the paper packages) and prints. Library modules never import
+this package (``tests/test_imports.py`` checks it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import course, drift, edge, metrics, run, summary, sweep, taskify
+
+__all__ = ["main", "build_parser", "SUBCOMMANDS"]
+
+#: subcommand modules, in the order ``clkit --help`` lists them
+SUBCOMMANDS = (run, sweep, summary, edge, metrics, drift, taskify, course)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``clkit`` argument parser with every subcommand registered."""
+    ap = argparse.ArgumentParser(prog="clkit", description="Run clkit notebooks headless via papermill.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for mod in SUBCOMMANDS:
+        mod.register(sub)
+    return ap
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``clkit`` command; returns the exit status (130 after Ctrl-C)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:  # a command that has no more to say about it than this
+        print(f"[clkit] interrupted: clkit {args.cmd} stopped", file=sys.stderr, flush=True)
+        return 130

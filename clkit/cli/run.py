@@ -1,0 +1,85 @@
+"""``clkit list`` and ``clkit run``: the notebooks, and executing one (or all) with a parameter set."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from ..notebooks import list_notebooks, param_sets, resolve_notebook
+from ..run import TIMINGS, read_timings, run_notebook
+
+__all__ = ["register"]
+
+
+def register(sub) -> None:
+    """Add ``list`` and ``run`` to ``clkit``'s subparsers."""
+    sub.add_parser("list", help="notebooks and their parameter sets").set_defaults(func=_cmd_list)
+    r = sub.add_parser("run", help="execute a notebook (or all) with a parameter set")
+    r.add_argument("notebook", help="stem, number prefix, or 'all'")
+    r.add_argument("--params", default="default", help="smoke | default | paper | FILE.yaml")
+    r.add_argument("-p", nargs=2, action="append", metavar=("NAME", "VALUE"), help="override a parameter")
+    r.add_argument("--out", default="runs", help="output folder (default: runs)")
+    r.add_argument("--figures", default=None, help="figures go to FIGURES/<notebook>/ (default: OUT/<notebook>/figures)")
+    r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="a progress line per notebook on stderr: cells done/total, section, elapsed "
+                        "(default: on; redrawn in place on a terminal, one line per section elsewhere)")
+    r.add_argument("--top-cells", type=int, default=0, metavar="N",
+                   help="after each notebook, print its N slowest cells (all cell times: OUT/<notebook>/timings.csv)")
+    r.set_defaults(func=_cmd_run)
+
+
+def _cmd_list(args):
+    for nb in list_notebooks():
+        print(f"{nb:28s} params: {', '.join(param_sets(nb)) or '-'}")
+    return 0
+
+
+def _cmd_run(args):
+    from ..summary import summarize
+
+    names = list_notebooks() if args.notebook == "all" else [args.notebook]
+    failures = []
+    for nb in names:
+        t0 = time.perf_counter()
+        try:
+            nb = resolve_notebook(nb)  # "2" -> 02_edge, so that every message names the notebook
+        except ValueError as exc:
+            print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
+            failures.append(nb)
+            continue
+        print(f"[clkit] running {nb} with params={args.params} ...", flush=True)
+        try:
+            outdir = run_notebook(nb, args.params, args.p or (), out=args.out, figures=args.figures,
+                                  progress=args.progress)
+        except KeyboardInterrupt:
+            print(f"[clkit] interrupted: {nb} did not finish; the previous result in "
+                  f"{Path(args.out) / nb} is kept", file=sys.stderr, flush=True)
+            return 130
+        except (ValueError, TypeError, RuntimeError) as exc:
+            print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
+            failures.append(nb)
+            continue
+        print(f"[clkit] {nb} done in {time.perf_counter() - t0:.1f}s -> {outdir}", flush=True)
+        if args.top_cells:
+            _print_top_cells(outdir / TIMINGS, args.top_cells)
+    if args.notebook == "all" and len(failures) < len(names):
+        df = summarize(args.out)
+        print(f"[clkit] summary of {len(df)} run(s) -> {Path(args.out) / 'summary.csv'}")
+    if failures:
+        print(f"[clkit] failed: {', '.join(failures)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _print_top_cells(path, n: int) -> None:
+    from .._progress import top_cells
+
+    rows = read_timings(path)
+    total = sum(r["duration_s"] for r in rows)
+    print(f"[clkit]   slowest {min(n, len(rows))} of {len(rows)} cells ({total:.1f}s in cells):")
+    for r in top_cells(rows, n):
+        share = 100 * r["duration_s"] / total if total else 0.0
+        print(f"[clkit]   {r['duration_s']:8.1f}s {share:4.0f}%  cell {r['cell']:3d}  "
+              f"{r['section'][:40]:40s}  {r['first_line'][:50]}")
