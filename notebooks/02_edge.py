@@ -56,6 +56,9 @@ clip_pretrained: str = "openai"  # open_clip pretrained tag
 # class-incremental learners trained on every sequence; also any clkit strategy name,
 # installed plugin or "package.module:ClassName" (trained sequence after sequence)
 learners: list = ["finetune", "ewc", "lwf", "icarl", "ncm"]
+# per-learner settings {learner: {keyword: value}}, e.g. {"ewc": {"ewc_lambda": 100.0}};
+# the built-in learners take the LearnerConfig fields (edge.learners.LEARNER_KEYWORDS)
+learner_kwargs: dict = {}
 n_train: int = 500  # training images per class
 n_test: int = 500  # test images per class
 epochs: int = 3  # training epochs per task
@@ -131,6 +134,7 @@ P = check_params(
     intra_weight=intra_weight,
 )
 P.update(dataset=dataset, learners=learners, classic_datasets=classic_datasets)
+P["learner_kwargs"] = report.check_edge_learner_kwargs(learner_kwargs, learners)
 for d, names in user_lists.items():
     edge.combinatorics.check_num_tasks(len(names), classic_num_tasks)
 check_type("clip_model", clip_model, str)
@@ -261,10 +265,12 @@ display(ext["table"])
 # %%
 all_seqs = edge.enumerate_sequences(N, K)
 config = LearnerConfig(hidden=hidden, epochs=epochs, batch_size=batch_size, lr=lr)
-results = run_learners(data, all_seqs, own_learners, config, seed=seed)
+LK = P["learner_kwargs"]
+results = run_learners(data, all_seqs, own_learners, config, seed=seed, learner_kwargs=LK)
 for u in user_learners:  # an ordinary Strategy: sequence after sequence, same protocol
     results[u] = train_sequences_sequentially(
-        data["x_train"], data["x_test"], all_seqs, u, config, seed=seed
+        data["x_train"], data["x_test"], all_seqs, u, config, seed=seed,
+        strategy_kwargs=LK.get(u),
     )
 truth = {name: 100 * out["avg_acc"] for name, out in results.items()}
 S_all = edge.sequence_scores(sim, all_seqs)

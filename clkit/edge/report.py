@@ -420,3 +420,37 @@ def closing_text(*, truth, table, corr, corr_img, corr_intra, normal, rank_err, 
   similarity: {', '.join(f"{n} {corr_img[n]['r']:.2f}" for n in learners)}. {verdict}
 """
     return text, log
+
+
+def check_edge_learner_kwargs(learner_kwargs, learners) -> dict:
+    """Validate the notebook's ``learner_kwargs`` for this run's ``learners``.
+
+    The built-in learners accept the :class:`~clkit.edge.learners.LearnerConfig` fields
+    listed in :data:`~clkit.edge.learners.LEARNER_KEYWORDS`; any other (a Strategy) its
+    constructor's keywords except those the notebook supplies (model, optimiser, epochs,
+    batch size, scenario, seed).
+
+    Examples
+    --------
+    >>> check_edge_learner_kwargs({"ewc": {"ewc_lambda": 100.0}}, ["finetune", "ewc"])
+    {'ewc': {'ewc_lambda': 100.0}}
+    >>> check_edge_learner_kwargs({"ncm": {"lr": 0.1}}, ["ncm"])
+    Traceback (most recent call last):
+    ...
+    ValueError: learner_kwargs['ncm']: unknown keyword 'lr'; ncm takes no settings
+    """
+    from ..learner_kwargs import allowed_keywords, check_learner_kwargs
+    from ..plugins import resolve_strategy
+    from .learners import LEARNER_KEYWORDS, LearnerConfig
+
+    base = LearnerConfig()
+    allowed = {}
+    for name in learners:
+        if name in LEARNER_KEYWORDS:
+            allowed[name] = {k: getattr(base, k) for k in LEARNER_KEYWORDS[name]}
+        else:
+            allowed[name] = allowed_keywords(resolve_strategy(name, parameter="learners"),
+                                             exclude=("model", "optimizer", "epochs", "batch_size", "scenario",
+                                                      "seed"))
+    return check_learner_kwargs(learner_kwargs, allowed, learners=list(learners))
+
