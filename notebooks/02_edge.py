@@ -369,6 +369,20 @@ record.figure(fig, "similarity_vs_accuracy")
 record.log(correlation=corr, correlation_image=corr_img)
 
 # %% [markdown]
+# **What can $S$ explain at all?** Sequences with equal $S(O)$ are the same to EDGE
+# (with 3 tasks $S$ depends only on the middle task; every sequence ties with its
+# reverse). No function of $S$ explains the accuracy spread *inside* an S-class, so
+# $R^2 \le \eta^2 = SS_\text{between}/SS_\text{total}$ of accuracy grouped by S-class
+# (`clkit.edge.structure`); beside it the same ratio for the first task. Percentiles of
+# EDGE's hard/easy sequences are averaged over their S-tie (range: min-max over the tie).
+
+# %%
+struct = report.structure_report(truth, S_all, all_seqs, hard, easy)
+display(struct["table"].round(3), struct["ties"].round(1))
+display(Markdown(struct["text"]))
+record.log(**struct["log"])
+
+# %% [markdown]
 # ## 8. Classic settings: hard and easy sequences from class names alone
 #
 # For CIFAR-100, CUB-200 and ImageNet-R (200 classes) in `classic_num_tasks` tasks, the

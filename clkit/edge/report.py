@@ -454,3 +454,36 @@ def check_edge_learner_kwargs(learner_kwargs, learners) -> dict:
                                                       "seed"))
     return check_learner_kwargs(learner_kwargs, allowed, learners=list(learners))
 
+
+def structure_report(truth: dict, scores, all_sequences, hard, easy) -> dict:
+    """What S(O) can explain in this run: ceilings, tie-averaged percentiles, reversal.
+
+    Returns ``table`` (per learner: R, R^2, eta^2 of the S-classes -- the ceiling of
+    R^2 --, eta^2 of the first task, mean |A(O) - A(reverse)|), ``ties`` (per learner and
+    hard/easy: the tie-averaged accuracy percentile with its range over the S-tie),
+    ``text`` (Markdown, generated from those numbers) and ``log`` (for results.json).
+    """
+    import pandas as pd
+
+    from .experiment import sequence_index
+    from .structure import structure_table, tie_percentiles
+
+    table = structure_table(truth, scores, all_sequences)
+    idx = sequence_index(all_sequences, np.stack([hard, easy]))
+    ties = {}
+    for name, acc in truth.items():
+        for role, i in zip(("hard", "easy"), idx):
+            ties[f"{name}/{role}"] = tie_percentiles(acc, scores, int(i))
+    ties_frame = pd.DataFrame(ties).T
+    n_cls = int(table["S classes"].iloc[0]) if len(table) else 0
+    lines = [f"S(O) takes {n_cls} distinct values over {len(scores)} sequences; every sequence has the "
+             f"same S as its reverse, so S cannot tell them apart."]
+    for name, row in table.iterrows():
+        lines.append(f"- {name}: R = {row['R']:.2f} (R^2 = {row['R^2']:.2f}); any function of S could explain at "
+                     f"most eta^2 = {row['eta^2 S-classes']:.2f} of the variance, the first task alone "
+                     f"{row['eta^2 first task']:.2f}; a sequence and its reverse differ by "
+                     f"{row['mean |A(O) - A(reverse)|']:.2f} points on average.")
+    log = {"structure": {n: {k: float(v) for k, v in r.items()} for n, r in table.iterrows()},
+           "tie_percentiles": ties}
+    return {"table": table, "ties": ties_frame, "text": "\n".join(lines), "log": log}
+
