@@ -348,6 +348,23 @@ print("total ranking error:", rank_err)
 record.log(ranking_error=rank_err)
 
 # %% [markdown]
+# **Verdicts** (`clkit.stats`): a single rule, the paired t-test over `num_draws` random
+# draws (each draw pairs RS's three random sequences with EDGE's hard + first random +
+# easy), Holm-adjusted over the family. A null control (RS against RS on an independent
+# draw) must come out "no difference"; an oracle control (EDGE handed the *true* hardest
+# and easiest sequence) must span more of the true range than RS.
+
+# %%
+V = report.edge_verdicts(truth, all_seqs, hard, easy, num_draws=num_draws, num_bins=num_bins, seed=seed)
+display(V["table"])
+display(Markdown(V["summary"]))
+record.log(
+    verdicts=[v.to_dict() for v in V["verdicts"]],
+    controls_hold=V["controls_hold"],
+    summary=V["summary"],
+)
+
+# %% [markdown]
 # ## 7. Does accuracy follow inter-task similarity? (Fig. 2c)
 #
 # Pearson correlation between $S(O)$ and $\mathcal{A}(O)$ over all sequences, per

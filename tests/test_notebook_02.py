@@ -43,6 +43,11 @@ def test_smoke_run_records_the_edge_experiment(run_smoke):
         for role in ("hard", "easy"):
             tie = r["tie_percentiles"][f"{name}/{role}"]
             assert tie["tie_size"] == 6 and tie["pct_min"] <= tie["pct"] <= tie["pct_max"]
+    # verdicts (clkit.stats): the null control is never a finding, the oracle passes
+    roles = {v["role"]: v for v in r["verdicts"] if v["role"] != "finding"}
+    assert roles["null control"]["decision"] == "no difference" and not roles["null control"]["significant"]
+    assert roles["oracle control"]["control_ok"] and r["controls_hold"] is True
+    assert r["summary"].startswith("**Controls hold**")
     # replay beats fine-tuning; NCM on frozen features beats fine-tuning
     mean = {n: np.mean(r["true_accuracy"][n]) for n in LEARNERS}
     assert mean["icarl"] > mean["finetune"] + 10 and mean["ncm"] > mean["finetune"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .combinatorics import num_sequences
+from .._validate import check_int
 
 __all__ = ["SEQUENCE_COUNT_SETTINGS", "sequence_count_table", "sample_size_text", "extreme_sequences",
            "truth_table", "evaluate_protocols", "normality_table", "rankings", "correlations",
@@ -486,4 +487,63 @@ def structure_report(truth: dict, scores, all_sequences, hard, easy) -> dict:
     log = {"structure": {n: {k: float(v) for k, v in r.items()} for n, r in table.iterrows()},
            "tie_percentiles": ties}
     return {"table": table, "ties": ties_frame, "text": "\n".join(lines), "log": log}
+
+
+def edge_verdicts(truth: dict, all_sequences, hard, easy, *, num_draws: int = 30, num_bins: int = 10,
+                  seed: int = 0, small_n: int = 4) -> dict:
+    """RS versus EDGE judged by :mod:`clkit.stats`, paired over random draws, with controls.
+
+    For each of ``num_draws`` draws, three random sequences ``r1, r2, r3`` (never EDGE's
+    hard/easy) form RS and ``hard, r1, easy`` forms EDGE (common random numbers: the
+    pairing unit is the draw). Per learner, two findings: the Wasserstein-1 distance of
+    each Gaussian estimate to the true distribution (EDGE - RS; lower is closer) and the
+    share of the true accuracy range the three accuracies span (EDGE - RS). Controls:
+    a *null* (RS versus RS on an independent draw, W1 of the first learner: must come out
+    no difference) and an *oracle* (EDGE handed the true hardest and easiest sequence of
+    the first learner: its range coverage must exceed RS's). The family is Holm-adjusted.
+
+    Returns ``verdicts`` (list of Verdict), ``table`` (DataFrame), ``controls_hold``
+    (bool) and ``summary`` (Markdown, ``stats.closing_text``).
+    """
+    from .. import stats
+    from .compare import distances_many
+    from .experiment import sequence_index
+
+    num_draws = check_int("num_draws", num_draws, low=2)
+    h, e = sequence_index(all_sequences, np.stack([hard, easy])).tolist()
+    L = len(all_sequences)
+    rng = np.random.default_rng(seed)
+    pool = np.setdiff1d(np.arange(L), [h, e])
+    draws = np.array([rng.choice(pool, size=6, replace=False) for _ in range(num_draws)])
+    rs, rs2 = draws[:, :3], draws[:, 3:]
+    verdicts = []
+
+    def coverage(acc, rows):
+        span = np.ptp(acc)
+        return (acc[rows].max(axis=1) - acc[rows].min(axis=1)) / span if span > 0 else np.zeros(len(rows))
+
+    for i, (name, acc) in enumerate(truth.items()):
+        acc = np.asarray(acc, dtype=float)
+        edge_rows = np.column_stack([np.full(num_draws, h), rs[:, 0], np.full(num_draws, e)])
+        w_rs = distances_many(acc, acc[rs], num_bins=num_bins)["wasserstein"]
+        w_edge = distances_many(acc, acc[edge_rows], num_bins=num_bins)["wasserstein"]
+        verdicts.append(stats.paired(w_edge, w_rs, comparison=f"{name}: W1 EDGE − RS", higher="RS closer",
+                                     lower="EDGE closer"))
+        verdicts.append(stats.paired(coverage(acc, edge_rows), coverage(acc, rs),
+                                     comparison=f"{name}: range coverage EDGE − RS",
+                                     higher="EDGE spans more", lower="RS spans more"))
+        if i == 0:
+            w_rs2 = distances_many(acc, acc[rs2], num_bins=num_bins)["wasserstein"]
+            verdicts.append(stats.paired(w_rs2, w_rs, comparison=f"{name}: W1 RS' − RS (null)",
+                                         role="null control", expect="no difference"))
+            oracle = np.column_stack([np.full(num_draws, int(np.argmin(acc))), rs[:, 0],
+                                      np.full(num_draws, int(np.argmax(acc)))])
+            verdicts.append(stats.paired(coverage(acc, oracle), coverage(acc, rs),
+                                         comparison=f"{name}: range coverage oracle − RS",
+                                         higher="oracle spans more", lower="RS spans more",
+                                         role="oracle control", expect="oracle spans more"))
+    verdicts = stats.holm(verdicts)
+    ok, _ = stats.controls_hold(verdicts)
+    return {"verdicts": verdicts, "table": stats.verdict_table(verdicts), "controls_hold": bool(ok),
+            "summary": stats.closing_text(verdicts, subject="this run", small_n=small_n)}
 
