@@ -75,6 +75,11 @@ def sample_size_text(num_classes: int = 100, num_tasks: int = 10, epsilon: float
     return {"theorem1_L_100_10": L1, "theorem1_L_100_10_remark1": L1_approx, "theorem2_L_100_10_R01": L2}, text
 
 
+def _method(info) -> str:
+    """How the improved sequence was found, in words ("exhaustive search" when every sequence was scored)."""
+    return {"exhaustive": "exhaustive search", "local search": "local search"}.get(info.get("method"), "paper algorithm")
+
+
 def extreme_sequences(sim, num_tasks: int, class_names, *, granularities=None, num_random: int = 10_000,
                       seed: int = 0):
     """Hard and easy sequences of ``sim`` with their S(O) and S-percentile among random sequences.
@@ -98,7 +103,7 @@ def extreme_sequences(sim, num_tasks: int, class_names, *, granularities=None, n
             "sequence": name,
             "tasks": [[class_names[c] for c in t] for t in seq],
             "S (paper algorithm)": round(info["paper_score"], 4),
-            "S (after local search)": round(info["score"], 4),
+            f"S (after {_method(info)})": round(info["score"], 4),
             "percentile among random": round(pct, 2),
         })
         log.update({f"{name}_sequence": seq, f"{name}_score": info["score"],
@@ -395,7 +400,7 @@ def closing_text(*, truth, table, corr, corr_img, corr_intra, normal, rank_err, 
 * **Similarity and sequences** ({encoder}). The hard sequence sits at the
   {seq_rows[0]['percentile among random']:.1f}th and the easy one at the
   {seq_rows[1]['percentile among random']:.1f}th percentile of S(O) among random
-  sequences. The local search changed S from {hard_info['paper_score']:.3f} to
+  sequences. The {_method(hard_info)} changed S from {hard_info['paper_score']:.3f} to
   {hard_info['score']:.3f} (hard) and {easy_info['paper_score']:.3f} to
   {easy_info['score']:.3f} (easy).
 * **RS vs EDGE** over {len(learners)} learners: EDGE's Gaussian is closer to the truth in
@@ -477,8 +482,10 @@ def structure_report(truth: dict, scores, all_sequences, hard, easy) -> dict:
             ties[f"{name}/{role}"] = tie_percentiles(acc, scores, int(i))
     ties_frame = pd.DataFrame(ties).T
     n_cls = int(table["S classes"].iloc[0]) if len(table) else 0
+    chance = float(table["eta^2 by chance"].iloc[0]) if len(table) else float("nan")
     lines = [f"S(O) takes {n_cls} distinct values over {len(scores)} sequences; every sequence has the "
-             f"same S as its reverse, so S cannot tell them apart."]
+             f"same S as its reverse, so S cannot tell them apart. With {n_cls} S-classes eta^2 is "
+             f"{chance:.2f} by chance alone (accuracy unrelated to S)."]
     for name, row in table.iterrows():
         lines.append(f"- {name}: R = {row['R']:.2f} (R^2 = {row['R^2']:.2f}); any function of S could explain at "
                      f"most eta^2 = {row['eta^2 S-classes']:.2f} of the variance, the first task alone "
@@ -546,4 +553,67 @@ def edge_verdicts(truth: dict, all_sequences, hard, easy, *, num_draws: int = 30
     ok, _ = stats.controls_hold(verdicts)
     return {"verdicts": verdicts, "table": stats.verdict_table(verdicts), "controls_hold": bool(ok),
             "summary": stats.closing_text(verdicts, subject="this run", small_n=small_n)}
+
+
+def findings_markdown(results: dict) -> str:
+    """The default run's findings for docs/02_edge.md, generated from its results.json.
+
+    ``results`` is the ``"results"`` mapping of a run's results.json (or the whole file).
+    Lists the setting, the verdict summary (``summary``), what S(O) can explain per
+    learner (R, the eta^2 ceiling, the first task's share, the reversal gap) and the
+    tie-averaged accuracy percentiles of EDGE's hard and easy sequences.
+
+    Examples
+    --------
+    >>> r = {"data_source": "toy", "num_enumerated": 90, "summary": "**Controls hold**",
+    ...      "structure": {"ncm": {"R": 0.1, "R^2": 0.01, "eta^2 S-classes": 0.2, "eta^2 first task": 0.5,
+    ...                            "mean |A(O) - A(reverse)|": 1.0, "S classes": 15}},
+    ...      "tie_percentiles": {"ncm/hard": {"pct": 40.0, "pct_min": 10.0, "pct_max": 70.0, "tie_size": 6}}}
+    >>> print(findings_markdown(r).splitlines()[0])
+    Setting: toy; 90 sequences, all trained (exact ground truth).
+    """
+    r = results.get("results", results)
+    lines = [f"Setting: {r['data_source']}; {r['num_enumerated']:,} sequences, all trained (exact ground truth).",
+             "", r.get("summary", ""), ""]
+    st = r.get("structure", {})
+    if st:
+        n_cls = int(next(iter(st.values()))["S classes"])
+        chance = next(iter(st.values())).get("eta^2 by chance", float("nan"))
+        lines += [f"What S(O) can explain ({n_cls:,} distinct S values, η² {chance:.2f} by chance alone; "
+                  f"S(O) = S(reverse O) always):", "",
+                  "| learner | R | R² | η² S-classes (ceiling of R²) | η² first task | mean abs. A(O) − A(reverse) |",
+                  "|---|---|---|---|---|---|"]
+        for name, row in st.items():
+            lines.append(f"| {name} | {row['R']:.3f} | {row['R^2']:.3f} | {row['eta^2 S-classes']:.3f} | "
+                         f"{row['eta^2 first task']:.3f} | {row['mean |A(O) - A(reverse)|']:.2f} |")
+        lines.append("")
+    ties = r.get("tie_percentiles", {})
+    if ties:
+        lines += ["Accuracy percentile of EDGE's sequences, averaged over their S-tie (range over the tie):", "",
+                  "| learner / sequence | percentile | range | tie size |", "|---|---|---|---|"]
+        for key, t in ties.items():
+            lines.append(f"| {key} | {t['pct']:.1f} | {t['pct_min']:.1f}–{t['pct_max']:.1f} | {t['tie_size']} |")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_findings(results_json, doc_path, name: str = "02_edge-findings") -> str:
+    """Replace the ``<!-- BEGIN generated: name -->`` block of ``doc_path`` with
+    :func:`findings_markdown` of a run's results.json (atomic write); returns the block.
+
+    Usage: ``python -c "from clkit.edge import report; report.write_findings('RUN/results.json',
+    'docs/02_edge.md')"`` after ``clkit run 02 --params default --out RUN``.
+    """
+    import json
+    from pathlib import Path
+
+    from .._io import atomic_write_text
+
+    text = findings_markdown(json.loads(Path(results_json).read_text()))
+    doc = Path(doc_path).read_text()
+    begin, end = f"<!-- BEGIN generated: {name} -->", f"<!-- END generated: {name} -->"
+    if begin not in doc or end not in doc:
+        raise ValueError(f"{doc_path} has no block {begin!r} ... {end!r}")
+    head, rest = doc.split(begin, 1)
+    atomic_write_text(doc_path, head + begin + "\n" + text + end + rest.split(end, 1)[1])
+    return text
 

@@ -150,8 +150,11 @@ def structure_table(truth: dict, scores, sequences, decimals: int = 9):
     -------
     pandas.DataFrame
         Index learner; columns ``R``, ``R^2``, ``eta^2 S-classes`` (ceiling of R^2),
-        ``eta^2 first task``, ``mean |A(O) - A(reverse)|`` (points), and the number of
-        distinct S values in ``S classes``.
+        ``eta^2 first task``, ``mean |A(O) - A(reverse)|`` (points), the number of
+        distinct S values in ``S classes`` and ``eta^2 by chance`` = ``(G - 1) / (L - 1)``,
+        the expected eta^2 of ``G`` groups when accuracy is unrelated to them (with
+        many small S-classes, e.g. 1,260 pairs at 8/4, the ceiling is near it and says
+        little).
     """
     import pandas as pd
 
@@ -168,5 +171,6 @@ def structure_table(truth: dict, scores, sequences, decimals: int = 9):
                       "eta^2 first task": eta_squared(a, first),
                       "mean |A(O) - A(reverse)|": float(np.abs(a[has] - a[rev[has]]).mean()) if has.any()
                       else float("nan"),
-                      "S classes": int(cls.max() + 1)}
+                      "S classes": int(cls.max() + 1),
+                      "eta^2 by chance": float(cls.max()) / (len(a) - 1)}
     return pd.DataFrame(rows).T
