@@ -491,7 +491,7 @@ display(per_learner[list(truth)].round(2))
 gen_summary = report.summarise_sources(gen_rows, null_labels) if gen_rows else None
 if gen_summary is not None:
     display(
-        Markdown(f"**Generalised score S + {intra_weight:g} I** (beyond the paper)")
+        Markdown(f"**Generalised score {report.score_label(intra_weight)}** (beyond the paper)")
     )
     display(gen_summary.round(3))
 record.log(source_mean=report.source_means(src_summary))
@@ -518,7 +518,7 @@ record.figure(fig, "similarity_sources")
 # %%
 src_text, src_winners = report.source_text(src_summary, "paper's S", num_null, len(truth))
 gen_text, gen_winners = (
-    report.source_text(gen_summary, f"S + {intra_weight:g} I", num_null, len(truth))
+    report.source_text(gen_summary, report.score_label(intra_weight), num_null, len(truth))
     if gen_summary is not None
     else ("", [])
 )

@@ -29,7 +29,7 @@ def distributions(truth: dict, table: dict, values: dict, *, num_bins: int = 10,
     import matplotlib.pyplot as plt
     from scipy.stats import norm
 
-    fig, axes = plt.subplots(1, len(truth), figsize=(3.3 * len(truth), 3.0), squeeze=False)
+    fig, axes = plt.subplots(1, len(truth), figsize=(3.6 * len(truth), 4.4), squeeze=False)
     for ax, (name, acc) in zip(axes[0], truth.items()):
         lo, hi = acc.min(), acc.max()
         pad = max(hi - lo, 1.0) * 0.3
@@ -38,15 +38,17 @@ def distributions(truth: dict, table: dict, values: dict, *, num_bins: int = 10,
                              label="truth (all sequences)")
         true_pdf = norm.pdf(grid, acc.mean(), max(acc.std(), 1e-6))
         ax.plot(grid, true_pdf, color="black", lw=1.5, label="truth Gaussian")
-        ax.set_ylim(0, 1.8 * max(dens.max(), true_pdf.max()))  # narrow estimates are clipped, not rescaling
+        top = max(dens.max(), true_pdf.max())
         for proto, color in protocols:
             row = table[(name, proto)]
-            ax.plot(grid, norm.pdf(grid, row["mean"], max(row["std"], 1e-3)), color=color, lw=1.5,
-                    label=f"{proto} (JSD {row['jsd']:.2f}, W {row['wasserstein']:.2f})")
+            pdf = norm.pdf(grid, row["mean"], max(row["std"], 1e-3))
+            top = max(top, pdf.max())
+            ax.plot(grid, pdf, color=color, lw=1.5, label=f"{proto} (JSD {row['jsd']:.2f}, W {row['wasserstein']:.2f})")
             ax.plot(values[(name, proto)], np.zeros(len(values[(name, proto)])), "|", color=color, ms=14)
         ax.set_title(name)
         ax.set_xlabel("accuracy A(O) (%)")
-        ax.legend(fontsize=6)
+        ax.set_ylim(0, 1.08 * top)                     # every peak shown in full
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
     axes[0][0].set_ylabel("density")
     fig.tight_layout()
     return fig

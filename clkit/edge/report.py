@@ -398,8 +398,8 @@ def closing_text(*, truth, table, corr, corr_img, corr_intra, normal, rank_err, 
   three random sequences say little about the distribution (Theorem 1 asks for {L1:,} of
   them at ε = 0.1, δ = 0.05).
 * **Similarity and sequences** ({encoder}). The hard sequence sits at the
-  {seq_rows[0]['percentile among random']:.1f}th and the easy one at the
-  {seq_rows[1]['percentile among random']:.1f}th percentile of S(O) among random
+  percentile {seq_rows[0]['percentile among random']:.1f} and the easy one at percentile
+  {seq_rows[1]['percentile among random']:.1f} of S(O) among random
   sequences. The {_method(hard_info)} changed S from {hard_info['paper_score']:.3f} to
   {hard_info['score']:.3f} (hard) and {easy_info['paper_score']:.3f} to
   {easy_info['score']:.3f} (easy).
@@ -616,4 +616,16 @@ def write_findings(results_json, doc_path, name: str = "02_edge-findings") -> st
     head, rest = doc.split(begin, 1)
     atomic_write_text(doc_path, head + begin + "\n" + text + end + rest.split(end, 1)[1])
     return text
+
+
+def score_label(intra_weight: float) -> str:
+    """Name of the generalised score ``S + w I`` with the sign written once.
+
+    Examples
+    --------
+    >>> score_label(-1.0), score_label(0.5)
+    ('S − 1 I', 'S + 0.5 I')
+    """
+    w = float(intra_weight)
+    return f"S − {abs(w):g} I" if w < 0 else f"S + {w:g} I"
 
