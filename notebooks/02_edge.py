@@ -353,10 +353,13 @@ record.log(ranking_error=rank_err)
 # draws (each draw pairs RS's three random sequences with EDGE's hard + first random +
 # easy), Holm-adjusted over the family. A null control (RS against RS on an independent
 # draw) must come out "no difference"; an oracle control (EDGE handed the *true* hardest
-# and easiest sequence) must span more of the true range than RS.
+# and easiest sequence) must span more of the true range than RS. Beyond the paper: RS
+# stratified by $S(O)$ terciles (one sequence from each third, three sequences like RS).
 
 # %%
-V = report.edge_verdicts(truth, all_seqs, hard, easy, num_draws=num_draws, num_bins=num_bins, seed=seed)
+V = report.edge_verdicts(
+    truth, all_seqs, hard, easy, num_draws=num_draws, num_bins=num_bins, seed=seed, scores=S_all
+)
 display(V["table"])
 display(Markdown(V["summary"]))
 record.log(

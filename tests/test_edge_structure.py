@@ -64,3 +64,18 @@ def test_reversal_leaves_s_unchanged_and_structure_table():
     assert table.loc["planted", "eta^2 S-classes"] == pytest.approx(1.0)
     assert table.loc["planted", "mean |A(O) - A(reverse)|"] == pytest.approx(0.0, abs=1e-12)
     assert table.loc["null", "eta^2 S-classes"] < 0.9 and abs(table.loc["null", "R"]) < 0.1
+
+
+def test_stratified_rs_is_unbiased_and_tighter_when_s_matters():
+    from clkit.edge.compare import stratified_draws, stratified_mean
+
+    rng = np.random.default_rng(5)
+    S = rng.uniform(size=301)
+    acc = 10 * S + rng.normal(size=301)                  # accuracy follows S (R about 0.95)
+    d = stratified_draws(S, 3, 4000, seed=1)
+    est = stratified_mean(acc, S, d)
+    assert abs(est.mean() - acc.mean()) < 4 * est.std() / np.sqrt(len(est))
+    plain = acc[np.stack([rng.choice(301, 3, replace=False) for _ in range(4000)])].mean(axis=1)
+    assert est.std() < 0.5 * plain.std()                 # stratification removes most of the variance
+    with pytest.raises(ValueError, match="empty stratum"):
+        stratified_draws([0.1, 0.2], 3, 1)

@@ -497,7 +497,7 @@ def structure_report(truth: dict, scores, all_sequences, hard, easy) -> dict:
 
 
 def edge_verdicts(truth: dict, all_sequences, hard, easy, *, num_draws: int = 30, num_bins: int = 10,
-                  seed: int = 0, small_n: int = 4) -> dict:
+                  seed: int = 0, small_n: int = 4, scores=None) -> dict:
     """RS versus EDGE judged by :mod:`clkit.stats`, paired over random draws, with controls.
 
     For each of ``num_draws`` draws, three random sequences ``r1, r2, r3`` (never EDGE's
@@ -508,12 +508,15 @@ def edge_verdicts(truth: dict, all_sequences, hard, easy, *, num_draws: int = 30
     a *null* (RS versus RS on an independent draw, W1 of the first learner: must come out
     no difference) and an *oracle* (EDGE handed the true hardest and easiest sequence of
     the first learner: its range coverage must exceed RS's). The family is Holm-adjusted.
+    With ``scores`` (S(O) of every sequence) a third finding per learner, beyond the
+    paper: RS stratified by S(O) terciles (:func:`~clkit.edge.compare.stratified_draws`,
+    three sequences like RS and EDGE) against RS, W1.
 
     Returns ``verdicts`` (list of Verdict), ``table`` (DataFrame), ``controls_hold``
     (bool) and ``summary`` (Markdown, ``stats.closing_text``).
     """
     from .. import stats
-    from .compare import distances_many
+    from .compare import distances_many, stratified_draws
     from .experiment import sequence_index
 
     num_draws = check_int("num_draws", num_draws, low=2)
@@ -539,6 +542,11 @@ def edge_verdicts(truth: dict, all_sequences, hard, easy, *, num_draws: int = 30
         verdicts.append(stats.paired(coverage(acc, edge_rows), coverage(acc, rs),
                                      comparison=f"{name}: range coverage EDGE − RS",
                                      higher="EDGE spans more", lower="RS spans more"))
+        if scores is not None:
+            strat = stratified_draws(scores, 3, num_draws, seed=seed + 1)
+            w_st = distances_many(acc, acc[strat], num_bins=num_bins)["wasserstein"]
+            verdicts.append(stats.paired(w_st, w_rs, comparison=f"{name}: W1 stratified RS − RS",
+                                         higher="RS closer", lower="stratified RS closer"))
         if i == 0:
             w_rs2 = distances_many(acc, acc[rs2], num_bins=num_bins)["wasserstein"]
             verdicts.append(stats.paired(w_rs2, w_rs, comparison=f"{name}: W1 RS' − RS (null)",
