@@ -233,8 +233,8 @@ def decide(effect: float, p: float, alpha: float = ALPHA, higher: str = "higher"
 def min_detectable_effect(n: int, sd: float, alpha: float = ALPHA, power: float = POWER) -> float:
     """Smallest ``|mean difference|`` a two-sided paired t-test detects with ``power``.
 
-    ``d_z`` solved by statsmodels' ``TTestPower`` at ``n`` pairs, times ``sd`` (the
-    spread of the paired differences). NaN for fewer than 2 pairs or an undefined spread.
+    ``d_z`` at which the test reaches ``power`` at ``n`` pairs (:func:`_detectable_dz`,
+    scipy's noncentral t), times ``sd`` (the spread of the paired differences). NaN for fewer than 2 pairs or an undefined spread.
 
     Examples
     --------
@@ -252,13 +252,28 @@ def min_detectable_effect(n: int, sd: float, alpha: float = ALPHA, power: float 
 
 @lru_cache(maxsize=256)
 def _detectable_dz(n: int, alpha: float, power: float) -> float:
-    from statsmodels.stats.power import TTestPower
+    """``d_z`` at which the two-sided paired t-test at ``n`` pairs and ``alpha`` has ``power``.
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        d = TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=power,
-                                     alternative="two-sided")
-    return float(np.asarray(d).item())
+    Root of the test's power under the noncentral t (scipy's ``nct``; brentq on a
+    widening bracket). The lower tail ``nct.cdf(-t_crit)`` is NaN in scipy for large
+    noncentralities, where it is negligible, and counts as 0 there. (statsmodels'
+    ``TTestPower.solve_power`` returned non-solutions at small ``n`` and ``alpha``, where
+    those NaNs occur: 3.40 at n = 4, alpha = 0.05/12, whose power is 0.47, not 0.8.)
+    """
+    from scipy import optimize, stats
+
+    df = n - 1
+    t_crit = stats.t.ppf(1 - alpha / 2, df)
+
+    def reach(dz):
+        nc = dz * math.sqrt(n)
+        lower = stats.nct.cdf(-t_crit, df, nc)
+        return float(stats.nct.sf(t_crit, df, nc) + (lower if np.isfinite(lower) else 0.0)) - power
+
+    hi = 1.0
+    while reach(hi) < 0:
+        hi *= 2
+    return float(optimize.brentq(reach, 0.0, hi, xtol=1e-10))
 
 
 def effect_size(a, b=None, confidence: float = CONFIDENCE) -> dict:

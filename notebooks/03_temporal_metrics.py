@@ -45,8 +45,9 @@ label_column: str = "label"  # PATH table: class labels
 # "package.module:ClassName"
 learners: list = ["erm", "finetune", "ewc", "si", "agem"]
 # A(t, tau) CSV files, added as learners named by the file (no training; as many
-# periods as the stream)
+# periods as the stream; a header row / index column is taken only when it has text)
 acc_matrices: list = []
+acc_matrices_scale: str = "unit"  # their scores: unit (0-1) | percent (0-100, / 100)
 period_length: int = 365  # days per period (rainfall), time steps per period
 #                           (yearbook, fmow), training samples per period (synthetic)
 max_periods: int = 0  # keep only the first periods (0: all)
@@ -89,7 +90,8 @@ from clkit.plugins import split_learners
 own_learners, user_learners = split_learners(learners, tm.LEARNERS,
                                              parameter="learners",
                                              notebook="03_temporal_metrics")
-user_acc = {f.rsplit("/", 1)[-1].rsplit(".", 1)[0]: load_matrix_csv(f)
+check_choice("acc_matrices_scale", acc_matrices_scale, ["unit", "percent"])
+user_acc = {f.rsplit("/", 1)[-1].rsplit(".", 1)[0]: load_matrix_csv(f, scale=acc_matrices_scale)
             for f in acc_matrices}
 
 P = tm.check_params(dataset="synthetic" if is_user_path(dataset) else dataset,

@@ -68,7 +68,26 @@ def test_smoke_run_records_results_and_figures(run_smoke):
         assert r["protocol"][f"per-task max (paper)|{n}"]["persistence"] == pytest.approx(b["persistence_mean"])
     for variant in ("stream max", "per-task max, random split", "per-task max, contexts across tasks"):
         assert all(f"{variant}|{n}" in r["protocol"] for n in names)
-    assert "(method, split) cells beat both" in r["summary"]
+    assert "(method, split) cells have a seed-mean average MSE below both" in r["summary"]
+    # verdicts (issue 23): one rule, controls present, the null controls never a finding; two seeds
+    # per cell in the smoke run, so the closing text draws no conclusion
+    vs = r["verdicts"]
+    roles = [v["role"] for v in vs]
+    assert roles.count("null control") == 2  # BPS on two shuffles; Finetune under other seeds
+    for v in vs:
+        if v["role"] == "null control":
+            assert v["decision"] == "no difference" and not v["significant"], v["wording"]
+        assert v["rule"].startswith("paired t")
+    assert {v["comparison"] for v in vs} >= {"BPS/null 2d − 4d", "Finetune 2d − best baseline (avg MSE)",
+                                              "EWC − Finetune 6d (forgetting)"}
+    assert isinstance(r["controls_hold"], bool)
+    assert "Too few pairs to conclude" in r["summary"] and "Findings" not in r["summary"]
+    # the null control's extra Finetune runs: seeds cl_seeds.. on the first split only
+    assert "naive|2d|2" in r["cl"] and "naive|4d|2" not in r["cl"]
+    # per-learner settings (issue 26): recorded, with the measured EWC default
+    assert res["params"]["learner_kwargs"] == {}
+    assert res["params"]["learner_settings"]["ewc"] == {"ewc_lambda": 1e6}
+    assert "of its average MSE" in r["summary"] and "EWC (lambda = 1e+06)" in r["summary"]
     # seeds: two per cell in the smoke run, and the spread comparison the closing text relies on
     assert all(f"naive|2d|{s}" in r["cl"] for s in (0, 1))
     assert set(r["spread"]) == {"across_splits", "across_methods", "across_seeds", "persistence_across_splits"}
@@ -89,7 +108,8 @@ def test_same_seed_gives_identical_results(run_smoke, tmp_path):
 @pytest.mark.parametrize("name, value", [("l_min", "1"), ("alpha", "0.0"), ("delta_days", "3.0"),
                                          ("window_days", "[2, 40]"), ("methods", "[naive, gdumb]"),
                                          ("target_scaling", "global"), ("split_order", "shuffled"),
-                                         ("context_across_tasks", "3"), ("cl_seeds", "0")])
+                                         ("context_across_tasks", "3"), ("cl_seeds", "0"),
+                                         ("learner_kwargs", "{ewc: {lam: 1.0}}")])
 def test_bad_parameter_fails_naming_it(tmp_path, name, value):
     with pytest.raises((RuntimeError, TypeError, ValueError), match=name):
         run_notebook(NB, "smoke", [(name, value)], out=tmp_path, progress=False)

@@ -7,6 +7,9 @@
   returned ``source`` says so.
 - **Planetoid** Cora / CiteSeer through torch-geometric from raw files already on
   disk (no download is attempted: torch-geometric's downloader has no timeout).
+  Cora is also shipped inside the package (:mod:`clkit.data.shipped`, MIT licence,
+  see ``docs/cora.md``): used when no user copy is found, and the returned
+  ``source`` says which copy was read.
 - **Online** (the paper's datasets): CoraFull, Reddit, Roman-Empire through
   torch-geometric and ogbn-arxiv through ``ogb``; each first checks that its
   download host answers within a few seconds and otherwise raises
@@ -215,18 +218,25 @@ def _from_pyg(data, name: str, source: str) -> GraphData:
 
 
 def load_planetoid(name: str = "Cora", root=None) -> GraphData:
-    """Cora or CiteSeer (Planetoid) through ``torch_geometric.datasets.Planetoid``, offline.
+    """Cora or CiteSeer (Planetoid) through torch-geometric, offline.
 
     Looks for ``<dir>/<name>/raw/ind.<name>.*`` in ``root`` (when given), then
-    ``data_root()/planetoid``. torch-geometric writes ``processed/`` beside
-    ``raw/``, so the folder must be writable. No download is attempted.
+    ``data_root()/planetoid``, and reads the first copy found with
+    ``torch_geometric.datasets.Planetoid`` (which writes ``processed/`` beside
+    ``raw/``, so that folder must be writable). When neither has the files and the
+    dataset is shipped with clkit (Cora, :mod:`clkit.data.shipped`), the shipped copy
+    is read instead (no network, nothing written); ``source`` names the copy used and
+    where a user copy was looked for. No download is attempted.
 
     Examples
     --------
-    >>> load_planetoid("Cora", root="/nonexistent")   # doctest: +ELLIPSIS
+    >>> g = load_planetoid("Cora", root="/nonexistent")
+    >>> g.num_nodes, g.num_classes, g.source.startswith("Planetoid Cora shipped with clkit")
+    (2708, 7, True)
+    >>> load_planetoid("CiteSeer", root="/nonexistent")   # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    clkit.data._cache.DatasetNotFoundError: dataset 'Cora' not found. Looked in: /nonexistent/Cora/raw, ...
+    clkit.data._cache.DatasetNotFoundError: dataset 'CiteSeer' not found. Looked in: /nonexistent/CiteSeer/raw, ...
     """
     check_choice("name", name, ["Cora", "CiteSeer"])
     dirs = ([Path(root)] if root is not None else []) + [data_root() / "planetoid"]
@@ -239,6 +249,12 @@ def load_planetoid(name: str = "Cora", root=None) -> GraphData:
 
             ds = Planetoid(str(d), name)
             return _from_pyg(ds[0], name.lower(), f"Planetoid {name} (torch-geometric) from {raw}")
+    from .shipped import has_shipped_planetoid, read_shipped_planetoid, shipped_planetoid_dir
+
+    if has_shipped_planetoid(name):
+        return _from_pyg(read_shipped_planetoid(name), name.lower(),
+                         f"Planetoid {name} shipped with clkit (MIT, github.com/kimiyoung/planetoid) from "
+                         f"{shipped_planetoid_dir(name)}; no user copy in {', '.join(map(str, looked))}")
     raise DatasetNotFoundError(name, looked, "Put the Planetoid raw files (ind.<name>.x, .y, .graph, ...) under "
                                "<dir>/<name>/raw/ and pass root=<dir>, or set CLKIT_DATA.")
 
@@ -295,22 +311,29 @@ def load_online_graph(name: str, root=None, timeout: float = 3.0) -> GraphData:
 
 
 def resolve_auto(root=None) -> str:
-    """``"cora"`` when Cora's Planetoid raw files are in ``root`` or the clkit data cache, else ``"csbm"``.
+    """``"cora"`` when real Cora can be read offline, else ``"csbm"``.
+
+    Cora is readable when its Planetoid raw files are in ``root`` or the clkit data
+    cache, or when the copy shipped with clkit is installed (:mod:`clkit.data.shipped`);
+    :func:`load_planetoid` says which copy it read.
 
     Examples
     --------
-    >>> resolve_auto(root="/nonexistent") in ("cora", "csbm")
-    True
+    >>> resolve_auto(root="/nonexistent")
+    'cora'
     """
+    from .shipped import has_shipped_planetoid
+
     dirs = ([Path(root)] if root else []) + [data_root() / "planetoid"]
-    return "cora" if any((d / "Cora" / "raw" / "ind.cora.graph").exists() for d in dirs) else "csbm"
+    found = any((d / "Cora" / "raw" / "ind.cora.graph").exists() for d in dirs)
+    return "cora" if found or has_shipped_planetoid("Cora") else "csbm"
 
 
 def load_graph(dataset: str = "csbm", *, root=None, seed: int = 0, **csbm_kwargs) -> GraphData:
     """Load ``dataset`` by name: ``"csbm"`` (offline default), ``"cora"``, ``"citeseer"`` or an online one.
 
-    ``"auto"`` is real Cora when its files are present (:func:`resolve_auto`), the
-    contextual SBM otherwise.
+    ``"auto"`` is real Cora (a user copy, else the copy shipped with clkit;
+    :func:`resolve_auto`), the contextual SBM only when neither can be read.
 
     Examples
     --------

@@ -6,12 +6,20 @@ from .._validate import check_choice, check_choices, check_int, check_real, chec
 from .forecasting import SPLIT_ORDERS, TARGET_SCALINGS
 from .profiles import check_weights
 
-__all__ = ["check_params", "DATASETS", "METHODS", "METHOD_LABELS"]
+__all__ = ["check_params", "check_learner_settings", "DATASETS", "METHODS", "METHOD_LABELS", "LEARNER_DEFAULTS",
+           "SUPPLIED_KEYWORDS"]
 
 DATASETS = ["synthetic", "cesnet"]
 #: CL methods of the paper and the clkit strategy behind each.
 METHODS = ["naive", "replay", "ewc", "lwf"]
 METHOD_LABELS = {"naive": "Finetune", "replay": "ER", "ewc": "EWC", "lwf": "LwF"}
+#: the notebook's own settings per learner, below the user's ``learner_kwargs``. EWC's lambda
+#: is chosen by measurement (docs/01_taskification.md, notebooks/grids/01_taskification/
+#: ewc_lambda.yaml): see :data:`EWC_LAMBDA`.
+EWC_LAMBDA = 1e6
+LEARNER_DEFAULTS = {"ewc": {"ewc_lambda": EWC_LAMBDA}}
+#: keywords the notebook supplies itself (not per-learner settings)
+SUPPLIED_KEYWORDS = ("model", "loss", "optimizer", "lr", "batch_size", "seed", "epochs", "scenario", "device")
 
 
 def check_params(*, dataset, num_series, num_weeks, window_days, offset_days, delta_days, num_perturbations, l_min,
@@ -93,3 +101,34 @@ def check_params(*, dataset, num_series, num_weeks, window_days, offset_days, de
     out["cl_seeds"] = check_int("cl_seeds", cl_seeds, low=1)
     out["cl_workers"] = check_int("cl_workers", cl_workers, low=1)
     return out
+
+
+def check_learner_settings(learner_kwargs, methods) -> tuple[dict, dict]:
+    """Validate ``learner_kwargs`` against each method's strategy; return it and every method's settings.
+
+    Allowed keywords are the strategy constructor's (:func:`clkit.learner_kwargs.allowed_keywords`)
+    less those the notebook supplies (:data:`SUPPLIED_KEYWORDS`). The settings of a method are
+    :data:`LEARNER_DEFAULTS` updated by the user's.
+
+    Returns
+    -------
+    (checked, settings)
+        ``checked``: the validated ``{learner: {keyword: value}}``; ``settings[m]``: the
+        keyword arguments method ``m`` is built with.
+
+    Examples
+    --------
+    >>> check_learner_settings({"ewc": {"ewc_lambda": 10.0}}, ["naive", "ewc"])[1]
+    {'naive': {}, 'ewc': {'ewc_lambda': 10.0}}
+    >>> check_learner_settings({"ewc": {"lam": 10.0}}, ["ewc"])
+    Traceback (most recent call last):
+    ...
+    ValueError: learner_kwargs['ewc']: unknown keyword 'lam'; ewc accepts ['ewc_lambda', ...
+    """
+    from ..learner_kwargs import allowed_keywords, check_learner_kwargs, settings_for
+    from ..plugins import resolve_strategy
+
+    allowed = {m: allowed_keywords(resolve_strategy(m, parameter="methods"), exclude=SUPPLIED_KEYWORDS)
+               for m in methods}
+    checked = check_learner_kwargs(learner_kwargs, allowed, learners=list(methods))
+    return checked, {m: settings_for(m, LEARNER_DEFAULTS.get(m), checked) for m in methods}

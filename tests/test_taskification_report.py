@@ -1,0 +1,130 @@
+"""01_taskification's package side: per-learner settings, the EWC calibration grid, the verdicts."""
+
+import numpy as np
+import pytest
+
+from clkit import stats
+from clkit.notebooks import load_params
+from clkit.sweep.grid import expand_grid, load_grid, resolve_grid
+from clkit.taskification import report, verdicts
+from clkit.taskification.params import EWC_LAMBDA, LEARNER_DEFAULTS, check_learner_settings
+
+NB = "01_taskification"
+
+
+def test_learner_settings_are_checked_and_merged_with_the_defaults():
+    checked, settings = check_learner_settings({"ewc": {"ewc_lambda": 5.0}}, ["naive", "ewc"])
+    assert checked == {"ewc": {"ewc_lambda": 5.0}} and settings == {"naive": {}, "ewc": {"ewc_lambda": 5.0}}
+    assert check_learner_settings({}, ["ewc"])[1] == {"ewc": LEARNER_DEFAULTS["ewc"]}
+    with pytest.raises(ValueError, match=r"learner_kwargs\['ewc'\]: unknown keyword 'lam'.*ewc_lambda"):
+        check_learner_settings({"ewc": {"lam": 5.0}}, ["ewc"])
+    with pytest.raises(ValueError, match="'si' is not a learner of this run"):
+        check_learner_settings({"si": {"si_lambda": 5.0}}, ["naive", "ewc"])
+    with pytest.raises(TypeError, match=r"learner_kwargs\['ewc'\]\['ewc_lambda'\] must be float"):
+        check_learner_settings({"ewc": {"ewc_lambda": "big"}}, ["ewc"])
+    with pytest.raises(ValueError, match="'lr'"):  # the notebook supplies lr itself
+        check_learner_settings({"replay": {"lr": 0.1}}, ["replay"])
+
+
+def _smoke_tasks(values):
+    data, _, cl_series = report.load_data("synthetic", num_series=1, cl_series=values["cl_series"],
+                                          num_weeks=values["num_weeks"], seed=values["seed"])
+    names, splits, _, _ = report.make_splits(data.length, data.interval_minutes, values["window_days"][-1:],
+                                             values["offset_days"], values["delta_days"])
+    tasks, _ = report.cl_tasks(data.values[:cl_series], splits, values["context_steps"], data.target_index,
+                               stride=values["stride"], seed=values["seed"])
+    return data, tasks
+
+
+def test_settings_reach_the_strategy(monkeypatch):
+    """A recording stand-in for make_strategy sees each method's own settings, nothing else's."""
+    import clkit.taskification.forecasting as fc
+
+    seen = []
+    real = fc.make_strategy
+
+    def recording(name, model, **kw):
+        seen.append((name, {k: kw[k] for k in kw if k not in ("loss", "optimizer", "lr", "batch_size", "seed")}))
+        return real(name, model, **kw)
+
+    monkeypatch.setattr(fc, "make_strategy", recording)
+    values = load_params(NB, "smoke")
+    data, tasks = _smoke_tasks(values)
+    from clkit.models.transformer import TimeSeriesTransformer
+
+    def model_fn():
+        return TimeSeriesTransformer(num_features=len(data.features), context=values["context_steps"], d_model=8,
+                                     num_layers=1, num_heads=2, target_index=data.target_index)
+
+    _, settings = check_learner_settings({"ewc": {"ewc_lambda": 7.0}, "replay": {"memory_size": 33}},
+                                         ["naive", "ewc", "replay"])
+    report.run_cl(tasks, model_fn, ["naive", "ewc", "replay"], 1, seed=0, strategy_kwargs=settings, max_epochs=1)
+    assert seen == [("naive", {}), ("ewc", {"ewc_lambda": 7.0}), ("replay", {"memory_size": 33})]
+
+
+def test_ewc_calibration_grid_runs_at_smoke_scale():
+    """The shipped grid over learner_kwargs.ewc.ewc_lambda: every case's settings reach EWC and change it."""
+    grid = load_grid(resolve_grid(NB, "ewc_lambda"))
+    cases = expand_grid(grid)
+    lambdas = [c["learner_kwargs.ewc.ewc_lambda"] for c in cases]
+    assert lambdas == sorted(lambdas) and len(lambdas) >= 3 and EWC_LAMBDA in lambdas  # the default is measured
+    from clkit.models.transformer import TimeSeriesTransformer
+
+    Ms = {}
+    for case in cases:
+        values = load_params(NB, grid["params"], list(case.items()))
+        assert values["learner_kwargs"] == {"ewc": {"ewc_lambda": case["learner_kwargs.ewc.ewc_lambda"]}}
+        data, tasks = _smoke_tasks(values)
+
+        def model_fn():
+            return TimeSeriesTransformer(num_features=len(data.features), context=values["context_steps"],
+                                         d_model=values["d_model"], num_layers=values["num_layers"],
+                                         num_heads=values["num_heads"], target_index=data.target_index)
+
+        _, settings = check_learner_settings(values["learner_kwargs"], values["methods"])
+        cl = report.run_cl(tasks, model_fn, values["methods"], 1, seed=values["seed"], strategy_kwargs=settings,
+                           max_epochs=1, patience=values["patience"], lr=values["lr"],
+                           batch_size=values["batch_size"])
+        Ms[case["learner_kwargs.ewc.ewc_lambda"]] = {m: cl[(m, n, 0)]["M"] for m, n, _ in cl}
+    for lam, M in Ms.items():
+        assert all(np.isfinite(v).all() for v in M.values())
+        assert np.array_equal(M["naive"], Ms[lambdas[0]]["naive"])  # finetune does not see lambda
+    # lambda reaches EWC: the strongest penalty changes EWC's errors, the weakest barely differs from finetune
+    strong, weak = Ms[lambdas[-1]], Ms[lambdas[0]]
+    assert np.abs(strong["ewc"] - strong["naive"]).max() > np.abs(weak["ewc"] - weak["naive"]).max()
+
+
+def test_split_verdicts_controls():
+    rng = np.random.default_rng(0)
+    aligned = {"2d": 1.0 + 0.05 * rng.normal(size=6), "4d": 0.6 + 0.05 * rng.normal(size=6)}
+    null = {"2d": 0.1 + 0.01 * rng.normal(size=6), "4d": 0.08 + 0.01 * rng.normal(size=6)}
+    vs = verdicts.split_verdicts(aligned, null, 0.1 + 0.01 * rng.normal(size=6))
+    by = {v.comparison: v for v in vs}
+    assert by["BPS 2d − 4d"].decision == "2d more fragile"
+    assert by["null BPS 2d: shuffle − another shuffle"].decision == "no difference"
+    assert by["BPS 2d: stream − shuffled stream"].control_ok is True
+    assert all(v.family == len(vs) for v in vs)  # one Holm family, controls included
+    # with fewer pairs than the rule needs, the oracle is reported as a finding, not a failed control
+    small = verdicts.split_verdicts({k: v[:2] for k, v in aligned.items()}, {k: v[:2] for k, v in null.items()},
+                                    [0.1, 0.11])
+    assert [v.role for v in small].count("oracle control") == 0
+    # on a user's stream there is no oracle
+    assert "oracle control" not in [v.role for v in verdicts.split_verdicts(aligned, null, null["2d"], oracle=False)]
+
+
+def test_cl_verdicts_families_and_null_control():
+    rng = np.random.default_rng(2)
+    cl = {}
+    for s in range(8):
+        for m, shift in (("naive", 0.0), ("ewc", 0.5)):
+            cl[(m, "2d", s)] = {"avg_mse": 5 + shift + 0.1 * rng.normal(), "forgetting": 0.01 * rng.normal()}
+    cl = {k: v for k, v in cl.items() if k[2] < 4 or k[0] == "naive"}
+    base = {"2d": {"constant_mean": 50.0, "persistence_mean": 6.0}}
+    vs = verdicts.cl_verdicts(cl, base, ["naive", "ewc"], ["2d"], {"naive": "Finetune", "ewc": "EWC"}, 4)
+    by = {v.comparison: v for v in vs}
+    assert by["Finetune 2d − best baseline (avg MSE)"].decision == "Finetune beats both baselines"
+    assert by["Finetune 2d: seeds − other seeds (avg MSE)"].role == "null control"
+    assert by["EWC − Finetune 2d (avg MSE)"].decision == "EWC worse"
+    assert by["EWC − Finetune 2d (avg MSE)"].family == 2 and by["Finetune 2d − best baseline (avg MSE)"].family == 3
+    share = verdicts.forgetting_share({("naive", "2d"): {"forgetting": 0.02, "avg_mse": 4.0}}, "naive", ["2d"])
+    assert share == {"2d": pytest.approx(0.5)}
