@@ -608,6 +608,9 @@ def write_findings(results_json, doc_path, name: str = "02_edge-findings") -> st
     """Replace the ``<!-- BEGIN generated: name -->`` block of ``doc_path`` with
     :func:`findings_markdown` of a run's results.json (atomic write); returns the block.
 
+    The same text is written to ``docs/generated/<name>.md`` beside ``doc_path`` (the
+    file ``clkit.docs`` checks the block against).
+
     Usage: ``python -c "from clkit.edge import report; report.write_findings('RUN/results.json',
     'docs/02_edge.md')"`` after ``clkit run 02 --params default --out RUN``.
     """
@@ -622,6 +625,7 @@ def write_findings(results_json, doc_path, name: str = "02_edge-findings") -> st
     if begin not in doc or end not in doc:
         raise ValueError(f"{doc_path} has no block {begin!r} ... {end!r}")
     head, rest = doc.split(begin, 1)
+    atomic_write_text(Path(doc_path).parent / "generated" / f"{name}.md", text)
     atomic_write_text(doc_path, head + begin + "\n" + text + end + rest.split(end, 1)[1])
     return text
 
