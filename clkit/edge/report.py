@@ -524,8 +524,9 @@ def edge_verdicts(truth: dict, all_sequences, hard, easy, *, num_draws: int = 30
     L = len(all_sequences)
     rng = np.random.default_rng(seed)
     pool = np.setdiff1d(np.arange(L), [h, e])
-    draws = np.array([rng.choice(pool, size=6, replace=False) for _ in range(num_draws)])
-    rs, rs2 = draws[:, :3], draws[:, 3:]
+    small = len(pool) < 3                               # tiny settings (e.g. 4 classes / 2 tasks)
+    rs = np.array([rng.choice(pool, size=3, replace=small) for _ in range(num_draws)])
+    rs2 = np.array([rng.choice(pool, size=3, replace=small) for _ in range(num_draws)])
     verdicts = []
 
     def coverage(acc, rows):
