@@ -605,7 +605,7 @@ def findings_markdown(results: dict) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_findings(results_json, doc_path, name: str = "02_edge-findings") -> str:
+def write_findings(results_json, doc_path, name: str = "findings-02_edge") -> str:
     """Replace the ``<!-- BEGIN generated: name -->`` block of ``doc_path`` with
     :func:`findings_markdown` of a run's results.json (atomic write); returns the block.
 
