@@ -44,6 +44,9 @@ label_column: str = "label"  # PATH table: class labels
 # learners giving A(t, tau); also any clkit strategy, installed plugin or
 # "package.module:ClassName"
 learners: list = ["erm", "finetune", "ewc", "si", "agem"]
+# per-learner settings {learner: {keyword: value}}, keywords of the learner's
+# clkit strategy (erm, finetune: naive), e.g. {"si": {"si_lambda": 100.0}}
+learner_kwargs: dict = {}
 # A(t, tau) CSV files, added as learners named by the file (no training; as many
 # periods as the stream; a header row / index column is taken only when it has text)
 acc_matrices: list = []
@@ -99,6 +102,7 @@ P = tm.check_params(dataset="synthetic" if is_user_path(dataset) else dataset,
                     delta=delta,
                     epsilon=epsilon, lam=lam, n=n, horizon=horizon, epochs=epochs, seed=seed)
 check_choice("oracle", oracle, ["erm", "self"])
+LS = tm.check_learner_settings(learner_kwargs, learners)  # {learner: {keyword: value}}
 check_choice("sh_never_crossed", sh_never_crossed, ["available", "horizon"])
 check_int("max_periods", max_periods, low=0)
 check_int("max_per_period", max_per_period, low=0)
@@ -122,7 +126,8 @@ record = RunRecord("03_temporal_metrics", params=dict(
     sh_never_crossed=sh_never_crossed, oracle=oracle, epochs=epochs, hidden=hidden, lr=lr,
     batch_size=batch_size, synthetic_periods=synthetic_periods,
     synthetic_samples=synthetic_samples, synthetic_epochs=synthetic_epochs, drift=drift,
-    separation_start=separation_start, separation_end=separation_end, seed=seed))
+    separation_start=separation_start, separation_end=separation_end, seed=seed,
+    learner_kwargs=learner_kwargs))
 H = horizon or None  # None: all future periods
 train_kw = dict(epochs=epochs, hidden=hidden, lr=lr, batch_size=batch_size, seed=seed)
 metric_kw = dict(delta=delta, epsilon=epsilon, lam=lam, n=n, horizon=H,
@@ -284,9 +289,11 @@ display(Markdown(f"**Data used:** {data.source}. {T} periods, {n_train} training
 # %%
 from clkit.progress import tqdm
 
-acc = {}
+acc, acc_full = {}, {}  # the paper's forward matrices; with the past (tau < t) evaluated too
 for name in tqdm(learners, desc="learners"):
-    acc[name] = tm.accuracy_matrix(data, name, **train_kw)
+    acc_full[name] = tm.accuracy_matrix(data, name, backward=True, strategy_kwargs=LS.get(name),
+                                        **train_kw)
+    acc[name] = tm.forward_view(acc_full[name])
 for name, A in user_acc.items():
     if A.shape != (T, T):
         raise ValueError(f"acc_matrices: {name} has {len(A)} periods, the stream {T}")
@@ -385,6 +392,20 @@ record.log(baselines={"majority": baseline, "chance": chance})
 record.log(learners={name: {k: v for k, v in r.items()} for name, r in rows.items()},
            acc_matrix={name: A for name, A in acc.items()}, H=H_eff, dh_sentinel=H_eff + 1)
 
+# %% [markdown]
+# ### Beyond the paper: the backward view
+# The paper's metrics look only forward ($\tau \ge t$), so a method that keeps what it learned
+# can only show there as a cost. Evaluating the past periods too ($\tau < t$, the grey triangle
+# above) gives each learner's **backward accuracy** $BA(t) = \frac{1}{t}\sum_{\tau<t} A(t,\tau)$
+# and the **forgetting** of period $\tau$, $F(\tau) = \max_{\tau \le t < T-1} A(t,\tau) -
+# A(T-1,\tau)$ (`clkit.temporal.backward_summary`). Every number in the tables above comes from
+# the forward view; this table alone from the backward one.
+
+# %%
+back = {name: tm.backward_summary(A) for name, A in acc_full.items()}
+display(tm.backward_table(back).style.format("{:.1%}"))
+record.log(backward=back, learner_settings=LS)
+
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.8), sharex=True)
 t = np.arange(T)
@@ -428,6 +449,11 @@ display(Markdown(
     f"{H_eff + 1} = never crossed). Part 1 showed, on data with known ground "
     "truth, how TAS reads: a falling ID/OOD pair with a steady TAS means harder data, a "
     "falling TAS means adaptation lag."))
+display(Markdown(tm.stability_facts(rows, baseline, acc, delta=delta, oracle=oracle_vec,
+                                    periods=list(data.periods))
+                 + " " + tm.backward_text(back, rows)))
+record.log(stability_facts=tm.stability_facts(rows, baseline, acc, delta=delta, oracle=oracle_vec,
+                                              periods=list(data.periods)))
 
 # %%
 record.save()

@@ -38,6 +38,15 @@ def test_smoke_run_records_results_and_figures(run_smoke):
         assert (out / "figures" / f"{fig}.png").stat().st_size > 1000
     assert (out / "03_temporal_metrics.ipynb").exists()
     assert json.loads((out / "run.json").read_text())["status"] == "ok"
+    # issue 26: the backward view is recorded for every trained learner; the paper's matrices
+    # stay forward-only, and the closing text's SH facts come from the numbers
+    T = r["num_periods"]
+    for name in ("finetune", "ewc", "si", "agem"):
+        b = r["backward"][name]
+        assert b["evaluated"] and 0 <= b["backward_accuracy"] <= 1 and len(b["per_period"]["forgetting"]) == T
+        assert np.isnan(np.array(r["acc_matrix"][name], dtype=float)[np.tril_indices(T, -1)]).all()
+    assert "majority-class baseline's Eq. 3 SH is" in r["stability_facts"]
+    assert r["learner_settings"] == {m: {} for m in r["learners"]}
 
 
 def test_same_seed_gives_identical_results(run_smoke, tmp_path):

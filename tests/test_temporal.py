@@ -204,3 +204,38 @@ def test_majority_baseline_matrix_hand_example():
     assert np.all((tas[:-1] >= 0) & (tas[:-1] <= 1))
     with pytest.raises(ValueError, match="train_labels"):
         tm.majority_accuracy_matrix([np.array([0])], [])
+
+
+def test_backward_cells_never_change_the_papers_metrics():
+    """The paper's metrics look forward only: filling tau < t changes none of them."""
+    rng = np.random.default_rng(3)
+    full = rng.uniform(0.3, 1.0, size=(6, 6))
+    kw = dict(delta=0.9, epsilon=0.02, lam=0.15, n=2)
+    a, b = tm.summarize_learner(full, **kw), tm.summarize_learner(tm.forward_view(full), **kw)
+    assert {k: v for k, v in a.items() if k != "per_period"} == \
+        pytest.approx({k: v for k, v in b.items() if k != "per_period"}, nan_ok=True)
+
+
+def test_backward_summary_by_hand():
+    A = np.array([[0.9, 0.1, 0.1, 0.1],
+                  [0.7, 0.8, 0.1, 0.1],
+                  [0.8, 0.6, 0.9, 0.1],
+                  [0.5, 0.6, 0.7, 0.8]])
+    s = tm.backward_summary(A)
+    ba = s["per_period"]["backward_accuracy"]
+    assert np.isnan(ba[0]) and ba[1:] == pytest.approx([0.7, 0.7, 0.6])
+    # F(0) = max(0.9, 0.7, 0.8) - 0.5; F(1) = max(0.8, 0.6) - 0.6; F(2) = 0.9 - 0.7
+    assert s["per_period"]["forgetting"][:3] == pytest.approx([0.4, 0.2, 0.2])
+    assert s["forgetting"] == pytest.approx(0.8 / 3) and s["max_forgetting"] == pytest.approx(0.4)
+    assert s["final_backward_accuracy"] == pytest.approx(0.6)
+    # a forward-only matrix (the paper's protocol, a user's CSV) has no backward view
+    assert tm.backward_summary(tm.forward_view(A))["evaluated"] is False
+
+
+def test_learner_settings_reach_the_strategy_and_bad_ones_name_the_learner():
+    settings = tm.check_learner_settings({"si": {"si_lambda": 100.0}}, ["erm", "finetune", "si"])
+    assert settings == {"erm": {}, "finetune": {}, "si": {"si_lambda": 100.0}}
+    with pytest.raises(ValueError, match=r"learner_kwargs\['ewc'\]: unknown keyword 'si_lambda'"):
+        tm.check_learner_settings({"ewc": {"si_lambda": 1.0}}, ["ewc"])
+    with pytest.raises(ValueError, match="'agem' is not a learner of this run"):
+        tm.check_learner_settings({"agem": {"memory_size": 10}}, ["finetune"])
