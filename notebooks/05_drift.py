@@ -52,7 +52,7 @@
 
 # %% tags=["parameters"]
 # Parameters: edit a value, then Run All. Headless: clkit run 05_drift -p NAME VALUE
-dataset: str = "auto"  # auto: Cora from the clkit data cache if present, else csbm |
+dataset: str = "auto"  # auto: Cora (a local copy, else the one shipped with clkit) |
 # csbm (offline synthetic) | cora | citeseer (local Planetoid files) |
 # corafull | ogbn_arxiv | reddit | roman_empire (online) | PATH.pt (a torch.save'd
 # torch-geometric Data) | "package.module:DatasetClass" (root: data_dir)
@@ -86,6 +86,9 @@ methods: list = ["bare", "joint", "er", "mas_star", "ssm"]  # learners compared;
 # bare, joint, er, agem, gss, mas_star, ssm, sem, dmsg (about 2.5x longer); also any
 # task-free clkit strategy, installed plugin or "package.module:ClassName"
 memory_size: int = 100  # replay memory, in nodes (ER, A-GEM, GSS, SSM, SEM, DMSG)
+# per-learner settings {method: {keyword: value}}, keywords of the method's class,
+# e.g. {"mas_star": {"mas_lambda": 10.0}}
+learner_kwargs: dict = {}
 hidden: int = 64  # GCN hidden width (the paper: 256)
 lr: float = 0.005  # Adam learning rate
 eval_every: int = 20  # evaluation interval Delta of the text protocol, in batches
@@ -130,6 +133,7 @@ drift.check_params(
         "all_methods": methods,
     }
 )
+LS = drift.check_learner_settings(learner_kwargs, methods, protocols)
 record = RunRecord("05_drift", params=params)
 intervals, interval_notes = drift.eval_intervals(
     protocols, eval_every, eval_every_authors
@@ -322,7 +326,8 @@ display(
 # %%
 record.log(eval_every=intervals, eval_every_notes=interval_notes)
 display(Markdown(report.intervals_markdown(intervals, interval_notes)))
-learner_kw = dict(hidden=hidden, lr=lr, memory_size=memory_size, eval_every=intervals)
+learner_kw = dict(hidden=hidden, lr=lr, memory_size=memory_size, eval_every=intervals,
+                  learner_kwargs=LS)
 grid_kw = dict(**learner_kw, joint_epochs=joint_epochs, tau=tau, dataset=name)
 runs = drift.run_protocols(data, configs, methods, sweep_methods, seeds, **grid_kw)
 stats_by = {pr: report.summarise(runs[pr][0]) for pr in protocols}

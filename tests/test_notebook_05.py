@@ -73,3 +73,8 @@ def test_bad_sigma_fails_naming_it(run_smoke):
 def test_bad_p_fails_naming_it(run_smoke):
     with pytest.raises(RuntimeError, match="p must be"):
         run_smoke("05_drift", p=1.0)
+
+
+def test_bad_learner_kwargs_fail_naming_the_learner(run_smoke):
+    with pytest.raises(RuntimeError, match=r"learner_kwargs\['er'\]: unknown keyword 'lam'"):
+        run_smoke("05_drift", learner_kwargs={"er": {"lam": 1.0}})

@@ -25,9 +25,9 @@ NOTEBOOK_PARAMETERS = ("dataset", "data_dir", "protocol", "num_nodes", "num_clas
                        "avg_degree", "feature_signal", "classes_per_task", "test_fraction", "setting", "sigma",
                        "sigmas", "overlaps", "sweep_methods", "p", "k_bl", "batch_size", "batch_sizes",
                        "sampling", "methods", "memory_size", "hidden", "lr", "eval_every",
-                       "eval_every_authors", "joint_epochs", "tau", "seeds")
+                       "eval_every_authors", "joint_epochs", "tau", "seeds", "learner_kwargs")
 
-__all__ = ["NOTEBOOK_PARAMETERS", "LatentTaskSplit", "split_tasks", "protocol_data", "stream_metrics", "StreamConfig", "run_grid",
+__all__ = ["NOTEBOOK_PARAMETERS", "check_learner_settings", "LatentTaskSplit", "split_tasks", "protocol_data", "stream_metrics", "StreamConfig", "run_grid",
            "study_configs", "run_protocols", "run_null_control",
            "check_params"]
 
@@ -151,8 +151,51 @@ class StreamConfig:
         return f"{self.setting}{par.get(self.setting, '')} B={self.batch_size} {self.sampling}"
 
 
+#: keywords notebook 05 supplies to every learner itself (not user settings)
+SUPPLIED_KEYWORDS = ("model", "optimizer", "lr", "scenario", "seed", "memory_size", "weight_decay", "epochs",
+                     "batch_size", "loss", "device")
+
+
+def check_learner_settings(learner_kwargs, methods, protocols=("text",)) -> dict:
+    """Validate per-learner settings ``{method: {keyword: value}}`` for the DRIFT learners.
+
+    A method's allowed keywords are those its class accepts under *every* protocol of the
+    run (the text protocol's clkit strategy; the authors' class where the authors' code
+    has its own), less :data:`SUPPLIED_KEYWORDS`, so a setting works in both. ``joint``
+    (the offline bound) takes none.
+
+    Examples
+    --------
+    >>> check_learner_settings({"mas_star": {"mas_lambda": 10.0}}, ["bare", "mas_star"])["mas_star"]
+    {'mas_lambda': 10.0}
+    >>> check_learner_settings({"er": {"lam": 1}}, ["er"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: learner_kwargs['er']: unknown keyword 'lam'; er accepts [...
+    """
+    from ..learner_kwargs import allowed_keywords, check_learner_kwargs
+    from ..plugins import resolve_strategy
+    from .authors import _CLASSES
+    from .evaluate import METHODS, REGISTRY_NAME
+
+    allowed = {}
+    for m in methods:
+        if m == "joint":
+            allowed[m] = {}
+            continue
+        cls = resolve_strategy(REGISTRY_NAME.get(m, m), parameter="methods")
+        kw = allowed_keywords(cls, exclude=SUPPLIED_KEYWORDS)
+        if "authors" in protocols and m in _CLASSES:
+            other = allowed_keywords(_CLASSES[m], exclude=SUPPLIED_KEYWORDS)
+            kw = {k: v for k, v in kw.items() if k in other}
+        elif "authors" in protocols and m in METHODS and m != "bare":
+            pass  # the authors' protocol runs the clkit strategy itself
+        allowed[m] = kw
+    return check_learner_kwargs(learner_kwargs, allowed, learners=list(methods))
+
+
 def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: int = 256, lr: float = 5e-3,
-             memory_size: int = 100, eval_every: int = 10, joint_epochs: int = 50, tau: float = DEFAULT_TAU,
+             memory_size: int = 100, learner_kwargs: dict | None = None, eval_every: int = 10, joint_epochs: int = 50, tau: float = DEFAULT_TAU,
              dataset: str = "graph", cache: bool = True, progress: bool = True, protocol: str = "text"):
     """Run every method on every configuration and seed (each stream built once per config and seed).
 
@@ -167,6 +210,8 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
     seeds : list of int
         Seeds the stream (its own generator) and, separately, the model and method.
     hidden, lr, memory_size, eval_every, joint_epochs : learner settings.
+    learner_kwargs : dict, optional
+        Per-learner settings ``{method: {keyword: value}}`` (:func:`check_learner_settings`).
     tau : float
         Overlap-index threshold.
     protocol : {"text", "authors"}
@@ -240,9 +285,11 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
                 model = new_model(seed)
                 if p.learners == "authors" and method in METHODS:
                     learner = make_authors_learner(method, model, lr=lr, memory_size=memory_size, seed=seed,
-                                                   weight_decay=p.weight_decay)
+                                                   weight_decay=p.weight_decay,
+                                                   **(learner_kwargs or {}).get(method, {}))
                 else:
-                    learner = make_learner(method, model, lr=lr, memory_size=memory_size, seed=seed)
+                    learner = make_learner(method, model, lr=lr, memory_size=memory_size, seed=seed,
+                                           **(learner_kwargs or {}).get(method, {}))
                 task_loop = p.hard_task_loop and cfg.setting == "hard"
                 before = _before_step(model, p.seen_class_loss, task_graphs if task_loop else None, task_of_node)
                 points = protocol_eval_points(stream.num_batches, eval_every, p,
