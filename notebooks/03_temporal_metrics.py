@@ -412,9 +412,9 @@ t = np.arange(T)
 for name in learners:
     for ax, key in zip(axes, ("id", "ood", "tas")):
         ax.plot(t, rows[name]["per_period"][key], "-o", ms=3, label=name)
-for ax, key in zip(axes, ("ID accuracy", f"OOD accuracy (next {n})", f"TAS (next {n})")):
-    ax.set_title(key)
-    ax.set_xlabel("training period t")
+for ax, key, ylab in zip(axes, ("ID accuracy", f"OOD accuracy (next {n})", f"TAS (next {n})"),
+                         ("accuracy A(t, t)", "mean accuracy on t+1..t+n", "mean g on t+1..t+n")):
+    ax.set(title=key, xlabel="training period t", ylabel=ylab)
 axes[0].legend(fontsize=8)
 fig.tight_layout()
 record.figure(fig, "id_ood_tas_over_time")
