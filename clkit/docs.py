@@ -139,7 +139,7 @@ def _paper_findings(nb: str, res: dict) -> str:
     """``clkit.<paper>.report.findings_markdown(results)`` of notebook ``nb``, or ``""`` when the
     paper package has none (then the notebook's closing text, or results.json's ``summary``, is used).
 
-    ``results`` is the ``results`` entry of results.json when it has one, else the whole file.
+    It is given the whole results.json (its ``params`` say how the run was made).
     """
     import importlib
 
@@ -155,7 +155,24 @@ def _paper_findings(nb: str, res: dict) -> str:
     fn = getattr(report, "findings_markdown", None)
     if fn is None:
         return ""
-    return str(fn(res.get("results", res))).strip()
+    return str(fn(res)).strip()  # every paper's findings_markdown takes the whole file (or its "results")
+
+
+def _local_paths_out(text: str, runs) -> str:
+    """``text`` with the machine-local prefix of the run's project removed from every path.
+
+    A run in ``/home/me/clkit/runs/default`` names files as ``/home/me/clkit/clkit/data/...``;
+    the guide shows ``clkit/data/...``.
+
+    Examples
+    --------
+    >>> _local_paths_out("read /tmp/x/project/clkit/data/cora; no copy in /tmp/x/project/data",
+    ...                  Path("/tmp/x/project/runs/default"))
+    'read clkit/data/cora; no copy in data'
+    """
+    runs = Path(runs).resolve()
+    project = runs.parent.parent if runs.parent.name == "runs" else runs.parent
+    return text.replace(str(project) + "/", "")
 
 
 def _fmt(v) -> str:
@@ -266,7 +283,7 @@ def write_generated(root, runs, figures=None, log=print) -> list[Path]:
         except ValueError as exc:
             errors.append(str(exc))
             continue
-        written.append(atomic_write_text(gen / f"findings-{nb}.md", text))
+        written.append(atomic_write_text(gen / f"findings-{nb}.md", _local_paths_out(text, runs)))
     if executed:
         written.append(atomic_write_text(gen / "run-times.md", run_times_markdown(runs, list_notebooks())))
     pic = cfg.get("picture")
