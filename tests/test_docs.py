@@ -98,7 +98,7 @@ def test_findings_come_from_the_paper_report_when_it_has_one(tmp_path, monkeypat
     res = runs / "03_temporal_metrics" / "results.json"
     res.write_text(json.dumps({"notebook": "x", "results": {"summary": "summary key", "tas": 0.5}}))
     report = types.ModuleType("clkit.temporal.report")
-    report.findings_markdown = lambda results: f"TAS is {results['tas']:.2f} (from the report)"
+    report.findings_markdown = lambda res: f"TAS is {res['results']['tas']:.2f} (from the report)"  # the whole file
     monkeypatch.setitem(sys.modules, "clkit.temporal.report", report)
     assert "TAS is 0.50 (from the report)" in cd.findings_markdown(runs / "03_temporal_metrics")
     del report.findings_markdown
