@@ -24,8 +24,8 @@ from .streams import SAMPLINGS, SETTINGS
 NOTEBOOK_PARAMETERS = ("dataset", "data_dir", "protocol", "num_nodes", "num_classes", "homophily",
                        "avg_degree", "feature_signal", "classes_per_task", "test_fraction", "setting", "sigma",
                        "sigmas", "overlaps", "sweep_methods", "p", "k_bl", "batch_size", "batch_sizes",
-                       "sampling", "methods", "memory_size", "hidden", "lr", "eval_every",
-                       "eval_every_authors", "joint_epochs", "tau", "seeds", "learner_kwargs")
+                       "sampling", "methods", "memory_size", "learner_kwargs", "hidden", "lr", "eval_every",
+                       "eval_every_authors", "joint_epochs", "tau", "seeds")
 
 __all__ = ["NOTEBOOK_PARAMETERS", "check_learner_settings", "LatentTaskSplit", "split_tasks", "protocol_data", "stream_metrics", "StreamConfig", "run_grid",
            "study_configs", "run_protocols", "run_null_control",
