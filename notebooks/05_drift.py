@@ -104,40 +104,29 @@ import pandas as pd
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
-import clkit.drift as drift
-from clkit.drift import plots, report
-import clkit.stats as drift_stats
 from dataclasses import asdict
-from clkit.drift import calibrate
+
+import clkit.drift as drift
+import clkit.stats as drift_stats
 from clkit.data.graphs import load_graph, resolve_auto
-from clkit.results import RunRecord
 from clkit.data.user import is_user_path, load_graph_source
+from clkit.drift import calibrate, plots, report
 from clkit.plugins import split_learners
+from clkit.results import RunRecord
 
 if protocol not in ("text", "authors", "both"):
-    raise ValueError(
-        f"protocol must be one of 'text', 'authors', 'both', got {protocol!r}"
-    )
+    raise ValueError(f"protocol must be one of 'text', 'authors', 'both', got {protocol!r}")
 protocols = ["text", "authors"] if protocol == "both" else [protocol]
-own_methods, user_methods = split_learners(
-    methods, drift.METHODS, parameter="methods", notebook="05_drift"
-)
+own_methods, user_methods = split_learners(methods, drift.METHODS, parameter="methods",
+                                           notebook="05_drift")
 user_graph = is_user_path(dataset) or ":" in dataset
 params = {k: globals()[k] for k in drift.NOTEBOOK_PARAMETERS}
-drift.check_params(
-    **{
-        **params,
-        "dataset": "csbm" if user_graph else dataset,
-        "methods": own_methods or ["bare"],
-        "protocol": protocols,
-        "all_methods": methods,
-    }
-)
+drift.check_params(**{**params, "dataset": "csbm" if user_graph else dataset,
+                      "methods": own_methods or ["bare"], "protocol": protocols,
+                      "all_methods": methods})
 LS = drift.check_learner_settings(learner_kwargs, methods, protocols)
 record = RunRecord("05_drift", params=params)
-intervals, interval_notes = drift.eval_intervals(
-    protocols, eval_every, eval_every_authors
-)
+intervals, interval_notes = drift.eval_intervals(protocols, eval_every, eval_every_authors)
 
 # %% [markdown]
 # ## Data
@@ -146,7 +135,8 @@ intervals, interval_notes = drift.eval_intervals(
 # their online loaders. With `dataset="auto"` the notebook uses the real **Cora**
 # citation graph (Sen et al., AI Magazine 2008; 7 classes, so 3 latent tasks), shipped
 # with clkit (a user copy in the data cache is preferred), and only if it cannot be read
-# a **contextual stochastic block model** (CSBM) of the same size and shape: an edge homophily $h$ we choose (so a
+# a **contextual stochastic block model** (CSBM) of the same size and shape: an edge
+# homophily $h$ we choose (so a
 # heterophilous graph like Roman-Empire, $h=0.05$, can be imitated as well as a citation
 # graph) and node features drawn around a class-dependent mean. The line below says
 # which one this run used.
@@ -157,129 +147,53 @@ intervals, interval_notes = drift.eval_intervals(
 
 # %%
 name = resolve_auto(data_dir or None) if dataset == "auto" else dataset
-csbm_kw = dict(
-    num_nodes=num_nodes,
-    num_classes=num_classes,
-    homophily=homophily,
-    avg_degree=avg_degree,
-    feature_signal=feature_signal,
-)
+csbm_kw = dict(num_nodes=num_nodes, num_classes=num_classes, homophily=homophily,
+               avg_degree=avg_degree, feature_signal=feature_signal)
 if user_graph:
-    graph = load_graph_source(
-        dataset, data_dir or None, min_classes=2 * classes_per_task
-    )
+    graph = load_graph_source(dataset, data_dir or None, min_classes=2 * classes_per_task)
     name = f"user-{graph.name}"  # names the stream cache folder
 else:
     kw = csbm_kw if name == "csbm" else {}
     graph = load_graph(name, root=data_dir or None, seed=min(seeds), **kw)
-data = {
-    pr: drift.protocol_data(
-        graph, classes_per_task, test_fraction, seed=min(seeds), protocol=pr
-    )
-    for pr in protocols
-}
+data = {pr: drift.protocol_data(graph, classes_per_task, test_fraction, seed=min(seeds),
+                                protocol=pr) for pr in protocols}
 stats = graph.stats()
 split0 = data[protocols[0]][1]
-dropped = sorted(
-    set(range(graph.num_classes)) - {c for t in split0.task_classes for c in t}
-)
-record.log(
-    data_source=graph.source,
-    dataset_used=name,
-    graph_stats=stats,
-    num_tasks=split0.num_tasks,
-    task_classes=split0.task_classes,
-    task_sizes={pr: [len(t) for t in data[pr][1].task_nodes] for pr in protocols},
-    dropped_classes=dropped,
-)
-display(
-    Markdown(
-        report.data_markdown(
-            graph, stats, data, dataset, name, dropped, classes_per_task
-        )
-    )
-)
-
-# %% [markdown]
-# ## Method: the mixing schedule
-#
-# With $N_k$ training nodes in latent task $k$ and batch size $B$, task $k$ needs
-# $B_k=\lceil N_k/B\rceil$ batches and is centred at (Eq. 9)
-# $$\mu_k=\sum_{i<k}B_i+\tfrac12 B_k,\qquad T=\sum_k B_k .$$
-# The Gaussian mixing weight of task $k$ at batch $t$ is the softmax-normalised kernel
-# (Eq. 10)
-# $$\alpha_k(t)=\frac{\exp(-(t-\mu_k)^2/2\sigma^2)}
-# {\sum_j\exp(-(t-\mu_j)^2/2\sigma^2)},$$
-# and batch $t$ holds $n_k(t)=\lfloor\alpha_k(t)B\rfloor$ nodes of task $k$, the
-# left-over slots going to the largest remainders so that $\sum_k n_k(t)=B$ (Eq. 5). The
-# hard setting gives all $B$ slots of batch $t$ to the task whose block contains $t$
-# (Eq. 11); boundary-local mixing pools the last $K_{bl}B$ nodes of task $k$ with the
-# first $K_{bl}B$ of task $k+1$ and spreads them over those $2K_{bl}$ batches; global
-# mixing reserves a fraction $p$ of every task and injects it everywhere. The overlap
-# index (Eq. 6) counts the batches where no task dominates:
-# $$\mathcal O=\frac1T\sum_t\mathbb 1\big(\max_k\alpha_k(t)<\tau\big).$$
-#
-# *Choices where the paper is open* (documented in `clkit.drift`): under `text`, batch
-# $t$ is evaluated at its midpoint $t+\tfrac12$, so the hard blocks sit exactly around
-# $\mu_k$; under `authors`, at the integer $t$ with the released code's arithmetic and
-# rounding (tested to give exactly the same batch counts and overlap index). $\tau=0.9$,
-# the authors' value, for both; global mixing gives the shared pool a fraction $p$ of
-# the slots of every batch; a boundary-local window never takes more than half of a
-# task's batches.
+dropped = sorted(set(range(graph.num_classes)) - {c for t in split0.task_classes for c in t})
+record.log(data_source=graph.source, dataset_used=name, graph_stats=stats,
+           num_tasks=split0.num_tasks, task_classes=split0.task_classes,
+           task_sizes={pr: [len(t) for t in data[pr][1].task_nodes] for pr in protocols},
+           dropped_classes=dropped)
+display(Markdown(report.data_markdown(graph, stats, data, dataset, name, dropped,
+                                      classes_per_task)))
 
 # %%
 if overlaps:  # sigma for each target overlap, solved per protocol on this graph
-    fits = calibrate.sigmas_for_overlaps(
-        overlaps,
-        graph,
-        protocols=protocols,
-        classes_per_task=classes_per_task,
-        test_fraction=test_fraction,
-        batch_size=batch_size,
-        tau=tau,
-        seed=min(seeds),
-    )
+    fits = calibrate.sigmas_for_overlaps(overlaps, graph, protocols=protocols,
+                                         classes_per_task=classes_per_task,
+                                         test_fraction=test_fraction, batch_size=batch_size,
+                                         tau=tau, seed=min(seeds))
     sweep_sigmas = {pr: [f.sigma for f in fits[pr]] for pr in protocols}
     record.log(overlap_fits={pr: [asdict(f) for f in fits[pr]] for pr in protocols})
     display(report.overlap_fits_table(fits))
 else:
     sweep_sigmas = {pr: list(sigmas) for pr in protocols}
 sigmas = sweep_sigmas[protocols[0]]
-configs = {
-    pr: drift.study_configs(
-        sigma=sigma,
-        sigmas=sweep_sigmas[pr],
-        p=p,
-        k_bl=k_bl,
-        batch_size=batch_size,
-        batch_sizes=batch_sizes,
-        sampling=sampling,
-    )
-    for pr in protocols
-}
+configs = {pr: drift.study_configs(sigma=sigma, sigmas=sweep_sigmas[pr], p=p, k_bl=k_bl,
+                                   batch_size=batch_size, batch_sizes=batch_sizes,
+                                   sampling=sampling)
+           for pr in protocols}
 configs_main = configs[protocols[0]]["main"]
 sizes = [len(t) for t in split0.task_nodes]
 mu, bk, T = drift.task_centers(sizes, batch_size)
 grid_sigma = np.geomspace(0.25, 4 * max(max(sigmas), sigma), 40)
-overlap_curve = [
-    drift.overlap_index(drift.gaussian_weights(mu, T, s), tau) for s in grid_sigma
-]
-entropy_curve = [
-    drift.mixing_entropy(drift.gaussian_weights(mu, T, s)) for s in grid_sigma
-]
-sweep_overlap = {
-    s: drift.overlap_index(drift.gaussian_weights(mu, T, s), tau) for s in sigmas
-}
-record.log(
-    stream_length=T, sigma_sweep_overlap={str(s): o for s, o in sweep_overlap.items()}
-)
-display(
-    Markdown(
-        f"Stream of {T} batches ({protocols[0]} protocol). "
-        f"Overlap index of the σ sweep (τ = {tau:g}): "
-        + ", ".join(f"σ = {s:g}: O = {o:.2f}" for s, o in sweep_overlap.items())
-    )
-)
+overlap_curve = [drift.overlap_index(drift.gaussian_weights(mu, T, s), tau) for s in grid_sigma]
+entropy_curve = [drift.mixing_entropy(drift.gaussian_weights(mu, T, s)) for s in grid_sigma]
+sweep_overlap = {s: drift.overlap_index(drift.gaussian_weights(mu, T, s), tau) for s in sigmas}
+record.log(stream_length=T, sigma_sweep_overlap={str(s): o for s, o in sweep_overlap.items()})
+display(Markdown(f"Stream of {T} batches ({protocols[0]} protocol). "
+                 f"Overlap index of the σ sweep (τ = {tau:g}): "
+                 + ", ".join(f"σ = {s:g}: O = {o:.2f}" for s, o in sweep_overlap.items())))
 
 # %% [markdown]
 # ## Evaluation
