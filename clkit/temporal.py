@@ -394,6 +394,120 @@ def summarize_learner(A, *, delta: float, epsilon: float, lam: float, n: int,
     }
 
 
+def backward_summary(A) -> dict:
+    """The backward view of A(t, tau): accuracy on past periods tau < t after training on t.
+
+    Beyond the paper (whose metrics read only tau >= t): a method that prevents forgetting
+    shows here. Per training period t >= 1:
+
+    * backward accuracy ``BA(t) = mean_{tau < t} A(t, tau)``;
+    * forgetting ``F(t) = mean_{tau < t} (max_{tau <= t' < t} A(t', tau) - A(t, tau))``
+      (Chaudhry et al.'s forgetting: the drop from the best accuracy period tau ever had).
+
+    Cells that are NaN (not evaluated) are skipped; period 0 has no past (NaN).
+
+    Parameters
+    ----------
+    A : array_like, shape (num_periods, num_periods)
+
+    Returns
+    -------
+    dict
+        ``backward_acc`` and ``forgetting`` (means over periods with a past) and
+        ``per_period`` with the lists ``backward_acc`` and ``forgetting``.
+
+    Examples
+    --------
+    >>> A = [[0.9, 0.5, 0.4], [0.7, 0.8, 0.5], [0.6, 0.9, 0.7]]
+    >>> s = backward_summary(A)
+    >>> [round(v, 3) for v in s["per_period"]["backward_acc"][1:]], round(s["forgetting"], 3)
+    ([0.7, 0.75], 0.15)
+    """
+    A = _accuracy_matrix(A)
+    T = A.shape[0]
+    ba = np.full(T, np.nan)
+    fg = np.full(T, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for t in range(1, T):
+            past = A[t, :t]
+            if np.isfinite(past).any():
+                ba[t] = np.nanmean(past)
+                best = np.array([np.nanmax(A[tau:t, tau]) if np.isfinite(A[tau:t, tau]).any()
+                                 else np.nan for tau in range(t)])
+                fg[t] = np.nanmean(best - past)
+
+    def mean(v):
+        return float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
+
+    return {"backward_acc": mean(ba), "forgetting": mean(fg),
+            "per_period": {"backward_acc": ba.tolist(), "forgetting": fg.tolist()}}
+
+
+def first_crossing(A, delta: float, oracle=None) -> np.ndarray:
+    """Test period tau at which row t first falls below delta: min{tau > t : g(t, tau) < delta}.
+
+    The end of the first-crossing Stability Horizon, as a period index (NaN: never
+    below delta within the stream). Shape (num_periods,).
+
+    Examples
+    --------
+    >>> A = [[0.9, 0.85, 0.5], [np.nan, 0.9, 0.5], [np.nan, np.nan, 0.9]]
+    >>> first_crossing(A, 0.9).tolist()
+    [2.0, 2.0, nan]
+    """
+    g = transfer_ratio(A, oracle)
+    T = g.shape[0]
+    out = np.full(T, np.nan)
+    for t in range(T):
+        below = [tau for tau in range(t + 1, T) if np.isfinite(g[t, tau]) and g[t, tau] < delta]
+        if below:
+            out[t] = below[0]
+    return out
+
+
+def sh_facts(sh_eq3: dict, baseline_sh_eq3: float, crossings: dict, periods, delta: float) -> str:
+    """Two Stability-Horizon sentences generated from the numbers (Markdown).
+
+    1. The no-learning majority baseline's Eq. 3 SH against the learners' range.
+    2. The test period tau* at which the most rows first fall below delta, and for how
+       many rows t < tau* *every* learner first falls below delta exactly at tau*.
+
+    Parameters
+    ----------
+    sh_eq3 : dict, learner -> mean Eq. 3 SH
+    baseline_sh_eq3 : float, the majority baseline's mean Eq. 3 SH
+    crossings : dict, learner -> :func:`first_crossing` array, shape (num_periods,)
+    periods : sequence of period labels
+    delta : float
+
+    Examples
+    --------
+    >>> c = {"a": np.array([2.0, 2.0, np.nan]), "b": np.array([2.0, 2.0, np.nan])}
+    >>> print(sh_facts({"a": 1.0, "b": 1.5}, 2.0, c, ["p0", "p1", "p2"], 0.9))
+    The no-learning majority baseline has an Eq. 3 SH of 2.00, above every learner (1.00–1.50). For 2 of the 2 training periods t before p2, every learner first falls below δ = 0.9 at τ = p2, so the mean SH there mostly measures the distance to that one period.
+    """
+    lo, hi = min(sh_eq3.values()), max(sh_eq3.values())
+    where = ("above every learner" if baseline_sh_eq3 > hi else
+             "below every learner" if baseline_sh_eq3 < lo else "within the learners' range")
+    s1 = (f"The no-learning majority baseline has an Eq. 3 SH of {baseline_sh_eq3:.2f}, "
+          f"{where} ({lo:.2f}–{hi:.2f}).")
+    allc = np.concatenate([np.asarray(c, float) for c in crossings.values()])
+    allc = allc[np.isfinite(allc)]
+    if allc.size == 0:
+        return s1 + f" No learner falls below δ = {delta} within the stream."
+    vals, counts = np.unique(allc, return_counts=True)
+    tau = int(vals[counts.argmax()])
+    rows = np.arange(tau)
+    every = [t for t in rows if all(np.asarray(c, float)[t] == tau for c in crossings.values())]
+    share = len(every) / max(len(rows), 1)
+    tail = (", so the mean SH there mostly measures the distance to that one period."
+            if share > 0.5 else ".")
+    return (s1 + f" For {len(every)} of the {len(rows)} training periods t before "
+            f"{periods[tau]}, every learner first falls below δ = {delta} at τ = "
+            f"{periods[tau]}" + tail)
+
+
 def check_params(*, dataset, learners, period_length, delta, epsilon, lam, n, horizon, epochs, seed,
                  **extra) -> dict:
     """Validate the parameters of notebook 03 (raises ``ValueError``/``TypeError`` naming one).
@@ -436,8 +550,9 @@ _LEARNER_STRATEGY = {"erm": ("naive", True), "finetune": ("naive", False), "ewc"
 
 def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr: float = 1e-3,
                     batch_size: int = 64, seed: int = 0, strategy_kwargs: dict | None = None,
-                    num_threads: int | None = 1, progress: bool = False) -> np.ndarray:
-    """Train ``learner`` period by period and fill A(t, tau) for tau >= t.
+                    num_threads: int | None = 1, progress: bool = False,
+                    backward: bool = True) -> np.ndarray:
+    """Train ``learner`` period by period and fill A(t, tau) (all tau, or tau >= t).
 
     Parameters
     ----------
@@ -455,11 +570,15 @@ def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr:
     num_threads : int or None
         Torch threads while training (default 1: these small models run fastest on one
         thread; results do not depend on it). ``None`` keeps torch's setting.
+    backward : bool
+        Also evaluate the past periods tau < t (the backward view, beyond the paper;
+        see :func:`backward_summary`). The paper's metrics read only tau >= t, so they
+        do not change. ``False``: NaN below the diagonal, as in the paper.
 
     Returns
     -------
     A : ndarray, shape (num_periods, num_periods)
-        Test accuracies; NaN below the diagonal (not evaluated, as in the paper).
+        Test accuracies (NaN below the diagonal when ``backward=False``).
     """
     from ._seed import torch_seeded, torch_threads
     from .models.mlp import MLP
@@ -491,7 +610,7 @@ def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr:
             if fresh or strategy is None:
                 strategy = build(seed + (1000 * t if fresh else 0))
             strategy.train_task(train[t])
-            for tau in range(t, T):
+            for tau in range(0 if backward else t, T):
                 A[t, tau] = strategy.evaluate(test[tau])
     return A
 

@@ -162,12 +162,15 @@ def test_learned_erm_recovers_the_distinction():
     assert tas_d > 0.95 and tas_s < tas_d - 0.05
 
 
-def test_accuracy_matrix_is_deterministic_and_upper_triangular():
+def test_accuracy_matrix_is_deterministic_and_backward_view_is_optional():
     ds = make_drifting_gaussians(4, 100, seed=3)
     A1 = tm.accuracy_matrix(ds, "finetune", epochs=2, seed=5)
     A2 = tm.accuracy_matrix(ds, "finetune", epochs=2, seed=5)
     np.testing.assert_array_equal(A1, A2)
-    assert np.isnan(A1[np.tril_indices(4, -1)]).all() and np.isfinite(A1[np.triu_indices(4)]).all()
+    assert np.isfinite(A1).all()  # the backward view tau < t is evaluated too
+    A3 = tm.accuracy_matrix(ds, "finetune", epochs=2, seed=5, backward=False)
+    assert np.isnan(A3[np.tril_indices(4, -1)]).all()
+    np.testing.assert_array_equal(A3[np.triu_indices(4)], A1[np.triu_indices(4)])
     with pytest.raises(ValueError, match="learner"):
         tm.accuracy_matrix(ds, "no_such_learner")
 
@@ -204,3 +207,30 @@ def test_majority_baseline_matrix_hand_example():
     assert np.all((tas[:-1] >= 0) & (tas[:-1] <= 1))
     with pytest.raises(ValueError, match="train_labels"):
         tm.majority_accuracy_matrix([np.array([0])], [])
+
+
+def test_backward_summary_on_hand_built_matrix():
+    # t=1: past A[1,0]=0.7, best earlier 0.9 -> BA 0.7, F 0.2
+    # t=2: past [0.6, 0.9] -> BA 0.75; F = mean(0.9-0.6, 0.8-0.9) = 0.1
+    A = [[0.9, 0.5, 0.4], [0.7, 0.8, 0.5], [0.6, 0.9, 0.7]]
+    s = tm.backward_summary(A)
+    assert np.isnan(s["per_period"]["backward_acc"][0])
+    assert s["per_period"]["backward_acc"][1:] == pytest.approx([0.7, 0.75])
+    assert s["per_period"]["forgetting"][1:] == pytest.approx([0.2, 0.1])
+    assert s["forgetting"] == pytest.approx(0.15)
+    # a learner that never forgets has zero forgetting; the paper's metrics ignore tau < t
+    keep = [[0.9, 0.5, 0.4], [0.9, 0.8, 0.5], [0.9, 0.8, 0.7]]
+    assert tm.backward_summary(keep)["forgetting"] == pytest.approx(0.0)
+    kw = dict(delta=0.8, epsilon=0.01, lam=0.1, n=1)
+    upper = np.triu(np.array(A)) + np.tril(np.full((3, 3), np.nan), -1)
+    assert str(tm.summarize_learner(A, **kw)) == str(tm.summarize_learner(upper, **kw))
+
+
+def test_first_crossing_and_sh_facts_are_generated_from_numbers():
+    A = [[0.9, 0.85, 0.5], [nan, 0.9, 0.5], [nan, nan, 0.9]]
+    c = tm.first_crossing(A, 0.9)
+    assert c[:2].tolist() == [2.0, 2.0] and np.isnan(c[2])
+    text = tm.sh_facts({"a": 1.0, "b": 1.5}, 0.5, {"a": c, "b": c}, [10, 11, 12], 0.9)
+    assert "0.50, below every learner (1.00–1.50)" in text and "τ = 12" in text
+    text = tm.sh_facts({"a": 1.0}, 3.0, {"a": np.array([1.0, np.nan, np.nan])}, [0, 1, 2], 0.9)
+    assert "above every learner" in text and "1 of the 1" in text
