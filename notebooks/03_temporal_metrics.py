@@ -300,7 +300,8 @@ chance = 1.0 / data.num_classes
 
 # %% [markdown]
 # ### $A(t,\tau)$ and $g(t,\tau)$
-# Left: accuracy, grey where not evaluated ($\tau < t$). Right: the transfer ratio on a
+# Left: accuracy; the upper triangle ($\tau \ge t$) is what the paper's metrics read, the
+# lower triangle is the backward view (below). Right: the transfer ratio on a
 # diverging scale that is white at $\delta$ (as in the paper's Fig. 2), saturated blue at
 # $g = 1$ and saturated red at $g = 0$, so both "at the oracle" and "far below $\delta$" stand
 # out; a black outline marks the first cell of each row below $\delta$, where the
@@ -383,6 +384,30 @@ record.log(baselines={"majority": baseline, "chance": chance})
 record.log(learners={name: {k: v for k, v in r.items()} for name, r in rows.items()},
            acc_matrix={name: A for name, A in acc.items()}, H=H_eff, dh_sentinel=H_eff + 1)
 
+# %% [markdown]
+# ### Beyond the paper: the backward view ($\tau < t$)
+# The paper's metrics (TTR, SH, DH, TAS, ID, OOD above) read only $\tau \ge t$: how a model
+# trained up to $t$ does on the *future*. A method built to prevent forgetting (EWC, SI, A-GEM)
+# can only show there as a cost. `clkit.temporal.accuracy_matrix` also evaluates the past
+# periods, and `backward_summary(A)` summarises them per training period $t \ge 1$:
+#
+# | quantity | formula | clkit |
+# |---|---|---|
+# | backward accuracy | $BA(t) = \frac1t\sum_{\tau<t} A(t,\tau)$ | `backward_summary(A)["backward_acc"]` |
+# | forgetting | $F(t) = \frac1t\sum_{\tau<t}\bigl(\max_{\tau\le t'<t} A(t',\tau) - A(t,\tau)\bigr)$ | `backward_summary(A)["forgetting"]` |
+#
+# These two numbers come from the backward view only; every other number in this notebook
+# comes from the paper's forward view. **erm** is a fresh model per period, so its backward
+# accuracy is what *no* memory of the past gives.
+
+# %%
+backward = {name: tm.backward_summary(A) for name, A in acc.items()}
+table_bw = pd.DataFrame({name: {"backward accuracy": b["backward_acc"],
+                                "forgetting": b["forgetting"]}
+                         for name, b in backward.items()}).T
+display(table_bw.style.format("{:.3f}"))
+record.log(backward=backward)
+
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.8), sharex=True)
 t = np.arange(T)
@@ -425,7 +450,15 @@ display(Markdown(
     f"Horizon averages {learned['DH'].min():.2f}–{learned['DH'].max():.2f} (sentinel "
     f"{H_eff + 1} = never crossed). Part 1 showed, on data with known ground "
     "truth, how TAS reads: a falling ID/OOD pair with a steady TAS means harder data, a "
-    "falling TAS means adaptation lag."))
+    "falling TAS means adaptation lag. "
+    + tm.sh_facts({name: r["sh_eq3"] for name, r in rows.items()}, baseline["sh_eq3"],
+                  {name: tm.first_crossing(acc[name], delta, oracle_vec) for name in rows},
+                  list(data.periods), delta)
+    + " Backward view (τ < t, beyond the paper): forgetting ranges from "
+    f"{table_bw['forgetting'].min():.3f} (**{table_bw['forgetting'].idxmin()}**) to "
+    f"{table_bw['forgetting'].max():.3f} (**{table_bw['forgetting'].idxmax()}**), backward "
+    f"accuracy from {table_bw['backward accuracy'].min():.1%} to "
+    f"{table_bw['backward accuracy'].max():.1%}; one seed, so these are not verdicts."))
 
 # %%
 record.save()

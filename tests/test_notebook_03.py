@@ -30,6 +30,12 @@ def test_smoke_run_records_results_and_figures(run_smoke):
         assert row["sh_eq3"] >= row["sh"] - 1e-12, name
     # DH is computed in Part 1 for both causes
     assert 1 <= p1["difficulty only"]["erm"]["dh"] and 1 <= p1["shift only"]["erm"]["dh"]
+    # the backward view (tau < t, beyond the paper) is recorded per learner
+    for name in r["learners"]:
+        b = r["backward"][name]
+        assert 0 < b["backward_acc"] <= 1 and -1 <= b["forgetting"] <= 1, name
+        assert len(b["per_period"]["forgetting"]) == r["num_periods"]
+        assert np.isfinite(np.array(r["acc_matrix"][name], dtype=float)).all(), name
     # the no-learning majority baseline is recorded beside the learners
     base = r["baselines"]
     assert 0 < base["majority"]["ood"] <= 1 and base["chance"] == pytest.approx(0.5)
