@@ -548,6 +548,42 @@ _LEARNER_STRATEGY = {"erm": ("naive", True), "finetune": ("naive", False), "ewc"
                      "si": ("si", False), "agem": ("agem", False)}
 
 
+SUPPLIED_KEYWORDS = ("model", "seed", "optimizer", "lr", "epochs", "batch_size")
+"""Strategy keywords notebook 03 supplies itself (not settable through ``learner_kwargs``)."""
+
+
+def check_learner_settings(learner_kwargs, learners) -> dict:
+    """Validate notebook 03's ``learner_kwargs`` against each learner's strategy.
+
+    Allowed keywords are the strategy constructor's
+    (:func:`clkit.learner_kwargs.allowed_keywords`) less :data:`SUPPLIED_KEYWORDS`;
+    ``erm`` and ``finetune`` are :class:`~clkit.strategies.Naive` (no settings of note).
+
+    Returns
+    -------
+    dict
+        The validated ``{learner: {keyword: value}}``; pass ``settings_for(name, None,
+        checked)`` to :func:`accuracy_matrix` as ``strategy_kwargs``.
+
+    Examples
+    --------
+    >>> check_learner_settings({"si": {"si_lambda": 10.0}}, ["finetune", "si"])
+    {'si': {'si_lambda': 10.0}}
+    >>> check_learner_settings({"si": {"c": 10.0}}, ["si"])
+    Traceback (most recent call last):
+    ...
+    ValueError: learner_kwargs['si']: unknown keyword 'c'; si accepts [...
+    """
+    from .learner_kwargs import allowed_keywords, check_learner_kwargs
+    from .plugins import resolve_strategy
+
+    allowed = {name: allowed_keywords(resolve_strategy(_LEARNER_STRATEGY.get(name, (name,))[0],
+                                                       parameter="learners"),
+                                      exclude=SUPPLIED_KEYWORDS)
+               for name in learners}
+    return check_learner_kwargs(learner_kwargs, allowed, learners=list(learners))
+
+
 def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr: float = 1e-3,
                     batch_size: int = 64, seed: int = 0, strategy_kwargs: dict | None = None,
                     num_threads: int | None = 1, progress: bool = False,

@@ -44,6 +44,9 @@ label_column: str = "label"  # PATH table: class labels
 # learners giving A(t, tau); also any clkit strategy, installed plugin or
 # "package.module:ClassName"
 learners: list = ["erm", "finetune", "ewc", "si", "agem"]
+# per-learner settings {learner: {keyword: value}}, e.g. {"ewc": {"ewc_lambda": 100.0},
+# "si": {"si_lambda": 100.0}, "agem": {"memory_size": 2000}}; {}: the strategies' defaults
+learner_kwargs: dict = {}
 # A(t, tau) CSV files, added as learners named by the file (no training; as many
 # periods as the stream)
 acc_matrices: list = []
@@ -85,6 +88,7 @@ from clkit.results import RunRecord
 from clkit._validate import check_choice, check_int, check_real
 from clkit.data.user import is_user_path, load_matrix_csv, load_period_table
 from clkit.plugins import split_learners
+from clkit.learner_kwargs import settings_for
 
 own_learners, user_learners = split_learners(learners, tm.LEARNERS,
                                              parameter="learners",
@@ -96,6 +100,7 @@ P = tm.check_params(dataset="synthetic" if is_user_path(dataset) else dataset,
                     learners=own_learners or ["erm"], period_length=period_length,
                     delta=delta,
                     epsilon=epsilon, lam=lam, n=n, horizon=horizon, epochs=epochs, seed=seed)
+learner_kwargs = tm.check_learner_settings(learner_kwargs, learners)
 check_choice("oracle", oracle, ["erm", "self"])
 check_choice("sh_never_crossed", sh_never_crossed, ["available", "horizon"])
 check_int("max_periods", max_periods, low=0)
@@ -115,7 +120,7 @@ if oracle == "erm" and "erm" not in learners:
                      f"got learners={learners!r}")
 
 record = RunRecord("03_temporal_metrics", params=dict(
-    dataset=dataset, learners=learners, period_length=period_length, max_periods=max_periods,
+    dataset=dataset, learners=learners, learner_kwargs=learner_kwargs, period_length=period_length, max_periods=max_periods,
     delta=delta, epsilon=epsilon, lam=lam, n=n, horizon=horizon,
     sh_never_crossed=sh_never_crossed, oracle=oracle, epochs=epochs, hidden=hidden, lr=lr,
     batch_size=batch_size, synthetic_periods=synthetic_periods,
@@ -284,7 +289,8 @@ from clkit.progress import tqdm
 
 acc = {}
 for name in tqdm(learners, desc="learners"):
-    acc[name] = tm.accuracy_matrix(data, name, **train_kw)
+    acc[name] = tm.accuracy_matrix(data, name, **train_kw,
+                                   strategy_kwargs=settings_for(name, None, learner_kwargs))
 for name, A in user_acc.items():
     if A.shape != (T, T):
         raise ValueError(f"acc_matrices: {name} has {len(A)} periods, the stream {T}")

@@ -66,3 +66,9 @@ def test_unknown_learner_is_refused(tmp_path):
 def test_wrong_parameter_type_is_refused_before_running(tmp_path):
     with pytest.raises(TypeError, match="epochs"):
         run_notebook("03_temporal_metrics", "smoke", [("epochs", "two")], out=tmp_path, progress=False)
+
+
+def test_learner_kwargs_are_validated_naming_the_learner(tmp_path):
+    with pytest.raises(RuntimeError, match="si_lambda"):
+        run_notebook("03_temporal_metrics", "smoke", [("learner_kwargs", "{si: {c: 1.0}}")],
+                     out=tmp_path, progress=False)

@@ -234,3 +234,19 @@ def test_first_crossing_and_sh_facts_are_generated_from_numbers():
     assert "0.50, below every learner (1.00–1.50)" in text and "τ = 12" in text
     text = tm.sh_facts({"a": 1.0}, 3.0, {"a": np.array([1.0, np.nan, np.nan])}, [0, 1, 2], 0.9)
     assert "above every learner" in text and "1 of the 1" in text
+
+
+def test_learner_settings_are_checked_and_reach_the_strategy():
+    assert tm.check_learner_settings({}, ["erm", "ewc"]) == {}
+    with pytest.raises(ValueError, match=r"learner_kwargs\['ewc'\].*ewc_lambda"):
+        tm.check_learner_settings({"ewc": {"lam": 1.0}}, ["ewc"])
+    with pytest.raises(ValueError, match="not a learner of this run"):
+        tm.check_learner_settings({"si": {"si_lambda": 1.0}}, ["ewc"])
+    with pytest.raises(ValueError, match="unknown keyword 'lr'"):  # the notebook supplies lr
+        tm.check_learner_settings({"ewc": {"lr": 1.0}}, ["ewc"])
+    ds = make_drifting_gaussians(3, 100, drift=0.8, seed=1)
+    A0 = tm.accuracy_matrix(ds, "ewc", epochs=2, seed=0, strategy_kwargs={"ewc_lambda": 0.0})
+    A1 = tm.accuracy_matrix(ds, "ewc", epochs=2, seed=0, strategy_kwargs={"ewc_lambda": 1e6})
+    Af = tm.accuracy_matrix(ds, "finetune", epochs=2, seed=0)
+    np.testing.assert_allclose(A0, Af)  # lambda = 0 is fine-tuning
+    assert not np.allclose(A1, Af)  # a strong penalty changes what the model learns
