@@ -36,6 +36,12 @@ def test_smoke_run_records_results_and_figures(run_smoke):
         assert 0 < b["backward_acc"] <= 1 and -1 <= b["forgetting"] <= 1, name
         assert len(b["per_period"]["forgetting"]) == r["num_periods"]
         assert np.isfinite(np.array(r["acc_matrix"][name], dtype=float)).all(), name
+    # verdicts: method - finetune paired over seeds; the null control is never a finding
+    assert r["verdicts"] and isinstance(r["controls_hold"], bool) and r["summary"]
+    nulls = [v for v in r["verdicts"] if v["role"] == "null control"]
+    assert len(nulls) == 5 and all(v["decision"] == "no difference" for v in nulls)
+    assert {v["n"] for v in r["verdicts"]} == {2}
+    assert "Too few pairs to conclude" in r["summary"]
     # the no-learning majority baseline is recorded beside the learners
     base = r["baselines"]
     assert 0 < base["majority"]["ood"] <= 1 and base["chance"] == pytest.approx(0.5)
