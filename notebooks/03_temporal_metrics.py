@@ -471,6 +471,10 @@ worst_tas = learned["TAS"].idxmin()
 n_above = int((learned["OOD"] > baseline["ood"]).sum())
 ref = "erm" if "erm" in rows else learners[0]
 id_trend = np.polyfit(np.arange(T), rows[ref]["per_period"]["id"], 1)[0]
+sh_text = tm.sh_facts({name: r["sh_eq3"] for name, r in rows.items()}, baseline["sh_eq3"],
+                      {name: tm.first_crossing(acc[name], delta, oracle_vec) for name in rows},
+                      list(data.periods), delta)
+record.log(sh_facts=sh_text)
 display(Markdown(
     f"On **{data.name}** ({T} periods), the ID accuracy of {ref} changes by "
     f"{id_trend * (T - 1):+.3f} over the stream (linear-fit slope × (T − 1)) — that part of "
@@ -488,9 +492,7 @@ display(Markdown(
     f"{H_eff + 1} = never crossed). Part 1 showed, on data with known ground "
     "truth, how TAS reads: a falling ID/OOD pair with a steady TAS means harder data, a "
     "falling TAS means adaptation lag. "
-    + tm.sh_facts({name: r["sh_eq3"] for name, r in rows.items()}, baseline["sh_eq3"],
-                  {name: tm.first_crossing(acc[name], delta, oracle_vec) for name in rows},
-                  list(data.periods), delta)
+    + sh_text
     + " Backward view (τ < t, beyond the paper): forgetting ranges from "
     f"{table_bw['forgetting'].min():.3f} (**{table_bw['forgetting'].idxmin()}**) to "
     f"{table_bw['forgetting'].max():.3f} (**{table_bw['forgetting'].idxmax()}**), backward "
