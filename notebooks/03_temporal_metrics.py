@@ -213,7 +213,7 @@ for ax, (name, res) in zip(axes, part1.items()):
     ax.set_title(name)
     ax.set_xlabel("training period t")
 axes[0].set_ylabel("accuracy / score")
-axes[1].legend(fontsize=7, ncol=2)
+axes[1].legend(fontsize=8, ncol=2)
 fig.suptitle("ID, OOD and TAS of per-period ERM on both streams (dotted: ground truth)")
 fig.tight_layout()
 record.figure(fig, "part1_adaptation_vs_difficulty")
@@ -453,9 +453,11 @@ t = np.arange(T)
 for name in learners:
     for ax, key in zip(axes, ("id", "ood", "tas")):
         ax.plot(t, rows[name]["per_period"][key], "-o", ms=3, label=name)
-for ax, key in zip(axes, ("ID accuracy", f"OOD accuracy (next {n})", f"TAS (next {n})")):
+for ax, key, ylab in zip(axes, ("ID accuracy", f"OOD accuracy (next {n})", f"TAS (next {n})"),
+                         ("accuracy on period t", f"mean accuracy on t+1..t+{n}", "TAS")):
     ax.set_title(key)
     ax.set_xlabel("training period t")
+    ax.set_ylabel(ylab)
 axes[0].legend(fontsize=8)
 fig.tight_layout()
 record.figure(fig, "id_ood_tas_over_time")
