@@ -1,7 +1,8 @@
 # clkit: two commands do everything on a fresh machine.
 #   make run    all notebooks, default parameters, headless via papermill -> runs/default/, figures/
 #   make test   the test suite (smoke notebooks and notebook 03 in JupyterLab in Chromium included)
-#   make site   static HTML site of the notebooks as executed by `make run` -> site/
+#   make site   static HTML site: the user guide (docs/) and the notebooks as executed by `make run` -> site/
+#   make docs   regenerate the guide's generated numbers from `make run` (runs/default, figures/)
 #   make browser-test   all notebooks, Run All in JupyterLab in headless Chromium
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -13,7 +14,7 @@ STAMP := $(VENV)/.clkit-installed
 TORCH_PIN ?= torch==2.14.1 torchvision==0.29.1
 FMNIST := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 
-.PHONY: run test install data browser-deps browser-test site clean
+.PHONY: run test install data browser-deps browser-test site docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -61,13 +62,19 @@ test: install data browser-deps
 browser-test: install data browser-deps
 	CLKIT_BROWSER_NOTEBOOKS=all $(PY) -m pytest -q -rs tests/test_browser.py
 
-# The site shows the notebooks exactly as `make run` executed them (runs/default/; made
-# first when absent); nothing is re-executed. Its browser test then loads every page and
-# saves screenshots under runs/site-screenshots/.
+# The site shows the user guide (docs/*.md) and the notebooks exactly as `make run` executed
+# them (runs/default/; made first when absent); nothing is re-executed. Its browser test then
+# loads every page with outside requests refused and saves screenshots under runs/site-screenshots/.
 site: install browser-deps
 	@[ -f runs/default/summary.csv ] || $(MAKE) run
-	$(PY) -m clkit.site --runs runs/default --out site
+	$(PY) -m clkit.site --runs runs/default --out site --docs docs
 	CLKIT_SITE=site $(PY) -m pytest -q -rs tests/test_browser_site.py
+
+# The guide's generated blocks (<!-- BEGIN generated: NAME -->): findings, run times and the
+# README's picture from the default run, then every block filled from docs/generated/NAME.md.
+docs: install
+	@[ -f runs/default/summary.csv ] || $(MAKE) run
+	$(PY) -m clkit.docs regenerate --runs runs/default --figures figures
 
 clean:
 	rm -rf $(VENV) runs site .pytest_cache

@@ -8,7 +8,6 @@ under a minute per assignment on 2 CPU cores.
 """
 
 import resource
-import sys
 import time
 
 import nbformat
@@ -33,4 +32,8 @@ def main(names):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="*", metavar="ASSIGNMENT", help="assignments to time (default: all)")
+    main(ap.parse_args().names)

@@ -2,16 +2,14 @@
 
 Three parts:
 
-1. **Avalanche-comparable table** (issue 17): MLP 784-256-10, batch 64, one CPU thread, 256-row
-   memories. Each strategy learns two tasks (so penalties, teachers and memories are in place;
-   EWC holds two Fisher terms, GEM two constraints), then one step on task 3 is timed as
-   ``train_task`` runs it (``train_batch``: rows of the task by index, then ``train_step``).
-   Columns: the step's ratio to naive; the *floor*, 1 + the forward/backward passes the method's
-   math adds to a step, each timed alone (A-GEM: one backward on its reference rows; GEM: one
-   backward per past task's memory; LwF records its teacher's outputs once per task, outside the
-   step, printed apart); the target; clkit's absolute ms per step; Avalanche 0.6 on this kind of
-   machine (``avalanche_reference.py``, quoted: no Avalanche dependency); clkit before issue 17 and
-   Avalanche's ratio as measured for the issue (both quoted).
+1. **Step cost** (issues 17, 27): MLP 784-256-10 and ``small_cnn`` (3x32x32 -> 30), batch 64,
+   class-incremental, one CPU thread. Each strategy learns two tasks (so penalties, teachers and
+   memories are in place; EWC holds two Fisher terms, GEM two constraints), then one step on task 3
+   is timed as ``train_task`` runs it. The table leads with clkit's milliseconds per step beside
+   Avalanche 0.6's (``avalanche_reference.py`` run in its own venv, passed with ``--avalanche-json``;
+   without it the quoted 2026-11-23 figures, and the table says so), then ratios with the bare
+   PyTorch step on the same rows as the common unit, and, for A-GEM/GEM, the one-pass lower bound:
+   a bare step on the batch and the memory rows stacked. ``--markdown FILE`` writes this table.
 2. The same ratios for every registered strategy on SmallCNN (3x32x32, 30 outputs, batch 128).
 3. End-of-task importance passes (EWC's per-sample Fisher, MAS's importance): clkit's (the
    outer-product shortcut for MLPs, one batched backward with per-sample products per layer for
@@ -24,7 +22,8 @@ once per round, the minimum of ``--inner`` steps), and a ratio is the median ove
 per-round ratio to naive. Cache contention from other processes still inflates the
 memory-bound parts: on a loaded machine, run it several times (``--runs``) and read the medians.
 
-Usage: .venv/bin/python benchmarks/bench_strategies.py [--runs N] [--rounds R] [--quick]
+Usage: .venv/bin/python benchmarks/bench_strategies.py [--runs N] [--rounds R] [--quick] [--only PART]
+       [--avalanche-json FILE] [--markdown docs/generated/bench-strategies.md]   (--help for all options)
 """
 
 from __future__ import annotations
@@ -45,14 +44,10 @@ from clkit.strategies import Task, available_strategies, make_strategy
 
 #: issue 17's targets (ratio to naive, one run)
 TARGETS = {"ewc": 1.3, "si": 1.3, "mas": 1.3, "lwf": 1.3, "agem": 2.0, "gem": 3.0}
-#: Avalanche 0.6's ratios, same set-up, as measured for issue 17 (quoted)
-AVALANCHE = {"ewc": 1.73, "si": 2.06, "mas": 1.77, "lwf": 1.31, "agem": 5.38, "gem": 3.44}
 #: Avalanche 0.6.0 here (2-core AMD EPYC, torch 2.14.1, one thread, 2026-11-23): ms per training
 #: iteration, first iteration to last epoch, median of 5 (benchmarks/avalanche_reference.py; quoted)
 AVALANCHE_HERE = {"naive": 2.27, "ewc": 4.00, "si": 3.28, "mas": 2.99, "lwf": 2.56, "agem": 9.00,
                   "agem (64 ref. rows)": 4.14, "gem": 11.51, "gem (64 rows/task)": 7.45}
-#: clkit's ratios before this work, as measured for issue 17 (quoted)
-BEFORE = {"ewc": 2.07, "si": 2.73, "mas": 2.20, "lwf": 1.71, "agem": 3.00, "gem": 5.21}
 SKIP = {"gdumb": "trains from scratch on its memory at task ends; no per-step cost on incoming data",
         "cumulative": "a naive step on the union of the data (same per-step cost, more steps)"}
 
@@ -106,91 +101,138 @@ def ready(name, model, data, batch, scenario, **kw):
     return s, (lambda: s.train_batch(t3, idx))   # the step train_task runs
 
 
-def floors(data, batch, rows):
-    """Callables for the passes the math needs: a gradient on ``r`` rows, a no-grad forward."""
-    with torch_seeded(0):
-        model = MLP(784, 10, hidden=(256,))
-    params = list(model.parameters())
-    x, y = data[0].x, data[0].y
-
-    def grad_on(r):
-        return lambda: torch.autograd.grad(F.cross_entropy(model(x[:r]), y[:r]), params)
-
-    def forward():
-        with torch.no_grad():
-            model(x[:batch])
-
-    return {f"grad{r}": grad_on(r) for r in rows} | {"forward": forward}
-
-
-MLP_CASES = [  # (label, strategy, kwargs, floor recipe)
-    ("ewc", "ewc", {}, []),
-    ("si", "si", {}, []),
-    ("mas", "mas", {}, []),
-    ("lwf", "lwf", {}, []),   # the teacher's pass is recorded at the task start (printed apart)
-    ("agem", "agem", {"memory_size": 256, "agem_sample_size": 256}, ["grad256"]),
-    ("agem (64 ref. rows)", "agem", {"memory_size": 256, "agem_sample_size": 64}, ["grad64"]),
-    ("gem", "gem", {"gem_patterns_per_task": 256}, ["grad256", "grad256"]),
-    ("gem (64 rows/task)", "gem", {"gem_patterns_per_task": 64}, ["grad64", "grad64"]),
+MLP_CASES = [  # (label, strategy, kwargs, extra rows in the one stacked pass)
+    ("naive", "naive", {}, 0),
+    ("ewc", "ewc", {}, 0),
+    ("si", "si", {}, 0),
+    ("mas", "mas", {}, 0),
+    ("lwf", "lwf", {}, 0),   # the teacher's pass is recorded at the task start (printed apart)
+    ("agem (64 ref. rows)", "agem", {"memory_size": 256, "agem_sample_size": 64}, 64),
+    ("gem (64 rows/task)", "gem", {"gem_patterns_per_task": 64}, 128),
+    ("agem", "agem", {"memory_size": 256, "agem_sample_size": 256}, 256),
+    ("gem", "gem", {"gem_patterns_per_task": 256}, 512),
 ]
+CNN_CASES = [c for c in MLP_CASES if c[1] in ("naive", "agem", "gem")]
+#: Avalanche 0.6's names in avalanche_reference.py
+AVA_NAMES = {"naive": "Naive", "ewc": "EWC", "si": "SI", "mas": "MAS", "lwf": "LwF", "agem": "A-GEM (256/256)",
+             "agem (64 ref. rows)": "A-GEM (256/64)", "gem": "GEM (256)", "gem (64 rows/task)": "GEM (64)"}
+#: the bare torch step of the quoted Avalanche run: its naive 2.27 ms is 2.55x it (issue 27)
+AVALANCHE_HERE_BARE = 2.27 / 2.55
 
 
-def mlp_table(rounds, inner):
-    data = mlp_tasks()
-    fns = {}
-    keep = []
-    for label, name, kw in [("naive", "naive", {})] + [c[:3] for c in MLP_CASES]:
+def bare_step(model, x, y):
+    """A bare PyTorch step (zero_grad, forward, cross-entropy, backward, SGD with momentum 0.9)."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    return step
+
+
+def step_table(kind, cases, rounds, inner):
+    """CPU seconds per step (per round) of every case, the bare step and the one-pass lower bounds.
+
+    The lower bound of a projection with ``k`` memory rows is a bare step on ``64 + k`` stacked rows:
+    one forward and one backward over every row the step must differentiate (the per-group weight
+    gradients and the projection itself come on top of it).
+    """
+    data = mlp_tasks() if kind == "mlp" else cnn_tasks(n=512)
+
+    def net():
         with torch_seeded(0):
-            model = MLP(784, 10, hidden=(256,))
-        s, fn = ready(name, model, data, 64, "class", **kw)
+            return MLP(784, 10, hidden=(256,)) if kind == "mlp" else SmallCNN(3, 30)
+
+    fns, keep = {}, []
+    for label, name, kw, _ in cases:
+        s, fn = ready(name, net(), data, 64, "class", **kw)
         keep.append(s)
         fns[label] = fn
-    fns |= floors(data, 64, (64, 256))
-    lwf = keep[1 + [c[0] for c in MLP_CASES].index("lwf")]
-    fns["lwf record"] = lambda: lwf.record(data[2])   # once per task, before its first step
-    times = interleaved(fns, rounds, inner)
-    r = ratios(times)
-    floor = {label: 1 + sum(r[k] for k in need) for label, _, _, need in MLP_CASES}
-    return times, r, floor
+    x, y = torch.cat([t.x for t in data])[:576], torch.cat([t.y for t in data])[:576]
+    for extra in sorted({0} | {c[3] for c in cases}):
+        fns[f"bare{64 + extra}"] = bare_step(net(), x[:64 + extra], y[:64 + extra])
+    if "lwf" in fns:
+        lwf = keep[[c[0] for c in cases].index("lwf")]
+        fns["lwf record"] = lambda: lwf.record(data[2])   # once per task, before its first step
+    return interleaved(fns, rounds, inner)
 
 
-def print_mlp(runs, rounds, inner):
-    print("1. Avalanche-comparable: MLP 784-256-10, batch 64, one thread, 256-row memories, step on task 3")
-    per_run, naive_ms, records = [], [], []
-    for i in range(runs):
-        times, r, floor = mlp_table(rounds, inner)
-        per_run.append(r)
-        records.append(r["lwf record"])
-        naive_ms.append(statistics.median(times["naive"]) * 1e3)
-        print(f"   run {i + 1}: naive step {naive_ms[-1]:.2f} ms CPU; "
-              + ", ".join(f"{label} {r[label]:.2f}" for label, *_ in MLP_CASES))
-    med = {label: statistics.median(run[label] for run in per_run) for label, *_ in MLP_CASES}
-    naive = statistics.median(naive_ms)
-    print(f"\n{'method':<22}{'clkit':>7}{'floor':>7}{'target':>8}{'':>7}{'ms/step':>8}"
-          f"{'Avalanche here':>17}{'before':>8}{'Aval. (issue)':>14}")
-    print(f"{'naive':<22}{1:>6.2f}x{1:>6.2f}x{'':>8}{'':>7}{naive:>8.2f}"
-          f"{AVALANCHE_HERE['naive']:>9.2f} ms (1.00x)")
-    for label, name, kw, need in MLP_CASES:
-        target = TARGETS.get(label)
-        mark = "" if target is None else ("ok" if med[label] <= target else "MISSED")
-        here = AVALANCHE_HERE.get(label)
-        here_s = "-" if here is None else f"{here:.2f} ms ({here / AVALANCHE_HERE['naive']:.2f}x)"
-        quoted = label in AVALANCHE
-        print(f"{label:<22}{med[label]:>6.2f}x{floor[label]:>6.2f}x"
-              f"{(f'{target:.1f}x' if target else '-'):>8}{mark:>7}{med[label] * naive:>8.2f}{here_s:>17}"
-              f"{(f'{BEFORE[label]:.2f}x' if quoted else '-'):>8}{(f'{AVALANCHE[label]:.2f}x' if quoted else '-'):>14}")
-    record = statistics.median(records)
+def load_avalanche(path):
+    """(ms per step by our label, bare ms, source) from a saved avalanche_reference.py JSON, or the quoted run."""
+    if path is None:
+        return ({k: v for k, v in AVALANCHE_HERE.items()}, AVALANCHE_HERE_BARE,
+                "no Avalanche venv on this run: quoted from avalanche_reference.py, 2026-11-23, same machine kind")
+    import json
+
+    text = open(path).read()
+    data = json.loads(text[:text.index("\n\n")] if "\n\n" in text else text)
+    ms = {ours: data["median_loop_ms"][theirs] for ours, theirs in AVA_NAMES.items()
+          if theirs in data["median_loop_ms"]}
+    return ms, data["bare_ms"], f"measured now from {path} (Avalanche {data['versions']['avalanche']})"
+
+
+def print_steps(runs, rounds, inner, avalanche_json=None, cnn_rounds=None):
+    """Part 1: ms per step beside Avalanche's, then ratios to the bare torch step; returns Markdown."""
+    ava, ava_bare, ava_source = load_avalanche(avalanche_json)
+    print("1. Step cost: MLP 784-256-10 and small_cnn (3x32x32 -> 30), batch 64, class-incremental, one thread,\n"
+          "   step on task 3 (two tasks learnt before), CPU time of the thread")
+    rows, md_rows, records = [], [], []
+    for kind, cases, r_ in (("mlp", MLP_CASES, rounds), ("small_cnn", CNN_CASES, cnn_rounds or max(3, rounds // 4))):
+        per_run = []
+        for i in range(runs if kind == "mlp" else 1):
+            times = step_table("mlp" if kind == "mlp" else "cnn", cases, r_, inner if kind == "mlp" else 2)
+            per_run.append(times)
+            if "lwf record" in times:
+                records.append(ratios(times, "naive")["lwf record"])
+        ms = {k: statistics.median(statistics.median(t[k]) for t in per_run) * 1e3 for k in per_run[0]}
+        rb = {k: statistics.median(ratios(t, "bare64")[k] for t in per_run) for k in per_run[0]}
+        rn = {k: statistics.median(ratios(t, "naive")[k] for t in per_run) for k in per_run[0]}
+        for label, name, kw, extra in cases:
+            target = TARGETS.get(label.split(" ")[0]) if (extra in (0, 64, 128)) else None
+            bound = rb[f"bare{64 + extra}"] if extra else None
+            met = "" if target is None else ("yes" if rb[label] <= target else
+                                            ("yes (x naive)" if rn[label] <= target else "no"))
+            a_ms = ava.get(label) if kind == "mlp" else None
+            rows.append((kind, label, ms[label], a_ms, rb[label], None if a_ms is None else a_ms / ava_bare,
+                         rn[label], bound, target, met))
+        rows.append((kind, "bare torch step", ms["bare64"], ava_bare if kind == "mlp" else None, 1.0,
+                     1.0 if kind == "mlp" else None, ms["bare64"] / ms["naive"], None, None, ""))
+
+    def f(v, fmt):
+        return "-" if v is None else format(v, fmt)
+
+    head = ["model", "method", "clkit ms/step",
+            "Avalanche 0.6 ms/step" + (" (quoted: no venv)" if avalanche_json is None else ""), "clkit x bare", "Avalanche x bare",
+            "clkit x naive", "one-pass bound x bare", "target x bare", "met"]
+    print(f"{head[0]:<10}{head[1]:<22}{'clkit ms':>9}{'Aval. ms':>9}{'x bare':>8}{'Aval. x':>8}{'x naive':>8}"
+          f"{'bound':>7}{'target':>7}  met")
+    md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for kind, label, c_ms, a_ms, rb_, ra, rn_, bound, target, met in rows:
+        print(f"{kind:<10}{label:<22}{c_ms:>9.2f}{f(a_ms, '.2f'):>9}{rb_:>7.2f}x{f(ra, '.2f') + ('' if ra is None else 'x'):>8}{rn_:>7.2f}x"
+              f"{f(bound, '.2f'):>7}{f(target, '.1f'):>7}  {met}")
+        md.append(f"| {kind} | {label} | {c_ms:.2f} | {f(a_ms, '.2f')} | {rb_:.2f} | {f(ra, '.2f')} | {rn_:.2f} | "
+                  f"{f(bound, '.2f')} | {f(target, '.1f')} | {met} |")
     steps = -(-len(mlp_tasks()[2]) // 64)
-    print(f"(median of {runs} run(s). clkit: ratio to clkit's naive step; floor: 1 + the forward/backward "
-          "passes\n the math adds, each timed alone; ms/step: clkit's absolute CPU time per step. 'Avalanche "
-          "here':\n Avalanche 0.6 on this kind of machine, ms per training iteration and ratio to its own "
-          "naive\n iteration, measured by benchmarks/avalanche_reference.py (quoted; its SI is inert on CPU). "
-          "'before'\n and 'Aval. (issue)': quoted from issue 17.)")
-    print(f"LwF records the teacher's outputs once per task (Li & Hoiem, Algorithm 1), outside the step: "
-          f"{record:.2f} naive\n steps for the task's 512 rows; spread over one epoch of {steps} steps that is "
-          f"+{record / steps:.2f}x per step ({med['lwf'] + record / steps:.2f}x in all), over 10 epochs "
-          f"+{record / steps / 10:.2f}x.\n")
-    return med
+    record = statistics.median(records)
+    notes = [
+        f"Medians of {runs} run(s) x {rounds} interleaved rounds (MLP); CPU time of one thread "
+        "(`time.thread_time`), so time descheduled on a loaded machine does not count.",
+        "Unit: the bare PyTorch step (zero_grad, forward, cross-entropy, backward, SGD momentum 0.9) on the same "
+        "64 rows; 'x naive' is the ratio to clkit's naive step. Targets (issue 27): EWC/SI/MAS/LwF <= 1.3, A-GEM "
+        "<= 2 and GEM <= 3 at 64 reference rows (per task for GEM); 'met' is judged on 'x bare' (stricter), "
+        "'yes (x naive)' where only the ratio to clkit's naive step meets it.",
+        "One-pass bound: a bare step on the batch and the memory rows stacked (64 + 64, 128, 256 or 512 rows): "
+        "one forward and one backward over every row the step must differentiate. A-GEM/GEM 256 rows have no "
+        "target; compare their ratio with this bound.",
+        f"Avalanche: {ava_source}; 'Avalanche x bare' uses its own bare torch step ({ava_bare:.2f} ms). "
+        "Its SI is inert on CPU (see avalanche_reference.py). Not measured for small_cnn.",
+        f"LwF records the teacher's outputs once per task, outside the step: {record:.2f} naive steps for 512 "
+        f"rows, +{record / steps:.2f}x per step over one epoch of {steps} steps.",
+    ]
+    print("\n".join("(" + n + ")" for n in notes) + "\n")
+    return md, notes
 
 
 # ---------------------------------------------------------------------- part 2: SmallCNN
@@ -282,20 +324,70 @@ def print_importance(quick):
           " of the mean loss over the same rows, the cost of any pass that differentiates them)\n")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=3, help="repetitions of the MLP table (medians printed)")
-    ap.add_argument("--rounds", type=int, default=30)
-    ap.add_argument("--inner", type=int, default=5)
+def write_markdown(path, md, notes, args):
+    """Write part 1's table and notes as a Markdown file (atomically)."""
+    import datetime
+    import platform
+
+    from clkit._io import atomic_write_text
+
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    text = "\n".join([
+        f"Measured {stamp} by `benchmarks/bench_strategies.py --runs {args.runs} --rounds {args.rounds} "
+        f"--inner {args.inner}` "
+        f"(torch {torch.__version__}, {platform.processor() or platform.machine()}, one thread). "
+        "The machine was shared and loaded while this ran: CPU time, not wall-clock, and ratios from "
+        "interleaved rounds; absolute milliseconds are inflated by cache contention.",
+        "", *md, "", *[f"- {n}" for n in notes], ""])
+    atomic_write_text(path, text)
+    print(f"wrote {path}")
+    splice_block(PAGE, "bench-strategies", text)
+
+
+#: the user-guide page whose generated block holds part 1's table
+PAGE = __import__("pathlib").Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+
+
+def splice_block(page, name, text):
+    """Replace the lines between ``<!-- BEGIN generated: name -->`` and ``<!-- END generated: name -->``
+    in ``page`` with ``text`` (atomically); nothing happens when the page or its markers are missing."""
+    from clkit._io import atomic_write_text
+
+    begin, end = f"<!-- BEGIN generated: {name} -->", f"<!-- END generated: {name} -->"
+    if not page.exists():
+        return
+    old = page.read_text()
+    if begin not in old or end not in old:
+        return
+    head, rest = old.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    atomic_write_text(page, head + begin + "\n" + text.rstrip("\n") + "\n" + end + tail)
+    print(f"updated the generated block of {page}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 epilog="Prints figures; never fails on speed. See docs/benchmarks.md.")
+    ap.add_argument("--runs", type=int, default=3, help="repetitions of the MLP step table (medians printed)")
+    ap.add_argument("--rounds", type=int, default=30, help="interleaved timing rounds (MLP)")
+    ap.add_argument("--inner", type=int, default=5, help="steps per round (minimum taken)")
     ap.add_argument("--quick", action="store_true", help="fewer rounds, a shorter transformer context")
-    ap.add_argument("--only", choices=["mlp", "cnn", "importance"], default=None)
-    args = ap.parse_args()
+    ap.add_argument("--only", choices=["steps", "cnn", "importance"], default=None,
+                    help="run one part: steps (part 1), cnn (part 2), importance (part 3)")
+    ap.add_argument("--avalanche-json", default=None, metavar="FILE",
+                    help="output of benchmarks/avalanche_reference.py run in an Avalanche venv; "
+                         "without it the quoted figures are shown and the table says so")
+    ap.add_argument("--markdown", default=None, metavar="FILE",
+                    help="also write part 1's table to FILE (e.g. docs/generated/bench-strategies.md), atomically")
+    args = ap.parse_args(argv)
     torch.set_num_threads(1)
     if args.quick:
         args.rounds, args.runs = 8, 1
     print(f"torch {torch.__version__}, threads: {torch.get_num_threads()}\n")
-    if args.only in (None, "mlp"):
-        print_mlp(args.runs, args.rounds, args.inner)
+    if args.only in (None, "steps"):
+        md, notes = print_steps(args.runs, args.rounds, args.inner, args.avalanche_json)
+        if args.markdown:
+            write_markdown(args.markdown, md, notes, args)
     if args.only in (None, "cnn"):
         print_cnn(max(3, args.rounds // 5), 3)
     if args.only in (None, "importance"):

@@ -99,7 +99,7 @@ def main(argv=None):
     if a.markdown:
         atomic_write_text(a.markdown, text)
     if a.doc:
-        report.replace_block(a.doc, "01_taskification ewc calibration", text)
+        report.replace_block(a.doc, "01_taskification-ewc-calibration", text)
 
 
 if __name__ == "__main__":

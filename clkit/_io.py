@@ -59,6 +59,40 @@ def atomic_save(path, write) -> Path:
     return path
 
 
+def replace_dir(src, dest) -> Path:
+    """Move the finished folder ``src`` onto ``dest`` by renames, replacing an older ``dest``.
+
+    ``src`` must be on the same file system (build it beside ``dest`` or in a work
+    folder of the same tree). An older ``dest`` is renamed aside first and deleted
+    after, so ``dest`` is at every moment the old folder, absent for an instant, or
+    the new one, never a mix. Used by ``clkit run`` (a run goes into a temporary
+    folder and is published when the notebook ran to its end) and ``clkit course grade``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> for name in ("old", "new"):
+    ...     (root / name).mkdir(); _ = (root / name / "f.txt").write_text(name)
+    >>> _ = replace_dir(root / "new", root / "old")
+    >>> (root / "old" / "f.txt").read_text(), sorted(p.name for p in root.iterdir())
+    ('new', ['old'])
+    """
+    import shutil
+    import uuid
+
+    src, dest = Path(src), Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    trash = None
+    if dest.exists():
+        trash = dest.with_name(f".{dest.name}.old.{uuid.uuid4().hex[:8]}")
+        os.replace(dest, trash)
+    os.replace(src, dest)
+    if trash is not None:
+        shutil.rmtree(trash, ignore_errors=True)
+    return dest
+
+
 def atomic_write_text(path, text: str) -> Path:
     """Write ``text`` to ``path`` atomically."""
     def write(tmp):
@@ -95,36 +129,6 @@ def to_jsonable(obj):
     if isinstance(obj, Path):
         return str(obj)
     return obj
-
-
-def replace_dir(src, dst) -> Path:
-    """Move the folder ``src`` onto ``dst`` by renames; an older ``dst`` is moved aside, then deleted.
-
-    ``src`` and ``dst`` must be on one file system (keep ``src`` beside ``dst``), so
-    ``dst`` is at every moment either the old folder, absent for an instant, or the
-    new one, never a mix.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> root = Path(tempfile.mkdtemp())
-    >>> (root / "new").mkdir(); (root / "old").mkdir(); _ = (root / "old" / "a").write_text("old")
-    >>> _ = (root / "new" / "b").write_text("new")
-    >>> sorted(p.name for p in replace_dir(root / "new", root / "old").iterdir()), sorted(p.name for p in root.iterdir())
-    (['b'], ['old'])
-    """
-    import shutil
-    import uuid
-
-    src, dst = Path(src), Path(dst)
-    trash = None
-    if dst.exists():
-        trash = dst.with_name(f".{dst.name}.old-{uuid.uuid4().hex[:8]}")
-        os.replace(dst, trash)
-    os.replace(src, dst)
-    if trash is not None:
-        shutil.rmtree(trash, ignore_errors=True)
-    return dst
 
 
 def atomic_write_json(path, obj) -> Path:

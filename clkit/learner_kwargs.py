@@ -131,7 +131,7 @@ def check_learner_kwargs(learner_kwargs, allowed: Mapping[str, Mapping | Iterabl
     >>> check_learner_kwargs({"ewc": {"ewc_lambda": 1}}, {"naive": []})
     Traceback (most recent call last):
     ...
-    ValueError: learner_kwargs: 'ewc' is not a learner of this run; settings can be given for ['naive']
+    ValueError: learner_kwargs: 'ewc' is not a learner of this run; settings can be given for ['naive'] (to drop a parameter set's settings: -p learner_kwargs '{}')
     >>> check_learner_kwargs({"ewc": {"ewc_lambda": "big"}}, {"ewc": {"ewc_lambda": 1.0}})
     Traceback (most recent call last):
     ...
@@ -147,7 +147,7 @@ def check_learner_kwargs(learner_kwargs, allowed: Mapping[str, Mapping | Iterabl
     for learner, kwargs in learner_kwargs.items():
         if learner not in run:
             raise ValueError(f"{parameter}: {learner!r} is not a learner of this run; settings can be given "
-                             f"for {run}")
+                             f"for {run} (to drop a parameter set's settings: -p {parameter} '{{}}')")
         if not isinstance(kwargs, Mapping):
             raise TypeError(f"{parameter}[{learner!r}] must be a mapping {{keyword: value}}, got "
                             f"{type(kwargs).__name__} {kwargs!r}")

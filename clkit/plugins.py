@@ -442,7 +442,10 @@ def train_sequences_sequentially(x_train, x_test, sequences, learner: str, confi
     (SGD with ``config.lr`` / ``config.momentum``, ``config.epochs`` per task,
     ``config.batch_size``, ``scenario="class"``) and trained task after task with
     ``train_task``; after task ``t`` it predicts among the classes seen so far on the
-    test images of every seen task.
+    test images of every seen task. The loop over tasks, the evaluation and the prefix
+    tree (sequences that share their first tasks share that training: the strategy is
+    deep-copied where they part) are the batched learners' own
+    (:func:`clkit.edge.learners.train_strategy_sequences`).
 
     Parameters
     ----------
@@ -456,11 +459,12 @@ def train_sequences_sequentially(x_train, x_test, sequences, learner: str, confi
         ``model_factory(in_features=D, num_classes=C)`` (default: the batched learners'
         one-hidden-layer MLP of width ``config.hidden``).
     progress : callable, optional
-        Called after every task of every sequence.
+        Called after each task position (once all sequences have trained it).
     num_threads : int or None
         Torch threads while training.
     strategy_kwargs : dict, optional
-        Extra keyword arguments of the strategy.
+        Extra keyword arguments of the strategy (they may override ``lr``, ``momentum``,
+        ``epochs`` and ``batch_size``).
 
     Returns
     -------
@@ -475,61 +479,10 @@ def train_sequences_sequentially(x_train, x_test, sequences, learner: str, confi
     >>> out["acc_matrix"].shape, out["avg_acc"].shape
     ((1, 2, 2), (1,))
     """
-    import torch
+    from .edge.learners import LearnerConfig, train_strategy_sequences
 
-    from ._seed import torch_seeded, torch_threads
-    from ._validate import check_int
-    from .strategies.base import Task
-
-    if config is None:
-        from .edge.learners import LearnerConfig
-
-        config = LearnerConfig()
-    seed = check_int("seed", seed, low=0)
     strategy_class = resolve_strategy(learner, parameter="learners")
-    xtr = torch.as_tensor(np.asarray(x_train), dtype=torch.float32)
-    xte = torch.as_tensor(np.asarray(x_test), dtype=torch.float32)
-    seqs = np.asarray(sequences, dtype=np.int64)
-    if xtr.ndim != 3 or xte.ndim != 3 or xtr.shape[0] != xte.shape[0] or xtr.shape[2] != xte.shape[2]:
-        raise ValueError(f"x_train and x_test must have shapes (C, n, D) with equal C and D, got "
-                         f"{tuple(xtr.shape)} and {tuple(xte.shape)}")
-    if seqs.ndim != 3 or seqs.shape[1] * seqs.shape[2] != xtr.shape[0]:
-        raise ValueError(f"sequences must have shape (L, K, M) with K * M = {xtr.shape[0]} classes, "
-                         f"got {seqs.shape}")
-    L, K, M = seqs.shape
-    C, D = xtr.shape[0], xtr.shape[2]
-
-    def model_fn():
-        if model_factory is not None:
-            return model_factory(in_features=D, num_classes=C)
-        return torch.nn.Sequential(torch.nn.Linear(D, config.hidden), torch.nn.ReLU(),
-                                   torch.nn.Linear(config.hidden, C))
-
-    def gather(x, classes):
-        xs = torch.cat([x[c] for c in classes])
-        ys = torch.cat([torch.full((x.shape[1],), int(c), dtype=torch.long) for c in classes])
-        return xs, ys
-
-    R = np.full((L, K, K), np.nan)
-    with torch_threads(num_threads):
-        for s in range(L):
-            with torch_seeded(seed):
-                model = model_fn()
-            strat = strategy_class(model, optimizer="sgd", lr=config.lr, momentum=config.momentum,
-                                   epochs=config.epochs, batch_size=config.batch_size, scenario="class",
-                                   seed=seed, **(strategy_kwargs or {}))
-            seen = torch.zeros(C, dtype=torch.bool)
-            for t in range(K):
-                xs, ys = gather(xtr, seqs[s, t])
-                strat.train_task(Task(xs, ys, task_id=t, classes=tuple(int(c) for c in seqs[s, t])))
-                seen[seqs[s, t]] = True
-                for j in range(t + 1):
-                    xe, ye = gather(xte, seqs[s, j])
-                    out = strat.predict(xe)
-                    pred = out.masked_fill(~seen[None, :], float("-inf")).argmax(dim=1)
-                    R[s, t, j] = float((pred == ye).float().mean())
-                if progress is not None:
-                    progress()
-    seen_acc = np.stack([np.nanmean(R[:, t, : t + 1], axis=1) for t in range(K)], axis=1)
-    return {"acc_matrix": R, "seen_acc": seen_acc, "avg_acc": seen_acc.mean(axis=1),
-            "final_acc": seen_acc[:, -1]}
+    return train_strategy_sequences(x_train, x_test, sequences, strategy_class,
+                                    LearnerConfig() if config is None else config, seed=seed,
+                                    model_factory=model_factory, progress=progress, num_threads=num_threads,
+                                    strategy_kwargs=strategy_kwargs)

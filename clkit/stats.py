@@ -154,7 +154,7 @@ class Verdict:
         if self.decision == NOT_TESTABLE:
             return f"{self.comparison}: not testable ({self.note or 'too few pairs'})."
         stats = (f"{_num(self.effect, True)} ({round(100 * CONFIDENCE)} % CI {_num(self.ci_low, True)} to "
-                 f"{_num(self.ci_high, True)}; {self.rule}, p = {_p(self.p)}, n = {self.n})")
+                 f"{_num(self.ci_high, True)}; {self.rule}, {_p_text(self.p)}, n = {self.n})")
         if self.significant:
             text = f"{self.comparison}: {self.decision}, {stats}"
         else:
@@ -187,6 +187,19 @@ def _p(p: float) -> str:
     if not np.isfinite(p):
         return "nan"
     return "< 0.0001" if p < 1e-4 else f"{p:.2g}"
+
+
+def _p_text(p: float) -> str:
+    """``p = 0.005``, ``p < 0.0001``, or ``no p (one pair)`` where none is defined.
+
+    Examples
+    --------
+    >>> _p_text(0.00512), _p_text(1e-7), _p_text(float("nan"))
+    ('p = 0.0051', 'p < 0.0001', 'no p (one pair)')
+    """
+    if not np.isfinite(p):
+        return "no p (one pair)"
+    return "p < 0.0001" if p < 1e-4 else f"p = {p:.2g}"
 
 
 def _differences(a, b) -> np.ndarray:
@@ -233,8 +246,8 @@ def decide(effect: float, p: float, alpha: float = ALPHA, higher: str = "higher"
 def min_detectable_effect(n: int, sd: float, alpha: float = ALPHA, power: float = POWER) -> float:
     """Smallest ``|mean difference|`` a two-sided paired t-test detects with ``power``.
 
-    ``d_z`` solved by statsmodels' ``TTestPower`` at ``n`` pairs, times ``sd`` (the
-    spread of the paired differences). NaN for fewer than 2 pairs or an undefined spread.
+    ``d_z`` at which the test reaches ``power`` at ``n`` pairs (:func:`_detectable_dz`,
+    scipy's noncentral t), times ``sd`` (the spread of the paired differences). NaN for fewer than 2 pairs or an undefined spread.
 
     Examples
     --------
@@ -252,13 +265,28 @@ def min_detectable_effect(n: int, sd: float, alpha: float = ALPHA, power: float 
 
 @lru_cache(maxsize=256)
 def _detectable_dz(n: int, alpha: float, power: float) -> float:
-    from statsmodels.stats.power import TTestPower
+    """``d_z`` at which the two-sided paired t-test at ``n`` pairs and ``alpha`` has ``power``.
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        d = TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=power,
-                                     alternative="two-sided")
-    return float(np.asarray(d).item())
+    Root of the test's power under the noncentral t (scipy's ``nct``; brentq on a
+    widening bracket). The lower tail ``nct.cdf(-t_crit)`` is NaN in scipy for large
+    noncentralities, where it is negligible, and counts as 0 there. (statsmodels'
+    ``TTestPower.solve_power`` returned non-solutions at small ``n`` and ``alpha``, where
+    those NaNs occur: 3.40 at n = 4, alpha = 0.05/12, whose power is 0.47, not 0.8.)
+    """
+    from scipy import optimize, stats
+
+    df = n - 1
+    t_crit = stats.t.ppf(1 - alpha / 2, df)
+
+    def reach(dz):
+        nc = dz * math.sqrt(n)
+        lower = stats.nct.cdf(-t_crit, df, nc)
+        return float(stats.nct.sf(t_crit, df, nc) + (lower if np.isfinite(lower) else 0.0)) - power
+
+    hi = 1.0
+    while reach(hi) < 0:
+        hi *= 2
+    return float(optimize.brentq(reach, 0.0, hi, xtol=1e-10))
 
 
 def effect_size(a, b=None, confidence: float = CONFIDENCE) -> dict:
@@ -545,11 +573,11 @@ def closing_text(verdicts: Sequence[Verdict], *, subject: str = "this run",
             lines.append(f"**No finding**: none of the {len(findings)} comparison(s) differs under the rule.")
         if null:
             lines.append("**No difference detected**: " + "; ".join(
-                f"{v.comparison} ({_num(v.effect, True)}, p = {_p(v.p)}"
+                f"{v.comparison} ({_num(v.effect, True)}, {_p_text(v.p)}"
                 + (f", detectable ≥ {_num(v.mde)}" if np.isfinite(v.mde) else "") + ")" for v in null) + ".")
     else:
         lines.append("Measured differences (not findings): " + "; ".join(
-            f"{v.comparison} {_num(v.effect, True)} (p = {_p(v.p)})" for v in findings if v.n) + ".")
+            f"{v.comparison} {_num(v.effect, True)} ({_p_text(v.p)})" for v in findings if v.n) + ".")
     if untestable:
         lines.append("**Not testable**: " + "; ".join(f"{v.comparison} ({v.note})" for v in untestable) + ".")
     return "\n\n".join(lines)

@@ -28,7 +28,7 @@ METRICS = {
     "tas": ("TAS", "forward", True),
     "ood": ("OOD accuracy", "forward", True),
     "sh": ("SH", "forward", True),
-    "backward_acc": ("backward accuracy", "backward", True),
+    "backward_accuracy": ("backward accuracy", "backward", True),
     "forgetting": ("forgetting", "backward", False),
 }
 
@@ -43,12 +43,12 @@ def metric_values(A, *, oracle=None, **metric_kw) -> dict:
     >>> A = [[0.9, 0.8], [0.7, 0.9]]
     >>> v = metric_values(A, delta=0.8, epsilon=0.01, lam=0.1, n=1)
     >>> sorted(v), round(v["forgetting"], 2)
-    (['backward_acc', 'forgetting', 'ood', 'sh', 'tas'], 0.2)
+    (['backward_accuracy', 'forgetting', 'ood', 'sh', 'tas'], 0.2)
     """
     s = tm.summarize_learner(A, oracle=oracle, **metric_kw)
     b = tm.backward_summary(A)
     return {"tas": s["tas"], "ood": s["ood"], "sh": s["sh"],
-            "backward_acc": b["backward_acc"], "forgetting": b["forgetting"]}
+            "backward_accuracy": b["backward_accuracy"], "forgetting": b["forgetting"]}
 
 
 def verdicts(per_seed: dict, null: list, reference: str = "finetune") -> list:
@@ -119,7 +119,7 @@ def seed_metrics(dataset, learners, seeds, *, train_kw: dict, learner_kwargs=Non
     metric_kw : dict
         :func:`clkit.temporal.summarize_learner` settings.
     known : dict, optional
-        ``{learner: A}`` already trained with ``seeds[0]`` (not trained again).
+        ``{learner: A}`` (backward view evaluated) already trained with ``seeds[0]``.
     """
     from .learner_kwargs import settings_for
 
@@ -130,7 +130,7 @@ def seed_metrics(dataset, learners, seeds, *, train_kw: dict, learner_kwargs=Non
     def A_of(name, s):
         if s == seeds[0] and name in known:
             return known[name]
-        return tm.accuracy_matrix(dataset, name, **(train_kw | {"seed": s}),
+        return tm.accuracy_matrix(dataset, name, backward=True, **(train_kw | {"seed": s}),
                                   strategy_kwargs=settings_for(name, None, learner_kwargs))
 
     it = [(name, s) for name in learners for s in seeds]

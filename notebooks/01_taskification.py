@@ -86,7 +86,7 @@ patience: int = 3  # early-stopping patience in epochs (paper: 10)
 lr_patience: int = 1  # epochs without improvement before LR x0.1 (paper: 5)
 lr: float = 0.002  # AdamW learning rate (paper: 1e-4)
 batch_size: int = 64  # mini-batch size (paper: 256; smaller: more steps per task)
-cl_seeds: int = 4  # seeds per (method, split), paired by the verdicts (>= 4 concludes)
+cl_seeds: int = 4  # seeds per method and split, paired; 4 or more conclude
 torch_threads: int = 1  # torch CPU threads per CL run (1 is fastest here)
 cl_workers: int = 2  # CL runs in parallel processes (one per core)
 seed: int = 0  # seeds data generation, neighbourhood draws, model init, batch order

@@ -35,7 +35,7 @@
 # Wasserstein distance) than RS's.
 #
 # This notebook computes the combinatorics, builds the class-similarity matrix,
-# generates hard/easy sequences (the paper's algorithm plus a local search that improves
+# generates hard/easy sequences (the paper's algorithm plus a search that improves
 # them), trains five class-incremental learners on **all** sequences of a real dataset
 # (Fashion-MNIST, offline) to get the true distribution, and compares RS with EDGE.
 #
@@ -46,8 +46,8 @@
 # enumerable experiment data: fashion_mnist (offline Debian package, else torchvision),
 # or the path of a torchvision ImageFolder tree (classes: indices of its sorted folders)
 dataset: str = "fashion_mnist"
-classes: list = [0, 1, 2, 3, 4, 5]  # labels used, in order (paper: the first six)
-num_tasks: int = 3  # equal-size tasks; 6 classes in 3 tasks give 90 sequences
+classes: list = [0, 1, 2, 3, 4, 5, 6, 7]  # labels used, in order (paper: the first six)
+num_tasks: int = 4  # equal-size tasks; 8 in 4: 2,520 sequences (6 in 3: 90)
 # class-name text encoder: auto (CLIP if its weights load, else offline), clip,
 # minilm, glove
 encoder: str = "auto"
@@ -55,11 +55,14 @@ clip_model: str = "ViT-B-16"  # open_clip architecture (ViT-B-16 as in the paper
 clip_pretrained: str = "openai"  # open_clip pretrained tag
 # class-incremental learners trained on every sequence; also any clkit strategy name,
 # installed plugin or "package.module:ClassName" (trained sequence after sequence)
-learners: list = ["finetune", "ewc", "lwf", "icarl", "ncm"]
-n_train: int = 500  # training images per class
-n_test: int = 500  # test images per class
-epochs: int = 3  # training epochs per task
-hidden: int = 64  # MLP hidden width
+learners: list = ["finetune", "ewc", "lwf", "ncm"]  # ncm: order-insensitive control
+# per-learner settings {learner: {keyword: value}}, e.g. {"ewc": {"ewc_lambda": 100.0}};
+# the built-in learners take the LearnerConfig fields (edge.learners.LEARNER_KEYWORDS)
+learner_kwargs: dict = {}
+n_train: int = 100  # training images per class
+n_test: int = 200  # test images per class
+epochs: int = 2  # training epochs per task
+hidden: int = 32  # MLP hidden width
 batch_size: int = 32  # minibatch size
 lr: float = 0.05  # SGD learning rate (momentum 0.9)
 seeds: list = [0, 42, 1993]  # RS protocol seeds (class-order shuffles)
@@ -85,35 +88,19 @@ classic_datasets: list = ["cifar100", "cub200", "imagenet_r"]
 classic_num_tasks: int = 10  # tasks in the classic settings
 
 # %%
-import time
-
 import numpy as np
 import pandas as pd
-import matplotlib.pyplot as plt
-from scipy.stats import norm
 from IPython.display import Markdown, display
 
 import clkit.edge as edge
-from clkit.edge.estimation import (
-    normality_tests,
-    rank_methods,
-    ranking_distance,
-    similarity_correlation,
-    theorem1_sample_size,
-    theorem2_sample_size,
-)
-from clkit.edge.experiment import (
-    evaluate_protocol,
-    load_enumerable_data,
-    run_learners,
-    sequence_index,
-)
+from clkit.edge import plots, report
+from clkit.edge.compare import compare_sources
+from clkit.edge.experiment import load_enumerable_data, run_learners
 from clkit.edge.learners import LearnerConfig
 from clkit.edge.params import check_params
 from clkit.data.class_names import load_class_names
 from clkit.data.user import imagefolder_enumerable, is_user_path, load_class_names_file
 from clkit.plugins import split_learners, train_sequences_sequentially
-from clkit.plot import matrix_heatmap
 from clkit.results import RunRecord
 from clkit._validate import check_type
 
@@ -147,6 +134,7 @@ P = check_params(
     intra_weight=intra_weight,
 )
 P.update(dataset=dataset, learners=learners, classic_datasets=classic_datasets)
+P["learner_kwargs"] = report.check_edge_learner_kwargs(learner_kwargs, learners)
 for d, names in user_lists.items():
     edge.combinatorics.check_num_tasks(len(names), classic_num_tasks)
 check_type("clip_model", clip_model, str)
@@ -170,50 +158,11 @@ grans = granularities or None
 # them.
 
 # %%
-rows = []
-for n_, k_ in [
-    (4, 2),
-    (6, 2),
-    (8, 2),
-    (10, 2),
-    (6, 3),
-    (9, 3),
-    (8, 4),
-    (100, 10),
-    (200, 10),
-]:
-    om = edge.num_sequences(n_, k_)
-    rows.append(
-        {
-            "N": n_,
-            "K": k_,
-            "M": n_ // k_,
-            "|Omega|": om if om < 10**9 else f"{float(om):.3e}",
-        }
-    )
-omega_table = pd.DataFrame(rows)
+omega_table, counts = report.sequence_count_table()
 display(omega_table)
-L1 = theorem1_sample_size(100, 10, 0.1, 0.05)
-L1_approx = theorem1_sample_size(100, 10, 0.1, 0.05, approx=True)
-L2 = theorem2_sample_size(100, 10, value_range=0.1, epsilon=0.1, delta=0.05)
-record.log(
-    num_sequences={
-        f"{r['N']}/{r['K']}": str(edge.num_sequences(r["N"], r["K"])) for r in rows
-    },
-    theorem1_L_100_10=L1,
-    theorem1_L_100_10_remark1=L1_approx,
-    theorem2_L_100_10_R01=L2,
-)
-display(
-    Markdown(
-        f"For N = 100, K = 10, ε = 0.1, δ = 0.05: Theorem 1 needs **L ≥ {L1:,}** "
-        f"random sequences (Remark 1's approximation $N\\ln(N/e)$: {L1_approx:,}, "
-        f"the paper's 'order of 2·10⁴'); with the extremes known and R = 0.1, "
-        f"Theorem 2 needs **L ≥ {L2}** (the paper says 'around 50', which matches a "
-        f"base-10 logarithm of |Ω| ≈ 10⁹²; with the natural log as in Eq. 4 it is "
-        f"{L2})."
-    )
-)
+sizes, sizes_text = report.sample_size_text(100, 10, epsilon=0.1, delta=0.05, value_range=0.1)
+record.log(num_sequences=counts, **sizes)
+display(Markdown(sizes_text))
 
 # %% [markdown]
 # ## 2. Data: the enumerable setting
@@ -256,18 +205,8 @@ print("encoder used:", sim.encoder)
 for note in sim.notes:
     print("  ", note)
 record.log(encoder_used=sim.encoder, similarity=sim.matrix.round(6))
-fig, ax = plt.subplots(figsize=(5.5, 4.5))
-matrix_heatmap(
-    sim.matrix,
-    ax=ax,
-    ticklabels=class_names,
-    xlabel="",
-    ylabel="",
-    cbar_label="cosine similarity",
-    title=f"Class similarity ({sim.encoder})",
-)
+fig = plots.similarity_heatmap(sim.matrix, class_names, f"Class similarity ({sim.encoder})")
 record.figure(fig, "similarity_heatmap")
-plt.show()
 
 # %% [markdown]
 # Does the name-based similarity reflect how alike the *images* are? Appendix E.3.1
@@ -293,8 +232,9 @@ record.log(image_similarity=img_sim.matrix.round(6), similarity_agreement=agree)
 #
 # `edge.hard_sequence` minimises it: hierarchical clustering of $1 - \mathrm{Sim}$ at
 # several granularities, clusters kept together in tasks, greedy ordering, best
-# candidate by $S$ (the paper's Algorithm 1); then a local search (class swaps between
-# tasks, exact best task order) that keeps lowering $S$. `edge.easy_sequence` maximises
+# candidate by $S$ (the paper's Algorithm 1); then a search that lowers $S$ further: an
+# *exhaustive search* over all sequences when there are at most 20,000 (6/3, 8/4), else a
+# local search (class swaps between tasks, exact best task order). `edge.easy_sequence` maximises
 # it (similar classes spread over adjacent tasks). `edge.score_percentile` places each
 # among `num_random` random sequences. Note that $S$ counts only *neighbouring* tasks:
 # the improved hard sequence need not keep similar classes together inside a task, it
@@ -302,29 +242,10 @@ record.log(image_similarity=img_sim.matrix.round(6), similarity_agreement=agree)
 # candidate, reported as `paper_sequence`, keeps clusters together).
 
 # %%
-hard, hard_info = edge.hard_sequence(sim, K, granularities=grans, return_info=True)
-easy, easy_info = edge.easy_sequence(sim, K, granularities=grans, return_info=True)
-seq_rows = []
-for name, seq, info in [("hard", hard, hard_info), ("easy", easy, easy_info)]:
-    pct = edge.score_percentile(sim, seq, num_random=num_random, seed=seed)
-    seq_rows.append(
-        {
-            "sequence": name,
-            "tasks": [[class_names[c] for c in t] for t in seq],
-            "S (paper algorithm)": round(info["paper_score"], 4),
-            "S (after local search)": round(info["score"], 4),
-            "percentile among random": round(pct, 2),
-        }
-    )
-    record.log(
-        **{
-            f"{name}_sequence": seq,
-            f"{name}_score": info["score"],
-            f"{name}_paper_score": info["paper_score"],
-            f"{name}_percentile": pct,
-        }
-    )
-display(pd.DataFrame(seq_rows))
+ext = report.extreme_sequences(sim, K, class_names, granularities=grans, num_random=num_random, seed=seed)
+hard, easy, hard_info, easy_info = ext["hard"], ext["easy"], ext["hard_info"], ext["easy_info"]
+record.log(**ext["log"])
+display(ext["table"])
 
 # %% [markdown]
 # ## 5. The ground truth: every sequence, every learner
@@ -345,10 +266,12 @@ display(pd.DataFrame(seq_rows))
 # %%
 all_seqs = edge.enumerate_sequences(N, K)
 config = LearnerConfig(hidden=hidden, epochs=epochs, batch_size=batch_size, lr=lr)
-results = run_learners(data, all_seqs, own_learners, config, seed=seed)
+LK = P["learner_kwargs"]
+results = run_learners(data, all_seqs, own_learners, config, seed=seed, learner_kwargs=LK)
 for u in user_learners:  # an ordinary Strategy: sequence after sequence, same protocol
     results[u] = train_sequences_sequentially(
-        data["x_train"], data["x_test"], all_seqs, u, config, seed=seed
+        data["x_train"], data["x_test"], all_seqs, u, config, seed=seed,
+        strategy_kwargs=LK.get(u),
     )
 truth = {name: 100 * out["avg_acc"] for name, out in results.items()}
 S_all = edge.sequence_scores(sim, all_seqs)
@@ -356,14 +279,7 @@ record.log(
     num_enumerated=len(all_seqs),
     true_accuracy={k: v.round(4) for k, v in truth.items()},
 )
-display(
-    pd.DataFrame(
-        {
-            name: {"mean": v.mean(), "std": v.std(), "min": v.min(), "max": v.max()}
-            for name, v in truth.items()
-        }
-    ).T.round(2)
-)
+display(report.truth_table(truth))
 
 # %% [markdown]
 # ## 6. RS versus EDGE
@@ -396,103 +312,19 @@ img_seqs = np.concatenate(
         edge.easy_sequence(img_sim, K, granularities=grans)[None],
     ]
 )
-protocols = {
-    "RS": sequence_index(all_seqs, rs_seqs),
-    "EDGE": sequence_index(all_seqs, edge_seqs),
-    "EDGE-img": sequence_index(all_seqs, img_seqs),
-}
-table, protocol_values = {}, {}
-for name, acc in truth.items():
-    for proto, idx in protocols.items():
-        ev = evaluate_protocol(acc, acc[idx], num_bins=num_bins)
-        table[(name, proto)] = ev
-        protocol_values[(name, proto)] = acc[idx]
-    table[(name, "truth")] = {
-        "mean": acc.mean(),
-        "std": acc.std(),
-        "min": acc.min(),
-        "max": acc.max(),
-    }
-proto_df = (
-    pd.DataFrame(table).T[["mean", "std", "min", "max", "jsd", "wasserstein"]].round(3)
+ev = report.evaluate_protocols(
+    truth, all_seqs, {"RS": rs_seqs, "EDGE": edge_seqs, "EDGE-img": img_seqs}, num_bins=num_bins
 )
-proto_df["accuracies (EDGE: hard, random, easy)"] = [
-    (
-        ", ".join(f"{v:.1f}" for v in protocol_values[key])
-        if key in protocol_values
-        else "all"
-    )
-    for key in proto_df.index
-]
-display(proto_df)
+table, protocol_values = ev["table"], ev["values"]
+display(ev["frame"])
 record.log(
-    protocols={
-        f"{n}/{p}": {k: float(v) for k, v in row.items()}
-        for (n, p), row in table.items()
-    },
-    rs_sequences=rs_seqs,
-    edge_sequences=edge_seqs,
-    edge_img_sequences=img_seqs,
+    **ev["log"], rs_sequences=rs_seqs, edge_sequences=edge_seqs, edge_img_sequences=img_seqs
 )
-# JSD and W1 of each protocol averaged over this run's learners, under keys that do not
-# name a learner, so the rows of a sweep over learners line up
-# (clkit summary: protocol_mean.EDGE.jsd, ...).
-record.log(
-    protocol_mean={
-        p: {
-            m: float(np.mean([table[(n, p)][m] for n in truth]))
-            for m in ("jsd", "wasserstein")
-        }
-        for p in protocols
-    }
-)
+record.log(**ev["log_mean"])
 
 # %%
-fig, axes = plt.subplots(1, len(truth), figsize=(3.3 * len(truth), 3.0), squeeze=False)
-for ax, (name, acc) in zip(axes[0], truth.items()):
-    lo, hi = acc.min(), acc.max()
-    pad = max(hi - lo, 1.0) * 0.3
-    grid = np.linspace(lo - pad, hi + pad, 300)
-    dens, _, _ = ax.hist(
-        acc,
-        bins=num_bins,
-        density=True,
-        color="0.8",
-        edgecolor="0.5",
-        label="truth (all sequences)",
-    )
-    true_pdf = norm.pdf(grid, acc.mean(), max(acc.std(), 1e-6))
-    ax.plot(grid, true_pdf, color="black", lw=1.5, label="truth Gaussian")
-    ax.set_ylim(
-        0, 1.8 * max(dens.max(), true_pdf.max())
-    )  # narrow estimates are clipped, not rescaling the plot
-    for proto, color in [
-        ("RS", "tab:blue"),
-        ("EDGE", "tab:red"),
-        ("EDGE-img", "tab:green"),
-    ]:
-        row = table[(name, proto)]
-        ax.plot(
-            grid,
-            norm.pdf(grid, row["mean"], max(row["std"], 1e-3)),
-            color=color,
-            lw=1.5,
-            label=f"{proto} (JSD {row['jsd']:.2f}, W {row['wasserstein']:.2f})",
-        )
-        ax.plot(
-            protocol_values[(name, proto)],
-            np.zeros(len(protocol_values[(name, proto)])),
-            "|",
-            color=color,
-            ms=14,
-        )
-    ax.set_title(name)
-    ax.set_xlabel("accuracy A(O) (%)")
-    ax.legend(fontsize=6)
-axes[0][0].set_ylabel("density")
-fig.tight_layout()
+fig = plots.distributions(truth, table, protocol_values, num_bins=num_bins)
 record.figure(fig, "distributions_rs_vs_edge")
-plt.show()
 
 # %% [markdown]
 # Normality of the true distributions (Table A3): Box-Cox transform, then Shapiro-Wilk,
@@ -500,8 +332,8 @@ plt.show()
 # Gaussian).
 
 # %%
-normal = {name: normality_tests(acc) for name, acc in truth.items()}
-display(pd.DataFrame(normal).T.round(4))
+normal, normal_table = report.normality_table(truth)
+display(normal_table)
 record.log(normality=normal)
 
 # %% [markdown]
@@ -510,18 +342,31 @@ record.log(normality=normal)
 # error is $\sum_m |r_{\text{true}}(m) - r_{\text{protocol}}(m)|$.
 
 # %%
-rank_rows, rank_err = {}, {p: 0 for p in protocols}
-if len(truth) >= 2:
-    for dim in ("lower", "upper", "stability"):
-        ref = rank_methods(truth, dim)
-        rank_rows[(dim, "truth")] = ref
-        for proto in protocols:
-            r = rank_methods({n: protocol_values[(n, proto)] for n in truth}, dim)
-            rank_rows[(dim, proto)] = r
-            rank_err[proto] += ranking_distance(ref, r)
+rank_rows, rank_err = report.rankings(truth, protocol_values, ev["protocols"])
+if rank_rows:
     display(pd.DataFrame(rank_rows))
 print("total ranking error:", rank_err)
 record.log(ranking_error=rank_err)
+
+# %% [markdown]
+# **Verdicts** (`clkit.stats`): a single rule, the paired t-test over `num_draws` random
+# draws (each draw pairs RS's three random sequences with EDGE's hard + first random +
+# easy), Holm-adjusted over the family. A null control (RS against RS on an independent
+# draw) must come out "no difference"; an oracle control (EDGE handed the *true* hardest
+# and easiest sequence) must span more of the true range than RS. Beyond the paper: RS
+# stratified by $S(O)$ terciles (one sequence from each third, three sequences like RS).
+
+# %%
+V = report.edge_verdicts(
+    truth, all_seqs, hard, easy, num_draws=num_draws, num_bins=num_bins, seed=seed, scores=S_all
+)
+display(V["table"])
+display(Markdown(V["summary"]))
+record.log(
+    verdicts=[v.to_dict() for v in V["verdicts"]],
+    controls_hold=V["controls_hold"],
+    summary=V["summary"],
+)
 
 # %% [markdown]
 # ## 7. Does accuracy follow inter-task similarity? (Fig. 2c)
@@ -530,9 +375,8 @@ record.log(ranking_error=rank_err)
 # learner.
 
 # %%
-corr = {name: similarity_correlation(S_all, acc) for name, acc in truth.items()}
-S_img = edge.sequence_scores(img_sim, all_seqs)
-corr_img = {name: similarity_correlation(S_img, acc) for name, acc in truth.items()}
+corr = report.correlations(S_all, truth)
+corr_img = report.correlations(edge.sequence_scores(img_sim, all_seqs), truth)
 display(
     pd.DataFrame(
         {
@@ -541,74 +385,44 @@ display(
         }
     ).round(3)
 )
-fig, axes = plt.subplots(
-    1, len(truth), figsize=(3.0 * len(truth), 2.8), squeeze=False, sharex=True
-)
-for ax, (name, acc) in zip(axes[0], truth.items()):
-    ax.scatter(S_all, acc, s=8, alpha=0.6)
-    ax.set_title(f"{name}: R = {corr[name]['r']:.2f}")
-    ax.set_xlabel("S(O)")
-axes[0][0].set_ylabel("accuracy A(O) (%)")
-fig.tight_layout()
+fig = plots.similarity_vs_accuracy(S_all, truth, corr)
 record.figure(fig, "similarity_vs_accuracy")
-plt.show()
 record.log(correlation=corr, correlation_image=corr_img)
+
+# %% [markdown]
+# **What can $S$ explain at all?** Sequences with equal $S(O)$ are the same to EDGE
+# (with 3 tasks $S$ depends only on the middle task; every sequence ties with its
+# reverse). No function of $S$ explains the accuracy spread *inside* an S-class, so
+# $R^2 \le \eta^2 = SS_\text{between}/SS_\text{total}$ of accuracy grouped by S-class
+# (`clkit.edge.structure`); beside it the same ratio for the first task. Percentiles of
+# EDGE's hard/easy sequences are averaged over their S-tie (range: min-max over the tie).
+
+# %%
+struct = report.structure_report(truth, S_all, all_seqs, hard, easy)
+display(struct["table"].round(3), struct["ties"].round(1))
+display(Markdown(struct["text"]))
+record.log(**struct["log"])
 
 # %% [markdown]
 # ## 8. Classic settings: hard and easy sequences from class names alone
 #
 # For CIFAR-100, CUB-200 and ImageNet-R (200 classes) in `classic_num_tasks` tasks, the
 # sequences come from the class names shipped in `data/class_names/` (no images needed).
-# The table compares the paper's algorithm with the local-search result and places both
+# The table compares the paper's algorithm with the searched result and places both
 # among random sequences.
 
 # %%
-classic = {}
-for ds in classic_datasets:
-    names = user_lists[ds] if ds in user_lists else load_class_names(ds)
-    csim = edge.class_similarity(
-        names, encoder, clip_model=clip_model, clip_pretrained=clip_pretrained
-    )
-    h, hi = edge.hard_sequence(csim, classic_num_tasks, return_info=True)
-    e, ei = edge.easy_sequence(csim, classic_num_tasks, return_info=True)
-    rnd = edge.random_scores(csim, classic_num_tasks, num_random=num_random, seed=seed)
-    classic[ds] = {
-        "num_classes": len(names),
-        "encoder": csim.encoder,
-        "num_sequences": "%.3e" % edge.num_sequences(len(names), classic_num_tasks),
-        "hard_paper_S": hi["paper_score"],
-        "hard_S": hi["score"],
-        "hard_percentile": edge.score_percentile(
-            csim, h, num_random=num_random, seed=seed
-        ),
-        "random_S_mean": float(rnd.mean()),
-        "random_S_min": float(rnd.min()),
-        "random_S_max": float(rnd.max()),
-        "easy_paper_S": ei["paper_score"],
-        "easy_S": ei["score"],
-        "easy_percentile": edge.score_percentile(
-            csim, e, num_random=num_random, seed=seed
-        ),
-        "hard_first_task": [names[c] for c in h[0]],
-        "easy_first_task": [names[c] for c in e[0]],
-        "hard_sequence": h,
-        "easy_sequence": e,
-    }
+classic, classic_table = report.classic_settings(
+    {ds: user_lists[ds] if ds in user_lists else load_class_names(ds) for ds in classic_datasets},
+    classic_num_tasks,
+    encoder,
+    num_random=num_random,
+    seed=seed,
+    clip_model=clip_model,
+    clip_pretrained=clip_pretrained,
+)
 if classic:
-    show = [
-        "num_classes",
-        "num_sequences",
-        "hard_paper_S",
-        "hard_S",
-        "hard_percentile",
-        "random_S_min",
-        "random_S_mean",
-        "random_S_max",
-        "easy_paper_S",
-        "easy_S",
-        "easy_percentile",
-    ]
-    display(pd.DataFrame({d: {k: v[k] for k in show} for d, v in classic.items()}))
+    display(classic_table)
     for d, v in classic.items():
         print(
             f"{d}: hard task 1 = {v['hard_first_task'][:8]}...\n"
@@ -644,45 +458,17 @@ record.log(classic=classic)
 # never instead.
 
 # %%
-from clkit.edge import EncoderUnavailableError
-from clkit.edge.compare import compare_sources
-
-t0 = time.perf_counter()
-source_sims = {}
-for src in similarity_sources:
-    if src == "names":
-        source_sims[f"names ({sim.encoder.split(':')[0]})"] = sim.matrix
-    elif src in ("clip", "minilm", "glove"):
-        if sim.encoder.startswith(src):
-            continue  # the same as "names"
-        try:
-            source_sims[f"names ({src})"] = edge.class_similarity(
-                class_names, src, clip_model=clip_model, clip_pretrained=clip_pretrained
-            ).matrix
-        except (EncoderUnavailableError, ImportError, OSError) as exc:
-            print(f"{src} skipped: {exc}")
-    elif src in ("features", "confusion"):
-        res = edge.class_similarity(
-            source=src,
-            x=data["x_train"],
-            class_names=class_names,
-            hidden=hidden,
-            epochs=5,
-            seed=seed,
-        )
-        source_sims[src] = res.matrix
-        print(f"{src}: {res.encoder}")
-    elif src == "backbone":
-        source_sims["backbone"] = edge.class_similarity(
-            source="features", features=data["f_train"], class_names=class_names
-        ).matrix
-null_labels = []
-if "random" in similarity_sources:
-    for j in range(num_null):
-        null_labels.append(f"random #{j}")
-        source_sims[null_labels[-1]] = edge.class_similarity(
-            source="random", num_classes=N, seed=seed + j
-        ).matrix
+source_sims, null_labels = report.similarity_sources(
+    similarity_sources,
+    name_sim=sim,
+    class_names=class_names,
+    data=data,
+    hidden=hidden,
+    seed=seed,
+    num_null=num_null,
+    clip_model=clip_model,
+    clip_pretrained=clip_pretrained,
+)
 compare_kw = dict(
     edge_num_random=edge_num_random, num_draws=num_draws, num_bins=num_bins, seed=seed
 )
@@ -694,39 +480,7 @@ gen_rows = (
     if intra_weight
     else []
 )
-print(f"sources compared in {time.perf_counter() - t0:.1f} s")
-
-
-def summarise(rows):
-    """One row per source: means over learners, winner counts; the null seeds pooled."""
-    df = pd.DataFrame(rows)
-    df["group"] = ["random (null)" if r in null_labels else r for r in df["source"]]
-    out = {}
-    for group, g in df.groupby("group", sort=False):
-        per_src = g.groupby("source")["r"].mean()
-        out[group] = {
-            "R (mean over learners)": g["r"].mean(),
-            "R sd over null seeds": per_src.std(ddof=1) if len(per_src) > 1 else np.nan,
-            "hard acc. pct": g["hard_pct"].mean(),
-            "easy acc. pct": g["easy_pct"].mean(),
-            "EDGE JSD": g["edge_jsd"].mean(),
-            "RS JSD": g["rs_jsd"].mean(),
-            "EDGE W1": g["edge_w1"].mean(),
-            "RS W1": g["rs_w1"].mean(),
-            "EDGE wins JSD": int((g["jsd_winner"] == "EDGE").sum()),
-            "RS wins JSD": int((g["jsd_winner"] == "RS").sum()),
-            "EDGE wins W1": int((g["w1_winner"] == "EDGE").sum()),
-            "RS wins W1": int((g["w1_winner"] == "RS").sum()),
-            "cases": len(g),
-        }
-    table_ = pd.DataFrame(out).T
-    counts = ["EDGE wins JSD", "RS wins JSD", "EDGE wins W1", "RS wins W1", "cases"]
-    return table_.astype(
-        {c: int for c in counts} | {c: float for c in table_ if c not in counts}
-    )
-
-
-src_summary = summarise(src_rows)
+src_summary = report.summarise_sources(src_rows, null_labels)
 display(
     Markdown(
         "**Paper's score S(O)** (means over learners; wins counted over learners "
@@ -734,34 +488,18 @@ display(
     )
 )
 display(src_summary.round(3))
-per_learner = pd.DataFrame(src_rows).pivot(
-    index="source", columns="learner", values="r"
-)
+per_learner = pd.DataFrame(src_rows).pivot(index="source", columns="learner", values="r")
 display(Markdown("Pearson R(S(O), A(O)) per source and learner"))
 display(per_learner[list(truth)].round(2))
-gen_summary = summarise(gen_rows) if gen_rows else None
+gen_summary = report.summarise_sources(gen_rows, null_labels) if gen_rows else None
 if gen_summary is not None:
     display(
-        Markdown(f"**Generalised score S + {intra_weight:g} I** (beyond the paper)")
+        Markdown(f"**Generalised score {report.score_label(intra_weight)}** (beyond the paper)")
     )
     display(gen_summary.round(3))
-# per-source means under short keys that do not depend on the sources chosen, so the
-# rows of a sweep over seeds line up (clkit summary --columns "source_mean.*")
-record.log(
-    source_mean={
-        g: {
-            "r": float(row["R (mean over learners)"]),
-            "hard_pct": float(row["hard acc. pct"]),
-            "easy_pct": float(row["easy acc. pct"]),
-            "edge_wins": int(row["EDGE wins JSD"] + row["EDGE wins W1"]),
-            "rs_wins": int(row["RS wins JSD"] + row["RS wins W1"]),
-        }
-        for g, row in src_summary.iterrows()
-    }
-)
-I_all = edge.intra_task_scores(sim, all_seqs)
+record.log(source_mean=report.source_means(src_summary))
 corr_intra = {
-    name: similarity_correlation(I_all, acc)["r"] for name, acc in truth.items()
+    n: c["r"] for n, c in report.correlations(edge.intra_task_scores(sim, all_seqs), truth).items()
 }
 record.log(
     source_comparison=src_rows,
@@ -774,208 +512,32 @@ record.log(
 )
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-order_src = list(src_summary.index)
-dfr = pd.DataFrame(src_rows)
-dfr["group"] = ["random (null)" if r in null_labels else r for r in dfr["source"]]
-for i, g in enumerate(order_src):
-    vals = dfr[dfr["group"] == g]
-    axes[0].scatter(np.full(len(vals), i), vals["r"], s=12, alpha=0.6, color="tab:blue")
-    axes[0].plot([i - 0.3, i + 0.3], [vals["r"].mean()] * 2, color="black", lw=2)
-    axes[1].scatter(
-        np.full(len(vals), i - 0.1),
-        vals["hard_pct"],
-        s=12,
-        color="tab:red",
-        label="hard" if i == 0 else None,
-    )
-    axes[1].scatter(
-        np.full(len(vals), i + 0.1),
-        vals["easy_pct"],
-        s=12,
-        color="tab:green",
-        label="easy" if i == 0 else None,
-    )
-axes[0].axhline(0, color="0.6", lw=0.8)
-axes[0].set_ylabel("Pearson R(S(O), A(O))")
-axes[0].set_title("Does the score predict accuracy? (bar: mean)")
-axes[1].set_ylabel("accuracy percentile")
-axes[1].set_ylim(-3, 103)
-axes[1].axhline(50, color="0.6", lw=0.8)
-axes[1].set_title("Where the hard / easy sequences land")
-axes[1].legend(fontsize=8)
-for ax in axes:
-    ax.set_xticks(range(len(order_src)))
-    ax.set_xticklabels(order_src, rotation=30, ha="right", fontsize=8)
-fig.tight_layout()
+fig = plots.similarity_sources(src_summary, src_rows, null_labels)
 record.figure(fig, "similarity_sources")
-plt.show()
 
 # %% [markdown]
 # ## What this run shows
 
 # %%
-better_jsd = [n for n in truth if table[(n, "EDGE")]["jsd"] < table[(n, "RS")]["jsd"]]
-img_better_jsd = [
-    n for n in truth if table[(n, "EDGE-img")]["jsd"] < table[(n, "RS")]["jsd"]
-]
-img_better_w = [
-    n
-    for n in truth
-    if table[(n, "EDGE-img")]["wasserstein"] < table[(n, "RS")]["wasserstein"]
-]
-better_w = [
-    n
-    for n in truth
-    if table[(n, "EDGE")]["wasserstein"] < table[(n, "RS")]["wasserstein"]
-]
-wider = [
-    n
-    for n in truth
-    if table[(n, "EDGE")]["range_coverage"] > table[(n, "RS")]["range_coverage"]
-]
-rs_std_under = [n for n in truth if table[(n, "RS")]["std"] < truth[n].std()]
-pos_corr = [n for n in truth if corr[n]["r"] > 0]
-gauss = [
-    n
-    for n in truth
-    if np.nansum([normal[n][k] > 0.05 for k in ("shapiro_p", "dagostino_p", "ks_p")])
-    >= 2
-]
-clear = [n for n in truth if corr[n]["r"] > 0.2 and corr[n]["p"] < 0.05]
-verdict = (
-    "Accuracy rises clearly with S(O) for most learners, as in the paper's Fig. 2c."
-    if len(clear) > len(truth) / 2
-    else f"Only {len(clear)} of {len(truth)} learners show a clear positive "
-    f"correlation (R > 0.2, p < 0.05): here the {sim.encoder} similarity of the class "
-    "names is a weak proxy for what makes a class order hard, so the hard/easy labels "
-    "of EDGE need not match the hard/easy class orders of these learners."
-)
-narrow = [n for n in truth if table[(n, "EDGE")]["std"] < truth[n].std()]
-
-
-def src_verdict(summary, label):
-    """Plain statements about the sources, from the summary table."""
-    if summary is None or not len(summary):
-        return "", []
-    real = [g for g in summary.index if g != "random (null)"]
-    lines = []
-    if "random (null)" in summary.index:
-        nr = summary.loc["random (null)", "R (mean over learners)"]
-        nsd = summary.loc["random (null)", "R sd over null seeds"]
-        nsd = 0.0 if not np.isfinite(nsd) else nsd
-        above = [
-            g for g in real if summary.loc[g, "R (mean over learners)"] > nr + 2 * nsd
-        ]
-        lines.append(
-            f"the null (random similarity, {num_null} seeds) gives mean R {nr:+.2f} "
-            f"(sd {nsd:.2f}); sources above null mean + 2 sd: "
-            f"{', '.join(above) or 'none'}"
-        )
-    rs_list = "; ".join(
-        f"{g} {summary.loc[g, 'R (mean over learners)']:+.2f}" for g in real
-    )
-    lines.append(f"mean R per source: {rs_list}")
-    S_ = summary
-    pct = "; ".join(
-        f"{g} {S_.loc[g, 'hard acc. pct']:.0f}/{S_.loc[g, 'easy acc. pct']:.0f}"
-        for g in real
-    )
-    lines.append(f"hard/easy accuracy percentiles (ideal 0/100): {pct}")
-    winners = [
-        g
-        for g in real
-        if summary.loc[g, "EDGE wins JSD"] > summary.loc[g, "cases"] / 2
-        and summary.loc[g, "EDGE wins W1"] > summary.loc[g, "cases"] / 2
-    ]
-    wins = "; ".join(
-        f"{g} JSD {S_.loc[g, 'EDGE wins JSD']}/{S_.loc[g, 'RS wins JSD']}, "
-        f"W1 {S_.loc[g, 'EDGE wins W1']}/{S_.loc[g, 'RS wins W1']}"
-        for g in real
-    )
-    lines.append(
-        f"learners where EDGE / RS is closer beyond RS's seed spread (of "
-        f"{len(truth)}): {wins}"
-    )
-    return f"*{label}:* " + "; ".join(lines) + ".", winners
-
-
-src_text, src_winners = src_verdict(src_summary, "paper's S")
+src_text, src_winners = report.source_text(src_summary, "paper's S", num_null, len(truth))
 gen_text, gen_winners = (
-    src_verdict(gen_summary, f"S + {intra_weight:g} I")
+    report.source_text(gen_summary, report.score_label(intra_weight), num_null, len(truth))
     if gen_summary is not None
     else ("", [])
 )
 names_labels = [g for g in src_summary.index if g.startswith("names")]
-if src_winners or gen_winners:
-    claim = (
-        "EDGE's estimate is closer to the truth than RS's, beyond RS's seed spread, "
-        "for most learners on both metrics with: "
-        f"{', '.join(sorted(set(src_winners + gen_winners)))}. "
-        + (
-            "That includes a class-name similarity, as the paper proposes."
-            if any(g in names_labels for g in src_winners + gen_winners)
-            else "None of them is a class-name similarity, the paper's choice: with "
-            "names the claim is not reproduced here."
-        )
-    )
-else:
-    claim = (
-        "No similarity source made EDGE's estimate closer to the truth than RS's "
-        "beyond RS's seed spread for most learners on both JSD and W1. On this setting "
-        f"({N} Fashion-MNIST classes in {K} tasks, small MLP learners) the run does "
-        "not support the paper's claim that EDGE approximates the accuracy "
-        "distribution better than RS; what differs between sources is how close their "
-        "hard/easy sequences come to the accuracy extremes and how well their score "
-        "tracks accuracy (above)."
-    )
-record.log(
-    paper_claim_supported_by=sorted(set(src_winners + gen_winners)),
-    edge_std_below_truth=narrow,
+claim = report.source_claim(src_winners + gen_winners, names_labels, N, K)
+record.log(paper_claim_supported_by=sorted(set(src_winners + gen_winners)))
+summary, lists = report.closing_text(
+    truth=truth, table=table, corr=corr, corr_img=corr_img, corr_intra=corr_intra,
+    normal=normal, rank_err=rank_err, agree=agree, seq_rows=ext["rows"], hard_info=hard_info,
+    easy_info=easy_info, encoder=sim.encoder, num_sequences_run=len(all_seqs), N=N, K=K,
+    L1=sizes["theorem1_L_100_10"], num_draws=num_draws, src_text=src_text, gen_text=gen_text,
+    claim=claim,
 )
-record.log(
-    edge_better_jsd=better_jsd,
-    edge_better_w=better_w,
-    edge_img_better_jsd=img_better_jsd,
-    edge_img_better_w=img_better_w,
-    edge_wider_range=wider,
-    rs_underestimates_std=rs_std_under,
-    positive_correlation=pos_corr,
-    near_gaussian=gauss,
-)
-display(Markdown(f"""
-* **Combinatorics.** {N} classes in {K} tasks give {len(all_seqs)} sequences; 100
-  classes in 10 tasks give about 10^{len(str(edge.num_sequences(100, 10))) - 1}, so
-  three random sequences say little about the distribution (Theorem 1 asks for {L1:,} of
-  them at ε = 0.1, δ = 0.05).
-* **Similarity and sequences** ({sim.encoder}). The hard sequence sits at the
-  {seq_rows[0]['percentile among random']:.1f}th and the easy one at the
-  {seq_rows[1]['percentile among random']:.1f}th percentile of S(O) among random
-  sequences. The local search changed S from {hard_info['paper_score']:.3f} to
-  {hard_info['score']:.3f} (hard) and {easy_info['paper_score']:.3f} to
-  {easy_info['score']:.3f} (easy).
-* **RS vs EDGE** over {len(truth)} learners: EDGE's Gaussian is closer to the truth in
-  JSD for {len(better_jsd)} ({', '.join(better_jsd) or 'none'}) and in Wasserstein
-  distance for {len(better_w)} ({', '.join(better_w) or 'none'}); its sampled range is
-  wider than RS's for {len(wider)}. RS underestimates the true standard deviation for
-  {len(rs_std_under)} of {len(truth)} learners. Total ranking error: RS
-  {rank_err['RS']}, EDGE {rank_err['EDGE']}, EDGE-img {rank_err['EDGE-img']}. With the
-  image-prototype similarity (MAE {agree['mae']:.2f}, Spearman {agree['spearman']:.2f}
-  against the text similarity), EDGE-img beats RS in JSD for {len(img_better_jsd)} and
-  in W for {len(img_better_w)} learners. These counts compare single draws (the paper's
-  seeds); section 9 averages over {num_draws} draws. EDGE's implied std (from the
-  accuracies listed in the table) is below the true std for {len(narrow)} of
-  {len(truth)} learners.
-* **Similarity sources (section 9).** {src_text} {gen_text}
-  Intra-task similarity I(O) of the {sim.encoder} names vs accuracy:
-  {', '.join(f"{n} {corr_intra[n]:+.2f}" for n in truth)}.
-* **The paper's claim.** {claim}
-* **Near-Gaussian truth** (>= 2 of 3 tests with p > 0.05 after Box-Cox):
-  {', '.join(gauss) or 'none'}.
-* **Similarity vs accuracy.** Pearson R is positive for {len(pos_corr)} of {len(truth)}
-  learners ({', '.join(f"{n} {corr[n]['r']:.2f}" for n in truth)}); with the image
-  similarity: {', '.join(f"{n} {corr_img[n]['r']:.2f}" for n in truth)}. {verdict}
-"""))
+record.log(**lists)
+display(Markdown(summary))
+display(Markdown(struct["text"]))
 
 # %%
 record.save()

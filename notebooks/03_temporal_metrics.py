@@ -44,12 +44,13 @@ label_column: str = "label"  # PATH table: class labels
 # learners giving A(t, tau); also any clkit strategy, installed plugin or
 # "package.module:ClassName"
 learners: list = ["erm", "finetune", "ewc", "si", "agem"]
-# per-learner settings {learner: {keyword: value}}, e.g. {"ewc": {"ewc_lambda": 100.0},
-# "si": {"si_lambda": 100.0}, "agem": {"memory_size": 2000}}; {}: the strategies' defaults
+# per-learner settings {learner: {keyword: value}}, keywords of the learner's
+# clkit strategy (erm, finetune: naive), e.g. {"si": {"si_lambda": 100.0}}
 learner_kwargs: dict = {}
 # A(t, tau) CSV files, added as learners named by the file (no training; as many
-# periods as the stream)
+# periods as the stream; a header row / index column is taken only when it has text)
 acc_matrices: list = []
+acc_matrices_scale: str = "unit"  # their scores: unit (0-1) | percent (0-100, / 100)
 period_length: int = 365  # days per period (rainfall), time steps per period
 #                           (yearbook, fmow), training samples per period (synthetic)
 max_periods: int = 0  # keep only the first periods (0: all)
@@ -89,20 +90,20 @@ from clkit.results import RunRecord
 from clkit._validate import check_choice, check_int, check_real
 from clkit.data.user import is_user_path, load_matrix_csv, load_period_table
 from clkit.plugins import split_learners
-from clkit.learner_kwargs import settings_for
 
 own_learners, user_learners = split_learners(learners, tm.LEARNERS,
                                              parameter="learners",
                                              notebook="03_temporal_metrics")
-user_acc = {f.rsplit("/", 1)[-1].rsplit(".", 1)[0]: load_matrix_csv(f)
+check_choice("acc_matrices_scale", acc_matrices_scale, ["unit", "percent"])
+user_acc = {f.rsplit("/", 1)[-1].rsplit(".", 1)[0]: load_matrix_csv(f, scale=acc_matrices_scale)
             for f in acc_matrices}
 
 P = tm.check_params(dataset="synthetic" if is_user_path(dataset) else dataset,
                     learners=own_learners or ["erm"], period_length=period_length,
                     delta=delta,
                     epsilon=epsilon, lam=lam, n=n, horizon=horizon, epochs=epochs, seed=seed)
-learner_kwargs = tm.check_learner_settings(learner_kwargs, learners)
 check_choice("oracle", oracle, ["erm", "self"])
+LS = tm.check_learner_settings(learner_kwargs, learners)  # {learner: {keyword: value}}
 check_choice("sh_never_crossed", sh_never_crossed, ["available", "horizon"])
 check_int("max_periods", max_periods, low=0)
 check_int("verdict_seeds", verdict_seeds, low=0)
@@ -122,12 +123,13 @@ if oracle == "erm" and "erm" not in learners:
                      f"got learners={learners!r}")
 
 record = RunRecord("03_temporal_metrics", params=dict(
-    dataset=dataset, learners=learners, learner_kwargs=learner_kwargs, period_length=period_length, max_periods=max_periods,
+    dataset=dataset, learners=learners, period_length=period_length, max_periods=max_periods,
     delta=delta, epsilon=epsilon, lam=lam, n=n, horizon=horizon,
     sh_never_crossed=sh_never_crossed, oracle=oracle, epochs=epochs, hidden=hidden, lr=lr,
     batch_size=batch_size, synthetic_periods=synthetic_periods,
     synthetic_samples=synthetic_samples, synthetic_epochs=synthetic_epochs, drift=drift,
-    separation_start=separation_start, separation_end=separation_end, seed=seed, verdict_seeds=verdict_seeds))
+    separation_start=separation_start, separation_end=separation_end, seed=seed,
+    learner_kwargs=learner_kwargs, verdict_seeds=verdict_seeds))
 H = horizon or None  # None: all future periods
 train_kw = dict(epochs=epochs, hidden=hidden, lr=lr, batch_size=batch_size, seed=seed)
 metric_kw = dict(delta=delta, epsilon=epsilon, lam=lam, n=n, horizon=H,
@@ -213,7 +215,7 @@ for ax, (name, res) in zip(axes, part1.items()):
     ax.set_title(name)
     ax.set_xlabel("training period t")
 axes[0].set_ylabel("accuracy / score")
-axes[1].legend(fontsize=8, ncol=2)
+axes[1].legend(fontsize=7, ncol=2)
 fig.suptitle("ID, OOD and TAS of per-period ERM on both streams (dotted: ground truth)")
 fig.tight_layout()
 record.figure(fig, "part1_adaptation_vs_difficulty")
@@ -289,10 +291,11 @@ display(Markdown(f"**Data used:** {data.source}. {T} periods, {n_train} training
 # %%
 from clkit.progress import tqdm
 
-acc = {}
+acc, acc_full = {}, {}  # the paper's forward matrices; with the past (tau < t) evaluated too
 for name in tqdm(learners, desc="learners"):
-    acc[name] = tm.accuracy_matrix(data, name, **train_kw,
-                                   strategy_kwargs=settings_for(name, None, learner_kwargs))
+    acc_full[name] = tm.accuracy_matrix(data, name, backward=True, strategy_kwargs=LS.get(name),
+                                        **train_kw)
+    acc[name] = tm.forward_view(acc_full[name])
 for name, A in user_acc.items():
     if A.shape != (T, T):
         raise ValueError(f"acc_matrices: {name} has {len(A)} periods, the stream {T}")
@@ -308,8 +311,7 @@ chance = 1.0 / data.num_classes
 
 # %% [markdown]
 # ### $A(t,\tau)$ and $g(t,\tau)$
-# Left: accuracy; the upper triangle ($\tau \ge t$) is what the paper's metrics read, the
-# lower triangle is the backward view (below). Right: the transfer ratio on a
+# Left: accuracy, grey where not evaluated ($\tau < t$). Right: the transfer ratio on a
 # diverging scale that is white at $\delta$ (as in the paper's Fig. 2), saturated blue at
 # $g = 1$ and saturated red at $g = 0$, so both "at the oracle" and "far below $\delta$" stand
 # out; a black outline marks the first cell of each row below $\delta$, where the
@@ -393,35 +395,39 @@ record.log(learners={name: {k: v for k, v in r.items()} for name, r in rows.item
            acc_matrix={name: A for name, A in acc.items()}, H=H_eff, dh_sentinel=H_eff + 1)
 
 # %% [markdown]
-# ### Beyond the paper: the backward view ($\tau < t$)
-# The paper's metrics (TTR, SH, DH, TAS, ID, OOD above) read only $\tau \ge t$: how a model
-# trained up to $t$ does on the *future*. A method built to prevent forgetting (EWC, SI, A-GEM)
-# can only show there as a cost. `clkit.temporal.accuracy_matrix` also evaluates the past
-# periods, and `backward_summary(A)` summarises them per training period $t \ge 1$:
-#
-# | quantity | formula | clkit |
-# |---|---|---|
-# | backward accuracy | $BA(t) = \frac1t\sum_{\tau<t} A(t,\tau)$ | `backward_summary(A)["backward_acc"]` |
-# | forgetting | $F(t) = \frac1t\sum_{\tau<t}\bigl(\max_{\tau\le t'<t} A(t',\tau) - A(t,\tau)\bigr)$ | `backward_summary(A)["forgetting"]` |
-#
-# These two numbers come from the backward view only; every other number in this notebook
-# comes from the paper's forward view. **erm** is a fresh model per period, so its backward
-# accuracy is what *no* memory of the past gives.
+# ### Beyond the paper: the backward view
+# The paper's metrics look only forward ($\tau \ge t$), so a method that keeps what it learned
+# can only show there as a cost. Evaluating the past periods too ($\tau < t$, the grey triangle
+# above) gives each learner's **backward accuracy** $BA(t) = \frac{1}{t}\sum_{\tau<t} A(t,\tau)$
+# and the **forgetting** of period $\tau$, $F(\tau) = \max_{\tau \le t < T-1} A(t,\tau) -
+# A(T-1,\tau)$ (`clkit.temporal.backward_summary`). Every number in the tables above comes from
+# the forward view; this table alone from the backward one.
 
 # %%
-backward = {name: tm.backward_summary(A) for name, A in acc.items()}
-table_bw = pd.DataFrame({name: {"backward accuracy": b["backward_acc"],
-                                "forgetting": b["forgetting"]}
-                         for name, b in backward.items()}).T
-display(table_bw.style.format("{:.3f}"))
-record.log(backward=backward)
+back = {name: tm.backward_summary(A) for name, A in acc_full.items()}
+display(tm.backward_table(back).style.format("{:.1%}"))
+record.log(backward=back, learner_settings=LS)
+
+# %%
+fig, axes = plt.subplots(1, 3, figsize=(14, 3.8), sharex=True)
+t = np.arange(T)
+for name in learners:
+    for ax, key in zip(axes, ("id", "ood", "tas")):
+        ax.plot(t, rows[name]["per_period"][key], "-o", ms=3, label=name)
+for ax, key, ylab in zip(axes, ("ID accuracy", f"OOD accuracy (next {n})", f"TAS (next {n})"),
+                         ("accuracy A(t, t)", "mean accuracy on t+1..t+n", "mean g on t+1..t+n")):
+    ax.set(title=key, xlabel="training period t", ylabel=ylab)
+axes[0].legend(fontsize=8)
+fig.tight_layout()
+record.figure(fig, "id_ood_tas_over_time")
+plt.show()
 
 # %% [markdown]
 # ### Verdicts: does a method differ from fine-tuning?
 # One seed cannot tell a difference between learners from seed noise. Each sequential
 # learner is trained again with `verdict_seeds` training seeds (initialisation and batch
-# order; same data, same ERM oracle), and every metric above — forward (TAS, OOD, SH) and
-# backward (backward accuracy, forgetting) — is compared as *method − finetune*, paired over
+# order; same data, same ERM oracle), and the metrics above — forward (TAS, OOD, SH) and
+# backward (backward accuracy, forgetting) — are compared as *method − finetune*, paired over
 # seeds (`clkit.stats.paired`), Holm-adjusted across the family. **Null control:** finetune
 # against finetune trained with seeds shifted by 10 000 — two independent draws of the same
 # training process, so any "difference" there is the rule failing (`clkit.temporal_verdicts`).
@@ -434,9 +440,8 @@ judged = [name for name in own_learners if name != "erm"]
 verdicts = []
 if verdict_seeds >= 2 and "finetune" in judged and len(judged) > 1:
     per_seed, null = tmv.seed_metrics(data, judged, [seed + i for i in range(verdict_seeds)],
-                                      train_kw=train_kw, learner_kwargs=learner_kwargs,
-                                      oracle=oracle_vec, metric_kw=metric_kw, known=acc,
-                                      progress=True)
+                                      train_kw=train_kw, learner_kwargs=LS, oracle=oracle_vec,
+                                      metric_kw=metric_kw, known=acc_full, progress=True)
     verdicts = tmv.verdicts(per_seed, null)
     display(stats.verdict_table(verdicts))
     summary = stats.closing_text(verdicts, subject="this run", small_n=4)
@@ -446,22 +451,6 @@ else:
 display(Markdown(summary))
 record.log(verdicts=[v.to_dict() for v in verdicts],
            controls_hold=stats.controls_hold(verdicts)[0], summary=summary)
-
-# %%
-fig, axes = plt.subplots(1, 3, figsize=(14, 3.8), sharex=True)
-t = np.arange(T)
-for name in learners:
-    for ax, key in zip(axes, ("id", "ood", "tas")):
-        ax.plot(t, rows[name]["per_period"][key], "-o", ms=3, label=name)
-for ax, key, ylab in zip(axes, ("ID accuracy", f"OOD accuracy (next {n})", f"TAS (next {n})"),
-                         ("accuracy on period t", f"mean accuracy on t+1..t+{n}", "TAS")):
-    ax.set_title(key)
-    ax.set_xlabel("training period t")
-    ax.set_ylabel(ylab)
-axes[0].legend(fontsize=8)
-fig.tight_layout()
-record.figure(fig, "id_ood_tas_over_time")
-plt.show()
 
 # %% [markdown]
 # ## What this run shows
@@ -473,10 +462,6 @@ worst_tas = learned["TAS"].idxmin()
 n_above = int((learned["OOD"] > baseline["ood"]).sum())
 ref = "erm" if "erm" in rows else learners[0]
 id_trend = np.polyfit(np.arange(T), rows[ref]["per_period"]["id"], 1)[0]
-sh_text = tm.sh_facts({name: r["sh_eq3"] for name, r in rows.items()}, baseline["sh_eq3"],
-                      {name: tm.first_crossing(acc[name], delta, oracle_vec) for name in rows},
-                      list(data.periods), delta)
-record.log(sh_facts=sh_text)
 display(Markdown(
     f"On **{data.name}** ({T} periods), the ID accuracy of {ref} changes by "
     f"{id_trend * (T - 1):+.3f} over the stream (linear-fit slope × (T − 1)) — that part of "
@@ -493,14 +478,12 @@ display(Markdown(
     f"Horizon averages {learned['DH'].min():.2f}–{learned['DH'].max():.2f} (sentinel "
     f"{H_eff + 1} = never crossed). Part 1 showed, on data with known ground "
     "truth, how TAS reads: a falling ID/OOD pair with a steady TAS means harder data, a "
-    "falling TAS means adaptation lag. "
-    + sh_text
-    + " Backward view (τ < t, beyond the paper): forgetting ranges from "
-    f"{table_bw['forgetting'].min():.3f} (**{table_bw['forgetting'].idxmin()}**) to "
-    f"{table_bw['forgetting'].max():.3f} (**{table_bw['forgetting'].idxmax()}**), backward "
-    f"accuracy from {table_bw['backward accuracy'].min():.1%} to "
-    f"{table_bw['backward accuracy'].max():.1%} (seed {seed}; the verdicts above say which "
-    "differences from finetune hold over seeds)."))
+    "falling TAS means adaptation lag."))
+display(Markdown(tm.stability_facts(rows, baseline, acc, delta=delta, oracle=oracle_vec,
+                                    periods=list(data.periods))
+                 + " " + tm.backward_text(back, rows)))
+record.log(stability_facts=tm.stability_facts(rows, baseline, acc, delta=delta, oracle=oracle_vec,
+                                              periods=list(data.periods)))
 
 # %%
 record.save()

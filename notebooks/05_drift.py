@@ -52,7 +52,7 @@
 
 # %% tags=["parameters"]
 # Parameters: edit a value, then Run All. Headless: clkit run 05_drift -p NAME VALUE
-dataset: str = "auto"  # auto: Cora from the clkit data cache if present, else csbm |
+dataset: str = "auto"  # auto: Cora (a local copy, else the one shipped with clkit) |
 # csbm (offline synthetic) | cora | citeseer (local Planetoid files) |
 # corafull | ogbn_arxiv | reddit | roman_empire (online) | PATH.pt (a torch.save'd
 # torch-geometric Data) | "package.module:DatasetClass" (root: data_dir)
@@ -73,6 +73,8 @@ setting: str = "gaussian"  # setting of the dynamics figure: hard | gaussian |
 # boundary_local | global
 sigma: float = 10.0  # Gaussian mixing width, in batches (main Gaussian setting)
 sigmas: list = [3.0, 10.0, 40.0]  # sigma sweep (Fig. 3, Tables 5-6), in batches
+overlaps: list = []  # the sigma sweep given as target overlap indices instead, e.g.
+# [0.1, 0.4, 0.8]: sigma solved per protocol on this graph (clkit.drift.calibrate)
 sweep_methods: list = ["bare", "er"]  # learners of the sigma sweep (Bare, a CL method)
 p: float = 0.3  # global mixing: fraction of every task spread over the whole stream
 k_bl: int = 5  # boundary-local mixing: batches mixed on each side of a boundary
@@ -84,12 +86,17 @@ methods: list = ["bare", "joint", "er", "mas_star", "ssm"]  # learners compared;
 # bare, joint, er, agem, gss, mas_star, ssm, sem, dmsg (about 2.5x longer); also any
 # task-free clkit strategy, installed plugin or "package.module:ClassName"
 memory_size: int = 100  # replay memory, in nodes (ER, A-GEM, GSS, SSM, SEM, DMSG)
+# per-learner settings {method: {keyword: value}}, keywords of the method's class,
+# e.g. {"mas_star": {"mas_lambda": 10.0}}
+learner_kwargs: dict = {}
 hidden: int = 64  # GCN hidden width (the paper: 256)
 lr: float = 0.005  # Adam learning rate
-eval_every: int = 20  # evaluation interval Delta, in batches (the authors' code: 100)
+eval_every: int = 20  # evaluation interval Delta of the text protocol, in batches
+eval_every_authors: int = 100  # Delta of the authors protocol (their code: 100; a run
+# that sets another value says so)
 joint_epochs: int = 10  # epochs of the offline Joint bound (text protocol; authors: 1)
 tau: float = 0.9  # overlap-index dominance threshold (the authors' value)
-seeds: list = [1, 2]  # seeds: stream, model and method (the paper: [1, 2, 3])
+seeds: list = [1, 2, 3, 4]  # stream, model and method seeds (verdicts need 4 or more)
 
 # %%
 import numpy as np
@@ -98,6 +105,10 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 import clkit.drift as drift
+from clkit.drift import plots, report
+import clkit.stats as drift_stats
+from dataclasses import asdict
+from clkit.drift import calibrate
 from clkit.data.graphs import load_graph, resolve_auto
 from clkit.results import RunRecord
 from clkit.data.user import is_user_path, load_graph_source
@@ -112,74 +123,30 @@ own_methods, user_methods = split_learners(
     methods, drift.METHODS, parameter="methods", notebook="05_drift"
 )
 user_graph = is_user_path(dataset) or ":" in dataset
+params = {k: globals()[k] for k in drift.NOTEBOOK_PARAMETERS}
 drift.check_params(
-    dataset="csbm" if user_graph else dataset,
-    setting=setting,
-    sigma=sigma,
-    sigmas=sigmas,
-    p=p,
-    k_bl=k_bl,
-    batch_size=batch_size,
-    batch_sizes=batch_sizes,
-    sampling=sampling,
-    methods=own_methods or ["bare"],
-    memory_size=memory_size,
-    eval_every=eval_every,
-    seeds=seeds,
-    classes_per_task=classes_per_task,
-    tau=tau,
-    hidden=hidden,
-    lr=lr,
-    joint_epochs=joint_epochs,
-    test_fraction=test_fraction,
-    protocol=protocols,
+    **{
+        **params,
+        "dataset": "csbm" if user_graph else dataset,
+        "methods": own_methods or ["bare"],
+        "protocol": protocols,
+        "all_methods": methods,
+    }
 )
-if not isinstance(sweep_methods, list) or not sweep_methods:
-    raise ValueError(f"sweep_methods must be a non-empty list, got {sweep_methods!r}")
-for m in sweep_methods:
-    if m not in methods or m == "joint":
-        raise ValueError(
-            f"sweep_methods must name online methods among methods={methods}, got {m!r}"
-        )
-params = dict(
-    dataset=dataset,
-    data_dir=data_dir,
-    protocol=protocol,
-    num_nodes=num_nodes,
-    num_classes=num_classes,
-    homophily=homophily,
-    avg_degree=avg_degree,
-    feature_signal=feature_signal,
-    classes_per_task=classes_per_task,
-    test_fraction=test_fraction,
-    setting=setting,
-    sigma=sigma,
-    sigmas=sigmas,
-    sweep_methods=sweep_methods,
-    p=p,
-    k_bl=k_bl,
-    batch_size=batch_size,
-    batch_sizes=batch_sizes,
-    sampling=sampling,
-    methods=methods,
-    memory_size=memory_size,
-    hidden=hidden,
-    lr=lr,
-    eval_every=eval_every,
-    joint_epochs=joint_epochs,
-    tau=tau,
-    seeds=seeds,
-)
+LS = drift.check_learner_settings(learner_kwargs, methods, protocols)
 record = RunRecord("05_drift", params=params)
+intervals, interval_notes = drift.eval_intervals(
+    protocols, eval_every, eval_every_authors
+)
 
 # %% [markdown]
 # ## Data
 #
 # The paper uses CoraFull, ogbn-arxiv, Reddit and Roman-Empire, reachable only through
 # their online loaders. With `dataset="auto"` the notebook uses the real **Cora**
-# citation graph (Sen et al., AI Magazine 2008; 7 classes, so 3 latent tasks) when its
-# Planetoid files are in the clkit data cache, and otherwise a **contextual stochastic
-# block model** (CSBM) of the same size and shape: an edge homophily $h$ we choose (so a
+# citation graph (Sen et al., AI Magazine 2008; 7 classes, so 3 latent tasks), shipped
+# with clkit (a user copy in the data cache is preferred), and only if it cannot be read
+# a **contextual stochastic block model** (CSBM) of the same size and shape: an edge homophily $h$ we choose (so a
 # heterophilous graph like Roman-Empire, $h=0.05$, can be imitated as well as a citation
 # graph) and node features drawn around a class-dependent mean. The line below says
 # which one this run used.
@@ -190,16 +157,12 @@ record = RunRecord("05_drift", params=params)
 
 # %%
 name = resolve_auto(data_dir or None) if dataset == "auto" else dataset
-kw = (
-    dict(
-        num_nodes=num_nodes,
-        num_classes=num_classes,
-        homophily=homophily,
-        avg_degree=avg_degree,
-        feature_signal=feature_signal,
-    )
-    if name == "csbm"
-    else {}
+csbm_kw = dict(
+    num_nodes=num_nodes,
+    num_classes=num_classes,
+    homophily=homophily,
+    avg_degree=avg_degree,
+    feature_signal=feature_signal,
 )
 if user_graph:
     graph = load_graph_source(
@@ -207,6 +170,7 @@ if user_graph:
     )
     name = f"user-{graph.name}"  # names the stream cache folder
 else:
+    kw = csbm_kw if name == "csbm" else {}
     graph = load_graph(name, root=data_dir or None, seed=min(seeds), **kw)
 data = {
     pr: drift.protocol_data(
@@ -230,31 +194,8 @@ record.log(
 )
 display(
     Markdown(
-        f"**Data used:** {graph.source}"
-        + (
-            " (dataset='auto': Cora's files were found)"
-            if dataset == "auto" and name == "cora"
-            else (
-                " (dataset='auto': Cora's files are not in the clkit data cache, "
-                "so the synthetic CSBM)"
-                if dataset == "auto"
-                else ""
-            )
-        )
-        + f".  \n{stats['num_nodes']} nodes, {stats['num_edges']} edges, "
-        f"{stats['num_classes']} classes, homophily {stats['homophily']:.2f}, "
-        f"average degree {stats['avg_degree']:.1f}; "
-        f"{split0.num_tasks} latent tasks. "
-        + " ".join(
-            f"Protocol {pr}: {sum(map(len, data[pr][1].task_nodes))} stream nodes, "
-            f"{len(data[pr][1].test_idx)} test nodes."
-            for pr in protocols
-        )
-        + (
-            f" Classes {dropped} do not fill a task of {classes_per_task} "
-            "and are left out."
-            if dropped
-            else ""
+        report.data_markdown(
+            graph, stats, data, dataset, name, dropped, classes_per_task
         )
     )
 )
@@ -287,32 +228,37 @@ display(
 # task's batches.
 
 # %%
-configs_main = [
-    drift.StreamConfig("hard", batch_size=batch_size, sampling=sampling),
-    drift.StreamConfig(
-        "gaussian", sigma=sigma, batch_size=batch_size, sampling=sampling
-    ),
-    drift.StreamConfig(
-        "boundary_local", k_bl=k_bl, batch_size=batch_size, sampling=sampling
-    ),
-    drift.StreamConfig("global", p=p, batch_size=batch_size, sampling=sampling),
-]
-configs_sigma = [
-    drift.StreamConfig("gaussian", sigma=s, batch_size=batch_size, sampling=sampling)
-    for s in sigmas
-]
-other = "with" if sampling == "without" else "without"
-configs_sampling = [
-    drift.StreamConfig("gaussian", sigma=sigma, batch_size=batch_size, sampling=other)
-]
-configs_batch = [
-    drift.StreamConfig("gaussian", sigma=sigma, batch_size=b, sampling=sampling)
-    for b in batch_sizes
-    if b != batch_size
-]
-cfg_gauss = configs_main[1]
-
-sizes = [len(t) for t in data[protocols[0]][1].task_nodes]
+if overlaps:  # sigma for each target overlap, solved per protocol on this graph
+    fits = calibrate.sigmas_for_overlaps(
+        overlaps,
+        graph,
+        protocols=protocols,
+        classes_per_task=classes_per_task,
+        test_fraction=test_fraction,
+        batch_size=batch_size,
+        tau=tau,
+        seed=min(seeds),
+    )
+    sweep_sigmas = {pr: [f.sigma for f in fits[pr]] for pr in protocols}
+    record.log(overlap_fits={pr: [asdict(f) for f in fits[pr]] for pr in protocols})
+    display(report.overlap_fits_table(fits))
+else:
+    sweep_sigmas = {pr: list(sigmas) for pr in protocols}
+sigmas = sweep_sigmas[protocols[0]]
+configs = {
+    pr: drift.study_configs(
+        sigma=sigma,
+        sigmas=sweep_sigmas[pr],
+        p=p,
+        k_bl=k_bl,
+        batch_size=batch_size,
+        batch_sizes=batch_sizes,
+        sampling=sampling,
+    )
+    for pr in protocols
+}
+configs_main = configs[protocols[0]]["main"]
+sizes = [len(t) for t in split0.task_nodes]
 mu, bk, T = drift.task_centers(sizes, batch_size)
 grid_sigma = np.geomspace(0.25, 4 * max(max(sigmas), sigma), 40)
 overlap_curve = [
@@ -330,8 +276,7 @@ record.log(
 display(
     Markdown(
         f"Stream of {T} batches ({protocols[0]} protocol). "
-        "Overlap index of the σ sweep "
-        f"(τ = {tau:g}): "
+        f"Overlap index of the σ sweep (τ = {tau:g}): "
         + ", ".join(f"σ = {s:g}: O = {o:.2f}" for s, o in sweep_overlap.items())
     )
 )
@@ -340,7 +285,9 @@ display(
 # ## Evaluation
 #
 # Each learner is a 2-layer GCN trained **online** with Adam: one optimisation step per
-# incoming batch, a single pass, no task identity. Every $\Delta$ batches the model is
+# incoming batch, a single pass, no task identity. Every $\Delta$ batches (`eval_every`
+# under `text`; `eval_every_authors`, 100 as in the released code, under `authors`;
+# both are recorded, and a run that changes the authors' value says so) the model is
 # evaluated on the test set of every latent task, giving $A_{i,k}$. From it, with $M$
 # evaluations and the last one at the end of the stream:
 #
@@ -377,92 +324,30 @@ display(
 # says what runs instead).
 
 # %%
-cl_sweep = [m for m in sweep_methods if m != "bare"]
-runs = {}
-for pr in protocols:
-    g_pr, s_pr = data[pr]
-    main_cfgs = list(
-        dict.fromkeys(configs_main + (configs_sampling if pr == protocols[0] else []))
-    )
-    rows, curves, streams = drift.run_grid(
-        g_pr,
-        s_pr,
-        main_cfgs,
-        methods,
-        seeds,
-        hidden=hidden,
-        lr=lr,
-        memory_size=memory_size,
-        eval_every=eval_every,
-        joint_epochs=joint_epochs,
-        tau=tau,
-        dataset=name,
-        protocol=pr,
-    )
-    # the sigma sweep and the batch-size study run the sweep methods
-    # (the latter under the first protocol only)
-    extra = [
-        c
-        for c in configs_sigma + (configs_batch if pr == protocols[0] else [])
-        if c not in main_cfgs
-    ]
-    if extra:
-        r2, c2, s2 = drift.run_grid(
-            g_pr,
-            s_pr,
-            extra,
-            sweep_methods,
-            seeds,
-            hidden=hidden,
-            lr=lr,
-            memory_size=memory_size,
-            eval_every=eval_every,
-            joint_epochs=joint_epochs,
-            tau=tau,
-            dataset=name,
-            protocol=pr,
-        )
-        rows, curves, streams = rows + r2, {**curves, **c2}, {**streams, **s2}
-    runs[pr] = (pd.DataFrame(rows), curves, streams)
-
-
-def summarise(df):
-    g = df.groupby(["config", "method"], sort=False)[
-        ["AA", "AF", "A_AUC", "AF_s", "overlap", "detector_firings"]
-    ]
-    return g.mean(), g.std(ddof=0)
-
-
-stats_by = {pr: summarise(runs[pr][0]) for pr in protocols}
+record.log(eval_every=intervals, eval_every_notes=interval_notes)
+display(Markdown(report.intervals_markdown(intervals, interval_notes)))
+learner_kw = dict(hidden=hidden, lr=lr, memory_size=memory_size, eval_every=intervals,
+                  learner_kwargs=LS)
+grid_kw = dict(**learner_kw, joint_epochs=joint_epochs, tau=tau, dataset=name)
+runs = drift.run_protocols(data, configs, methods, sweep_methods, seeds, **grid_kw)
+stats_by = {pr: report.summarise(runs[pr][0]) for pr in protocols}
 p0 = protocols[0]
 mean, std = stats_by[p0]
-df, curves, streams = runs[p0]
-record.log(results={f"{c} | {m}": r for (c, m), r in mean.to_dict("index").items()})
+record.log(results=report.keyed(mean))
 record.log(
-    results_by_protocol={
-        pr: {f"{c} | {m}": r for (c, m), r in stats_by[pr][0].to_dict("index").items()}
-        for pr in protocols
-    }
+    results_by_protocol={pr: report.keyed(stats_by[pr][0]) for pr in protocols}
 )
 # The four main settings again under keys that do not depend on sigma, p, k_bl or B,
 # so the rows of a parameter sweep line up (clkit summary: main.gaussian.er.A_AUC, ...).
-record.log(
-    main={
-        cfg.setting: {m: mean.loc[(cfg.label(), m)].to_dict() for m in methods}
-        for cfg in configs_main
+main_by = {
+    pr: {
+        c.setting: {m: stats_by[pr][0].loc[(c.label(), m)].to_dict() for m in methods}
+        for c in configs_main
     }
-)
-record.log(
-    main_by_protocol={
-        pr: {
-            cfg.setting: {
-                m: stats_by[pr][0].loc[(cfg.label(), m)].to_dict() for m in methods
-            }
-            for cfg in configs_main
-        }
-        for pr in protocols
-    }
-)
+    for pr in protocols
+}
+record.log(main=main_by[p0])
+record.log(main_by_protocol=main_by)
 
 # %% [markdown]
 # ### The mixing curves
@@ -473,32 +358,17 @@ record.log(
 
 # %%
 s0 = min(seeds)
-fig, axes = plt.subplots(2, 3, figsize=(11, 6.2))
-axes = axes.ravel()
-for ax, cfg in zip(axes[:4], configs_main):
-    w = streams[(cfg, s0)].weights
-    for k in range(w.shape[1]):
-        ax.plot(np.arange(len(w)), w[:, k], lw=1.2, label=f"task {k}")
-    ax.set(title=cfg.label(), xlabel="batch t", ylabel=r"$\alpha_k(t)$", ylim=(0, 1.05))
-axes[4].semilogx(
-    grid_sigma, overlap_curve, label=rf"overlap $\mathcal{{O}}$ ($\tau$={tau:g})"
+fig = plots.mixing_curves(
+    runs[p0][2],
+    configs_main,
+    s0,
+    grid_sigma,
+    overlap_curve,
+    entropy_curve,
+    sweep_overlap,
+    tau,
+    p0,
 )
-axes[4].semilogx(grid_sigma, entropy_curve, label="mixing entropy / log K")
-axes[4].scatter(
-    list(sweep_overlap),
-    list(sweep_overlap.values()),
-    color="k",
-    zorder=3,
-    label="σ sweep",
-)
-axes[4].set(xlabel="σ (batches)", title="overlap grows with σ")
-axes[4].legend(fontsize=8)
-handles, labels = axes[0].get_legend_handles_labels()
-axes[5].axis("off")
-if len(handles) <= 12:
-    axes[5].legend(handles, labels, loc="center", title="latent task", fontsize=9)
-fig.suptitle(f"mixing curves ({p0} protocol, seed {s0})")
-fig.tight_layout()
 record.figure(fig, "mixing_curves")
 plt.show()
 
@@ -511,49 +381,9 @@ plt.show()
 # while its detector has not fired) stay visible.
 
 # %%
-STYLE = {
-    "bare": dict(color="k", ls="-", lw=2.4, alpha=0.5, zorder=1),
-    "er": dict(color="C0", ls="-", marker="o"),
-    "agem": dict(color="C1", ls="--", marker="s"),
-    "gss": dict(color="C2", ls="-.", marker="^"),
-    "mas_star": dict(color="C3", ls=":", marker="v", lw=1.8),
-    "ssm": dict(color="C4", ls="--", marker="D"),
-    "sem": dict(color="C5", ls="-.", marker="P"),
-    "dmsg": dict(color="C6", ls=":", marker="X"),
-}
 cfg_dyn = {c.setting: c for c in configs_main}[setting]
 online = [m for m in methods if m != "joint"]
-fig, axes = plt.subplots(
-    1, len(protocols), figsize=(5.5 * len(protocols), 3.8), squeeze=False
-)
-for ax, pr in zip(axes[0], protocols):
-    mpr = stats_by[pr][0]
-    for m in online:
-        when, acc = runs[pr][1][(cfg_dyn, m, s0)]
-        ax.plot(
-            when,
-            np.nanmean(acc, axis=1),
-            label=m,
-            markersize=4,
-            markevery=max(1, len(when) // 8),
-            **STYLE.get(m, {}),
-        )
-    if "joint" in methods:
-        ax.axhline(
-            mpr.loc[(cfg_dyn.label(), "joint"), "AA"],
-            color="k",
-            ls="--",
-            lw=1,
-            label="joint",
-        )
-    ax.set(
-        xlabel="batches seen",
-        ylabel=r"$\bar A(t)$ (mean over tasks)",
-        ylim=(0, 1),
-        title=f"{pr} protocol: {cfg_dyn.label()}",
-    )
-axes[0][-1].legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
-fig.tight_layout()
+fig = plots.dynamics(runs, stats_by, cfg_dyn, methods, s0)
 record.figure(fig, "dynamics")
 plt.show()
 
@@ -566,27 +396,20 @@ plt.show()
 
 
 # %%
-def table(pr, cfg, cols):
-    """Percentages, mean ± std over seeds; Joint's forgetting is n/a (no stream)."""
-    mm, ss = stats_by[pr]
-    m, s = 100 * mm.loc[cfg.label()][cols], 100 * ss.loc[cfg.label()][cols]
-    out = (
-        m.round(1).astype(str)
-        if len(seeds) == 1
-        else m.round(1).astype(str) + " ± " + s.round(1).astype(str)
-    )
-    for c in cols:
-        if c in ("AF", "AF_s") and "joint" in out.index:
-            out.loc["joint", c] = "n/a (no stream)"
-    return out
-
-
 for cfg, cols in zip(
     configs_main, [["AA", "AF"], ["A_AUC", "AF_s"], ["AA", "AF"], ["AA", "AF"]]
 ):
     ov = mean.loc[cfg.label(), "overlap"].iloc[0]
     display(Markdown(f"**{cfg.label()}** (overlap O = {ov:.2f})"))
-    display(pd.concat({pr: table(pr, cfg, cols) for pr in protocols}, axis=1))
+    display(
+        pd.concat(
+            {
+                pr: report.setting_table(stats_by[pr], cfg, cols, len(seeds))
+                for pr in protocols
+            },
+            axis=1,
+        )
+    )
 
 # %% [markdown]
 # ### The MAS\* shift detector
@@ -597,34 +420,7 @@ for cfg, cols in zip(
 
 # %%
 if "mas_star" in methods:
-    fire = pd.DataFrame(
-        {
-            pr: [
-                stats_by[pr][0].loc[(c.label(), "mas_star"), "detector_firings"]
-                for c in configs_main
-            ]
-            for pr in protocols
-        },
-        index=[c.label() for c in configs_main],
-    )
-    gaps = pd.DataFrame(
-        {
-            f"{pr}: MAS* − Bare (points)": [
-                100
-                * (
-                    stats_by[pr][0].loc[(c.label(), "mas_star"), k]
-                    - stats_by[pr][0].loc[(c.label(), "bare"), k]
-                )
-                for c, k in zip(configs_main, ["AA", "A_AUC", "AA", "AA"])
-            ]
-            for pr in protocols
-            if "bare" in methods
-        },
-        index=fire.index,
-    )
-    firings_table = pd.concat(
-        [fire.add_suffix(": detector firings"), gaps.round(1)], axis=1
-    )
+    firings_table, fire = report.firings_table(stats_by, configs_main, methods)
     display(firings_table)
     record.log(
         mas_star_firings={pr: dict(zip(fire.index, fire[pr])) for pr in protocols}
@@ -637,195 +433,61 @@ if "mas_star" in methods:
 # under both protocols with the seed spread: (1) implicit rehearsal, Bare's $A_{AUC}$
 # rises with σ; (2) an adaptation-forgetting trade-off, the CL method's forgetting
 # $AF_s$ grows (more negative) with σ; (3) the CL advantage (CL method − Bare in
-# $A_{AUC}$) contracts as the overlap grows. A change counts as a finding only when it
-# exceeds the seed spread (the sum of the two standard deviations); otherwise it is
-# "within the seed spread".
+# $A_{AUC}$) contracts as the overlap grows.
+#
+# **The rule** (`clkit.stats`): every comparison is a paired t-test over seeds (a seed
+# pairs stream, initialisation and batch order), two-sided at α = 0.05, Holm-corrected
+# within each protocol's family, on the per-seed differences $d_s$:
+# $t=\bar d/(s_d/\sqrt n)$ with $n-1$ degrees of freedom. (1) is Bare's $A_{AUC}$ at
+# the largest σ minus the smallest; (2) the CL method's $AF_s$, same; (3a) CL − Bare at
+# the lowest overlap; (3b) (CL − Bare) at the highest overlap minus at the lowest.
+# Finding 3 reads "contracts" only when (3a) is a significant advantage *and* (3b) a
+# significant shrinkage; with no advantage to begin with it is "not testable here".
+# **Null control**: Bare on seeds $s+1000$ minus Bare on seeds $s$ at the lowest-overlap
+# σ -- the same learner and configuration, so it must come out "no difference"; if it
+# does not, the closing text lists no findings. With fewer than 4 seeds nothing is read
+# as a finding.
 
 
 # %%
-def sweep_series(pr, method, key):
-    d = runs[pr][0]
-    d = d[
-        (d.setting == "gaussian")
-        & (d.batch_size == batch_size)
-        & (d.sampling == sampling)
-        & (d.method == method)
-        & d.sigma.isin(sigmas)
-    ]
-    g = d.groupby("sigma")[key]
-    return g.mean().reindex(sigmas), g.std(ddof=0).reindex(sigmas)
-
-
-def advantage_series(pr, cl):
-    d = runs[pr][0]
-    d = d[
-        (d.setting == "gaussian")
-        & (d.batch_size == batch_size)
-        & (d.sampling == sampling)
-        & d.sigma.isin(sigmas)
-    ]
-    piv = d.pivot_table(index=["sigma", "seed"], columns="method", values="A_AUC")
-    diff = (piv[cl] - piv["bare"]).groupby("sigma")
-    ov = d.groupby("sigma")["overlap"].mean().reindex(sigmas)
-    return diff.mean().reindex(sigmas), diff.std(ddof=0).reindex(sigmas), ov
-
-
-def verdict(lo, hi, s_lo, s_hi, up_is_paper, words):
-    """'reproduced' / 'opposite' / 'within the seed spread' for a change lo -> hi."""
-    change, spread = hi - lo, s_lo + s_hi
-    if len(sigmas) < 2:
-        return "not judged: the sweep has one σ"
-    if len(seeds) < 2:
-        return f"not judged: one seed, no spread ({100 * change:+.1f})"
-    if abs(change) <= spread:
-        return f"within the seed spread ({100 * change:+.1f} ± {100 * spread:.1f})"
-    agrees = (change > 0) == up_is_paper
-    return (
-        f"{'reproduced' if agrees else 'opposite'}: {words[change > 0]} "
-        f"({100 * change:+.1f}, spread {100 * spread:.1f})"
+cl_sweep = [m for m in sweep_methods if m != "bare"]
+fig_data = report.finding_series(
+    runs, sweep_methods, sweep_sigmas, batch_size, sampling
+)
+null_cfg = {  # the null control runs Bare at each protocol's smallest sigma
+    pr: drift.StreamConfig(
+        "gaussian", sigma=min(sweep_sigmas[pr]), batch_size=batch_size, sampling=sampling
     )
-
-
-findings, fig_data = [], {}
-s_lo, s_hi = min(sigmas), max(sigmas)
-for pr in protocols:
-    row = {"protocol": pr}
-    if "bare" in sweep_methods:
-        m, s = sweep_series(pr, "bare", "A_AUC")
-        row["(1) Bare A_AUC rises with σ"] = (
-            f"{100 * m[s_lo]:.1f} → {100 * m[s_hi]:.1f}; "
-            + verdict(
-                m[s_lo],
-                m[s_hi],
-                s[s_lo],
-                s[s_hi],
-                True,
-                {True: "rises", False: "falls"},
-            )
-        )
-        fig_data[(pr, "bare")] = (m, s)
-    if cl_sweep:
-        cl = cl_sweep[0]
-        m, s = sweep_series(pr, cl, "AF_s")
-        row[f"(2) {cl} forgetting grows with σ"] = (
-            f"AF_s {100 * m[s_lo]:.1f} → {100 * m[s_hi]:.1f}; "
-            + verdict(
-                m[s_lo],
-                m[s_hi],
-                s[s_lo],
-                s[s_hi],
-                False,
-                {True: "shrinks", False: "grows"},
-            )
-        )
-        fig_data[(pr, "forget")] = (m, s)
-        if "bare" in sweep_methods:
-            a, sa, ov = advantage_series(pr, cl)
-            lo_i, hi_i = ov.idxmin(), ov.idxmax()
-            series = " / ".join(f"{100 * v:+.1f}" for v in a)
-            row[f"(3) {cl} − Bare contracts with overlap"] = (
-                f"{series} over σ = {', '.join(f'{x:g}' for x in sigmas)}; "
-                + verdict(
-                    a[lo_i],
-                    a[hi_i],
-                    sa[lo_i],
-                    sa[hi_i],
-                    False,
-                    {True: "grows", False: "contracts"},
-                )
-            )
-            fig_data[(pr, "adv")] = (a, sa, ov)
-    findings.append(row)
-findings = pd.DataFrame(findings).set_index("protocol").T
+    for pr in protocols
+}
+nulls = drift.run_null_control(
+    data, null_cfg, seeds, report.NULL_SEED_OFFSET, **grid_kw
+)
+verdicts = report.study_verdicts(
+    runs, nulls, sweep_methods, sweep_sigmas, batch_size, sampling
+)
+controls_ok = drift_stats.controls_hold(verdicts)[0]
+findings = report.verdict_findings(verdicts, protocols)
+display(drift_stats.verdict_table(verdicts, digits=1))
 display(findings)
-record.log(findings=findings.to_dict())
+record.log(
+    findings=findings.to_dict(),
+    verdicts=[v.to_dict() for v in verdicts],
+    controls_hold=controls_ok,
+)
 
 # %%
 if fig_data:
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
-    marker = {"text": "o", "authors": "s"}
-    for pr in protocols:
-        if (pr, "bare") in fig_data:
-            m, s = fig_data[(pr, "bare")]
-            axes[0].errorbar(
-                sigmas, 100 * m, yerr=100 * s, marker=marker[pr], capsize=3, label=pr
-            )
-        if (pr, "forget") in fig_data:
-            m, s = fig_data[(pr, "forget")]
-            axes[1].errorbar(
-                sigmas, 100 * m, yerr=100 * s, marker=marker[pr], capsize=3, label=pr
-            )
-        if (pr, "adv") in fig_data:
-            a, sa, ov = fig_data[(pr, "adv")]
-            axes[2].errorbar(
-                ov, 100 * a, yerr=100 * sa, marker=marker[pr], capsize=3, label=pr
-            )
-    axes[0].set(
-        xscale="log",
-        xlabel="σ (batches)",
-        ylabel=r"Bare $A_{AUC}$ (%)",
-        title="(1) implicit rehearsal",
+    fig = plots.protocol_findings(
+        fig_data, protocols, sweep_sigmas, cl_sweep[0] if cl_sweep else None
     )
-    axes[1].set(
-        xscale="log",
-        xlabel="σ (batches)",
-        ylabel=rf"{cl_sweep[0] if cl_sweep else ''} $AF_s$ (%)",
-        title="(2) forgetting vs σ",
-    )
-    axes[2].axhline(0, color="k", lw=0.8)
-    axes[2].set(
-        xlabel=r"overlap index $\mathcal{O}$",
-        ylabel=f"{cl_sweep[0] if cl_sweep else 'CL'} − Bare, $A_{{AUC}}$ (points)",
-        title="(3) CL advantage vs overlap",
-    )
-    for ax in axes[
-        :2
-    ]:  # plain numbers at the swept sigmas, no crowded log-scale labels
-        ax.set_xticks(sigmas)
-        ax.xaxis.set_major_formatter(plt.matplotlib.ticker.FormatStrFormatter("%g"))
-        ax.xaxis.set_minor_formatter(plt.matplotlib.ticker.NullFormatter())
-    for ax in axes:
-        ax.legend(title="protocol", fontsize=8)
-    fig.tight_layout()
     record.figure(fig, "protocol_findings")
     plt.show()
-    sweep_tab = pd.concat(
-        {
-            pr: (
-                100
-                * runs[pr][0][
-                    (runs[pr][0].setting == "gaussian")
-                    & runs[pr][0].sigma.isin(sigmas)
-                    & (runs[pr][0].batch_size == batch_size)
-                    & (runs[pr][0].sampling == sampling)
-                    & runs[pr][0].method.isin(sweep_methods)
-                ]
-                .groupby(["method", "sigma"])[["A_AUC", "AF_s"]]
-                .mean()
-            ).round(1)
-            for pr in protocols
-        },
-        axis=1,
+    display(
+        report.sweep_table(runs, sweep_methods, sweep_sigmas, batch_size, sampling)
     )
-    display(sweep_tab.unstack("sigma"))
     record.log(
-        sigma_sweep={
-            pr: {
-                f"sigma={s:g} | {m}": {"A_AUC": r.A_AUC, "AF_s": r.AF_s}
-                for (m, s), r in (
-                    runs[pr][0][
-                        (runs[pr][0].setting == "gaussian")
-                        & runs[pr][0].sigma.isin(sigmas)
-                        & (runs[pr][0].batch_size == batch_size)
-                        & (runs[pr][0].sampling == sampling)
-                    ]
-                    .groupby(["method", "sigma"])[["A_AUC", "AF_s"]]
-                    .mean()
-                    .iterrows()
-                )
-            }
-            for pr in protocols
-        }
+        sigma_sweep=report.sweep_record(runs, sweep_sigmas, batch_size, sampling)
     )
 
 # %% [markdown]
@@ -836,41 +498,24 @@ if fig_data:
 # by marker and colour (legend), not by text labels.
 
 # %%
-cfg_w = drift.StreamConfig(
-    "gaussian", sigma=sigma, batch_size=batch_size, sampling="with"
-)
-cfg_wo = drift.StreamConfig(
-    "gaussian", sigma=sigma, batch_size=batch_size, sampling="without"
-)
-x_wo = [100 * mean.loc[(cfg_wo.label(), m), "A_AUC"] for m in online]
-y_w = [100 * mean.loc[(cfg_w.label(), m), "A_AUC"] for m in online]
-fig, ax = plt.subplots(figsize=(6.5, 4.5))
-for m, a, b in zip(online, x_wo, y_w):
-    st = STYLE.get(m, {})
-    ax.scatter(
-        a,
-        b,
-        color=st.get("color"),
-        marker=st.get("marker", "o"),
-        s=60,
-        alpha=0.8,
-        label=m,
-    )
-lo, hi = min(x_wo + y_w) - 2, max(x_wo + y_w) + 2
-ax.plot([lo, hi], [lo, hi], "k--", lw=1)
-ax.set(
+rep = report.replacement(mean, online, sigma, batch_size)
+fig = plots.method_scatter(
+    rep["without"],
+    rep["with"],
+    online,
+    [plots.STYLE.get(m, {}) for m in online],
     xlabel=r"$A_{AUC}$ without replacement (%)",
     ylabel=r"$A_{AUC}$ with replacement (%)",
     title=f"sampling strategy ({p0} protocol)",
+    diagonal=True,
 )
-ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
-fig.tight_layout()
 record.figure(fig, "replacement_scatter")
 plt.show()
-display(pd.DataFrame({"without": x_wo, "with": y_w}, index=online).round(1))
+display(rep.round(1))
 record.log(
     replacement={
-        m: {"without": a / 100, "with": b / 100} for m, a, b in zip(online, x_wo, y_w)
+        m: {"without": a / 100, "with": b / 100}
+        for m, a, b in zip(online, rep["without"], rep["with"])
     }
 )
 
@@ -882,16 +527,9 @@ record.log(
 # size. The sweep methods only, under the first protocol.
 
 # %%
-configs_bs = [
-    drift.StreamConfig("gaussian", sigma=sigma, batch_size=b, sampling=sampling)
-    for b in batch_sizes
-]
-bt = pd.DataFrame(
-    {f"B={c.batch_size}": 100 * mean.loc[c.label()]["A_AUC"] for c in configs_bs}
+bt = report.batch_size_table(
+    mean, sigma, batch_sizes, sampling, [m for m in online if m in sweep_methods]
 )
-bt = bt.loc[[m for m in online if m in sweep_methods]]
-if len(configs_bs) > 1:
-    bt["ΔA_AUC"] = bt.iloc[:, -1] - bt.iloc[:, 0]
 display(bt.round(1))
 record.log(
     batch_size_auc={
@@ -907,46 +545,9 @@ record.log(
 # setting, markers the protocol; the table below gives the names and numbers.
 
 # %%
-cl = [m for m in methods if m not in ("bare", "joint")]
-adv = []
-if "bare" in methods and cl:
-    for pr in protocols:
-        mm = stats_by[pr][0]
-        for c in configs_main:
-            block = mm.loc[c.label()]
-            row = {
-                "protocol": pr,
-                "config": c.label(),
-                "setting": c.setting,
-                "overlap": block["overlap"].iloc[0],
-            }
-            for key in ("AA", "A_AUC"):
-                best = block.loc[cl, key].idxmax()
-                row[f"best_{key}"] = best
-                row[f"advantage_{key}"] = block.loc[best, key] - block.loc["bare", key]
-            adv.append(row)
-adv = pd.DataFrame(adv)
+adv = report.advantage_table(stats_by, configs_main, methods)
 if len(adv):
-    fig, ax = plt.subplots(figsize=(7.5, 4))
-    colors = {c.setting: f"C{i}" for i, c in enumerate(configs_main)}
-    for (pr, st), g in adv.groupby(["protocol", "setting"], sort=False):
-        ax.scatter(
-            g["overlap"],
-            100 * g["advantage_A_AUC"],
-            color=colors[st],
-            marker={"text": "o", "authors": "s"}[pr],
-            s=60,
-            alpha=0.8,
-            label=f"{st} ({pr})",
-        )
-    ax.axhline(0, color="k", lw=0.8)
-    ax.set(
-        xlabel=r"overlap index $\mathcal{O}$",
-        ylabel=r"best CL − Bare, $A_{AUC}$ (points)",
-        title="CL advantage vs overlap",
-    )
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
+    fig = plots.advantage_vs_overlap(adv, configs_main)
     record.figure(fig, "advantage_vs_overlap")
     plt.show()
     display(
@@ -960,49 +561,18 @@ if len(adv):
 # ## What this run shows
 
 # %%
-lines = [
-    f"Data: {graph.source} ({split0.num_tasks} latent tasks, batches of {batch_size}, "
-    f"{len(seeds)} seed(s))."
-]
-for pr in protocols:
-    mm = stats_by[pr][0]
-    part = [f"**{pr} protocol.**"]
-    if "joint" in methods:
-        part.append(
-            f"Joint reaches {100 * mm.loc[(cfg_gauss.label(), 'joint'), 'AA']:.1f}%"
-            + (
-                " (one optimisation step, as the released code trains it "
-                "on a graph this small)"
-                if pr == "authors"
-                else ""
-            )
-            + "."
-        )
-    if "bare" in methods:
-        part.append(
-            f"Bare: A_AUC {100 * mm.loc[(cfg_gauss.label(), 'bare'), 'A_AUC']:.1f}% "
-            f"under Gaussian mixing (σ = {sigma:g}), AA "
-            f"{100 * mm.loc[(configs_main[0].label(), 'bare'), 'AA']:.1f}% "
-            "after hard transitions."
-        )
-    for key, text in findings[pr].items():
-        if isinstance(text, str):
-            part.append(f"{key}: {text}.")
-    if "mas_star" in methods:
-        n = mm.loc[(cfg_gauss.label(), "mas_star"), "detector_firings"]
-        part.append(
-            f"MAS*'s detector fired {n:.1f} time(s) on average under Gaussian mixing"
-            + (" -- so MAS* stayed Bare." if n == 0 else ".")
-        )
-    lines.append(" ".join(part))
-scale = "a synthetic graph" if graph.source.startswith("synthetic") else f"{name}"
-lines.append(
-    f"This is a small-scale run on {scale}: compare the direction of each effect "
-    "with the paper (CoraFull, ogbn-arxiv, Reddit, Roman-Empire), not the exact "
-    "numbers. Under the authors' protocol, SEM's curvature proxy and DMSG's losses "
-    "are not theirs."
+summary = report.closing_text(
+    stats_by,
+    verdicts,
+    source=graph.source,
+    name=name,
+    num_tasks=split0.num_tasks,
+    configs_main=configs_main,
+    methods=methods,
+    sigma=sigma,
+    batch_size=batch_size,
+    n_seeds=len(seeds),
 )
-summary = "\n\n".join(lines)
 record.log(summary=summary)
 display(Markdown(summary))
 

@@ -1,11 +1,13 @@
-"""The tutorial site (``make site``) in headless Chromium: every page loads, every
-figure is an image that decodes, no internal link or anchor is broken.
+"""The tutorial site (``make site``) in headless Chromium: the front page, every guide page
+and every notebook page loads with no console error and no request leaving the site,
+every figure is an image that decodes, every formula typesets (with a local MathJax),
+no internal link or anchor is broken.
 
-``make site`` runs this on the site built from ``runs/default/`` (``CLKIT_SITE=site``);
-``make test`` builds a small site from notebook 03's smoke run. Screenshots of
-every page go to ``runs/site-screenshots/``. The site is served on 127.0.0.1 and
-requests leaving it are blocked (the test runs offline; the pages' CDN scripts,
-MathJax and require.js, are optional: without them formulas show as TeX).
+``make site`` runs this on the site built from ``runs/default/`` and ``docs/``
+(``CLKIT_SITE=site``); ``make test`` builds a small site from notebook 03's smoke run and
+the repository's guide. Screenshots of every page go to ``runs/site-screenshots/``. The
+site is served on 127.0.0.1 and every request leaving it is refused and counted as a
+problem (issue 28: require.js used to be fetched from a CDN).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def site(tmp_path_factory, run_smoke):
         return Path(env), runs
     _, out = run_smoke("03_temporal_metrics")
     site = tmp_path_factory.mktemp("site") / "site"
-    build_site(out.parent, site, bl.ROOT / "README.md", log=lambda *_: None)
+    build_site(out.parent, site, bl.ROOT / "README.md", bl.ROOT / "docs", log=lambda *_: None)
     return site, out.parent
 
 
@@ -65,17 +67,27 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
 
 def _pages(site_dir: Path) -> list[str]:
-    return sorted(p.name for p in site_dir.glob("*.html"))
+    """Site paths of every page: the front page, the notebook pages, ``guide/*.html``."""
+    return sorted(p.relative_to(site_dir).as_posix() for p in [*site_dir.glob("*.html"), *site_dir.glob("guide/*.html")])
+
+
+def _is_notebook_page(name: str) -> bool:
+    return name != "index.html" and "/" not in name
 
 
 def test_site_has_front_page_and_notebook_pages(site):
     site_dir, runs = site
     pages = _pages(site_dir)
-    assert "index.html" in pages
+    assert "index.html" in pages and "guide/index.html" in pages
     executed = sorted(p.parent.name for p in runs.glob("*/*.ipynb") if p.stem == p.parent.name)
-    assert [p[:-5] for p in pages if p != "index.html"] == executed
-    index = (site_dir / "index.html").read_text()
-    assert 'id="vocabulary"' in index, "the README's vocabulary is on the front page"
+    assert [p[:-5] for p in pages if _is_notebook_page(p)] == executed
+    assert 'id="vocabulary"' in (site_dir / "guide" / "index.html").read_text(), "the vocabulary is in the guide"
+    docs = Path(os.environ.get("CLKIT_SITE_DOCS", bl.ROOT / "docs"))
+    for md in docs.glob("*.md"):
+        assert f"guide/{md.stem}.html" in pages, f"{md} is not in the site"
+    for name in pages:
+        html = (site_dir / name).read_text()
+        assert "require.min.js" not in html and "cdnjs" not in html, f"{name} loads a script from a CDN"
     for nb in executed:
         page = (site_dir / f"{nb}.html").read_text()
         assert f"clkit run {nb[:2]}" in page and f"notebooks/{nb}.ipynb" in page
@@ -90,31 +102,39 @@ def test_every_page_loads_with_figures_and_working_links(site, server):
     problems, external = [], set()
     with sync_playwright() as p:
         browser, page = _offline_page(p, server)
-        failed = []
-        page.on("requestfailed", lambda r: failed.append(r.url) if r.url.startswith(server) else None)
+        failed, outside, console = [], [], []
+        page.on("requestfailed", lambda r: (failed if r.url.startswith(server) else outside).append(r.url))
+        page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: console.append(str(e)))
         for name in _pages(site_dir):
-            failed.clear()
+            failed.clear(), outside.clear(), console.clear()
             resp = page.goto(f"{server}/{name}", wait_until="load")
             assert resp.status == 200, name
+            page.wait_for_timeout(300)  # scripts that run after load
             imgs = page.evaluate("""() => Array.from(document.images)
                 .map(i => ({src: i.src.slice(0, 40), w: i.naturalWidth, ok: i.complete}))""")
             bad = [i for i in imgs if not (i["ok"] and i["w"] > 0)]
             if bad:
                 problems.append(f"{name}: images that did not load: {bad}")
-            if name != "index.html":
+            if _is_notebook_page(name):
                 want = _image_outputs(runs / name[:-5] / name.replace(".html", ".ipynb"))
                 if len(imgs) != want or not want:
                     problems.append(f"{name}: {len(imgs)} images in the page, {want} in the executed notebook")
             if failed:
                 problems.append(f"{name}: failed requests {failed}")
+            if outside:
+                problems.append(f"{name}: requests outside the site {outside}")
+            if console:
+                problems.append(f"{name}: console errors {console}")
             hrefs = page.evaluate("() => Array.from(document.querySelectorAll('a[href]'))"
                                   ".map(a => a.getAttribute('href'))")
             for href in hrefs:
                 problems += _check_link(site_dir, name, href, external)
-            page.screenshot(path=str(SHOTS / f"{name[:-5]}.png"), full_page=name == "index.html")
-            if imgs and name != "index.html":  # and the first figure, for a person to look at
+            shot = name[:-5].replace("/", "-")
+            page.screenshot(path=str(SHOTS / f"{shot}.png"), full_page=not _is_notebook_page(name))
+            if imgs and _is_notebook_page(name):  # and the first figure, for a person to look at
                 page.locator("img").first.scroll_into_view_if_needed()
-                page.screenshot(path=str(SHOTS / f"{name[:-5]}-figure.png"))
+                page.screenshot(path=str(SHOTS / f"{shot}-figure.png"))
         browser.close()
     print(f"\n[site] {len(_pages(site_dir))} pages checked; {len(external)} external links not fetched "
           f"(offline); screenshots in {SHOTS}")
@@ -133,19 +153,30 @@ def test_formulas_render_offline_with_a_local_mathjax(site, server):
     with sync_playwright() as p:
         browser, page = _offline_page(p, server)
         for name in _pages(site_dir):
-            if name == "index.html":
-                continue
             page.goto(f"{server}/{name}", wait_until="load")
             page.wait_for_function("() => window.MathJax && MathJax.Hub && MathJax.Hub.queue.pending === 0 "
                                    "&& MathJax.Hub.queue.running === 0", timeout=60_000)
             rendered = page.evaluate("() => document.querySelectorAll('.mjx-chtml').length")
             errors = page.evaluate("() => document.querySelectorAll('.mjx-merror, .MathJax_Error').length")
-            assert rendered > 0, f"{name}: no formula typeset"
+            raw = page.evaluate(RAW_TEX)
+            if _is_notebook_page(name) or name == "guide/index.html":  # pages known to hold formulas
+                assert rendered > 0, f"{name}: no formula typeset"
             assert errors == 0, f"{name}: {errors} formulas MathJax could not typeset"
-            if name.startswith("03"):
+            assert not raw, f"{name}: a formula left as TeX: {raw}"
+            if name.startswith("03") or name == "guide/index.html":
                 page.locator(".mjx-chtml").first.scroll_into_view_if_needed()
-                page.screenshot(path=str(SHOTS / f"{name[:-5]}-formula.png"))
+                page.screenshot(path=str(SHOTS / f"{name[:-5].replace('/', '-')}-formula.png"))
         browser.close()
+
+
+# prose left with $...$ after MathJax ran (code, preformatted text and scripts left out)
+RAW_TEX = """() => {
+  const main = document.querySelector('main') || document.body;
+  const copy = main.cloneNode(true);
+  copy.querySelectorAll('code, pre, script, style, .jp-OutputArea').forEach(e => e.remove());
+  const m = copy.textContent.match(/\\$[^$\\s][^$]{0,80}\\$/);
+  return m ? m[0] : null;
+}"""
 
 
 def _offline_page(p, server):
@@ -168,8 +199,8 @@ def _check_link(site_dir: Path, page: str, href: str, external: set) -> list[str
     if parsed.scheme in ("http", "https", "mailto"):
         external.add(href)
         return []
-    target = page if not parsed.path else parsed.path
-    path = site_dir / urllib.parse.unquote(target)
+    target = page if not parsed.path else (Path(page).parent / urllib.parse.unquote(parsed.path)).as_posix()
+    path = (site_dir / target).resolve()
     if not path.is_file():
         return [f"{page}: broken link {href!r}"]
     if parsed.fragment and path.suffix == ".html":

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from clkit.cli import main
-from clkit.notebooks import resolve_notebook
+from clkit.notebooks import param_sets, resolve_notebook
 
 
 def _error_lines(err: str) -> list[str]:
@@ -69,7 +69,8 @@ def test_run_accepts_the_number_and_a_missing_params_file_says_it_is_missing(tmp
     assert "running 02_edge with params=missing.yaml" in captured.out
     line = _one_line(captured.err, 200, tmp_path)
     assert line == (f"[clkit] ERROR: params: the file missing.yaml does not exist (looked for "
-                    f"{tmp_path / 'missing.yaml'}); the shipped sets of 02_edge are ['default', 'paper', 'smoke']")
+                    f"{tmp_path / 'missing.yaml'}); the shipped sets of 02_edge are {param_sets('02_edge')}")
+    assert {"default", "paper", "smoke"} <= set(param_sets("02_edge"))
     assert main(["run", "3", "--params", "nope", "--out", str(tmp_path)]) == 1
     line = _one_line(capsys.readouterr().err, 200)
     assert line == ("[clkit] ERROR: params: 03_temporal_metrics has no parameter set 'nope'; the shipped sets are "

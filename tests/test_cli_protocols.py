@@ -25,7 +25,7 @@ def test_metrics_cl_matches_clkit_metrics(tmp_path, capsys):
     R = np.array([[0.9, np.nan, np.nan], [0.6, 0.8, np.nan], [0.5, 0.7, 0.85]])
     f = tmp_path / "R.csv"
     pd.DataFrame(R).to_csv(f, index=False, na_rep="")
-    code, out, _ = run(capsys, "metrics", "cl", f, "--out", tmp_path / "o")
+    code, out, _ = run(capsys, "metrics", "cl", f, "--header", "--out", tmp_path / "o")
     assert code == 0 and "forgetting" in out
     res = json.loads((tmp_path / "o" / "metrics_cl.json").read_text())
     assert res["acc"] == pytest.approx((0.5 + 0.7 + 0.85) / 3)
@@ -33,9 +33,9 @@ def test_metrics_cl_matches_clkit_metrics(tmp_path, capsys):
     assert res["forgetting"] == pytest.approx(mt.forgetting(R))
     csv = pd.read_csv(tmp_path / "o" / "metrics_cl.csv")
     assert csv.set_index("metric").loc["bwt", "value"] == pytest.approx(res["bwt"])
-    code, out, _ = run(capsys, "metrics", "cl", f, "--error")
+    code, out, _ = run(capsys, "metrics", "cl", f, "--header", "--error")
     assert code == 0
-    code, _, err = run(capsys, "metrics", "cl", f, "--baseline", "0.1,0.1")
+    code, _, err = run(capsys, "metrics", "cl", f, "--header", "--baseline", "0.1,0.1")
     assert code == 2 and "--baseline has 2 values; R has 3 tasks" in err
 
 

@@ -1,21 +1,30 @@
-"""The course (issue 18): the five nbgrader assignments and ``clkit course build / grade``.
+"""The course (issues 18, 28): the five nbgrader assignments and ``clkit course build / grade``.
 
-One module fixture builds the course and grades, in one Dask batch, four students:
+One module fixture builds the course and grades, in one Dask batch, four students, each
+working from the released notebook as a student does (hidden tests removed):
 
-- ``alice`` submits the instructor's versions (solutions included): full marks;
-- ``bob`` submits one planted wrong solution per assignment (e.g. SH without the
-  first-crossing rule, S(O) without the K/((K-1)N) factor): he loses exactly the
-  points of the tests that target it;
-- ``dave`` submits the released student versions untouched: zero on every
-  autograded test (every solution region really is removed);
-- ``carol`` submits a temporal notebook with a syntax error: reported with its
-  error and graded zero, the others unaffected.
+- ``alice`` fills in the instructor's solutions: full marks (hidden tests pass);
+- ``bob`` fills them in with one planted wrong solution per assignment (e.g. SH without
+  the first-crossing rule, S(O) without the K/((K-1)N) factor): he loses exactly the
+  points of the tests that target it, hidden ones included;
+- ``dave`` submits the released student versions untouched: zero on every autograded
+  test (every solution region really is removed);
+- ``carol`` submits a temporal notebook with a syntax error in exercise 1: graded cell by
+  cell exactly as nbgrader's own ``autograde`` grades it, with the error noted.
 
-A second run grades nothing twice.
+The grades reach the course's nbgrader gradebook (``nbgrader export``, ``Gradebook``), no
+hidden-test cell makes nbgrader warn "checksum has changed", a second run grades nothing
+twice, and grading interrupted by Ctrl-C keeps what was graded and resumes.
 """
 
 import csv
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
 import shutil
 from pathlib import Path
 
@@ -48,13 +57,28 @@ def _source(name):
     return course_source_dir() / name / f"{name}.ipynb"
 
 
-def _edit(nb_path, dest, cell_id, old, new):
-    nb = nbformat.read(str(nb_path), as_version=4)
-    cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == cell_id]
-    assert len(cells) == 1 and old in cells[0].source, (nb_path, cell_id)
-    cells[0].source = cells[0].source.replace(old, new)
+def _solved(release, dest, cell_id=None, old=None, new=None):
+    """The released notebook with the instructor's solutions typed in (as a student would),
+    the one in ``cell_id`` changed from ``old`` to ``new``."""
+    nb = nbformat.read(str(release), as_version=4)
+    name = Path(release).stem
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(str(_source(name)), 4).cells
+               if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"}
+    edited = 0
+    for c in nb.cells:
+        gid = c.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            c.source = answers[gid]  # the solution markers are comments
+            if gid == cell_id:
+                assert old in c.source, (name, cell_id)
+                c.source, edited = c.source.replace(old, new), 1
+    assert edited == (cell_id is not None)
     dest.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(dest))
+    return dest
+
+
+SYNTAX_ERROR = ("ratio", "def transfer_ratio(A):", "def transfer_ratio(A)")  # exercise 1 of temporal
 
 
 @pytest.fixture(scope="module")
@@ -64,14 +88,14 @@ def course(tmp_path_factory):
     subs = root / "submitted"
     for name in ASSIGNMENTS:
         nb = f"{name}.ipynb"
-        for student in ("alice", "dave"):
-            (subs / student / name).mkdir(parents=True)
-        shutil.copy(_source(name), subs / "alice" / name / nb)
-        shutil.copy(course / "release" / name / nb, subs / "dave" / name / nb)
+        release = course / "release" / name / nb
+        (subs / "dave" / name).mkdir(parents=True)
+        shutil.copy(release, subs / "dave" / name / nb)
+        _solved(release, subs / "alice" / name / nb)
         cell, old, new, _ = PLANTED[name]
-        _edit(_source(name), subs / "bob" / name / nb, cell, old, new)
-    _edit(_source("temporal"), subs / "carol" / "temporal" / "temporal.ipynb", "dh",
-          "def drift_horizon(A, epsilon, lam):", "def drift_horizon(A, epsilon, lam)")
+        _solved(release, subs / "bob" / name / nb, cell, old, new)
+    _solved(course / "release" / "temporal" / "temporal.ipynb", subs / "carol" / "temporal" / "temporal.ipynb",
+            *SYNTAX_ERROR)
     lines = []
     first = grade_submissions(subs, course=course, workers=2, log=lines.append)
     second = grade_submissions(subs, course=course, workers=2, log=lines.append)
@@ -142,14 +166,89 @@ def test_planted_wrong_solution_loses_exactly_its_tests(course, name):
     assert rec["auto_score"] == rec["auto_max"] - sum(rec["tests"][k]["max"] for k in lost)
 
 
-def test_syntax_error_reported_and_graded_zero(course):
+def _nbgrader_autograde_copy(course, tmp_path, student, assignment):
+    """nbgrader's own ``autograde`` on a copy of the course (as built, no clkit grading): per-cell scores."""
+    import subprocess
+    import sys
+
+    from nbgrader.api import Gradebook
+
+    copy = tmp_path / "course"
+    copy.mkdir()
+    for f in ("nbgrader_config.py", "gradebook.db"):
+        shutil.copy2(course["course"] / f, copy / f)
+    for d in ("source", "release"):
+        shutil.copytree(course["course"] / d / assignment, copy / d / assignment)
+    shutil.copytree(course["subs"] / student / assignment, copy / "submitted" / student / assignment)
+    nbgrader = Path(sys.executable).parent / "nbgrader"
+    res = subprocess.run([str(nbgrader), "autograde", assignment, "--student", student], cwd=copy,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    with Gradebook(f"sqlite:///{copy / 'gradebook.db'}") as gb:
+        sub = gb.find_submission(assignment, student)
+        return {g.name: g.auto_score for g in sub.notebooks[0].grades}, res.stderr
+
+
+def test_syntax_error_graded_cell_by_cell_as_nbgrader_does(course, tmp_path):
+    """Issue 28: a syntax error in exercise 1 gave 0/9 here but 3/9 in nbgrader's own autograde."""
     rec = _rec(course, "carol", "temporal")
-    assert rec["status"] == "error" and rec["auto_score"] == 0
-    assert "'carol'" in rec["error"] and "temporal.ipynb" in rec["error"] and "SyntaxError" in rec["error"]
-    assert "(dh)" in rec["error"]
-    assert {"student": "carol", "assignment": "temporal", "error": rec["error"]} in course["first"]["errors"]
-    assert any("carol/temporal: graded 0" in line for line in course["lines"])
-    assert course["grades"][("carol", "temporal")]["status"] == "error"
+    assert rec["status"] == "graded" and rec["error"] is None
+    theirs, _ = _nbgrader_autograde_copy(course, tmp_path, "carol", "temporal")
+    ours = {k: t["score"] for k, t in rec["tests"].items()}
+    assert ours == {k: v for k, v in theirs.items() if k in ours}
+    assert rec["auto_score"] == sum(ours.values()) == 3 and rec["auto_max"] == 9
+    assert any(n.startswith("SyntaxError in cell") and "(ratio)" in n for n in rec["notes"])
+    assert any("carol/temporal: note: SyntaxError" in line for line in course["lines"])
+    assert "SyntaxError" in course["grades"][("carol", "temporal")]["notes"]
+
+
+def test_no_checksum_warnings_and_hidden_tests_run(course):
+    """Every student works from the release (hidden tests removed): nbgrader checks the restored
+    cells against its own checksums without a warning, and the hidden tests run (bob loses
+    hidden ones)."""
+    for student in ("alice", "bob", "dave"):
+        for name in ASSIGNMENTS:
+            rec = _rec(course, student, name)
+            assert not [w for w in rec["nbgrader_warnings"] if "has changed" in w], (student, name)
+            assert not rec["notes"], (student, name, rec["notes"])
+    hidden = {"test_stability", "test_score_random", "test_sh_random", "test_acc", "test_overlap"}
+    lost = {k for name in ASSIGNMENTS for k, t in _rec(course, "bob", name)["tests"].items() if t["score"] < t["max"]}
+    assert hidden <= lost
+
+
+def test_grades_reach_the_nbgrader_gradebook(course, tmp_path):
+    """Issue 28: after clkit course grade, nbgrader export and Gradebook see every submission,
+    and formgrader's folders hold the notebooks."""
+    import subprocess
+    import sys
+
+    from nbgrader.api import Gradebook
+
+    c = course["course"]
+    copy = tmp_path / "course"  # nbgrader export writes grades.csv into the course folder
+    shutil.copytree(c, copy)
+    nbgrader = Path(sys.executable).parent / "nbgrader"
+    res = subprocess.run([str(nbgrader), "export", "--to", str(tmp_path / "export.csv")], cwd=copy,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    exported = {(r["student_id"], r["assignment"]): r for r in csv.DictReader(open(tmp_path / "export.csv"))}
+    assert set(course["grades"]) <= set(exported)  # nbgrader lists every student x assignment
+    assert all(float(r["score"]) == 0 for k, r in exported.items() if k not in course["grades"])
+    for k, g in course["grades"].items():
+        assert float(exported[k]["score"]) == float(g["total"]) and float(exported[k]["max_score"]) == float(
+            g["max_score"]), k
+    with Gradebook(f"sqlite:///{c / 'gradebook.db'}") as gb:
+        assert sorted(s.id for s in gb.students) == ["alice", "bob", "carol", "dave"]
+        sub = gb.find_submission("temporal", "carol")
+        assert sub.score == 3 and sub.max_score == 12
+        grades = {g.name: g for g in sub.notebooks[0].grades}
+        assert grades["test_dh_random"].auto_score == 2 and grades["test_g_random"].auto_score == 0
+        # the open question left as released: nbgrader scores an untouched answer zero, "No response."
+        assert grades["open_question"].auto_score == 0 and not grades["open_question"].needs_manual_grade
+        assert {c.name: c.auto_comment for c in sub.notebooks[0].comments}["open_question"] == "No response."
+    for student, name in course["grades"]:
+        assert (c / "autograded" / student / name / f"{name}.ipynb").exists()
+        assert (c / "submitted" / student / name / f"{name}.ipynb").exists()
 
 
 def test_grades_table_and_rerun_grades_nothing(course):
@@ -168,7 +267,7 @@ def test_feedback_and_autograded_notebooks(course):
         d = course["out"] / student / "edge"
         assert (d / "feedback.html").exists() and (d / "edge.ipynb").exists()
     broken = (course["out"] / "carol" / "temporal" / "feedback.html").read_text()
-    assert "SyntaxError" in broken and "Score: 0 / 12" in broken
+    assert "SyntaxError" in broken and re.search(r"Score: 3(\.0)? / 12", broken)
     html = (course["out"] / "bob" / "drift" / "feedback.html").read_text()
     assert "test_overlap" in html and "Score:" in html
 
@@ -247,16 +346,60 @@ def test_wrong_layout_named(tmp_path, capsys):
         find_submissions(tmp_path / "nowhere")
 
 
-def test_missing_required_cell_named(course, tmp_path):
+def test_submission_checks_note_what_nbgrader_will_do(course, tmp_path):
     release = course["course"] / "release" / "drift" / "drift.ipynb"
     nb = nbformat.read(str(release), as_version=4)
     nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != "test_overlap"]
+    locked = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_centers")
+    locked.source += "\nassert True  # the student's own line"
     bad = tmp_path / "drift.ipynb"
     nbformat.write(nb, str(bad))
-    with pytest.raises(SubmissionError, match=r"student 'frank', file .*drift.ipynb: missing required cell\(s\) "
-                                              r"\['test_overlap'\]"):
-        check_submission(bad, release, "frank")
+    notes = check_submission(bad, release, "frank")
+    assert notes[0].startswith("missing cell(s) ['test_overlap']")
+    assert any(n.startswith("locked cell") and "(test_centers) was changed" in n for n in notes)
     bad.write_text("not json")
     with pytest.raises(SubmissionError, match=r"student 'frank', file .*drift.ipynb: not a readable notebook"):
         check_submission(bad, release, "frank")
-    check_submission(release, release, "frank")  # the release itself is fine
+    assert check_submission(release, release, "frank") == []  # the release itself is fine
+
+
+def test_grading_interrupted_keeps_what_was_graded_and_resumes(course, tmp_path):
+    """Issue 28: Ctrl-C (SIGINT to the command's process group, as a terminal sends it) during
+    ``clkit course grade``: exit 130, every finished submission kept in the results and the
+    gradebook; the rerun grades only the rest."""
+    from nbgrader.api import Gradebook
+
+    c = tmp_path / "course"
+    shutil.copytree(course["course"], c, ignore=shutil.ignore_patterns("autograded", "submitted"))
+    with Gradebook(f"sqlite:///{c / 'gradebook.db'}") as gb:  # a course nobody has graded yet
+        for st in list(gb.students):
+            gb.remove_student(st.id)
+    subs, out = tmp_path / "subs", tmp_path / "graded"
+    students = ["s1", "s2", "s3", "s4"]
+    for st in students:
+        shutil.copytree(course["subs"] / "alice" / "drift", subs / st / "drift")
+    clkit = Path(sys.executable).parent / "clkit"
+    proc = subprocess.Popen([str(clkit), "course", "grade", str(subs), "--course", str(c), "--out", str(out),
+                             "--workers", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            # its own process group, with Ctrl-C's default action (a test run started in
+                            # the background inherits SIGINT ignored, and Python would keep ignoring it)
+                            preexec_fn=lambda: (os.setsid(), signal.signal(signal.SIGINT, signal.SIG_DFL)))
+    deadline = time.monotonic() + 240
+    while not list(out.glob("*/drift/grade.json")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert proc.poll() is None, "grading finished before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGINT)
+    log, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, log[-3000:]
+    assert "interrupted:" in log and "rerun the same command" in log
+    done = sorted(p.parent.parent.name for p in out.glob("*/drift/grade.json"))
+    assert 1 <= len(done) < len(students), log[-3000:]
+    assert not [p for p in out.glob("*/drift") if not (p / "grade.json").exists()]  # nothing half-published
+    lines = []
+    res = grade_submissions(subs, course=c, out=out, workers=1, log=lines.append)
+    assert res["skipped"] == len(done) and res["graded"] == len(students) - len(done)
+    with Gradebook(f"sqlite:///{c / 'gradebook.db'}") as gb:
+        scores = {st: gb.find_submission("drift", st).score for st in students}
+    assert scores == {st: 7.0 for st in students}
+    rows = list(csv.DictReader(open(out / "grades.csv")))
+    assert [r["student"] for r in rows] == students and {r["auto_score"] for r in rows} == {"7"}

@@ -213,15 +213,6 @@ def test_difficulty_table_and_task_selection_by_seed_spread():
         cur.select_tasks(cur.difficulty_table({"a": [0.9], "b": [0.5]}))
 
 
-def test_paired_gap_and_verdict_need_the_difference_to_exceed_the_spread():
-    g = cur.paired_gap([0.80, 0.70, 0.75], [0.70, 0.72, 0.68])
-    assert g["per_seed"] == pytest.approx([0.10, -0.02, 0.07])
-    assert g["mean"] == pytest.approx(0.05) and g["sd"] == pytest.approx(np.std([0.10, -0.02, 0.07], ddof=1))
-    assert cur.verdict(g) == "within spread"            # 0.05 < sd 0.062
-    assert cur.verdict(cur.paired_gap([0.8, 0.8, 0.9], [0.7, 0.72, 0.8])) == "M2I higher"
-    assert cur.verdict(cur.paired_gap([0.7], [0.8])) == "within spread"   # one seed: no spread, no verdict
-
-
 def test_run_streams_gives_the_same_R_with_worker_processes():
     benches = {s: cur.build_benchmark([_fake("a", n=10, seed=s), _fake("b", n=10, seed=s + 5)], per_class_train=10,
                                       per_class_test=5, image_size=6, channels=1, seed=s) for s in (0, 1)}
@@ -232,7 +223,8 @@ def test_run_streams_gives_the_same_R_with_worker_processes():
     for s in (0, 1):
         for o in orders:
             np.testing.assert_array_equal(one[s][o]["naive"], two[s][o]["naive"])
-    assert not np.array_equal(one[0]["M2I"]["naive"], one[1]["M2I"]["naive"])   # seeds differ
+    # seeds differ (the tiny fake tasks give coarse accuracies: compare both orders' matrices)
+    assert any(not np.array_equal(one[0][o]["naive"], one[1][o]["naive"]) for o in orders)
 
 
 def test_a_stream_does_not_depend_on_what_ran_before_in_the_process():
@@ -243,3 +235,142 @@ def test_a_stream_does_not_depend_on_what_ran_before_in_the_process():
     first = cur.run_stream(b, ["a", "b"], "pnn", **kw)
     torch.rand(1000)                                   # another job consumed the global generator
     np.testing.assert_array_equal(cur.run_stream(b, ["a", "b"], "pnn", **kw), first)
+
+
+# ---------------------------------------------------------------- pairing (issue 23)
+def _three():
+    return cur.build_benchmark(["digits", "mnist_subset", "fashion_mnist"], per_class_train=15, per_class_test=10,
+                               image_size=8, channels=1, seed=4)
+
+
+def _per_dataset(R, order):
+    """Accuracy on each dataset, per row: dataset -> [R[i, pos] for i >= pos]."""
+    return {n: [R[i, k] for i in range(k, len(order))] for k, n in enumerate(order)}
+
+
+def test_a_learner_that_cannot_forget_is_identical_under_both_orders():
+    """MSTE trains every task alone: with the task-level pairing its accuracy on each dataset is the same in
+    M2I and I2M (every row from the task on), so its final-row gap is exactly zero."""
+    b = _three()
+    m2i = ["digits", "mnist_subset", "fashion_mnist"]
+    kw = dict(scenario="task", backbone="mlp", epochs=2, optimizer="adam", lr=0.01, batch_size=16, seed=1)
+    A, B = cur.run_stream(b, m2i, "mste", **kw), cur.run_stream(b, m2i[::-1], "mste", **kw)
+    assert _per_dataset(A, m2i) == {n: v[:1] * len(v) for n, v in _per_dataset(A, m2i).items()}  # no forgetting
+    pa, pb = _per_dataset(A, m2i), _per_dataset(B, m2i[::-1])
+    assert all(pa[n][0] == pb[n][0] for n in m2i)                    # bit for bit, every dataset
+    assert cur.stream_metrics(A, "task")["final_acc"] == cur.stream_metrics(B, "task")["final_acc"]
+    # the earlier per-stream seeding did not pair the training randomness: the same seed, other accuracies
+    S = {o: cur.run_stream(b, order, "mste", pairing="stream", **kw) for o, order in (("M2I", m2i), ("I2M", m2i[::-1]))}
+    sa, sb = _per_dataset(S["M2I"], m2i), _per_dataset(S["I2M"], m2i[::-1])
+    assert any(sa[n][0] != sb[n][0] for n in m2i)
+
+
+def test_pairing_gives_a_dataset_its_rows_and_batch_order_whatever_its_position(monkeypatch):
+    b = _three()
+    seen = []
+    real = cur.streams.make_strategy
+
+    def spy(name, model, **kw):
+        s = real(name, model, **kw)
+        train = s.train_task
+        s.train_task = lambda task: (seen.append((task.meta["dataset"], task.classes[0],
+                                                  [x.tolist() for x in s.batches(len(task))])), train(task))[1]
+        return s
+
+    monkeypatch.setattr(cur.streams, "make_strategy", spy)
+    order = ["digits", "mnist_subset", "fashion_mnist"]
+    kw = dict(scenario="class", backbone="mlp", epochs=1, batch_size=32, seed=2)
+    cur.run_stream(b, order, "naive", **kw)
+    cur.run_stream(b, order[::-1], "naive", **kw)
+    first, second = {d: (c, bt) for d, c, bt in seen[:3]}, {d: (c, bt) for d, c, bt in seen[3:]}
+    assert first == second                                           # same label block, same batches
+    assert sorted(c for c, _ in first.values()) == [0, 10, 20]
+    assert cur.task_seed(2, "digits") != cur.task_seed(2, "mnist_subset")
+
+
+def test_build_benchmarks_loads_once_and_equals_seed_by_seed():
+    kw = dict(per_class_train=4, per_class_test=3, image_size=8, channels=1)
+    many = cur.build_benchmarks(["digits", "mnist_subset"], [0, 3], **kw)
+    for s in (0, 3):
+        one = cur.build_benchmark(["digits", "mnist_subset"], seed=s, **kw)
+        for n in one.names:
+            assert torch.equal(many[s].train[n][0], one.train[n][0]) and torch.equal(many[s].test[n][1], one.test[n][1])
+    with pytest.raises(ValueError, match="blocks"):
+        many[0].tasks(["digits", "mnist_subset"], blocks=["digits"])
+
+
+def test_final_row_mean_does_not_depend_on_the_order_of_the_values():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        v = rng.random(5)
+        R = np.tile(v, (5, 1))
+        assert cur.stream_metrics(R, "task")["final_acc"] == cur.stream_metrics(R[:, ::-1], "task")["final_acc"]
+
+
+# ---------------------------------------------------------------- per-learner settings (issue 26)
+def test_learner_kwargs_reach_the_strategy_over_the_shared_settings(monkeypatch):
+    b = cur.build_benchmark([_fake("a", n=6), _fake("b", n=6, seed=2)], per_class_train=6, per_class_test=3,
+                            image_size=6, channels=1)
+    built = {}
+    real = cur.streams.make_strategy
+
+    def spy(name, model, **kw):
+        built[name] = kw
+        return real(name, model, **kw)
+
+    monkeypatch.setattr(cur.streams, "make_strategy", spy)
+    kw = dict(scenario="class", backbone="mlp", epochs=1, memory_size=50, lr=0.01, ewc_lambda=1.0)
+    cur.run_stream(b, ["a", "b"], "replay", learner_kwargs={"replay": {"memory_size": 7}, "ewc": {"ewc_lambda": 9.0}},
+                   **kw)
+    cur.run_stream(b, ["a", "b"], "ewc", learner_kwargs={"ewc": {"ewc_lambda": 9.0}}, **kw)
+    assert built["replay"]["memory_size"] == 7 and "ewc_lambda" not in built["replay"]
+    assert built["ewc"]["ewc_lambda"] == 9.0 and built["ewc"]["lr"] == 0.01
+
+
+@pytest.mark.parametrize("bad, error, words", [
+    ({"ewc": {"lam": 1.0}}, ValueError, ["learner_kwargs['ewc']", "unknown keyword 'lam'", "ewc_lambda"]),
+    ({"si": {"si_lambda": 1.0}}, ValueError, ["'si' is not a learner of this run"]),
+    ({"ewc": {"ewc_lambda": "big"}}, TypeError, ["learner_kwargs['ewc']['ewc_lambda']"]),
+    ({"replay": {"memory_size": -3}}, ValueError, ["learner_kwargs['replay']", "memory_size"]),
+    ({"naive": {"epochs": 3}}, ValueError, ["unknown keyword 'epochs'"]),       # the notebook supplies epochs
+])
+def test_bad_learner_kwargs_fail_naming_the_learner(bad, error, words):
+    with pytest.raises(error) as exc:
+        cur.check_learner_settings(bad, ["naive", "ewc", "replay"], scenario="class", lr=0.01, memory_size=10)
+    assert all(w in str(exc.value) for w in words), str(exc.value)
+
+
+# ---------------------------------------------------------------- learner_kwargs (issue 26)
+@pytest.mark.parametrize("params", ["smoke", "default", "paper"])
+def test_shipped_parameter_sets_pass_validation_and_paper_keeps_its_strengths(params):
+    from clkit.notebooks import load_params, notebook_parameters
+
+    values = {k: d["default"] for k, d in notebook_parameters("04_curriculum").items()}
+    values.update(load_params("04_curriculum", params))
+    cur.check_params(**values)
+    if params == "paper":   # the paper's settings (Sect. 4), now stated per learner
+        assert values["learner_kwargs"] == {"ewc": {"ewc_lambda": 1.0}, "si": {"si_lambda": 1.0},
+                                            "lwf": {"lwf_alpha": 2.0}, "gem": {"gem_memory_strength": 0.5}}
+        assert (values["optimizer"], values["lr"], values["batch_size"], values["epochs"]) == ("sgd", 0.001, 128, 50)
+    dotted = load_params("04_curriculum", params, [("learner_kwargs.ewc.ewc_lambda", "100")])
+    assert dotted["learner_kwargs"]["ewc"]["ewc_lambda"] == 100
+
+
+def test_learner_kwargs_reach_the_strategy_and_bad_ones_name_the_learner(monkeypatch):
+    b = cur.build_benchmark([_fake("a", n=4), _fake("b", n=4, seed=1)], per_class_train=4, per_class_test=2,
+                            image_size=6, channels=1)
+    built = {}
+    real = cur.streams.make_strategy
+
+    def spy(name, model, **kw):
+        built[name] = kw
+        return real(name, model, **kw)
+
+    monkeypatch.setattr(cur.streams, "make_strategy", spy)
+    cur.run_stream(b, ["a", "b"], "ewc", scenario="class", backbone="mlp", epochs=1, lr=0.01,
+                   learner_kwargs={"ewc": {"ewc_lambda": 7.0}, "si": {"si_lambda": 3.0}})
+    assert built["ewc"]["ewc_lambda"] == 7.0 and built["ewc"]["lr"] == 0.01
+    with pytest.raises(ValueError, match=r"learner_kwargs\['ewc'\].*ewc_lambda"):
+        cur.check_learner_settings({"ewc": {"ewc_lambda": -1}}, ["ewc"])
+    with pytest.raises(ValueError, match="unknown keyword 'lam'"):
+        cur.check_learner_settings({"ewc": {"lam": 1}}, ["ewc"])

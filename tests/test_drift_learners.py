@@ -170,3 +170,33 @@ def test_make_learner_and_check_params_bad_input():
                      ("methods", ["bare", "lwf"]), ("sigma", float("inf")), ("seeds", [])]:
         with pytest.raises((ValueError, TypeError), match=key):
             drift.check_params(**{**base, key: bad})
+
+
+def test_learner_kwargs_reach_the_drift_strategy_under_both_protocols(monkeypatch):
+    """Issue 26: per-learner settings are checked against the method's class in every protocol and passed on."""
+    from clkit.drift import experiment
+    from clkit.drift.experiment import check_learner_settings
+
+    assert check_learner_settings({"mas_star": {"mas_lambda": 10.0}}, ["bare", "mas_star"],
+                                  ["text", "authors"]) == {"mas_star": {"mas_lambda": 10.0}}
+    with pytest.raises(ValueError, match=r"learner_kwargs\['joint'\]: unknown keyword 'epochs'"):
+        check_learner_settings({"joint": {"epochs": 3}}, ["joint"])
+    seen = []
+    for name in ("make_learner", "make_authors_learner"):
+        real = getattr(experiment, name, None) or getattr(__import__("clkit.drift.authors").drift.authors, name)
+
+        def recording(method, model, _real=real, _name=name, **kw):
+            seen.append((_name, method, kw.get("mas_lambda")))
+            return _real(method, model, **kw)
+
+        if hasattr(experiment, name):
+            monkeypatch.setattr(experiment, name, recording)
+        else:
+            monkeypatch.setattr("clkit.drift.authors." + name, recording)
+    g = csbm(120, 4, feature_signal=1.0, seed=1)
+    for protocol in ("text", "authors"):
+        g2, sp = drift.protocol_data(g, 2, 0.2, seed=1, protocol=protocol)
+        drift.run_grid(g2, sp, [drift.StreamConfig("gaussian", sigma=2.0)], ["mas_star"], [1], hidden=8,
+                       eval_every=100, cache=False, progress=False, protocol=protocol,
+                       learner_kwargs={"mas_star": {"mas_lambda": 7.0}})
+    assert {(m, lam) for _, m, lam in seen} == {("mas_star", 7.0)} and len({n for n, _, _ in seen}) == 2

@@ -308,3 +308,183 @@ def test_authors_gss_stages_ten_then_fills_then_replaces_only_below_the_threshol
     assert never.mem_x.tolist() == perm[:30].tolist()  # the first 30 nodes, kept
     always = run(2.0)
     assert len(always.mem_y) == 30 and always.replacements > 0
+
+
+# ---------------------------------------------------------------- evaluation interval per protocol (issue 25, 1)
+def test_each_protocol_has_its_own_interval_the_authors_100_unless_set():
+    assert drift.AUTHORS_EVAL_EVERY == 100
+    assert drift.eval_intervals(["text", "authors"], 20) == ({"text": 20, "authors": 100}, [])
+    assert drift.eval_intervals(["text", "authors"], 20, 100) == ({"text": 20, "authors": 100}, [])
+    every, notes = drift.eval_intervals(["text", "authors"], 20, 7)
+    assert every == {"text": 20, "authors": 7}
+    assert len(notes) == 1 and "every 7 batches" in notes[0] and "not every 100" in notes[0]
+    assert drift.eval_intervals(["text"], 5, 7) == ({"text": 5}, [])  # no authors run, nothing overridden
+    with pytest.raises(ValueError, match="eval_every_authors"):
+        drift.eval_intervals(["authors"], 5, 0)
+
+
+def test_run_protocols_evaluates_each_protocol_at_its_own_interval():
+    g = csbm(240, 4, feature_signal=1.0, seed=1)
+    data = {pr: drift.protocol_data(g, 2, 0.2, seed=1, protocol=pr) for pr in drift.PROTOCOLS}
+    cfg = drift.StreamConfig("gaussian", sigma=2.0)
+    configs = {"main": [cfg], "sigma": [], "sampling": [], "batch": []}
+    runs = drift.run_protocols(data, configs, ["bare"], ["bare"], [1], hidden=8, memory_size=10,
+                               eval_every={"text": 2, "authors": 5}, joint_epochs=1, cache=False, progress=False)
+    for pr, every in (("text", 2), ("authors", 5)):
+        when, _ = runs[pr][1][(cfg, "bare", 1)]
+        T = runs[pr][2][(cfg, 1)].num_batches
+        assert when.tolist() == drift.protocol_eval_points(T, every, pr).tolist()
+
+
+# ---------------------------------------------------------------- the authors' hard setting (issue 25, 2)
+def _authors_hard_loop(task_of_batch, log_every, acc_rows):
+    """Transcription of the rule read in the authors' ``pipeline_tfocis`` and ``metrics.confusion_matrix``:
+    evaluate before batch i when ``i % log_every == 0`` or its task differs from the current one (tagged
+    with the current task, which then becomes the batch's), once more after the stream; AA is the mean of
+    the final row, AF the mean of final minus the row that closes each task's tags."""
+    evals, tags, cur = [], [], 0
+    for i, t in enumerate(task_of_batch):
+        if i % log_every == 0 or t != cur:
+            evals.append(i)
+            tags.append(cur)
+            cur = t
+    evals.append(len(task_of_batch))
+    tags.append(cur)
+    nt = max(tags) + 1
+    changes = [i for i in range(1, len(tags)) if tags[i] != tags[i - 1]]
+    rows = np.asarray(acc_rows)[np.array(changes + [len(tags)]) - 1]
+    fin = rows[nt - 1]
+    return evals, float(fin.mean()), float((fin - np.diag(rows[:nt])).mean())
+
+
+@pytest.mark.parametrize("log_every", [1, 3, 4, 100])
+def test_authors_hard_setting_evaluation_points_and_metrics_equal_their_loop(log_every):
+    tasks = [np.arange(0, 23), np.arange(23, 30), np.arange(30, 45)]  # 5 + 2 + 3 batches of 5, last ones partial
+    s = drift.hard_stream(tasks, 5, seed=3, partial_last=True)
+    assert s.counts.sum(1).tolist() == [5, 5, 5, 5, 3, 5, 2, 5, 5, 5]
+    seen = np.sort(s.batches[s.batches >= 0])
+    assert seen.tolist() == list(range(45))  # every node exactly once, no batch crosses a task boundary
+    task_of_batch = s.counts.argmax(1)
+    pts = protocol_eval_points(s.num_batches, log_every, "authors", task_of_batch=task_of_batch)
+    acc = np.random.default_rng(log_every).uniform(size=(len(pts), 3))
+    evals, aa, af = _authors_hard_loop(task_of_batch.tolist(), log_every, acc)
+    assert pts.tolist() == evals
+    m = protocol_metrics(acc, np.full(len(pts), 0.5), "authors", weights=s.weights, eval_batches=pts, hard=True)
+    assert m["AA"] == pytest.approx(aa) and m["AF"] == pytest.approx(af)
+    # the text protocol keeps its own rule: no task-change evaluations, AA the mean final accuracy
+    assert protocol_eval_points(s.num_batches, log_every, "text", task_of_batch=task_of_batch).tolist() == \
+        drift.eval_points(s.num_batches, log_every).tolist()
+
+
+def test_authors_hard_setting_trains_each_task_on_its_own_subgraph():
+    g = csbm(240, 4, feature_signal=1.0, seed=1)
+    g2, sp = drift.protocol_data(g, 2, 0.2, seed=1, protocol="authors")
+    cfg = drift.StreamConfig("hard")
+    rows, curves, streams = drift.run_grid(g2, sp, [cfg], ["bare"], [1], hidden=8, eval_every=100, cache=False,
+                                           progress=False, protocol="authors")
+    s = streams[(cfg, 1)]
+    assert (s.batches < 0).any() and s.meta["partial_last"]
+    when, _ = curves[(cfg, "bare", 1)]
+    changes = (np.flatnonzero(np.diff(s.counts.argmax(1))) + 1).tolist()
+    assert when.tolist() == sorted({0, *changes, s.num_batches})
+    # the hook swaps the model's graph to the task's subgraph when the task changes
+    from clkit.drift.experiment import _before_step
+
+    calls = []
+
+    class Spy:
+        logit_limit = None
+
+        def set_graph(self, ei):
+            calls.append(ei)
+
+    task_of_node = np.array([0, 0, 1, 1])
+    hook = _before_step(Spy(), False, ["g0", "g1"], task_of_node)
+    for idx in ([0, 1], [1], [2, 3], [3]):
+        hook(torch.tensor(idx), torch.tensor([0]))
+    assert calls == ["g0", "g1"]
+    assert _before_step(Spy(), False, None, None) is None
+
+
+def test_er_loss_forms_are_named_the_authors_two_means_by_default():
+    from clkit.drift.authors import ER_LOSS_FORMS, AuthorsER
+
+    assert ER_LOSS_FORMS == ["two_means", "one_mean"]
+    net = GCN(torch.eye(6), torch.tensor([[0, 1], [1, 0]]), num_classes=2, hidden=4)
+    assert make_authors_learner("er", net).loss_form == "two_means"
+    assert make_authors_learner("er", net, loss_form="one_mean").loss_form == "one_mean"
+    with pytest.raises(ValueError, match="loss_form"):
+        AuthorsER(net, loss_form="sum")
+    assert not hasattr(drift.get_protocol("authors"), "isolated_replay")
+    assert drift.get_protocol("authors").learners == "authors" and drift.get_protocol("text").learners == "kit"
+
+
+# ---------------------------------------------------------------- verdicts of the sigma sweep (issue 23)
+def _sweep_grid(adv_lo, adv_hi, seeds=(1, 2, 3, 4, 5), bare=(0.40, 0.42, 0.41, 0.43, 0.39)):
+    """Rows of a hand-built σ sweep: Bare at σ 1 and 8, ER = Bare + the given per-seed advantages."""
+    rows = []
+    for i, s in enumerate(seeds):
+        for sigma, ov, adv in ((1.0, 0.0, adv_lo[i]), (8.0, 0.9, adv_hi[i])):
+            base = dict(setting="gaussian", batch_size=10, sampling="without", sigma=sigma, seed=s, overlap=ov)
+            rows.append({**base, "method": "bare", "A_AUC": bare[i] + 0.01 * sigma, "AF_s": -0.1})
+            rows.append({**base, "method": "er", "A_AUC": bare[i] + 0.01 * sigma + adv, "AF_s": -0.1 - 0.01 * sigma})
+    return rows
+
+
+def _null(seeds=(1001, 1002, 1003, 1004, 1005), values=(0.41, 0.40, 0.42, 0.42, 0.40)):
+    import pandas as pd
+
+    return pd.DataFrame([{"seed": s, "sigma": 1.0, "A_AUC": v, "method": "bare"} for s, v in zip(seeds, values)])
+
+
+def test_finding_three_reads_not_testable_when_er_never_beats_bare():
+    import pandas as pd
+    from clkit.drift import report
+
+    df = pd.DataFrame(_sweep_grid(adv_lo=[-0.02, -0.01, -0.03, -0.02, -0.01], adv_hi=[-0.01, 0.0, -0.02, -0.01, 0.0]))
+    vs = report.sweep_verdicts(df, _null(), "text", ["bare", "er"], [1.0, 8.0], 10, "without")
+    assert [v.role for v in vs].count("null control") == 1 and vs[-1].control_ok
+    assert report.contraction_verdict(vs, "text").startswith("not testable here")
+
+
+def test_finding_three_reproduced_only_with_an_advantage_that_shrinks():
+    import pandas as pd
+    from clkit.drift import report
+
+    df = pd.DataFrame(_sweep_grid(adv_lo=[0.20, 0.22, 0.19, 0.21, 0.20], adv_hi=[0.02, 0.01, 0.03, 0.02, 0.01]))
+    vs = report.sweep_verdicts(df, _null(), "text", ["bare", "er"], [1.0, 8.0], 10, "without")
+    assert report.contraction_verdict(vs, "text").startswith("reproduced: the advantage contracts")
+    # a failing null control (a planted 20-point gap between two Bare runs) withholds the verdict
+    bad = _null(values=(0.61, 0.62, 0.60, 0.63, 0.61))
+    vs = report.sweep_verdicts(df, bad, "text", ["bare", "er"], [1.0, 8.0], 10, "without")
+    assert not vs[-1].control_ok and report.contraction_verdict(vs, "text") == "not judged: a control failed"
+    # fewer than 4 seeds: not judged
+    small = pd.DataFrame(_sweep_grid(adv_lo=[0.2, 0.21, 0.19], adv_hi=[0.0, 0.01, 0.02], seeds=(1, 2, 3),
+                                     bare=(0.4, 0.41, 0.42)))
+    vs = report.sweep_verdicts(small, _null(seeds=(1001, 1002, 1003), values=(0.4, 0.42, 0.41)), "text",
+                               ["bare", "er"], [1.0, 8.0], 10, "without")
+    assert report.contraction_verdict(vs, "text").startswith("not judged: 3 seed(s)")
+
+
+def test_findings_block_is_generated_from_results(tmp_path):
+    from clkit.drift import report
+    from clkit.stats import paired
+
+    v = paired([1.0, 2.0, 1.5, 1.2], [0.0, 0.1, 0.0, 0.2], comparison="text: (3a) er − Bare")
+    results = {"params": {"seeds": [1, 2, 3, 4], "sigmas": [1.0, 8.0]},
+               "results": {"dataset_used": "cora", "data_source": "real", "eval_every": {"text": 20},
+                           "verdicts": [v.to_dict()], "controls_hold": True, "summary": "**Findings** (1 of 1)"}}
+    doc = tmp_path / "05.md"
+    doc.write_text("intro\n<!-- BEGIN generated: findings-05_drift -->\nold\n<!-- END generated: findings-05_drift -->\nend\n")
+    text = report.update_findings_block(doc, results)
+    assert "\nold\n" not in text and text.startswith("intro\n") and text.endswith("end\n")
+    assert "| text: (3a) er − Bare | higher | +1.4 |" in text or "| text: (3a) er − Bare | higher | +1.3 |" in text and "Controls hold: **True**" in text
+    assert doc.read_text() == text
+    with pytest.raises(ValueError, match="no generated block"):
+        report.update_findings_block(tmp_path / "05.md", results, name="other")
+
+
+def test_notebook_parameters_list_matches_the_parameters_cell():
+    from clkit.notebooks import notebook_parameters
+
+    assert list(drift.NOTEBOOK_PARAMETERS) == list(notebook_parameters("05_drift"))

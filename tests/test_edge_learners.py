@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from clkit.edge import enumerate_sequences
-from clkit.edge.learners import (LEARNERS, LearnerConfig, batch_order, init_params, sequence_code,
+from clkit.edge.learners import (LEARNERS, LearnerConfig, batch_order, init_params, prefix_code,
                                  train_sequences)
 
 
@@ -32,13 +32,12 @@ def plain_finetune(xtr, xte, seq, cfg, seed):
     opt = torch.optim.SGD(net.parameters(), lr=cfg.lr, momentum=cfg.momentum)
     seen = torch.zeros(C, dtype=torch.bool)
     R = np.full((len(seq), len(seq)), np.nan)
-    code = sequence_code(seq)
     for t, task in enumerate(seq):
         seen[list(task)] = True
         xs = torch.as_tensor(np.concatenate([xtr[c] for c in task]))
         ys = torch.as_tensor(np.repeat(task, xtr.shape[1]))
         for epoch in range(cfg.epochs):
-            order = batch_order(seed, code, t, epoch, len(xs))
+            order = batch_order(seed, prefix_code(seq[: t + 1], C), t, epoch, len(xs))
             for s in range(0, len(xs), cfg.batch_size):
                 idx = order[s:s + cfg.batch_size]
                 logits = net(xs[idx]).masked_fill(~seen, -1e9)
@@ -108,3 +107,21 @@ def test_bad_learner_arguments():
         train_sequences(x, x, [[[0, 1, 2], [3, 4, 5]]], "finetune")
     with pytest.raises(ValueError, match="epochs"):
         LearnerConfig(epochs=0)
+
+
+@pytest.mark.parametrize("learner", ["ewc", "icarl"])
+def test_prefix_tree_sharing_equals_training_each_sequence(toy, learner):
+    xtr, xte, seqs = toy
+    pick = list(range(0, 90, 3))                        # 30 sequences, many sharing a first task
+    shared = train_sequences(xtr, xte, seqs[pick], learner, CFG, seed=2)
+    alone = train_sequences(xtr, xte, seqs[pick], learner, CFG, seed=2, share_prefixes=False)
+    np.testing.assert_allclose(shared["acc_matrix"], alone["acc_matrix"], atol=1e-5)
+
+
+def test_learner_config_applies_only_the_learners_keywords():
+    from clkit.edge.learners import learner_config
+
+    assert learner_config("lwf", CFG, {"lwf_lambda": 3.0}).lwf_lambda == 3.0
+    assert learner_config("ncm", CFG, {}) is CFG
+    with pytest.raises(ValueError, match="unknown keyword 'ewc_lambda'; lwf accepts"):
+        learner_config("lwf", CFG, {"ewc_lambda": 1.0})

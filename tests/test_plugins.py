@@ -200,7 +200,9 @@ def plugin_notebooks(tmp_path_factory):
                                 "learners": "[erm, finetune, tiny_replay]", "acc_matrices": f"[{A4}]"},
         "04_curriculum": {"datasets": f"[digits, mnist_subset, {base / 'img10'}]",
                           "strategies": "[naive, tiny_replay]", "per_class_train": "8", "per_class_test": "8",
-                          "backbone": "clkit_example_plugin.backbones:tiny_cnn", "seeds": "2"},
+                          "backbone": "clkit_example_plugin.backbones:tiny_cnn", "seeds": "2",
+                          "scenario": "class",  # tiny_replay does not support the task scenario (smoke's)
+                          "learner_kwargs": "{}"},  # smoke's settings are for its replay, not run here
         "05_drift": {"dataset": str(base / "graph.pt"), "methods": "[bare, er, tiny_replay]", "seeds": "[1]"},
     }
     old = os.environ.get("PYTHONPATH")

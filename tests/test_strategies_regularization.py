@@ -114,10 +114,10 @@ def test_si_importance_uses_unregularised_gradient():
     # one manual step on task 2, compared with the strategy's own bookkeeping
     s.before_task(Task(x, -x @ torch.tensor([[1.0], [2.0]]), task_id=1))
     xb, yb = x[:4], -x[:4] @ torch.tensor([[1.0], [2.0]])
+    before = lin.weight.detach().clone()
     s.train_step(xb, yb, None)
     w = lin.weight.detach()
-    change = s._change["weight"]          # theta_old - theta_new of that step
-    before = w + change
+    change = before - w                   # theta_old - theta_new of that step
     torch.testing.assert_close(change, 0.05 * (s._grad["weight"] + 2 * 5.0 * omega * (before - anchor)))
     unreg = 2 * ((before @ xb.T).T - yb).mul(xb).mean(0, keepdim=True)
     torch.testing.assert_close(s._grad["weight"], unreg)

@@ -42,26 +42,3 @@ def test_seed_metrics_pairs_seeds_and_reuses_known_matrices():
     with pytest.raises(ValueError, match="finetune"):
         tmv.seed_metrics(ds, ["ewc"], [0], train_kw=train, metric_kw=kw)
 
-
-def test_si_calibration_grid_runs_at_smoke_scale():
-    """The shipped grid over learner_kwargs.si.si_lambda: each value reaches SI; strength holds the past."""
-    import clkit.temporal as tm
-    from clkit.notebooks import load_params
-    from clkit.sweep.grid import expand_grid, load_grid, resolve_grid
-
-    grid = load_grid(resolve_grid("03_temporal_metrics", "si_strength"))
-    cases = expand_grid(grid)
-    cs = [c["learner_kwargs.si.si_lambda"] for c in cases]
-    assert cs == sorted(cs) and 1.0 in cs and len(cs) >= 3  # the default c = 1 is in the grid
-    from clkit.data.temporal import load_rainfall
-
-    forgetting = []
-    for case in (cases[0], cases[-1]):
-        values = load_params("03_temporal_metrics", grid["params"], list(case.items()))
-        kw = tm.check_learner_settings(values["learner_kwargs"], values["learners"])
-        assert kw == {"si": {"si_lambda": case["learner_kwargs.si.si_lambda"]}}
-        ds = load_rainfall(period_length=values["period_length"], seed=values["seed"])
-        A = tm.accuracy_matrix(ds, "si", epochs=values["epochs"], hidden=values["hidden"],
-                               lr=values["lr"], seed=values["seed"], strategy_kwargs=kw["si"])
-        forgetting.append(tm.backward_summary(A)["forgetting"])
-    assert forgetting[1] < forgetting[0]  # c = 100 forgets less than c = 0.1

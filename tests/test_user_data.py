@@ -1,11 +1,16 @@
 """clkit.data.user: the user's own files, each malformed one refused with a named message."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
 from clkit.data import user
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
 
 
 def test_stream_table_csv_and_parquet(tmp_path):
@@ -101,14 +106,135 @@ def test_matrix_csv(tmp_path):
     with pytest.raises(ValueError, match=r"is ragged: rows have \[1, 2\] cells"):
         user.load_matrix_csv(f)
     f.write_text("0.9,0.8,0.1,0.3\n0.5,0.9,0.2,0.3\n")
-    with pytest.raises(ValueError, match=r"has shape \(2, 4\); allowed: a square matrix"):
+    with pytest.raises(ValueError, match=r"has 2 rows x 4 columns .*a performance matrix is square"):
         user.load_matrix_csv(f)
     f.write_text("0.9,\n0.5,0.9\n")
-    with pytest.raises(ValueError, match=r"A matrix: .* missing value \(NaN\) at \[0, 1\]; allowed: below the diagonal"):
+    with pytest.raises(ValueError, match=r"A matrix: .* missing value \(NaN\) at \[0, 1\] \(.*\); allowed: below the diagonal$"):
         user.load_matrix_csv(f)
     f.write_text("0.9,0.1\n0.5,abc\n")
     with pytest.raises(ValueError, match="row 1 has a non-numeric value 'abc'"):
         user.load_matrix_csv(f, name="R")
+
+
+# R of examples/data/R.csv (bwt -0.3167, forgetting 0.3167) as two framework logs write it
+R4 = [[0.95, 0.1, 0.12, 0.09], [0.7, 0.93, 0.11, 0.1], [0.55, 0.74, 0.92, 0.13], [0.48, 0.6, 0.77, 0.94]]
+
+
+def _csv(rows):
+    return "".join(",".join(f"{v:g}" for v in r) + "\n" for r in rows)
+
+
+def test_matrix_with_an_average_column_is_refused_or_read_as_told(tmp_path):
+    """Issue 28: a 4 x 5 all-numeric R (an "average" column at the end) was read as having an
+    index column, silently: task 0 dropped, the average taken as task 3."""
+    from clkit import metrics as mt
+
+    f = tmp_path / "R_avg.csv"
+    f.write_text(_csv([r + [float(np.mean(r))] for r in R4]))
+    with pytest.raises(ValueError, match=r"R matrix: .*R_avg.csv' has 4 rows x 5 columns \(header row: no; index "
+                                         r"column: no.*Nothing is guessed.*--columns"):
+        user.load_matrix_csv(f, name="R", nan_allowed="above")
+    lines = []
+    R = user.load_matrix_csv(f, name="R", nan_allowed="above", cols="0:4", log=lines.append)
+    assert R.tolist() == R4
+    assert lines == [f"R matrix {str(f)!r}: read 4 x 4 (header row: no; index column: no; of 4 rows x 5 columns: "
+                     "rows all, columns 0:4; scale 0-1)"]
+    assert mt.backward_transfer(R) == pytest.approx(-0.3167, abs=1e-4)
+    assert mt.forgetting(R) == pytest.approx(0.3167, abs=1e-4)
+    assert user.load_matrix_csv(f, name="R", cols=[0, 1, 2, 3], log=None).tolist() == R4
+
+
+def test_matrix_with_a_before_training_row_is_refused_or_read_as_told(tmp_path):
+    """Issue 28: a 5 x 4 R whose first row holds the scores before training lost that row as a
+    "header", silently."""
+    f = tmp_path / "R_b.csv"
+    f.write_text(_csv([[0.1, 0.12, 0.09, 0.11]] + R4))
+    with pytest.raises(ValueError, match=r"has 5 rows x 4 columns \(header row: no.*--header.*--rows"):
+        user.load_matrix_csv(f, name="R", nan_allowed="above")
+    lines = []
+    assert user.load_matrix_csv(f, name="R", rows="1:", log=lines.append).tolist() == R4
+    assert "read 4 x 4 (header row: no; index column: no; of 5 rows x 4 columns: rows 1:, columns all" in lines[0]
+    # a numeric header (pandas' column numbers) is taken only when declared
+    f.write_text(_csv([[0, 1, 2, 3]] + R4))
+    with pytest.raises(ValueError, match="has 5 rows x 4 columns"):
+        user.load_matrix_csv(f, name="R")
+    assert user.load_matrix_csv(f, name="R", header=True, log=None).tolist() == R4
+    # pandas' to_csv with its row index: an empty first header cell marks the index column
+    pd.DataFrame(R4, columns=[f"task_{j}" for j in range(4)]).to_csv(f)
+    assert user.load_matrix_csv(f, name="R", log=lines.append).tolist() == R4
+    assert "(header row: yes; index column: yes; scale 0-1)" in lines[-1]
+    pd.DataFrame(R4).to_csv(f)  # numeric header and numeric index: both must be said
+    with pytest.raises(ValueError, match=r"missing value \(NaN\) at \[0, 0\] .*pass header=True"):
+        user.load_matrix_csv(f, name="R")
+    assert user.load_matrix_csv(f, name="R", header=True, index_col=True, log=None).tolist() == R4
+    with pytest.raises(ValueError, match=r"rows: \[7\] are not rows of a table with 4 rows"):
+        user.load_matrix_csv(f, header=True, index_col=True, rows=[0, 1, 2, 7])
+    with pytest.raises(ValueError, match="rows must be a slice like '1:'"):
+        user.load_matrix_csv(f, header=True, index_col=True, rows="first")
+    with pytest.raises(TypeError, match="header must be True, False or None"):
+        user.load_matrix_csv(f, header="yes")
+
+
+def test_matrix_in_percent_is_refused_or_rescaled_when_asked(tmp_path):
+    """Issue 28: accuracies in percent were accepted without a word (the Drift Horizon's
+    tolerances are absolute, so DH changed with the unit)."""
+    f = tmp_path / "A_pct.csv"
+    A = [[90.1, 85.9, 80.8], ["", 91.3, 86.9], ["", "", 90.0]]
+    f.write_text("".join(",".join(str(v) for v in r) + "\n" for r in A))
+    with pytest.raises(ValueError, match=r"A matrix: .* values outside \[0, 1\] \(e.g. 90.1, range 80.8 to 91.3\)"
+                                         r".*looks like percent: pass scale='percent' \(clkit metrics: --percent\)"):
+        user.load_matrix_csv(f)
+    lines = []
+    got = user.load_matrix_csv(f, scale="percent", log=lines.append)
+    assert got[0].tolist() == pytest.approx([0.901, 0.859, 0.808]) and np.isnan(got[1, 0])
+    assert "scale 0-100, divided by 100" in lines[0]
+    f.write_text("0.9,1.2\n,0.8\n")
+    with pytest.raises(ValueError, match=r"outside \[0, 1\] \(e.g. 1.2"):
+        user.load_matrix_csv(f)
+    f.write_text("0.9,-0.2\n,0.8\n")
+    with pytest.raises(ValueError, match=r"outside \[0, 1\] \(e.g. -0.2.*scale='any'"):
+        user.load_matrix_csv(f)
+    f.write_text("12.5,80\n,3\n")  # errors (MSE): no range
+    assert user.load_matrix_csv(f, scale="any", log=None)[0].tolist() == [12.5, 80.0]
+    with pytest.raises(ValueError, match=r"scale must be one of \['unit', 'percent', 'any'\]"):
+        user.load_matrix_csv(f, scale="fraction")
+
+
+def test_metrics_cli_reads_only_what_it_is_told(tmp_path, capsys):
+    """``clkit metrics cl|temporal`` on the issue's files: refused with the options named, or read
+    as told with the shape printed; percent refused or rescaled with --percent."""
+    from clkit.cli import main
+
+    f = tmp_path / "R_avg.csv"
+    f.write_text(_csv([r + [float(np.mean(r))] for r in R4]))
+    assert main(["metrics", "cl", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "has 4 rows x 5 columns" in err and "--columns" in err and len(err.splitlines()) == 1
+    assert main(["metrics", "cl", str(f), "--columns", "0:4", "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "read 4 x 4 (header row: no; index column: no; of 4 rows x 5 columns: rows all, columns 0:4" in out
+    res = json.loads((tmp_path / "o" / "metrics_cl.json").read_text())
+    assert res["bwt"] == pytest.approx(-0.3167, abs=1e-4) and res["forgetting"] == pytest.approx(0.3167, abs=1e-4)
+    b = tmp_path / "R_b.csv"
+    b.write_text(_csv([[0.1, 0.12, 0.09, 0.11]] + R4))
+    assert main(["metrics", "cl", str(b)]) == 2 and "has 5 rows x 4 columns" in capsys.readouterr().err
+    assert main(["metrics", "cl", str(b), "--rows", "1,2,3,4", "--baseline", "0.1,0.12,0.09,0.11"]) == 0
+    assert "rows [1, 2, 3, 4]" in capsys.readouterr().out
+    # the same A(t, tau) as fractions and in percent: refused, or the same Drift Horizon with --percent
+    A = EXAMPLES / "A.csv"
+    pct = tmp_path / "A_pct.csv"
+    pct.write_text("\n".join(",".join("" if not c else f"{100 * float(c):g}" for c in line.split(","))
+                             for line in A.read_text().splitlines()[1:]) + "\n")
+    assert main(["metrics", "temporal", str(pct)]) == 2
+    assert "looks like percent" in capsys.readouterr().err
+    for path, extra in ((A, []), (pct, ["--percent"])):
+        assert main(["metrics", "temporal", str(path), "--out", str(tmp_path / path.stem), *extra]) == 0
+    assert "divided by 100" in capsys.readouterr().out
+    unit, percent = (json.loads((tmp_path / s / "metrics_temporal.json").read_text()) for s in ("A", "A_pct"))
+    assert percent["dh"] == unit["dh"] and percent["per_period"]["dh"] == unit["per_period"]["dh"]
+    assert percent["tas"] == pytest.approx(unit["tas"])
+    assert main(["metrics", "cl", str(f), "--columns", "first"]) == 2
+    assert "--columns must be a slice like '1:'" in capsys.readouterr().err
 
 
 def test_period_table(tmp_path):

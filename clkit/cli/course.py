@@ -30,6 +30,8 @@ def _cmd_grade(args) -> int:
     except (ValueError, TypeError, ConnectionError, RuntimeError) as exc:
         print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
         return 2
+    except KeyboardInterrupt:  # what was graded is kept; the library said so
+        return 130
     return 1 if counts["failed"] else 0
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from ._output import add_out, guarded, show, write
 
 
@@ -9,8 +11,9 @@ def register(sub) -> None:
     p = sub.add_parser("metrics", help="metrics of a performance matrix from CSV (no training)")
     s = p.add_subparsers(dest="metrics_cmd", required=True)
     c = s.add_parser("cl", help="ACC, BWT, FWT, forgetting of R[i, j] (score on task j after task i)")
-    c.add_argument("matrix", help="R.csv: square matrix, optional header row / index column; cells above the "
-                                  "diagonal may be empty")
+    c.add_argument("matrix", help="R.csv: square matrix, one row and column per task; cells above the diagonal "
+                                  "may be empty")
+    add_matrix_options(c)
     c.add_argument("--error", action="store_true", help="R holds errors (e.g. MSE): lower is better")
     c.add_argument("--baseline", default=None, metavar="B",
                    help="comma-separated scores at initialisation b_j, for FWT (Lopez-Paz & Ranzato); "
@@ -19,6 +22,7 @@ def register(sub) -> None:
     c.set_defaults(func=guarded(cl))
     t = s.add_parser("temporal", help="g, Stability / Drift Horizon, TAS, ID / OOD of A(t, tau)")
     t.add_argument("matrix", help="A.csv: A(t, tau) for tau >= t; cells below the diagonal may be empty")
+    add_matrix_options(t)
     t.add_argument("--delta", type=float, default=0.9, help="Stability Horizon tolerance (default 0.9)")
     t.add_argument("--epsilon", type=float, default=0.02, help="Drift Horizon per-step tolerance (default 0.02)")
     t.add_argument("--lam", type=float, default=0.15, help="Drift Horizon threshold lambda (default 0.15)")
@@ -26,6 +30,46 @@ def register(sub) -> None:
     t.add_argument("--horizon", type=int, default=0, help="maximum horizon H for SH / DH (0: all)")
     add_out(t)
     t.set_defaults(func=guarded(temporal))
+
+
+def add_matrix_options(parser) -> None:
+    """How to read the matrix file: nothing is guessed from its shape (:func:`clkit.data.user.load_matrix_csv`)."""
+    g = parser.add_argument_group("reading the matrix (a header row / index column is taken by itself only when "
+                                  "it has text)")
+    g.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
+                   help="the first row is (--header) or is not (--no-header) column labels")
+    g.add_argument("--index-col", action=argparse.BooleanOptionalAction, default=None,
+                   help="the first column is (--index-col) or is not (--no-index-col) row labels")
+    g.add_argument("--rows", default=None, metavar="SEL",
+                   help="the task rows among the data rows: a slice '1:' (e.g. leave out a row of scores before "
+                        "training) or indices '0,1,2'")
+    g.add_argument("--columns", default=None, metavar="SEL",
+                   help="the task columns: a slice '0:4' (e.g. leave out an average column) or indices '0,1,2'")
+    g.add_argument("--percent", action="store_true",
+                   help="the scores are in percent (0-100): divide them by 100 (without it, values outside "
+                        "[0, 1] are refused)")
+
+
+def _selection_arg(value, option: str):
+    if value is None or ":" in value:
+        return value
+    try:
+        return [int(v) for v in value.split(",")]
+    except ValueError:
+        raise ValueError(f"{option} must be a slice like '1:' or comma-separated indices like '0,1,2', "
+                         f"got {value!r}") from None
+
+
+def read_matrix(args, name: str, nan_allowed: str, scale: str):
+    """The matrix of ``args.matrix`` read as the options say; prints the shape it read."""
+    from ..data.user import load_matrix_csv
+
+    if args.percent and scale == "any":
+        raise ValueError("--percent: R holds errors (--error), which have no percent scale")
+    return load_matrix_csv(args.matrix, name=name, nan_allowed=nan_allowed, header=args.header,
+                           index_col=args.index_col, rows=_selection_arg(args.rows, "--rows"),
+                           cols=_selection_arg(args.columns, "--columns"),
+                           scale="percent" if args.percent else scale)
 
 
 def cl_result(R, *, error: bool = False, baseline=None) -> dict:
@@ -47,9 +91,7 @@ def cl(args) -> int:
     import numpy as np
     import pandas as pd
 
-    from ..data.user import load_matrix_csv
-
-    R = load_matrix_csv(args.matrix, name="R", nan_allowed="above")
+    R = read_matrix(args, "R", "above", "any" if args.error else "unit")
     b = None
     if args.baseline is not None:
         try:
@@ -73,9 +115,7 @@ def temporal(args) -> int:
 
     from .. import temporal as tm
     from .._validate import check_int, check_real
-    from ..data.user import load_matrix_csv
-
-    A = load_matrix_csv(args.matrix, name="A", nan_allowed="below")
+    A = read_matrix(args, "A", "below", "unit")
     check_real("--delta", args.delta, low=0, high=1)
     check_real("--epsilon", args.epsilon, low=0)
     check_real("--lam", args.lam, low=0)

@@ -42,6 +42,8 @@ c.Execute.timeout = {CELL_TIMEOUT_S}
 c.Execute.extra_arguments = ["--IPKernelApp.log_level=CRITICAL"]
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+# a test cell a student deleted is put back and run (nbgrader's own option)
+c.OverwriteCells.add_missing_cells = True
 '''
 
 
@@ -109,6 +111,7 @@ def nbgrader_api(root, log_level: str = "WARN"):
     cfg.Execute.extra_arguments = KERNEL_ARGS
     cfg.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     cfg.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+    cfg.OverwriteCells.add_missing_cells = True
     cfg.NbGraderAPI.log_level = log_level
     return NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
 

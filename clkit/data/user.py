@@ -23,6 +23,7 @@ naming the file, the column or the value, and what is allowed.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -371,88 +372,205 @@ def imagefolder_enumerable(root, classes=None, *, n_train: int = 20, n_test: int
 
 # --------------------------------------------------------------------------- 03: matrices and periods
 
-def load_matrix_csv(path, *, name: str = "A", nan_allowed: str = "below") -> np.ndarray:
-    """A square matrix from CSV (optional header row and index column).
+MATRIX_SCALES = ("unit", "percent", "any")
 
-    A first row that is not numeric, or one row more than columns, is a header; a
-    first column that is not numeric, or one column more than rows, is an index.
+
+def _numeric_cell(c: str) -> bool:
+    """Whether a CSV cell reads as a number (an empty cell, ``nan`` or ``na`` are missing numbers)."""
+    c = c.strip()
+    if c == "" or c.lower() in ("nan", "na"):
+        return True
+    try:
+        float(c)
+    except ValueError:
+        return False
+    return True
+
+
+def _cell_value(c: str) -> float:
+    c = c.strip()
+    return np.nan if c == "" or c.lower() in ("nan", "na") else float(c)
+
+
+def _selection(spec, n: int, parameter: str, what: str) -> list[int]:
+    """Indices chosen by ``spec``: ``None`` (all ``n``), a slice string ``"1:"`` / ``"0:4"`` or a list of ints.
+
+    >>> _selection("1:", 5, "rows", "rows"), _selection([0, 2], 3, "cols", "columns"), _selection(None, 2, "rows", "rows")
+    ([1, 2, 3, 4], [0, 2], [0, 1])
+    """
+    if spec is None:
+        return list(range(n))
+    if isinstance(spec, str) and re.fullmatch(r"\s*-?\d*\s*:\s*-?\d*\s*", spec):
+        a, b = (int(v) if v.strip() else None for v in spec.split(":"))
+        idx = list(range(n))[slice(a, b)]
+    elif isinstance(spec, (list, tuple)) and spec and all(isinstance(i, int) and not isinstance(i, bool)
+                                                          for i in spec):
+        bad = [i for i in spec if not -n <= i < n]
+        if bad:
+            raise ValueError(f"{parameter}: {bad} are not {what} of a table with {n} {what} (allowed 0..{n - 1})")
+        idx = [i % n for i in spec]
+    else:
+        raise ValueError(f"{parameter} must be a slice like '1:' or '0:4', or a list of {what} indices, "
+                         f"got {spec!r}")
+    if not idx:
+        raise ValueError(f"{parameter}={spec!r} selects none of the {n} {what}")
+    if len(set(idx)) != len(idx):
+        raise ValueError(f"{parameter}={spec!r} repeats {what}")
+    return idx
+
+
+def load_matrix_csv(path, *, name: str = "A", nan_allowed: str = "below", header: bool | None = None,
+                    index_col: bool | None = None, rows=None, cols=None, scale: str = "unit",
+                    log=print) -> np.ndarray:
+    """A square performance matrix (A(t, tau) or R[i, j]) from CSV, read only as the file says.
+
+    Nothing is guessed from the counts of rows and columns. A header row and an index
+    column are taken only when they are unambiguous: a first row with a non-numeric
+    cell is a header; a first column with a non-numeric cell below the header, or
+    under an empty first header cell (as pandas and R write a row index), is an
+    index. A numeric header (``0,1,2``) or a numeric index column must be declared
+    (``header=True``, ``index_col=True``). A matrix that is not square is refused
+    unless ``rows`` / ``cols`` say which rows and columns are the tasks (e.g. a
+    framework log's average column: ``cols="0:4"``; a row of scores before
+    training: ``rows="1:"``). Every load reports the shape it read through ``log``.
 
     Parameters
     ----------
+    path : str or Path
+        The CSV file.
     name : str
         How the matrix is called in messages (``"A"`` for A(t, tau), ``"R"``).
     nan_allowed : {"below", "above", "none"}
         Where empty cells / NaN may be: below the diagonal (A(t, tau) is evaluated for
         tau >= t only), above it (R[i, j] for j > i), or nowhere.
+    header, index_col : bool, optional
+        Whether the first row is a header / the first column an index; ``None``
+        (default) takes them only when unambiguous (see above).
+    rows, cols : str or list of int, optional
+        The task rows / columns among the data (after the header and index are
+        removed): a slice ``"1:"``, ``"0:4"`` or a list of indices. Default: all.
+    scale : {"unit", "percent", "any"}
+        ``"unit"``: scores in [0, 1] (accuracies as fractions); a value outside is
+        refused, since thresholds such as the Drift Horizon tolerances are absolute.
+        ``"percent"``: scores in [0, 100], divided by 100 (said in the report).
+        ``"any"``: no range (errors such as MSE).
+    log : callable or None
+        Receives one line saying what was read (shape, header, index, selection,
+        scale); ``None`` for silence.
+
+    Returns
+    -------
+    ndarray, shape (T, T)
+
+    Raises
+    ------
+    ValueError
+        Ragged, non-numeric, not square (without ``rows`` / ``cols``), a NaN where
+        none may be, or a value outside the scale; the message names the file and
+        what to pass.
 
     Examples
     --------
     >>> import tempfile, os
     >>> f = os.path.join(tempfile.mkdtemp(), "A.csv")
     >>> _ = open(f, "w").write("0.9,0.8\\n,0.85\\n")
-    >>> load_matrix_csv(f).tolist()
+    >>> load_matrix_csv(f, log=None).tolist()
     [[0.9, 0.8], [nan, 0.85]]
+    >>> _ = open(f, "w").write("t0,t1,avg\\n0.9,0.1,0.5\\n0.7,0.8,0.75\\n")
+    >>> load_matrix_csv(f, name="R", cols="0:2", log=lambda line: print(line.split(": ", 1)[1])).tolist()
+    read 2 x 2 (header row: yes; index column: no; of 2 rows x 3 columns: rows all, columns 0:2; scale 0-1)
+    [[0.9, 0.1], [0.7, 0.8]]
     """
     import csv
 
     if nan_allowed not in ("below", "above", "none"):
         raise ValueError(f"nan_allowed must be 'below', 'above' or 'none', got {nan_allowed!r}")
+    if scale not in MATRIX_SCALES:
+        raise ValueError(f"scale must be one of {list(MATRIX_SCALES)}, got {scale!r}")
+    for par, v in (("header", header), ("index_col", index_col)):
+        if v is not None and not isinstance(v, bool):
+            raise TypeError(f"{par} must be True, False or None (only when unambiguous), got {v!r}")
     p = _existing(path, f"{name} matrix")
+    where = f"{name} matrix: {str(p)!r}"
     try:
         text = p.read_text()
     except UnicodeDecodeError:
-        raise ValueError(f"{name} matrix: {str(p)!r} is not a text CSV file (binary content); write the "
-                         "matrix as CSV, one row per line") from None
-    rows = [r for r in csv.reader(text.splitlines()) if any(c.strip() for c in r)]
-    if not rows:
-        raise ValueError(f"{name} matrix: {str(p)!r} is empty")
-
-    def num(c):
-        c = c.strip()
-        if c == "" or c.lower() in ("nan", "na"):
-            return np.nan
-        return float(c)
-
-    def numeric_row(r):
-        try:
-            [num(c) for c in r]
-            return True
-        except ValueError:
-            return False
-
-    if not numeric_row(rows[0]):  # header
-        rows = rows[1:]
-    if rows and not numeric_row(rows[0]) and all(numeric_row(r[1:]) for r in rows):  # index column
-        rows = [r[1:] for r in rows]
-    lengths = {len(r) for r in rows}
-    if len(lengths) == 1 and len(rows) == len(rows[0]) + 1:  # a numeric header row (e.g. 0,1,2 from pandas)
-        rows = rows[1:]
-    if len(lengths) == 1 and len(rows) + 1 == len(rows[0]):  # a numeric index column
-        rows = [r[1:] for r in rows]
+        raise ValueError(f"{where} is not a text CSV file (binary content); write the matrix as CSV, "
+                         "one row per line") from None
+    table = [r for r in csv.reader(text.splitlines()) if any(c.strip() for c in r)]
+    if not table:
+        raise ValueError(f"{where} is empty")
+    lengths = sorted({len(r) for r in table})
     if len(lengths) > 1:
-        raise ValueError(f"{name} matrix: {str(p)!r} is ragged: rows have {sorted(lengths)} cells; allowed: every "
-                         "row the same length")
-    out = []
-    for i, r in enumerate(rows):
-        try:
-            out.append([num(c) for c in r])
-        except ValueError:
-            bad = next(c for c in r if not numeric_row([c]))
-            raise ValueError(f"{name} matrix: {str(p)!r} row {i} has a non-numeric value {bad!r}") from None
-    M = np.array(out, dtype=float)
-    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] < 2:
-        raise ValueError(f"{name} matrix: {str(p)!r} has shape {M.shape}; allowed: a square matrix of at least 2 x 2")
+        raise ValueError(f"{where} is ragged: rows have {lengths} cells; allowed: every row the same length")
+    how = ("(pass header=True / --header if the first row labels the columns, index_col=True / --index-col if "
+           "the first column labels the rows, or rows= / --rows and cols= / --columns to say which rows and "
+           "columns are tasks, e.g. '1:' or '0:4')")
+    if header is None:
+        header = not all(_numeric_cell(c) for c in table[0])
+    head = table[0] if header else None
+    data = table[1:] if header else table
+    if not data:
+        raise ValueError(f"{where} has a header row and no data")
+    if index_col is None:
+        index_col = any(not _numeric_cell(r[0]) for r in data) or (
+            head is not None and len(head) > 1 and not head[0].strip() and all(c.strip() for c in head[1:]))
+    if index_col:
+        data = [r[1:] for r in data]
+    for i, r in enumerate(data):
+        bad = next((c for c in r if not _numeric_cell(c)), None)
+        if bad is not None:
+            raise ValueError(f"{where} row {i} has a non-numeric value {bad!r} (read with header row: "
+                             f"{'yes' if header else 'no'}, index column: {'yes' if index_col else 'no'}) {how}")
+    full = np.array([[_cell_value(c) for c in r] for r in data], dtype=float)
+    n_rows, n_cols = full.shape
+    ri = _selection(rows, n_rows, "rows", "rows")
+    ci = _selection(cols, n_cols, "cols", "columns")
+    M = full[np.ix_(ri, ci)]
+    read_as = (f"header row: {'yes' if header else 'no'}; index column: {'yes' if index_col else 'no'}; "
+               f"{n_rows} data rows x {n_cols} columns")
+    if M.shape[0] != M.shape[1] or M.shape[0] < 2:
+        chosen = "" if rows is None and cols is None else f", of which rows={rows!r} cols={cols!r} give {M.shape}"
+        raise ValueError(f"{where} has {n_rows} rows x {n_cols} columns ({read_as}{chosen}); a performance matrix "
+                         f"is square, one row and one column per task, at least 2 x 2. Nothing is guessed: say "
+                         f"which rows and columns are tasks {how}")
     T = M.shape[0]
     allowed = {"below": np.tril(np.ones((T, T), bool), -1), "above": np.triu(np.ones((T, T), bool), 1),
                "none": np.zeros((T, T), bool)}[nan_allowed]
     bad = np.argwhere(np.isnan(M) & ~allowed)
     if len(bad):
         i, j = bad[0]
-        where = {"below": "below the diagonal", "above": "above the diagonal", "none": "nowhere"}[nan_allowed]
-        raise ValueError(f"{name} matrix: {str(p)!r} has a missing value (NaN) at [{i}, {j}]; allowed: {where}")
+        where_nan = {"below": "below the diagonal", "above": "above the diagonal", "none": "nowhere"}[nan_allowed]
+        raise ValueError(f"{where} has a missing value (NaN) at [{i}, {j}] ({read_as}); allowed: {where_nan}"
+                         + (f"; an empty first cell often marks labels {how}" if (i, j) == (0, 0) else ""))
     if np.isinf(M).any():
-        raise ValueError(f"{name} matrix: {str(p)!r} has an infinite value")
+        raise ValueError(f"{where} has an infinite value")
+    M, scale_note = _check_scale(M, scale, where)
+    if log is not None:
+        sel = "" if rows is None and cols is None else (
+            f" of {n_rows} rows x {n_cols} columns: rows {rows if rows is not None else 'all'}, "
+            f"columns {cols if cols is not None else 'all'};")
+        log(f"{name} matrix {str(p)!r}: read {T} x {T} (header row: {'yes' if header else 'no'}; index column: "
+            f"{'yes' if index_col else 'no'};{sel} {scale_note})")
     return M
+
+
+def _check_scale(M: np.ndarray, scale: str, where: str) -> tuple[np.ndarray, str]:
+    """``(M on a 0-1 scale, a note)`` for ``scale`` (see :func:`load_matrix_csv`); raise when out of range."""
+    if scale == "any":
+        return M, "scale as given"
+    top = 1.0 if scale == "unit" else 100.0
+    vals = M[np.isfinite(M)]
+    out = vals[(vals < 0) | (vals > top)]
+    if len(out):
+        hint = (" It looks like percent: pass scale='percent' (clkit metrics: --percent) to divide by 100, or "
+                "divide the file by 100" if scale == "unit" and vals.min() >= 0 and vals.max() <= 100 else "")
+        raise ValueError(f"{where} has values outside [0, {top:g}] (e.g. {out[0]:g}, range {vals.min():g} to "
+                         f"{vals.max():g}); a score here is a fraction in [0, {top:g}].{hint} (errors such as MSE: "
+                         "scale='any', clkit metrics cl --error)")
+    if scale == "percent":
+        return M / 100.0, "scale 0-100, divided by 100"
+    return M, "scale 0-1"
 
 
 def load_period_table(path, *, period_column: str = "period", label_column: str = "label", feature_columns=None,
@@ -488,25 +606,19 @@ def load_period_table(path, *, period_column: str = "period", label_column: str 
     feature_columns = _columns(df, p, feature_columns, "feature_columns")
     if not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
-    if df[period_column].isna().any():
-        raise ValueError(f"period_column: {period_column!r} of {str(p)!r} has a missing value at row "
-                         f"{int(np.flatnonzero(df[period_column].isna().to_numpy())[0])}")
-    if df[label_column].isna().any():
-        raise ValueError(f"label_column: {label_column!r} of {str(p)!r} has a missing value at row "
-                         f"{int(np.flatnonzero(df[label_column].isna().to_numpy())[0])}")
+    codes = {}
+    for par, col, what in (("period_column", period_column, "period"), ("label_column", label_column, "class")):
+        values = df[col]
+        if values.isna().any():
+            raise ValueError(f"{par}: {col!r} of {str(p)!r} has a missing value at row "
+                             f"{int(np.flatnonzero(values.isna().to_numpy())[0])}")
+        levels = sorted(values.unique().tolist())
+        if len(levels) < 2:
+            raise ValueError(f"{par}: {col!r} of {str(p)!r} has {len(levels)} {what} ({levels}); at least 2 are needed")
+        lookup = {v: i for i, v in enumerate(levels)}
+        codes[par] = levels, np.array([lookup[v] for v in values.tolist()], dtype=np.int64)
     x = _numeric(df, p, feature_columns, "feature_columns").astype(np.float32)
-    labels = sorted(df[label_column].unique().tolist())
-    if len(labels) < 2:
-        raise ValueError(f"label_column: {label_column!r} of {str(p)!r} has {len(labels)} class ({labels}); at "
-                         "least 2 are needed")
-    lookup = {v: i for i, v in enumerate(labels)}
-    y = np.array([lookup[v] for v in df[label_column].tolist()], dtype=np.int64)
-    periods = sorted(df[period_column].unique().tolist())
-    if len(periods) < 2:
-        raise ValueError(f"period_column: {period_column!r} of {str(p)!r} has {len(periods)} period; at least 2 "
-                         "are needed")
-    plookup = {v: i for i, v in enumerate(periods)}
-    pidx = np.array([plookup[v] for v in df[period_column].tolist()], dtype=np.int64)
+    (periods, pidx), (labels, y) = codes["period_column"], codes["label_column"]
     counts = np.bincount(pidx, minlength=len(periods))
     small = [periods[i] for i in np.flatnonzero(counts < min_per_period)]
     if small:

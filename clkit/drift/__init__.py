@@ -12,12 +12,17 @@
   grid over methods x stream configurations x seeds;
 - :mod:`clkit.drift.protocol` -- the two evaluation protocols, ``"text"`` (the
   paper's description) and ``"authors"`` (its released code);
-- :mod:`clkit.drift.authors` -- the methods as the released code runs them.
+- :mod:`clkit.drift.authors` -- the methods as the released code runs them;
+- :mod:`clkit.drift.report` -- the notebook's tables, findings and closing text;
+- :mod:`clkit.drift.plots` -- the notebook's figures.
+
+Imports run one way: schedule -> streams -> protocol -> cache, evaluate ->
+authors -> experiment -> report, plots.
 """
 
-from .experiment import (LatentTaskSplit, StreamConfig, check_params, protocol_data, run_grid, split_tasks,
-                         stream_metrics)
-from .protocol import (AUTHORS_TAU, PROTOCOLS, Protocol, TaskEvaluator, get_protocol, protocol_eval_points,
+from .experiment import (NOTEBOOK_PARAMETERS, LatentTaskSplit, StreamConfig, check_learner_settings, check_params, protocol_data, run_grid, run_null_control, run_protocols,
+                         split_tasks, stream_metrics, study_configs)
+from .protocol import (AUTHORS_EVAL_EVERY, AUTHORS_TAU, eval_intervals, PROTOCOLS, Protocol, TaskEvaluator, get_protocol, protocol_eval_points,
                        protocol_metrics)
 from .evaluate import METHODS, StreamRun, eval_points, make_learner, run_stream, task_accuracy, train_joint
 from .cache import build_stream, stream_key
@@ -27,8 +32,8 @@ from .streams import (SAMPLINGS, SETTINGS, Stream, boundary_local_stream, fill_c
                       global_stream, hard_stream)
 
 __all__ = [
-    "LatentTaskSplit", "StreamConfig", "check_params", "protocol_data", "run_grid",
-    "AUTHORS_TAU", "PROTOCOLS", "Protocol", "TaskEvaluator", "get_protocol", "protocol_eval_points",
+    "NOTEBOOK_PARAMETERS", "LatentTaskSplit", "StreamConfig", "check_learner_settings", "check_params", "protocol_data", "run_grid", "run_null_control", "run_protocols", "study_configs",
+    "AUTHORS_EVAL_EVERY", "eval_intervals", "AUTHORS_TAU", "PROTOCOLS", "Protocol", "TaskEvaluator", "get_protocol", "protocol_eval_points",
     "protocol_metrics", "split_tasks", "stream_metrics", "METHODS",
     "StreamRun", "eval_points", "make_learner", "run_stream", "task_accuracy", "train_joint",
     "build_stream", "stream_key",

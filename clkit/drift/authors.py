@@ -40,7 +40,7 @@ from ..strategies.rehearsal import ER
 from ..strategies._common import TaskAwareStrategy
 from ..strategies.task_free import MASStar
 
-__all__ = ["AuthorsER", "AuthorsAGEM", "AuthorsGSS", "AuthorsMASStar", "AuthorsSSM", "AuthorsSEM",
+__all__ = ["ER_LOSS_FORMS", "AuthorsER", "AuthorsAGEM", "AuthorsGSS", "AuthorsMASStar", "AuthorsSSM", "AuthorsSEM",
            "make_authors_learner", "AUTHORS_WEIGHT_DECAY"]
 
 #: weight decay of every method in the authors' code
@@ -58,8 +58,55 @@ def isolate(idx: torch.Tensor) -> torch.Tensor:
     return -torch.as_tensor(idx, dtype=torch.int64) - 1
 
 
+#: ER's loss forms: the authors' sum of two means, the text's (and clkit's ER) one mean over batch and replay
+ER_LOSS_FORMS = ["two_means", "one_mean"]
+
+
 class AuthorsER(ER):
-    """ER whose reservoir replays its nodes as isolated nodes."""
+    """ER whose reservoir replays its nodes as isolated nodes.
+
+    ``loss_form="two_means"`` (the released ``er_model.py``): ``CE(batch) + CE(replayed
+    rows)``, two means added, so the replay has the weight of the whole batch and the
+    step is about twice the one-mean step (with weight decay, the decay's relative
+    strength halves). ``"one_mean"`` (the paper's text and :class:`clkit.strategies.ER`):
+    one mean over the batch and the replayed rows together. Both draw the same memory
+    rows from the same generator.
+
+    Examples
+    --------
+    >>> import copy
+    >>> from clkit.models.gcn import GCN
+    >>> net = GCN(torch.eye(4), torch.tensor([[0, 1], [1, 0]]), num_classes=2, hidden=3)
+    >>> x, y = torch.arange(4), torch.tensor([0, 1, 0, 1])
+    >>> losses = {}
+    >>> for form in ER_LOSS_FORMS:
+    ...     s = AuthorsER(copy.deepcopy(net), memory_size=4, loss_form=form, seed=0)
+    ...     _ = s.observe(x, y)   # fills the memory (no replay yet)
+    ...     losses[form] = s.observe(x, y)
+    >>> round(losses["two_means"] / losses["one_mean"], 2)   # 4 + 4 rows: two means = 2 x one mean
+    2.0
+    """
+
+    def __init__(self, model, *, loss_form: str = "two_means", **kwargs):
+        super().__init__(model, **kwargs)
+        self.loss_form = check_choice("loss_form", loss_form, ER_LOSS_FORMS)
+
+    def train_step(self, x, y, task=None) -> float:
+        if self.loss_form == "one_mean":
+            return super().train_step(x, y, task)
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.criterion(self.forward(x, task), y)
+        mx, my, _ = self.memory.sample(len(y), self.generator)
+        if mx is not None and len(my):
+            loss = loss + self.criterion(self.forward(mx, task), my)
+        loss = loss + self.penalty(task)
+        loss.backward()
+        self.after_backward(x, y, task)
+        self.optimizer.step()
+        self.after_step(x, y, task)
+        self.steps += 1
+        return float(loss.detach())
 
     def after_step(self, x, y, task) -> None:
         super().after_step(isolate(x), y, task)
@@ -303,8 +350,10 @@ _CLASSES = {"er": AuthorsER, "agem": AuthorsAGEM, "gss": AuthorsGSS, "mas_star":
 
 
 def make_authors_learner(method: str, model, *, lr: float = 5e-3, memory_size: int = 100, seed: int = 0,
-                         weight_decay: float = AUTHORS_WEIGHT_DECAY):
+                         weight_decay: float = AUTHORS_WEIGHT_DECAY, **kwargs):
     """The DRIFT learner ``method`` as the authors' code runs it: Adam, weight decay 5e-4.
+
+    ``kwargs`` go to the method's class (e.g. ``loss_form="one_mean"`` for ER).
 
     Examples
     --------
@@ -321,5 +370,5 @@ def make_authors_learner(method: str, model, *, lr: float = 5e-3, memory_size: i
         return make_strategy("naive", model, **kw)
     memory_size = check_int("memory_size", memory_size, low=1)
     if method in _CLASSES:
-        return _CLASSES[method](model, memory_size=memory_size, **kw)
-    return make_strategy(REGISTRY_NAME[method], model, memory_size=memory_size, **kw)
+        return _CLASSES[method](model, memory_size=memory_size, **kw, **kwargs)
+    return make_strategy(REGISTRY_NAME[method], model, memory_size=memory_size, **kw, **kwargs)

@@ -55,7 +55,7 @@ def stream_key(task_nodes, setting: str, *, dataset: str, batch_size: int, sampl
     digest.update(dataset.encode())
     parts = [setting] + [f"{k}={v!r}" for k, v in params.items()] + [f"B={batch_size}", sampling, f"seed={seed}",
                                                                   f"nodes{digest.hexdigest()[:12]}"]
-    if setting == "gaussian" and protocol != "text":  # the schedule differs only for Gaussian mixing
+    if setting in ("gaussian", "hard") and protocol != "text":  # Gaussian schedule; hard: partial last batches
         parts.append(protocol)
     return "_".join(parts)
 
@@ -85,7 +85,8 @@ def build_stream(task_nodes, setting: str, *, dataset: str, batch_size: int = 10
     root : path, optional
         Cache folder (default ``data_root()/drift_streams``).
     protocol : {"text", "authors"}
-        Schedule convention of the Gaussian setting (:mod:`clkit.drift.protocol`).
+        Schedule convention of the Gaussian setting and, under ``"authors"``, the
+        hard setting's partial last batch per task (:mod:`clkit.drift.protocol`).
 
     Returns
     -------
@@ -108,7 +109,8 @@ def build_stream(task_nodes, setting: str, *, dataset: str, batch_size: int = 10
     params = _setting_params(setting, sigma, p, k_bl)
     from .protocol import get_protocol
 
-    protocol = get_protocol(protocol).name
+    prot = get_protocol(protocol)
+    protocol = prot.name
     key = stream_key(task_nodes, setting, dataset=dataset, batch_size=batch_size, sampling=sampling, seed=seed,
                      sigma=sigma, p=p, k_bl=k_bl, protocol=protocol)
     path = Path(root) if root is not None else data_root() / "drift_streams"
@@ -122,7 +124,7 @@ def build_stream(task_nodes, setting: str, *, dataset: str, batch_size: int = 10
     if setting == "gaussian":
         stream = gaussian_stream(task_nodes, batch_size, params["sigma"], protocol=protocol, **kw)
     elif setting == "hard":
-        stream = hard_stream(task_nodes, batch_size, **kw)
+        stream = hard_stream(task_nodes, batch_size, partial_last=prot.hard_task_loop, **kw)
     elif setting == "global":
         stream = global_stream(task_nodes, batch_size, params["p"], **kw)
     else:

@@ -18,6 +18,7 @@ import torch
 from .._seed import torch_seeded, torch_threads
 from .._validate import check_choice, check_int, check_real
 from ..strategies import Strategy, Task, make_strategy
+from .protocol import eval_points
 from .streams import Stream
 
 __all__ = ["METHODS", "REGISTRY_NAME", "StreamRun", "task_accuracy", "eval_points", "run_stream", "make_learner",
@@ -80,24 +81,9 @@ def task_accuracy(logits: torch.Tensor, y: torch.Tensor, test_task, num_tasks: i
         return np.where(n > 0, hits / np.maximum(n, 1), np.nan)
 
 
-def eval_points(num_batches: int, eval_every: int) -> np.ndarray:
-    """Batches after which to evaluate: ``Δ, 2Δ, ...`` and always the last batch.
-
-    Examples
-    --------
-    >>> eval_points(10, 4).tolist()
-    [4, 8, 10]
-    """
-    eval_every = check_int("eval_every", eval_every, low=1)
-    pts = np.arange(eval_every, num_batches + 1, eval_every)
-    if pts.size == 0 or pts[-1] != num_batches:
-        pts = np.append(pts, num_batches)
-    return pts
-
-
 def run_stream(strategy: Strategy, stream: Stream, y, test_idx, test_task, *, eval_every: int = 10,
                progress: bool = False, desc: str | None = None, num_threads: int | None = 1,
-               evaluator=None, eval_at_start: bool = False, before_step=None) -> StreamRun:
+               evaluator=None, eval_at_start: bool = False, before_step=None, points=None) -> StreamRun:
     """Train ``strategy`` online along ``stream`` and evaluate every ``eval_every`` batches.
 
     Parameters
@@ -127,6 +113,10 @@ def run_stream(strategy: Strategy, stream: Stream, y, test_idx, test_task, *, ev
     before_step : callable, optional
         ``before_step(node_idx, labels)`` called before each step (the authors'
         protocol updates the classes seen so far here).
+    points : array_like of int, optional
+        Batches trained at each evaluation (0: the untrained model), replacing
+        ``eval_every`` / ``eval_at_start`` (:func:`clkit.drift.protocol.protocol_eval_points`).
+        Negative node ids in a batch are padding (a partial batch) and are dropped.
 
     Returns
     -------
@@ -134,17 +124,22 @@ def run_stream(strategy: Strategy, stream: Stream, y, test_idx, test_task, *, ev
     """
     with torch_threads(num_threads):
         return _run_stream(strategy, stream, y, test_idx, test_task, eval_every, progress, desc, evaluator,
-                           eval_at_start, before_step)
+                           eval_at_start, before_step, points)
 
 
 def _run_stream(strategy, stream, y, test_idx, test_task, eval_every, progress, desc, evaluator=None,
-                eval_at_start=False, before_step=None) -> StreamRun:
+                eval_at_start=False, before_step=None, points=None) -> StreamRun:
     y = torch.as_tensor(y, dtype=torch.int64)
     test_idx = torch.as_tensor(np.asarray(test_idx), dtype=torch.int64)
     test_task = np.asarray(test_task)
     num_tasks = stream.num_tasks
-    points = set(eval_points(stream.num_batches, eval_every).tolist())
+    if points is None:
+        points = set(eval_points(stream.num_batches, eval_every).tolist())
+    else:
+        points = {int(q) for q in np.asarray(points)}
+        eval_at_start = 0 in points
     batches = torch.as_tensor(stream.batches, dtype=torch.int64)
+    padded = bool((stream.batches < 0).any())
     it = range(stream.num_batches)
     if progress:
         from ..progress import tqdm
@@ -168,6 +163,8 @@ def _run_stream(strategy, stream, y, test_idx, test_task, eval_every, progress, 
         evaluate(0)
     for t in it:
         idx = batches[t]
+        if padded:
+            idx = idx[idx >= 0]
         if before_step is not None:
             before_step(idx, y[idx])
         losses[t] = strategy.observe(idx, y[idx])

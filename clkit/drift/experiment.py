@@ -14,13 +14,21 @@ import torch
 
 from .._seed import torch_seeded
 from .._validate import check_choice, check_choices, check_int, check_real, check_type
-from ..metrics import stream_auc, stream_average_accuracy, stream_forgetting
 from .cache import build_stream
 from .evaluate import METHODS, make_learner, run_stream, train_joint
+from .protocol import stream_metrics
 from .schedule import DEFAULT_TAU, latent_tasks, mixing_entropy, overlap_index
 from .streams import SAMPLINGS, SETTINGS
 
-__all__ = ["LatentTaskSplit", "split_tasks", "protocol_data", "stream_metrics", "StreamConfig", "run_grid",
+#: notebook 05_drift's parameters, in the order results.json records them
+NOTEBOOK_PARAMETERS = ("dataset", "data_dir", "protocol", "num_nodes", "num_classes", "homophily",
+                       "avg_degree", "feature_signal", "classes_per_task", "test_fraction", "setting", "sigma",
+                       "sigmas", "overlaps", "sweep_methods", "p", "k_bl", "batch_size", "batch_sizes",
+                       "sampling", "methods", "memory_size", "hidden", "lr", "eval_every",
+                       "eval_every_authors", "joint_epochs", "tau", "seeds", "learner_kwargs")
+
+__all__ = ["NOTEBOOK_PARAMETERS", "check_learner_settings", "LatentTaskSplit", "split_tasks", "protocol_data", "stream_metrics", "StreamConfig", "run_grid",
+           "study_configs", "run_protocols", "run_null_control",
            "check_params"]
 
 
@@ -121,21 +129,6 @@ def protocol_data(graph, classes_per_task: int = 2, test_fraction: float = 0.2, 
     return sub, split.relabel(new_id)
 
 
-def stream_metrics(acc) -> dict:
-    """The paper's four metrics from an accuracy-over-time array (num_evals, num_tasks).
-
-    AA and AF (hard transitions) and A_AUC and AF_s (mixing) via :mod:`clkit.metrics`;
-    AF and AF_s are the same formula (Eqs. in Sect. 5.1 and Eq. 8) and are both reported.
-
-    Examples
-    --------
-    >>> stream_metrics([[0.5, 0.1], [0.3, 0.7]])
-    {'AA': 0.5, 'AF': -0.1, 'A_AUC': 0.4, 'AF_s': -0.1}
-    """
-    return {"AA": stream_average_accuracy(acc), "AF": stream_forgetting(acc), "A_AUC": stream_auc(acc),
-            "AF_s": stream_forgetting(acc)}
-
-
 @dataclass(frozen=True)
 class StreamConfig:
     """One stream configuration: setting and its parameter, batch size, sampling.
@@ -158,8 +151,51 @@ class StreamConfig:
         return f"{self.setting}{par.get(self.setting, '')} B={self.batch_size} {self.sampling}"
 
 
+#: keywords notebook 05 supplies to every learner itself (not user settings)
+SUPPLIED_KEYWORDS = ("model", "optimizer", "lr", "scenario", "seed", "memory_size", "weight_decay", "epochs",
+                     "batch_size", "loss", "device")
+
+
+def check_learner_settings(learner_kwargs, methods, protocols=("text",)) -> dict:
+    """Validate per-learner settings ``{method: {keyword: value}}`` for the DRIFT learners.
+
+    A method's allowed keywords are those its class accepts under *every* protocol of the
+    run (the text protocol's clkit strategy; the authors' class where the authors' code
+    has its own), less :data:`SUPPLIED_KEYWORDS`, so a setting works in both. ``joint``
+    (the offline bound) takes none.
+
+    Examples
+    --------
+    >>> check_learner_settings({"mas_star": {"mas_lambda": 10.0}}, ["bare", "mas_star"])["mas_star"]
+    {'mas_lambda': 10.0}
+    >>> check_learner_settings({"er": {"lam": 1}}, ["er"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: learner_kwargs['er']: unknown keyword 'lam'; er accepts [...
+    """
+    from ..learner_kwargs import allowed_keywords, check_learner_kwargs
+    from ..plugins import resolve_strategy
+    from .authors import _CLASSES
+    from .evaluate import METHODS, REGISTRY_NAME
+
+    allowed = {}
+    for m in methods:
+        if m == "joint":
+            allowed[m] = {}
+            continue
+        cls = resolve_strategy(REGISTRY_NAME.get(m, m), parameter="methods")
+        kw = allowed_keywords(cls, exclude=SUPPLIED_KEYWORDS)
+        if "authors" in protocols and m in _CLASSES:
+            other = allowed_keywords(_CLASSES[m], exclude=SUPPLIED_KEYWORDS)
+            kw = {k: v for k, v in kw.items() if k in other}
+        elif "authors" in protocols and m in METHODS and m != "bare":
+            pass  # the authors' protocol runs the clkit strategy itself
+        allowed[m] = kw
+    return check_learner_kwargs(learner_kwargs, allowed, learners=list(methods))
+
+
 def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: int = 256, lr: float = 5e-3,
-             memory_size: int = 100, eval_every: int = 10, joint_epochs: int = 50, tau: float = DEFAULT_TAU,
+             memory_size: int = 100, learner_kwargs: dict | None = None, eval_every: int = 10, joint_epochs: int = 50, tau: float = DEFAULT_TAU,
              dataset: str = "graph", cache: bool = True, progress: bool = True, protocol: str = "text"):
     """Run every method on every configuration and seed (each stream built once per config and seed).
 
@@ -174,6 +210,8 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
     seeds : list of int
         Seeds the stream (its own generator) and, separately, the model and method.
     hidden, lr, memory_size, eval_every, joint_epochs : learner settings.
+    learner_kwargs : dict, optional
+        Per-learner settings ``{method: {keyword: value}}`` (:func:`check_learner_settings`).
     tau : float
         Overlap-index threshold.
     protocol : {"text", "authors"}
@@ -193,7 +231,7 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
     """
     from ..models.gcn import GCN, AuthorsGCN
     from .authors import make_authors_learner
-    from .protocol import TaskEvaluator, _even, get_protocol, protocol_metrics
+    from .protocol import TaskEvaluator, get_protocol, induced_subgraph, protocol_eval_points, protocol_metrics
 
     p = get_protocol(protocol)
     own = [m for m in methods if m in METHODS]  # others: clkit strategies and plugins (make_learner)
@@ -208,6 +246,15 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
                 return AuthorsGCN(graph.x, graph.edge_index, C, hidden=hidden, seed=seed)
             return GCN(graph.x, graph.edge_index, C, hidden=hidden)
 
+    task_graphs, task_of_node = None, None
+    if p.hard_task_loop and any(c.setting == "hard" for c in configs):
+        # the authors' hard loop trains each task on its own subgraph: its train and test nodes
+        task_of_node = np.full(graph.num_nodes, -1, dtype=np.int64)
+        task_graphs = []
+        for k, nodes in enumerate(split.task_nodes):
+            own = np.concatenate([np.asarray(nodes), np.asarray(split.test_idx)[np.asarray(split.test_task) == k]])
+            task_of_node[np.asarray(nodes)] = k
+            task_graphs.append(torch.as_tensor(own)[induced_subgraph(graph.edge_index, own)])
     joint_cache: dict[int, tuple] = {}
     todo = [(c, s) for c in configs for s in seeds]
     it = todo
@@ -236,18 +283,21 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
                 m = {"AA": final, "AF": float("nan"), "A_AUC": final, "AF_s": float("nan")}
             else:
                 model = new_model(seed)
-                if p.name == "authors" and method in METHODS:
+                if p.learners == "authors" and method in METHODS:
                     learner = make_authors_learner(method, model, lr=lr, memory_size=memory_size, seed=seed,
-                                                   weight_decay=p.weight_decay)
+                                                   weight_decay=p.weight_decay,
+                                                   **(learner_kwargs or {}).get(method, {}))
                 else:
-                    learner = make_learner(method, model, lr=lr, memory_size=memory_size, seed=seed)
-                before = None
-                if p.seen_class_loss:
-                    def before(idx, yb, model=model):
-                        top = int(yb.max()) + 1
-                        model.logit_limit = max(model.logit_limit or 0, _even(top))
-                run = run_stream(learner, stream, graph.y, split.test_idx, split.test_task, eval_every=eval_every,
-                                 evaluator=evaluator, eval_at_start=p.eval_at_start, before_step=before)
+                    learner = make_learner(method, model, lr=lr, memory_size=memory_size, seed=seed,
+                                           **(learner_kwargs or {}).get(method, {}))
+                task_loop = p.hard_task_loop and cfg.setting == "hard"
+                before = _before_step(model, p.seen_class_loss, task_graphs if task_loop else None, task_of_node)
+                points = protocol_eval_points(stream.num_batches, eval_every, p,
+                                              task_of_batch=stream.counts.argmax(1) if task_loop else None)
+                run = run_stream(learner, stream, graph.y, split.test_idx, split.test_task, evaluator=evaluator,
+                                 before_step=before, points=points)
+                if task_loop:
+                    model.set_graph(graph.edge_index)
                 curves[(cfg, method, seed)] = (run.eval_batches, run.acc)
                 m = protocol_metrics(run.acc, run.pooled, p, weights=stream.weights, eval_batches=run.eval_batches,
                                      hard=cfg.setting != "gaussian")
@@ -260,10 +310,38 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
     return rows, curves, streams
 
 
+def _before_step(model, seen_class_loss: bool, task_graphs, task_of_node):
+    """The per-step hook of a run: the seen-class logit limit and, in the authors' hard loop, the task's subgraph.
+
+    Returns None when there is nothing to do.
+    """
+    from .protocol import _even
+
+    if not seen_class_loss and task_graphs is None:
+        return None
+    state = {"task": None}
+
+    def before(idx, yb):
+        if seen_class_loss:
+            model.logit_limit = max(model.logit_limit or 0, _even(int(yb.max()) + 1))
+        if task_graphs is not None:
+            k = int(task_of_node[int(idx[0])])
+            if k != state["task"]:
+                model.set_graph(task_graphs[k])
+                state["task"] = k
+
+    return before
+
+
 def check_params(*, dataset, setting, sigma, sigmas, p, k_bl, batch_size, batch_sizes, sampling, methods, memory_size,
                  eval_every, seeds, classes_per_task, tau, hidden, lr, joint_epochs, test_fraction,
-                 protocol="text", **_):
+                 protocol="text", sweep_methods=None, all_methods=None, eval_every_authors=None, overlaps=None,
+                 **_):
     """Validate notebook 05_drift's parameters; raises ``ValueError``/``TypeError`` naming the parameter.
+
+    ``sweep_methods`` must name online methods among ``all_methods`` (default:
+    ``methods``; the notebook passes its full list, plugins included, while
+    ``methods`` holds the kit's own names).
 
     Examples
     --------
@@ -301,6 +379,12 @@ def check_params(*, dataset, setting, sigma, sigmas, p, k_bl, batch_size, batch_
     check_choices("methods", methods, METHODS)
     check_int("memory_size", memory_size, low=1)
     check_int("eval_every", eval_every, low=1)
+    if overlaps is not None:
+        check_type("overlaps", overlaps, list)
+        for o in overlaps:
+            check_real("overlaps", o, low=0, high=1, low_open=True)
+    if eval_every_authors is not None:
+        check_int("eval_every_authors", eval_every_authors, low=1)
     check_type("seeds", seeds, list)
     if not seeds:
         raise ValueError("seeds must name at least one seed, got []")
@@ -312,3 +396,107 @@ def check_params(*, dataset, setting, sigma, sigmas, p, k_bl, batch_size, batch_
     check_real("lr", lr, low=0, low_open=True)
     check_int("joint_epochs", joint_epochs, low=1)
     check_real("test_fraction", test_fraction, low=0, high=1, low_open=True, high_open=True)
+    if sweep_methods is not None:
+        if not isinstance(sweep_methods, list) or not sweep_methods:
+            raise ValueError(f"sweep_methods must be a non-empty list, got {sweep_methods!r}")
+        pool = methods if all_methods is None else all_methods
+        for m in sweep_methods:
+            if m not in pool or m == "joint":
+                raise ValueError(f"sweep_methods must name online methods among methods={pool}, got {m!r}")
+
+
+def study_configs(*, sigma: float, sigmas, p: float, k_bl: int, batch_size: int, batch_sizes, sampling: str) -> dict:
+    """The stream configurations of notebook 05_drift, by role.
+
+    Returns
+    -------
+    dict of list of StreamConfig
+        ``main`` (hard, Gaussian at ``sigma``, boundary-local, global), ``sigma`` (the σ
+        sweep), ``sampling`` (the main Gaussian setting with the other sampling),
+        ``batch`` (the main Gaussian setting at the other batch sizes).
+
+    Examples
+    --------
+    >>> c = study_configs(sigma=3.0, sigmas=[1.0, 3.0], p=0.3, k_bl=2, batch_size=10, batch_sizes=[10, 20],
+    ...                   sampling="without")
+    >>> [x.label() for x in c["main"]][1], len(c["sigma"]), c["sampling"][0].sampling, c["batch"][0].batch_size
+    ('gaussian σ=3.0 B=10 without', 2, 'with', 20)
+    """
+    main = [StreamConfig("hard", batch_size=batch_size, sampling=sampling),
+            StreamConfig("gaussian", sigma=sigma, batch_size=batch_size, sampling=sampling),
+            StreamConfig("boundary_local", k_bl=k_bl, batch_size=batch_size, sampling=sampling),
+            StreamConfig("global", p=p, batch_size=batch_size, sampling=sampling)]
+    other = "with" if sampling == "without" else "without"
+    return {"main": main,
+            "sigma": [StreamConfig("gaussian", sigma=s, batch_size=batch_size, sampling=sampling) for s in sigmas],
+            "sampling": [StreamConfig("gaussian", sigma=sigma, batch_size=batch_size, sampling=other)],
+            "batch": [StreamConfig("gaussian", sigma=sigma, batch_size=b, sampling=sampling)
+                      for b in batch_sizes if b != batch_size]}
+
+
+def run_protocols(data: dict, configs: dict, methods, sweep_methods, seeds, **kwargs) -> dict:
+    """Notebook 05_drift's grid under every protocol of ``data``.
+
+    Every protocol runs ``methods`` on the main configurations; the first protocol
+    also on the other sampling. The σ sweep (and, under the first protocol, the
+    batch-size study) runs ``sweep_methods`` only.
+
+    Parameters
+    ----------
+    data : dict
+        ``protocol -> (graph, split)`` from :func:`protocol_data`, first protocol first.
+    configs : dict
+        From :func:`study_configs`, or ``protocol -> study_configs(...)`` when the σ
+        sweep differs per protocol (σ solved from target overlaps).
+    methods, sweep_methods, seeds : list
+    **kwargs
+        Passed to :func:`run_grid` (hidden, lr, memory_size, ...); ``eval_every`` may be
+        a dict ``protocol -> Δ`` (:func:`clkit.drift.protocol.eval_intervals`).
+
+    Returns
+    -------
+    dict
+        ``protocol -> (rows DataFrame, curves, streams)`` as :func:`run_grid` returns them.
+    """
+    import pandas as pd
+
+    protocols = list(data)
+    every = kwargs.pop("eval_every", 10)
+    runs = {}
+    for pr in protocols:
+        g_pr, s_pr = data[pr]
+        kwargs["eval_every"] = every[pr] if isinstance(every, dict) else every
+        first = pr == protocols[0]
+        cf = configs if "main" in configs else configs[pr]
+        main_cfgs = list(dict.fromkeys(cf["main"] + (cf["sampling"] if first else [])))
+        rows, curves, streams = run_grid(g_pr, s_pr, main_cfgs, methods, seeds, protocol=pr, **kwargs)
+        extra = [c for c in cf["sigma"] + (cf["batch"] if first else []) if c not in main_cfgs]
+        if extra:
+            r2, c2, s2 = run_grid(g_pr, s_pr, extra, sweep_methods, seeds, protocol=pr, **kwargs)
+            rows, curves, streams = rows + r2, {**curves, **c2}, {**streams, **s2}
+        runs[pr] = (pd.DataFrame(rows), curves, streams)
+    return runs
+
+
+def run_null_control(data: dict, config, seeds, offset: int, **kwargs) -> dict:
+    """Bare on ``config`` with seeds ``s + offset`` under every protocol of ``data`` (the null control's runs).
+
+    ``config`` may be a dict ``protocol -> StreamConfig`` (σ solved per protocol).
+
+    Compared with Bare on seeds ``s`` (:func:`clkit.drift.report.sweep_verdicts`), the
+    two conditions differ only in the seed, so the rule must find no difference.
+
+    Returns
+    -------
+    dict -- ``protocol -> rows DataFrame``
+    """
+    import pandas as pd
+
+    every = kwargs.pop("eval_every", 10)
+    out = {}
+    for pr, (g_pr, s_pr) in data.items():
+        cfg = config[pr] if isinstance(config, dict) else config
+        rows, _, _ = run_grid(g_pr, s_pr, [cfg], ["bare"], [s + offset for s in seeds], protocol=pr,
+                              eval_every=every[pr] if isinstance(every, dict) else every, **kwargs)
+        out[pr] = pd.DataFrame(rows)
+    return out

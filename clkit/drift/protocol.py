@@ -22,14 +22,28 @@ that change the conclusions. Both are available, selected by one name:
     - evaluations at batch 0 (the untrained model), every ``eval_every`` batches and
       at the end, all counted in A_AUC and in AF_s's maximum (their default
       interval is 100 batches);
-    - in the hard setting AF is final minus the accuracy at the end of the task's own
-      segment (the last evaluation while the stream was in that task);
+    - the hard setting runs their per-task loop (``pipeline_tfocis`` with
+      ``Continuum``): each task's nodes shuffled and cut into batches that never cross
+      a task boundary (the last one partial), each batch trained on its task's own
+      subgraph, an evaluation also at every task change, AA = mean over tasks of the
+      final per-task accuracies (``confusion_matrix``'s ``fin.mean()``) and AF = final
+      minus the accuracy at the end of the task's own segment (the last evaluation
+      tagged with that task), so it can be positive;
     - 60/20/20 split (validation nodes are dropped from the graph the model sees);
       weight decay 5e-4; loss over the classes seen so far; replayed nodes enter as
       isolated nodes; their backbone (:class:`clkit.models.gcn.AuthorsGCN`); Joint
       trained for 1 epoch with batches of 2000.
 
-The method variants of the released code are in :mod:`clkit.drift.authors`.
+The method variants of the released code are in :mod:`clkit.drift.authors`
+(``Protocol.learners``); their ER adds two means (:class:`clkit.drift.authors.AuthorsER`,
+``loss_form``).
+
+Streams: the kit draws every stream from its seed (``seed`` in the cache key), so
+seeds vary the batch order as well as the model. The released code caches a stream
+per dataset, σ, batch size and sampling *without* the seed
+(``data_prepare_gaussian``'s file name), so after the first run every seed reuses the
+first seed's stream and seeds vary only the model and the methods; the kit does not
+copy that (its seed spread includes the stream's).
 """
 
 from __future__ import annotations
@@ -39,15 +53,19 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import check_choice, check_int, check_real
+from .._validate import check_choice, check_int
+from ..metrics import stream_auc, stream_average_accuracy, stream_forgetting
+from .schedule import (AUTHORS_TAU, SCHEDULE_AT, authors_gaussian_weights, authors_largest_remainder,
+                       authors_overlap_index, mixing_schedule)
 
 __all__ = ["PROTOCOLS", "AUTHORS_TAU", "Protocol", "get_protocol", "authors_gaussian_weights",
            "authors_largest_remainder", "authors_overlap_index", "schedule", "class_limit", "induced_subgraph",
-           "TaskEvaluator", "protocol_eval_points", "segment_references", "protocol_metrics"]
+           "TaskEvaluator", "AUTHORS_EVAL_EVERY", "eval_intervals", "eval_points", "protocol_eval_points", "segment_references", "stream_metrics",
+           "protocol_metrics"]
 
 PROTOCOLS = ["text", "authors"]
-#: dominance threshold of the overlap index in the authors' code (``gaussian_utils.overlap_index``)
-AUTHORS_TAU = 0.9
+#: evaluation interval of the authors' code, in batches (``main.py --log_every``, default 100)
+AUTHORS_EVAL_EVERY = 100
 
 
 @dataclass(frozen=True)
@@ -64,16 +82,19 @@ class Protocol:
     val_fraction: float
     weight_decay: float
     seen_class_loss: bool
-    isolated_replay: bool
+    learners: str  # "kit" | "authors": the methods as clkit.drift.authors runs them (isolated replay, ...)
     backbone: str  # "gcn" | "authors"
     joint_epochs: int | None  # None: the caller's joint_epochs
     joint_batch_size: int
+    default_eval_every: int | None = None  # None: the caller's eval_every; authors: their log_every (100)
+    hard_task_loop: bool = False  # hard setting as the authors' per-task loop (see the module docstring)
 
 
 _PROTOCOLS = {
-    "text": Protocol("text", "midpoint", False, False, False, False, "max", 0.0, 0.0, False, False, "gcn", None, 256),
-    "authors": Protocol("authors", "integer", True, True, True, True, "segment", 0.2, 5e-4, True, True, "authors",
-                        1, 2000),
+    "text": Protocol("text", SCHEDULE_AT["text"], False, False, False, False, "max", 0.0, 0.0, False, "kit", "gcn", None, 256),
+    "authors": Protocol("authors", SCHEDULE_AT["authors"], True, True, True, True, "segment", 0.2, 5e-4, True,
+                        "authors", "authors",
+                        1, 2000, AUTHORS_EVAL_EVERY, True),
 }
 
 
@@ -94,65 +115,9 @@ def get_protocol(protocol) -> Protocol:
     return _PROTOCOLS[check_choice("protocol", protocol, PROTOCOLS)]
 
 
-# ------------------------------------------------------------------ schedule
-def authors_gaussian_weights(centers, total_batches: int, sigma: float) -> np.ndarray:
-    """Gaussian mixing weights at integer batch index ``t``, in the authors' arithmetic.
-
-    ``log w = -0.5 ((t - mu) / sigma)^2``, minus its row maximum, exponentiated and
-    normalised -- the same floating-point operations as their ``gaussian_task_weights``,
-    so the rounding to batch counts agrees exactly.
-
-    Examples
-    --------
-    >>> authors_gaussian_weights([0.5, 1.5], 2, 1.0).round(3).tolist()
-    [[0.731, 0.269], [0.5, 0.5]]
-    """
-    sigma = check_real("sigma", sigma, low=0, low_open=True)
-    total_batches = check_int("total_batches", total_batches, low=1)
-    mu = np.asarray(centers, dtype=np.float64)
-    t = np.arange(total_batches, dtype=np.int64)[:, None]
-    log_w = -0.5 * ((t - mu[None, :]) / sigma) ** 2
-    log_w = log_w - log_w.max(axis=1, keepdims=True)
-    w = np.exp(log_w)
-    return w / w.sum(axis=1, keepdims=True)
-
-
-def authors_largest_remainder(weights, batch_size: int) -> np.ndarray:
-    """Batch counts by largest remainder with the authors' tie rule.
-
-    ``floor(w B)``, then the left-over slots go to the largest fractional parts,
-    ties broken as ``np.argsort(frac)[::-1]`` does (the later task first).
-
-    Examples
-    --------
-    >>> authors_largest_remainder([[0.25, 0.25, 0.5]], 2).tolist()
-    [[0, 1, 1]]
-    """
-    batch_size = check_int("batch_size", batch_size, low=1)
-    w = np.asarray(weights, dtype=np.float64)
-    raw = w * batch_size
-    counts = np.floor(raw).astype(np.int64)
-    left = batch_size - counts.sum(axis=1)
-    out = counts.copy()
-    for i in range(w.shape[0]):  # one argsort per row, exactly as the authors' code
-        if left[i] > 0:
-            out[i, np.argsort(raw[i] - counts[i])[::-1][: left[i]]] += 1
-    return out
-
-
-def authors_overlap_index(weights, tau: float = AUTHORS_TAU) -> float:
-    """Fraction of batches where no task has weight >= ``tau`` (0.9 in the authors' code)."""
-    w = np.asarray(weights, dtype=float)
-    return float(np.mean(w.max(axis=1) < tau))
-
-
 def schedule(task_sizes, batch_size: int, sigma: float, protocol="text"):
-    """Weights and batch counts of the Gaussian schedule under ``protocol``.
-
-    Returns
-    -------
-    weights : ndarray, shape (T, K)
-    counts : ndarray of int64, shape (T, K)
+    """Weights and batch counts of the Gaussian schedule under ``protocol``
+    (:func:`clkit.drift.schedule.mixing_schedule` at the protocol's ``schedule_at``).
 
     Examples
     --------
@@ -160,18 +125,46 @@ def schedule(task_sizes, batch_size: int, sigma: float, protocol="text"):
     >>> c.tolist()
     [[10, 0], [9, 1], [5, 5], [1, 9]]
     """
-    from .schedule import gaussian_weights, largest_remainder, task_centers
-
-    p = get_protocol(protocol)
-    mu, _, T = task_centers(np.asarray(task_sizes), batch_size)
-    if p.schedule_at == "integer":
-        w = authors_gaussian_weights(mu, T, sigma)
-        return w, authors_largest_remainder(w, batch_size)
-    w = gaussian_weights(mu, T, sigma)
-    return w, largest_remainder(w, batch_size)
+    return mixing_schedule(task_sizes, batch_size, sigma, at=get_protocol(protocol).schedule_at)
 
 
 # ------------------------------------------------------------------ evaluation
+def eval_intervals(protocols, eval_every: int, eval_every_authors: int | None = None) -> tuple[dict, list]:
+    """Each protocol's evaluation interval Δ, and a note for every interval that departs from its protocol's.
+
+    ``"text"`` evaluates every ``eval_every`` batches (the paper names no interval);
+    ``"authors"`` every ``eval_every_authors``, by default the released code's 100
+    (:data:`AUTHORS_EVAL_EVERY`). A run that sets another value for the authors gets a
+    note saying so.
+
+    Returns
+    -------
+    intervals : dict -- ``protocol -> Δ``
+    notes : list of str -- one sentence per override
+
+    Examples
+    --------
+    >>> eval_intervals(["text", "authors"], 20)
+    ({'text': 20, 'authors': 100}, [])
+    >>> print(eval_intervals(["authors"], 20, 4)[1][0])
+    authors protocol: evaluated every 4 batches (eval_every_authors = 4), not every 100 as the released code (log_every)
+    """
+    eval_every = check_int("eval_every", eval_every, low=1)
+    out, notes = {}, []
+    for name in protocols:
+        p = get_protocol(name)
+        if p.default_eval_every is None:
+            out[p.name] = eval_every
+            continue
+        given = p.default_eval_every if eval_every_authors is None else \
+            check_int("eval_every_authors", eval_every_authors, low=1)
+        out[p.name] = given
+        if given != p.default_eval_every:
+            notes.append(f"{p.name} protocol: evaluated every {given} batches (eval_every_authors = {given}), "
+                         f"not every {p.default_eval_every} as the released code (log_every)")
+    return out, notes
+
+
 def class_limit(task_classes, k: int) -> int:
     """Classes scored for task ``k`` under the authors' protocol: ``0 .. max class of tasks <= k``.
 
@@ -281,8 +274,27 @@ class TaskEvaluator:
         return acc, float(hits.sum() / max(n.sum(), 1))
 
 
-def protocol_eval_points(num_batches: int, eval_every: int, protocol="text") -> np.ndarray:
+def eval_points(num_batches: int, eval_every: int) -> np.ndarray:
+    """Batches after which to evaluate: ``Δ, 2Δ, ...`` and always the last batch.
+
+    Examples
+    --------
+    >>> eval_points(10, 4).tolist()
+    [4, 8, 10]
+    """
+    eval_every = check_int("eval_every", eval_every, low=1)
+    pts = np.arange(eval_every, num_batches + 1, eval_every)
+    if pts.size == 0 or pts[-1] != num_batches:
+        pts = np.append(pts, num_batches)
+    return pts
+
+
+def protocol_eval_points(num_batches: int, eval_every: int, protocol="text", task_of_batch=None) -> np.ndarray:
     """Batches trained at each evaluation: ``Δ, 2Δ, ..., T`` (text) or ``0, Δ, 2Δ, ..., T`` (authors).
+
+    With ``task_of_batch`` (shape (T,), the hard setting) the authors' loop also
+    evaluates before the first batch of every new task: at ``i`` whenever
+    ``task_of_batch[i] != task_of_batch[i - 1]`` (their ``t != current_task``).
 
     Examples
     --------
@@ -290,11 +302,18 @@ def protocol_eval_points(num_batches: int, eval_every: int, protocol="text") -> 
     ([4, 8, 10], [0, 4, 8, 10])
     >>> protocol_eval_points(8, 4, "authors").tolist()   # the authors' loop: 0, 4 before training, 8 at the end
     [0, 4, 8]
+    >>> protocol_eval_points(8, 4, "authors", task_of_batch=[0, 0, 0, 1, 1, 1, 2, 2]).tolist()
+    [0, 3, 4, 6, 8]
     """
-    from .evaluate import eval_points
-
+    p = get_protocol(protocol)
     pts = eval_points(num_batches, eval_every)
-    return np.concatenate([[0], pts]) if get_protocol(protocol).eval_at_start else pts
+    if p.eval_at_start:
+        pts = np.concatenate([[0], pts])
+    if task_of_batch is not None and p.hard_task_loop:
+        tb = np.asarray(task_of_batch)
+        changes = np.flatnonzero(tb[1:] != tb[:-1]) + 1
+        pts = np.union1d(pts, changes)
+    return pts.astype(np.int64)
 
 
 def segment_references(weights, eval_batches) -> np.ndarray:
@@ -320,35 +339,53 @@ def segment_references(weights, eval_batches) -> np.ndarray:
     return ref
 
 
+def stream_metrics(acc) -> dict:
+    """The paper's four metrics from an accuracy-over-time array (num_evals, num_tasks).
+
+    AA and AF (hard transitions) and A_AUC and AF_s (mixing) via :mod:`clkit.metrics`;
+    AF and AF_s are the same formula (Eqs. in Sect. 5.1 and Eq. 8) and are both reported.
+
+    Examples
+    --------
+    >>> stream_metrics([[0.5, 0.1], [0.3, 0.7]])
+    {'AA': 0.5, 'AF': -0.1, 'A_AUC': 0.4, 'AF_s': -0.1}
+    """
+    return {"AA": stream_average_accuracy(acc), "AF": stream_forgetting(acc), "A_AUC": stream_auc(acc),
+            "AF_s": stream_forgetting(acc)}
+
+
 def protocol_metrics(acc, pooled, protocol="text", *, weights=None, eval_batches=None, hard: bool = False) -> dict:
     """AA, AF, A_AUC and AF_s of one run under ``protocol`` (fractions; forgetting <= 0 is worse).
 
     text: AA = mean final per-task accuracy, A_AUC = mean over evaluations of the
     per-task mean, AF = AF_s = mean over tasks of (final - max). authors: AA = final
     pooled accuracy, A_AUC = mean of the pooled accuracy over all evaluations (batch 0
-    included), AF_s = mean over tasks of (final - max); AF (``hard=True``, with
-    ``weights`` and ``eval_batches``) = mean over tasks of (final - accuracy at the end of
-    the task's own segment), else AF_s.
+    included), AF_s = mean over tasks of (final - max); with ``hard=True`` (and
+    ``weights``, ``eval_batches``) AF = mean over tasks of (final - accuracy at the end of
+    the task's own segment) (``hard_af="segment"``) and AA = mean over tasks of the
+    final per-task accuracies (``hard_task_loop``: their ``confusion_matrix``, which
+    scores every non-Gaussian setting), else AF = AF_s.
 
     Examples
     --------
     >>> acc = np.array([[0.0, 0.0], [0.8, 0.0], [0.2, 0.9]])
     >>> m = protocol_metrics(acc, [0.0, 0.5, 0.5], "authors", weights=np.eye(2)[[0, 1]],
     ...                      eval_batches=[0, 1, 2], hard=True)
-    >>> [round(m[k], 3) for k in ("AA", "AF", "A_AUC", "AF_s")]
-    [0.5, -0.3, 0.333, -0.3]
+    >>> [round(m[k], 3) for k in ("AA", "AF", "A_AUC", "AF_s")]   # AA: mean of 0.2 and 0.9
+    [0.55, -0.3, 0.333, -0.3]
     """
-    from .experiment import stream_metrics
-
     p = get_protocol(protocol)
     if not p.pooled:
         return stream_metrics(acc)
     a = np.asarray(acc, dtype=float)
     pooled = np.asarray(pooled, dtype=float)
     af_s = float(np.nanmean(a[-1] - np.nanmax(a, axis=0)))
-    af = af_s
+    af, aa = af_s, float(pooled[-1])
     if hard and weights is not None and eval_batches is not None:
-        ref = segment_references(weights, eval_batches)
-        k = np.flatnonzero(ref >= 0)
-        af = float(np.nanmean(a[-1, k] - a[ref[k], k])) if k.size else float("nan")
-    return {"AA": float(pooled[-1]), "AF": af, "A_AUC": float(np.mean(pooled)), "AF_s": af_s}
+        if p.hard_af == "segment":
+            ref = segment_references(weights, eval_batches)
+            k = np.flatnonzero(ref >= 0)
+            af = float(np.nanmean(a[-1, k] - a[ref[k], k])) if k.size else float("nan")
+        if p.hard_task_loop:
+            aa = float(np.nanmean(a[-1]))
+    return {"AA": aa, "AF": af, "A_AUC": float(np.mean(pooled)), "AF_s": af_s}

@@ -23,6 +23,12 @@ __all__ = [
     "overlap_index",
     "mixing_entropy",
     "DEFAULT_TAU",
+    "AUTHORS_TAU",
+    "SCHEDULE_AT",
+    "authors_gaussian_weights",
+    "authors_largest_remainder",
+    "authors_overlap_index",
+    "mixing_schedule",
 ]
 
 #: Default dominance threshold of the overlap index (Eq. 6). The paper does not
@@ -30,6 +36,10 @@ __all__ = [
 #: both protocols use it. (An earlier calibration, 0.98, assumed all of CoraFull's
 #: nodes are streamed; only the training nodes are.)
 DEFAULT_TAU = 0.9
+#: dominance threshold of the overlap index in the authors' code (``gaussian_utils.overlap_index``)
+AUTHORS_TAU = 0.9
+#: where each protocol evaluates the Gaussian kernel of batch t (:mod:`clkit.drift.protocol`)
+SCHEDULE_AT = {"text": "midpoint", "authors": "integer"}
 
 
 def latent_tasks(y, classes_per_task: int = 2, class_order=None, drop_remainder: bool = False):
@@ -244,3 +254,83 @@ def mixing_entropy(weights) -> float:
     with np.errstate(divide="ignore", invalid="ignore"):
         h = -np.where(w > 0, w * np.log(w), 0.0).sum(axis=1)
     return float(np.mean(h) / math.log(w.shape[1]))
+
+
+# ------------------------------------------------------------------ the authors' arithmetic
+def authors_gaussian_weights(centers, total_batches: int, sigma: float) -> np.ndarray:
+    """Gaussian mixing weights at integer batch index ``t``, in the authors' arithmetic.
+
+    ``log w = -0.5 ((t - mu) / sigma)^2``, minus its row maximum, exponentiated and
+    normalised -- the same floating-point operations as their ``gaussian_task_weights``,
+    so the rounding to batch counts agrees exactly.
+
+    Examples
+    --------
+    >>> authors_gaussian_weights([0.5, 1.5], 2, 1.0).round(3).tolist()
+    [[0.731, 0.269], [0.5, 0.5]]
+    """
+    sigma = check_real("sigma", sigma, low=0, low_open=True)
+    total_batches = check_int("total_batches", total_batches, low=1)
+    mu = np.asarray(centers, dtype=np.float64)
+    t = np.arange(total_batches, dtype=np.int64)[:, None]
+    log_w = -0.5 * ((t - mu[None, :]) / sigma) ** 2
+    log_w = log_w - log_w.max(axis=1, keepdims=True)
+    w = np.exp(log_w)
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def authors_largest_remainder(weights, batch_size: int) -> np.ndarray:
+    """Batch counts by largest remainder with the authors' tie rule.
+
+    ``floor(w B)``, then the left-over slots go to the largest fractional parts,
+    ties broken as ``np.argsort(frac)[::-1]`` does (the later task first).
+
+    Examples
+    --------
+    >>> authors_largest_remainder([[0.25, 0.25, 0.5]], 2).tolist()
+    [[0, 1, 1]]
+    """
+    batch_size = check_int("batch_size", batch_size, low=1)
+    w = np.asarray(weights, dtype=np.float64)
+    raw = w * batch_size
+    counts = np.floor(raw).astype(np.int64)
+    left = batch_size - counts.sum(axis=1)
+    out = counts.copy()
+    for i in range(w.shape[0]):  # one argsort per row, exactly as the authors' code
+        if left[i] > 0:
+            out[i, np.argsort(raw[i] - counts[i])[::-1][: left[i]]] += 1
+    return out
+
+
+def authors_overlap_index(weights, tau: float = AUTHORS_TAU) -> float:
+    """Fraction of batches where no task has weight >= ``tau`` (0.9 in the authors' code)."""
+    w = np.asarray(weights, dtype=float)
+    return float(np.mean(w.max(axis=1) < tau))
+
+
+def mixing_schedule(task_sizes, batch_size: int, sigma: float, at: str = "midpoint"):
+    """Weights and batch counts of the Gaussian schedule, evaluated at batch midpoints or integers.
+
+    ``at="midpoint"`` (the paper's text): :func:`gaussian_weights` and
+    :func:`largest_remainder`; ``at="integer"`` (the authors' code):
+    :func:`authors_gaussian_weights` and :func:`authors_largest_remainder`.
+
+    Returns
+    -------
+    weights : ndarray, shape (T, K)
+    counts : ndarray of int64, shape (T, K)
+
+    Examples
+    --------
+    >>> w, c = mixing_schedule([20, 20], 10, 1.0, "integer")
+    >>> c.tolist()
+    [[10, 0], [9, 1], [5, 5], [1, 9]]
+    """
+    if at not in ("midpoint", "integer"):
+        raise ValueError(f"at must be one of ['midpoint', 'integer'], got {at!r}")
+    mu, _, T = task_centers(np.asarray(task_sizes), batch_size)
+    if at == "integer":
+        w = authors_gaussian_weights(mu, T, sigma)
+        return w, authors_largest_remainder(w, batch_size)
+    w = gaussian_weights(mu, T, sigma)
+    return w, largest_remainder(w, batch_size)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validate import check_choice, check_int, check_real
-from .schedule import hard_weights, task_centers
+from .schedule import SCHEDULE_AT, hard_weights, mixing_schedule, task_centers
 
 __all__ = [
     "Stream",
@@ -44,9 +44,11 @@ class Stream:
     Attributes
     ----------
     batches : ndarray of int64, shape (T, B)
-        Node indices of each batch (already shuffled within the batch).
+        Node indices of each batch (already shuffled within the batch); -1 pads a
+        partial batch (the authors' hard setting, :func:`hard_stream`).
     counts : ndarray of int64, shape (T, num_tasks)
-        Realised composition: samples of latent task k in batch t (rows sum to B).
+        Realised composition: samples of latent task k in batch t (rows sum to B, or
+        to a partial batch's size).
     weights : ndarray of float, shape (T, num_tasks)
         The mixing curve :math:`\\alpha_k(t)` the stream was drawn from.
     setting : str
@@ -179,29 +181,49 @@ def gaussian_stream(task_nodes, batch_size: int, sigma: float, *, sampling: str 
     """
     batch_size, sizes = _check_common(task_nodes, batch_size, sampling)
     sigma = check_real("sigma", sigma, low=0, low_open=True)
-    from .protocol import schedule
-
-    w, counts = schedule(sizes, batch_size, sigma, protocol)
+    protocol = check_choice("protocol", protocol, list(SCHEDULE_AT))
+    w, counts = mixing_schedule(sizes, batch_size, sigma, at=SCHEDULE_AT[protocol])
     rng = np.random.default_rng(seed)
     batches = fill_counts(task_nodes, counts, sampling=sampling, rng=rng)
     return Stream(batches, counts, w, "gaussian", {"sigma": sigma, "sampling": sampling, "seed": seed,
                                                    "protocol": protocol})
 
 
-def hard_stream(task_nodes, batch_size: int, *, sampling: str = "without", seed: int = 0) -> Stream:
+def hard_stream(task_nodes, batch_size: int, *, sampling: str = "without", seed: int = 0,
+                partial_last: bool = False) -> Stream:
     """Hard transitions (Eq. 11, sigma -> 0): task k fills all B slots of its B_k batches.
+
+    ``partial_last=True`` is the authors' loop (their ``Continuum``): every task's
+    training nodes are shuffled and cut into batches of ``B`` that never cross a task
+    boundary, so each task's last batch holds the ``N_k - (B_k - 1) B`` nodes left
+    (padded with -1 in ``batches``; ``counts`` holds the true sizes). ``sampling`` is
+    then ignored: every node is seen exactly once.
 
     Examples
     --------
     >>> s = hard_stream([np.arange(7), np.arange(7, 10)], batch_size=5)
     >>> s.counts.tolist()
     [[5, 0], [5, 0], [0, 5]]
+    >>> s = hard_stream([np.arange(7), np.arange(7, 10)], batch_size=5, partial_last=True)
+    >>> s.counts.tolist(), int((s.batches[1] < 0).sum())
+    ([[5, 0], [2, 0], [0, 3]], 3)
     """
     batch_size, sizes = _check_common(task_nodes, batch_size, sampling)
     _, bk, _ = task_centers(sizes, batch_size)
     w = hard_weights(bk)
+    rng = np.random.default_rng(seed)
+    if partial_last:
+        rows, counts = [], np.zeros_like(w, dtype=np.int64)
+        for k, nodes in enumerate(task_nodes):
+            order = rng.permutation(np.asarray(nodes, dtype=np.int64))
+            for start in range(0, order.size, batch_size):
+                chunk = order[start:start + batch_size]
+                counts[len(rows), k] = chunk.size
+                rows.append(np.concatenate([chunk, np.full(batch_size - chunk.size, -1, dtype=np.int64)]))
+        return Stream(np.stack(rows), counts, w, "hard", {"sampling": "without", "seed": seed,
+                                                          "partial_last": True})
     counts = (w * batch_size).astype(np.int64)
-    batches = fill_counts(task_nodes, counts, sampling=sampling, rng=np.random.default_rng(seed))
+    batches = fill_counts(task_nodes, counts, sampling=sampling, rng=rng)
     return Stream(batches, counts, w, "hard", {"sampling": sampling, "seed": seed})
 
 

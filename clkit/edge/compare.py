@@ -25,7 +25,8 @@ from .estimation import similarity_correlation
 from .experiment import sequence_index
 from .sequences import check_similarity, easy_sequence, generalised_scores, hard_sequence
 
-__all__ = ["accuracy_percentile", "compare_sources", "distances_many", "protocol_draws", "beats"]
+__all__ = ["accuracy_percentile", "compare_sources", "distances_many", "protocol_draws", "beats",
+           "stratified_draws", "stratified_mean"]
 
 
 def accuracy_percentile(acc, value) -> float:
@@ -198,3 +199,50 @@ def compare_sources(sims: dict, truth: dict, all_sequences, num_tasks: int, *, i
                 "w1_winner": beats(ed["wasserstein"], rs[name]["wasserstein"]),
             })
     return rows
+
+
+def _strata(scores, num_strata: int):
+    order = np.argsort(np.asarray(scores, dtype=float), kind="stable")
+    return np.array_split(order, num_strata)
+
+
+def stratified_draws(scores, num_strata: int, num_draws: int, seed: int = 0, exclude=()) -> np.ndarray:
+    """RS stratified by S(O) quantiles: one uniform sequence from each of ``num_strata`` strata.
+
+    The sequences are sorted by ``scores`` and cut into ``num_strata`` strata of (near)
+    equal size (``np.array_split``); each draw takes one sequence uniformly from every
+    stratum (beyond the paper: it uses the similarity without EDGE's three-point
+    Gaussian). Returns indices of shape ``(num_draws, num_strata)``.
+
+    Examples
+    --------
+    >>> d = stratified_draws([0.1, 0.5, 0.2, 0.9, 0.3, 0.7], 3, 2, seed=0)
+    >>> d.shape, sorted(set(d[0]) & {0, 2}) != []      # one of the two lowest scores
+    ((2, 3), True)
+    """
+    num_strata = check_int("num_strata", num_strata, low=1)
+    num_draws = check_int("num_draws", num_draws, low=1)
+    ex = set(int(i) for i in exclude)
+    strata = [np.array([i for i in s if int(i) not in ex]) for s in _strata(scores, num_strata)]
+    if any(len(s) == 0 for s in strata):
+        raise ValueError(f"num_strata={num_strata} leaves an empty stratum among {len(scores)} sequences")
+    rng = np.random.default_rng(seed)
+    return np.array([[int(rng.choice(s)) for s in strata] for _ in range(num_draws)], dtype=np.int64)
+
+
+def stratified_mean(values, scores, draws) -> np.ndarray:
+    """The stratified estimate of the mean accuracy for each draw: stratum means weighted by size.
+
+    Unbiased for the mean of ``values`` over all sequences (each stratum's draw is uniform
+    in it and weighted by its share), whatever the relation between S and accuracy.
+
+    Examples
+    --------
+    >>> v, s = np.arange(6.0), np.arange(6.0)
+    >>> stratified_mean(v, s, [[0, 2, 4], [1, 3, 5]]).tolist()
+    [2.0, 3.0]
+    """
+    draws = np.asarray(draws, dtype=np.int64)
+    sizes = np.array([len(s) for s in _strata(scores, draws.shape[1])], dtype=float)
+    return (np.asarray(values, dtype=float)[draws] * (sizes / sizes.sum())).sum(axis=1)
+

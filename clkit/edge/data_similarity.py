@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import check_choice, check_int, check_real
-from .similarity import ClassSimilarity, check_class_names, cosine_similarity
+from .similarity_matrix import ClassSimilarity, check_class_names, cosine_similarity
 
 __all__ = ["DATA_SOURCES", "SOURCES", "data_class_similarity", "train_probe", "soft_confusion"]
 

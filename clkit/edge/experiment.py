@@ -24,7 +24,7 @@ from .._validate import check_choices, check_int
 from ..data.images import FASHION_MNIST_CLASSES, load_fashion_mnist
 from .combinatorics import canonical
 from .estimation import distribution_distances, extremes, gaussian_estimate
-from .learners import LEARNERS, LearnerConfig, train_mlp_classifier, train_sequences
+from .learners import LEARNERS, LearnerConfig, learner_config, train_mlp_classifier, train_sequences
 
 __all__ = ["DATASETS", "load_enumerable_data", "run_learners", "sequence_index", "evaluate_protocol"]
 
@@ -130,8 +130,12 @@ def load_enumerable_data(dataset: str = "fashion_mnist", classes=(0, 1, 2, 3, 4,
 
 
 def run_learners(data: dict, sequences, learners, config: LearnerConfig = LearnerConfig(), *, seed: int = 0,
-                 progress: bool = True) -> dict:
-    """Train every learner on every sequence (batched); return ``{learner: train_sequences output}``."""
+                 progress: bool = True, learner_kwargs: dict | None = None) -> dict:
+    """Train every learner on every sequence (batched); return ``{learner: train_sequences output}``.
+
+    ``learner_kwargs`` (``{learner: {keyword: value}}``, the notebook parameter) overrides
+    ``config`` per learner with the keywords of :data:`~clkit.edge.learners.LEARNER_KEYWORDS`.
+    """
     learners = check_choices("learners", learners, LEARNERS)
     seqs = np.asarray(sequences)
     bar = None
@@ -143,7 +147,8 @@ def run_learners(data: dict, sequences, learners, config: LearnerConfig = Learne
     try:
         for name in learners:
             xtr, xte = (data["f_train"], data["f_test"]) if name == "ncm" else (data["x_train"], data["x_test"])
-            out[name] = train_sequences(xtr, xte, seqs, name, config, seed=seed,
+            cfg = learner_config(name, config, (learner_kwargs or {}).get(name))
+            out[name] = train_sequences(xtr, xte, seqs, name, cfg, seed=seed,
                                         progress=bar.update if bar is not None else None)
     finally:
         if bar is not None:

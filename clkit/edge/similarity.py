@@ -44,7 +44,6 @@ import json
 import os
 import re
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +51,8 @@ import numpy as np
 from .._io import atomic_save
 from .._validate import check_choice, check_type
 from ..data._cache import data_root
+from .data_similarity import SOURCES, data_class_similarity
+from .similarity_matrix import ClassSimilarity, check_class_names, cosine_similarity
 
 __all__ = [
     "ClassSimilarity",
@@ -72,82 +73,6 @@ DEFAULT_TEMPLATES = ("a photo of a {}.",)
 
 class EncoderUnavailableError(RuntimeError):
     """A text encoder cannot be loaded here (e.g. CLIP weights offline)."""
-
-
-@dataclass
-class ClassSimilarity:
-    """A class-similarity matrix and where it came from.
-
-    Behaves as its ``matrix`` wherever NumPy converts it (``np.asarray(result)``),
-    so it can be passed to every function taking ``sim``.
-
-    Attributes
-    ----------
-    matrix : ndarray, shape (N, N)
-        Cosine similarities, symmetric, ones on the diagonal.
-    encoder : str
-        The encoder actually used, e.g. ``"minilm:all-MiniLM-L6-v2"``.
-    class_names : list of str
-    embeddings : ndarray, shape (N, d)
-        Unit-norm class embeddings.
-    notes : list of str
-        Why ``"auto"`` skipped an encoder, if it did.
-    """
-
-    matrix: np.ndarray
-    encoder: str
-    class_names: list
-    embeddings: np.ndarray
-    notes: list = field(default_factory=list)
-
-    def __array__(self, dtype=None, copy=None):
-        return np.asarray(self.matrix, dtype=dtype)
-
-
-def check_class_names(class_names, name: str = "class_names") -> list[str]:
-    """Validate a list of at least two distinct, non-empty class names.
-
-    Examples
-    --------
-    >>> check_class_names(["cat", "dog"])
-    ['cat', 'dog']
-    >>> check_class_names(["cat", "dog", "cat"])
-    Traceback (most recent call last):
-    ...
-    ValueError: class_names has duplicates: ['cat'] (every class needs a distinct name)
-    """
-    if isinstance(class_names, str) or not isinstance(class_names, (list, tuple)):
-        raise TypeError(f"{name} must be a list of strings, got {type(class_names).__name__} {class_names!r}")
-    out = []
-    for c in class_names:
-        if not isinstance(c, str) or not c.strip():
-            raise ValueError(f"{name} must hold non-empty strings, got {c!r}")
-        out.append(c.strip())
-    dups = sorted({c for c in out if out.count(c) > 1})
-    if dups:
-        raise ValueError(f"{name} has duplicates: {dups} (every class needs a distinct name)")
-    if len(out) < 2:
-        raise ValueError(f"{name} must name at least 2 classes, got {out!r}")
-    return out
-
-
-def cosine_similarity(embeddings) -> np.ndarray:
-    """Cosine similarity of the rows of ``embeddings`` (shape (N, d)) -> (N, N).
-
-    Examples
-    --------
-    >>> cosine_similarity([[1, 0], [1, 1]]).round(4).tolist()
-    [[1.0, 0.7071], [0.7071, 1.0]]
-    """
-    E = np.asarray(embeddings, dtype=float)
-    norms = np.linalg.norm(E, axis=1, keepdims=True)
-    if (norms == 0).any():
-        raise ValueError("embeddings contain a zero vector; cosine similarity is undefined for it")
-    E = E / norms
-    S = E @ E.T
-    S = (S + S.T) / 2
-    np.fill_diagonal(S, 1.0)
-    return np.clip(S, -1.0, 1.0)
 
 
 # --------------------------------------------------------------------------- network probe
@@ -361,8 +286,6 @@ def class_similarity(class_names=None, encoder="auto", *, source: str = "names",
     >>> res.encoder, res.matrix.shape
     ('callable', (2, 2))
     """
-    from .data_similarity import SOURCES, data_class_similarity
-
     if not isinstance(source, str):
         raise TypeError(f"source must be one of {list(SOURCES)}, got {source!r}")
     check_choice("source", source, SOURCES)

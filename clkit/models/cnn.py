@@ -156,11 +156,6 @@ def make_backbone(name: str, in_channels: int, num_classes: int, image_size: int
     from .._validate import check_choice
     from .mlp import MLP
 
-    if isinstance(name, str) and ":" in name:  # "package.module:factory" (see clkit.plugins)
-        from ..plugins import build_model
-
-        return build_model(name, "04_curriculum", in_channels=in_channels, num_classes=num_classes,
-                           image_size=image_size)
     check_choice("backbone", name, list(BACKBONES))
     if name == "small_cnn":
         return SmallCNN(in_channels, num_classes)

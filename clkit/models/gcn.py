@@ -132,6 +132,20 @@ class GCN(nn.Module):
         #: (the loss over the classes seen so far); None = every class
         self.logit_limit: int | None = None
 
+    def set_graph(self, edge_index: torch.Tensor) -> None:
+        """Propagate over ``edge_index`` from now on (same nodes and features; e.g. one task's subgraph).
+
+        Examples
+        --------
+        >>> net = GCN(torch.eye(3), torch.tensor([[0, 1], [1, 0]]), num_classes=2, hidden=2)
+        >>> net.set_graph(torch.zeros((2, 0), dtype=torch.int64)); net.crow.tolist()   # self-loops only
+        [0, 1, 2, 3]
+        """
+        adjacency = normalized_adjacency if self.normalize else sum_adjacency
+        crow, col, val = adjacency(torch.as_tensor(edge_index, dtype=torch.int64), self.num_nodes)
+        self.crow, self.col, self.val = crow, col, val
+        self.ax = self._spmm(self.x)
+
     # ------------------------------------------------------------ propagation
     def _adj(self):
         return _csr(self.crow, self.col, self.val, self.num_nodes)

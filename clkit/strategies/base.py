@@ -207,6 +207,25 @@ class Strategy:
             return torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
         return torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay)
 
+    def reseed(self, seed: int) -> None:
+        """Restart the local generators (batch order, sampling) from ``seed``.
+
+        A caller that pairs runs task by task calls it before each task, so that a task
+        gets the same batch order whatever its position in the stream
+        (:func:`clkit.curriculum.streams.run_stream`). Memories keep their own generators
+        and ``self.seed`` (what the strategy was built with) is unchanged.
+
+        Examples
+        --------
+        >>> s = Strategy(nn.Linear(2, 2), batch_size=3)
+        >>> s.reseed(7); a = [b.tolist() for b in s.batches(5)]
+        >>> s.reseed(7); a == [b.tolist() for b in s.batches(5)]
+        True
+        """
+        seed = check_int("seed", seed)
+        self.generator.manual_seed(seed)
+        self.rng = np.random.default_rng(seed)
+
     # ------------------------------------------------------------------ hooks
     def before_task(self, task: Task) -> None:
         """Called before the first step on ``task``."""

@@ -404,9 +404,26 @@ class SI(_Quadratic):
                             g.sub_(pen[n])
             self._unreg = grads
             self._grad = dict(zip(self._names, grads))
-            if not self._copied:
+            self._step_from = self._sgd_step_source()
+            if not self._copied and self._step_from is None:
                 torch._foreach_copy_(self._change_views, params)
             self._copied = False
+
+    def _sgd_step_source(self):
+        """``(lr, 'buffer' | 'grad')`` where the coming step is ``theta -= lr * source`` exactly by
+        construction of ``torch.optim.SGD`` (one group, no Nesterov, no maximize; weight decay only
+        with momentum, which folds it into the buffer); ``None`` for any other optimizer."""
+        opt = getattr(self, "optimizer", None)
+        if type(opt) is not torch.optim.SGD or len(opt.param_groups) != 1:
+            return None
+        group = opt.param_groups[0]
+        lr = group["lr"]
+        if (not isinstance(lr, float) or group.get("nesterov") or group.get("maximize")
+                or group.get("differentiable")):
+            return None
+        if group["momentum"] == 0:
+            return None if group["weight_decay"] else (lr, "grad")
+        return lr, "buffer"
 
     def _flat_theta(self, fused) -> torch.Tensor | None:
         """Copy the pre-step weights now (the penalty reads them as one flat vector)."""
@@ -423,7 +440,28 @@ class SI(_Quadratic):
         return self._flat_change
 
     def after_step(self, x, y, task) -> None:
-        with torch.no_grad():   # w -= g (theta_new - theta_old), i.e. w += g (theta_old - theta_new)
+        """Update the path integral ``w += g (theta_old - theta_new)`` every step.
+
+        With ``torch.optim.SGD`` the step's change is ``lr * b`` (``b`` its momentum buffer, or the
+        gradient it used without momentum), so the update is one ``addcmul`` on the optimizer's own
+        tensors and the pre-step weights are not copied; otherwise the change is formed from a copy
+        of the pre-step weights (two ``torch._foreach_*`` ops). Both are exact up to rounding
+        (tests/test_strategies_fused.py compares them with the per-parameter reference).
+        """
+        source = getattr(self, "_step_from", None)
+        with torch.no_grad():
+            if source is not None:
+                lr, kind = source
+                if kind == "grad":
+                    changes = [p.grad for p in self._params]
+                else:
+                    state = self.optimizer.state
+                    changes = [state[p].get("momentum_buffer") if p in state else None for p in self._params]
+                if all(c is not None for c in changes):
+                    torch._foreach_addcmul_(self._path_views, self._unreg, changes, value=lr)
+                    return
+                raise RuntimeError("SI: a parameter took no SGD step (no gradient); use optimizer='adam' "
+                                   "or give every trainable parameter a gradient")
             torch._foreach_sub_(self._change_views, self._params)   # in place: the step's change
             torch._foreach_addcmul_(self._path_views, self._unreg, self._change_views)
 

@@ -516,7 +516,7 @@ def findings_markdown(results: dict) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_findings(results_json, doc, name: str = "01_taskification findings") -> str:
+def write_findings(results_json, doc, name: str = "findings-01_taskification") -> str:
     """Replace the generated block ``name`` of ``doc`` with :func:`findings_markdown` of a run (atomic write).
 
     The block lies between ``<!-- BEGIN generated: NAME -->`` and ``<!-- END generated: NAME -->``.

@@ -1,0 +1,128 @@
+"""Validation of notebook 04's parameters."""
+
+from __future__ import annotations
+
+from .._validate import check_choice, check_choices, check_int, check_real, check_type
+from ..data.images import IMAGE_DATASETS
+from ..learner_kwargs import allowed_keywords, check_learner_kwargs, settings_for
+from ..models.cnn import BACKBONES
+from ..strategies import available_strategies, make_strategy
+from ..strategies.base import _REGISTRY
+from .streams import strategy_kwargs
+
+__all__ = ["check_params", "SUPPLIED", "allowed_learner_keywords", "check_learner_settings"]
+
+#: keywords the notebook gives every strategy itself: not per-learner settings
+SUPPLIED = ("model", "scenario", "epochs", "seed", "loss", "device")
+
+
+def allowed_learner_keywords(strategies) -> dict:
+    """Per strategy, the keywords ``learner_kwargs`` may set: its constructor's, less :data:`SUPPLIED`.
+
+    Examples
+    --------
+    >>> kw = allowed_learner_keywords(["ewc", "naive"])
+    >>> kw["ewc"]["ewc_lambda"], "lr" in kw["naive"], "epochs" in kw["naive"]
+    (1.0, True, False)
+    """
+    return {name: allowed_keywords(_REGISTRY[name], exclude=SUPPLIED) for name in strategies}
+
+
+def check_learner_settings(learner_kwargs, strategies, *, scenario: str = "class", **hyper) -> dict:
+    """Validate ``learner_kwargs`` against each strategy's constructor; return the checked settings.
+
+    Names and types: :func:`clkit.learner_kwargs.check_learner_kwargs` (an unknown
+    learner or keyword fails naming the learner and what it accepts). Values: every
+    strategy of the run is built once around a tiny model with its final settings
+    (``hyper`` updated by ``learner_kwargs``), so the constructors' own range checks fail
+    here, before any training, with the learner named.
+
+    Parameters
+    ----------
+    learner_kwargs : dict
+        ``{learner: {keyword: value}}``.
+    strategies : list of str
+        The run's strategies.
+    scenario : {"class", "task"}
+    **hyper
+        The settings every strategy may take (each picks those its constructor accepts).
+
+    Examples
+    --------
+    >>> check_learner_settings({"ewc": {"ewc_lambda": 100}}, ["naive", "ewc"], lr=0.01)
+    {'ewc': {'ewc_lambda': 100}}
+    >>> check_learner_settings({"ewc": {"ewc_lambda": -1.0}}, ["ewc"])
+    Traceback (most recent call last):
+    ...
+    ValueError: learner_kwargs['ewc']: ewc_lambda must be a number >= 0, got -1.0
+    >>> check_learner_settings({"ewc": {"lam": 1.0}}, ["ewc"])
+    Traceback (most recent call last):
+    ...
+    ValueError: learner_kwargs['ewc']: unknown keyword 'lam'; ewc accepts [...]
+    """
+    from ..models import MLP
+
+    checked = check_learner_kwargs(learner_kwargs, allowed_learner_keywords(strategies), learners=strategies)
+    for name in checked:
+        try:
+            make_strategy(name, MLP(4, 20, hidden=(4,)), scenario=scenario,
+                          **settings_for(name, strategy_kwargs(name, hyper), checked))
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(f"learner_kwargs[{name!r}]: {exc}") from None
+    return checked
+
+
+def check_params(*, datasets, scenario, strategies, backbone, epochs, difficulty_epochs, memory_size,
+                 per_class_train, per_class_test, image_size, channels, lr, momentum, batch_size, seed,
+                 optimizer: str = "sgd", seeds: int = 1, num_tasks: int = 0, workers: int = 1, **others) -> None:
+    """Validate notebook 04's parameters; raise ``ValueError``/``TypeError`` naming the parameter.
+
+    Examples
+    --------
+    >>> check_params(datasets=["digits"], scenario="class", strategies=["pnn"], backbone="small_cnn", epochs=1,
+    ...              difficulty_epochs=1, memory_size=10, per_class_train=5, per_class_test=5, image_size=16,
+    ...              channels=3, lr=0.01, momentum=0.9, batch_size=8, seed=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: strategies: 'pnn' is task-incremental only; with scenario='class' choose from ...
+    """
+    check_choices("datasets", datasets, IMAGE_DATASETS)
+    check_choice("scenario", scenario, ["class", "task"])
+    # graph-specific strategies (SSM, SEM, DMSG) need a model that holds its graph
+    names = [n for n in available_strategies() if not getattr(_REGISTRY[n], "needs_graph_model", False)]
+    check_choices("strategies", strategies, names)
+    if scenario == "class":
+        for s in strategies:
+            if _REGISTRY[s].task_incremental_only:
+                allowed = [n for n in names if not _REGISTRY[n].task_incremental_only]
+                raise ValueError(f"strategies: {s!r} is task-incremental only; with scenario='class' choose from {allowed}")
+    check_choice("backbone", backbone, list(BACKBONES))
+    check_int("epochs", epochs, low=1)
+    check_int("difficulty_epochs", difficulty_epochs, low=1)
+    check_int("memory_size", memory_size, low=0)
+    check_int("per_class_train", per_class_train, low=1)
+    check_int("per_class_test", per_class_test, low=1)
+    check_int("image_size", image_size, low=8)
+    check_choice("channels", channels, [1, 3])
+    check_choice("optimizer", optimizer, ["sgd", "adam", "adamw"])
+    check_real("lr", lr, low=0, low_open=True)
+    check_real("momentum", momentum, low=0, high=1)
+    check_int("batch_size", batch_size, low=1)
+    check_int("seed", seed)
+    check_int("seeds", seeds, low=1)
+    check_int("workers", workers, low=1)
+    check_int("num_tasks", num_tasks, low=0, high=len(datasets))
+    if num_tasks == 1:
+        raise ValueError(f"num_tasks must be 0 (as many tasks as differ in difficulty beyond the seed spread) "
+                         f"or 2..{len(datasets)} (len(datasets)), got 1")
+    if "num_threads" in others:
+        check_int("num_threads", others.pop("num_threads"), low=0)
+    if "learner_kwargs" in others:
+        hyper = dict(optimizer=optimizer, lr=lr, momentum=momentum, batch_size=batch_size, memory_size=memory_size,
+                     **{k: v for k, v in others.items() if k != "learner_kwargs" and not isinstance(v, (str, list))})
+        check_learner_settings(others.pop("learner_kwargs"), strategies, scenario=scenario, **hyper)
+    for name, value in others.items():
+        if isinstance(value, bool):
+            check_type(name, value, bool)
+        elif isinstance(value, (int, float)):
+            check_real(name, value, low=0)

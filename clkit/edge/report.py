@@ -1,0 +1,644 @@
+"""Tables and closing text of notebook 02_edge, computed from the run's numbers.
+
+Every function here takes what the notebook computed (true accuracies, protocol
+estimates, similarity sources) and returns a table (a ``pandas.DataFrame``), a dict
+to record, or Markdown text; nothing is trained here. The notebook's cells are a few
+calls into this module, :mod:`clkit.edge.plots` and the computing modules.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .combinatorics import num_sequences
+from .._validate import check_int
+
+__all__ = ["SEQUENCE_COUNT_SETTINGS", "sequence_count_table", "sample_size_text", "extreme_sequences",
+           "truth_table", "evaluate_protocols", "normality_table", "rankings", "correlations",
+           "classic_settings", "similarity_sources", "summarise_sources", "source_text",
+           "source_claim", "closing_text"]
+
+#: (N, K) settings of Table A2 plus the classic 100 / 10 and 200 / 10
+SEQUENCE_COUNT_SETTINGS = ((4, 2), (6, 2), (8, 2), (10, 2), (6, 3), (9, 3), (8, 4), (100, 10), (200, 10))
+
+
+def sequence_count_table(settings=SEQUENCE_COUNT_SETTINGS):
+    """|Omega| for each (N, K) of ``settings`` (Lemma 1) as a table, and as exact strings.
+
+    Returns
+    -------
+    table : DataFrame
+        Columns N, K, M, |Omega| (an integer below 10^9, else in scientific notation).
+    counts : dict
+        ``{"N/K": str(|Omega|)}`` (exact integers as strings, for results.json).
+
+    Examples
+    --------
+    >>> table, counts = sequence_count_table([(6, 3), (100, 10)])
+    >>> counts["6/3"], len(counts["100/10"])
+    ('90', 93)
+    >>> table["|Omega|"].tolist()
+    [90, '2.357e+92']
+    """
+    import pandas as pd
+
+    rows = []
+    for n_, k_ in settings:
+        om = num_sequences(n_, k_)
+        rows.append({"N": n_, "K": k_, "M": n_ // k_, "|Omega|": om if om < 10**9 else f"{float(om):.3e}"})
+    counts = {f"{r['N']}/{r['K']}": str(num_sequences(r["N"], r["K"])) for r in rows}
+    return pd.DataFrame(rows), counts
+
+
+def sample_size_text(num_classes: int = 100, num_tasks: int = 10, epsilon: float = 0.1, delta: float = 0.05,
+                     value_range: float = 0.1):
+    """Theorem 1 and 2 sample sizes for one setting, and the sentence that reports them.
+
+    Returns
+    -------
+    numbers : dict
+        ``theorem1_L_100_10``, ``theorem1_L_100_10_remark1``, ``theorem2_L_100_10_R01``
+        (keys as recorded by the notebook).
+    text : str
+        Markdown.
+    """
+    from .estimation import theorem1_sample_size, theorem2_sample_size
+
+    L1 = theorem1_sample_size(num_classes, num_tasks, epsilon, delta)
+    L1_approx = theorem1_sample_size(num_classes, num_tasks, epsilon, delta, approx=True)
+    L2 = theorem2_sample_size(num_classes, num_tasks, value_range=value_range, epsilon=epsilon, delta=delta)
+    text = (f"For N = {num_classes}, K = {num_tasks}, ε = {epsilon:g}, δ = {delta:g}: Theorem 1 needs "
+            f"**L ≥ {L1:,}** random sequences (Remark 1's approximation $N\\ln(N/e)$: {L1_approx:,}, "
+            f"the paper's 'order of 2·10⁴'); with the extremes known and R = {value_range:g}, "
+            f"Theorem 2 needs **L ≥ {L2}** (the paper says 'around 50', which matches a "
+            f"base-10 logarithm of |Ω| ≈ 10⁹²; with the natural log as in Eq. 4 it is {L2}).")
+    return {"theorem1_L_100_10": L1, "theorem1_L_100_10_remark1": L1_approx, "theorem2_L_100_10_R01": L2}, text
+
+
+def _method(info) -> str:
+    """How the improved sequence was found, in words ("exhaustive search" when every sequence was scored)."""
+    return {"exhaustive": "exhaustive search", "local search": "local search"}.get(info.get("method"), "paper algorithm")
+
+
+def extreme_sequences(sim, num_tasks: int, class_names, *, granularities=None, num_random: int = 10_000,
+                      seed: int = 0):
+    """Hard and easy sequences of ``sim`` with their S(O) and S-percentile among random sequences.
+
+    Returns
+    -------
+    out : dict
+        ``hard`` / ``easy`` (K, M) arrays, ``hard_info`` / ``easy_info`` (the generators'
+        info), ``table`` (DataFrame), ``log`` (the values the notebook records).
+    """
+    import pandas as pd
+
+    from .sequences import easy_sequence, hard_sequence, score_percentile
+
+    hard, hard_info = hard_sequence(sim, num_tasks, granularities=granularities, return_info=True)
+    easy, easy_info = easy_sequence(sim, num_tasks, granularities=granularities, return_info=True)
+    rows, log = [], {}
+    for name, seq, info in [("hard", hard, hard_info), ("easy", easy, easy_info)]:
+        pct = score_percentile(sim, seq, num_random=num_random, seed=seed)
+        rows.append({
+            "sequence": name,
+            "tasks": [[class_names[c] for c in t] for t in seq],
+            "S (paper algorithm)": round(info["paper_score"], 4),
+            f"S (after {_method(info)})": round(info["score"], 4),
+            "percentile among random": round(pct, 2),
+        })
+        log.update({f"{name}_sequence": seq, f"{name}_score": info["score"],
+                    f"{name}_paper_score": info["paper_score"], f"{name}_percentile": pct})
+    return {"hard": hard, "easy": easy, "hard_info": hard_info, "easy_info": easy_info,
+            "table": pd.DataFrame(rows), "rows": rows, "log": log}
+
+
+def truth_table(truth: dict):
+    """Mean, std, min and max of every learner's true accuracies (a DataFrame, rounded)."""
+    import pandas as pd
+
+    return pd.DataFrame({name: {"mean": v.mean(), "std": v.std(), "min": v.min(), "max": v.max()}
+                         for name, v in truth.items()}).T.round(2)
+
+
+def evaluate_protocols(truth: dict, all_sequences, protocol_sequences: dict, *, num_bins: int = 10):
+    """Every protocol's Gaussian estimate judged against every learner's truth.
+
+    Parameters
+    ----------
+    truth : dict
+        ``{learner: accuracies (L,)}`` over ``all_sequences``.
+    all_sequences : ndarray, shape (L, K, M)
+    protocol_sequences : dict
+        ``{protocol: sequences (P, K, M)}``.
+
+    Returns
+    -------
+    dict
+        ``table`` ``{(learner, protocol): evaluate_protocol(...)}`` plus ``(learner,
+        "truth")`` rows; ``values`` ``{(learner, protocol): sampled accuracies}``;
+        ``frame`` (DataFrame for display); ``log`` (the values the notebook records).
+    """
+    import pandas as pd
+
+    from .experiment import evaluate_protocol, sequence_index
+
+    protocols = {p: sequence_index(all_sequences, s) for p, s in protocol_sequences.items()}
+    table, values = {}, {}
+    for name, acc in truth.items():
+        for proto, idx in protocols.items():
+            table[(name, proto)] = evaluate_protocol(acc, acc[idx], num_bins=num_bins)
+            values[(name, proto)] = acc[idx]
+        table[(name, "truth")] = {"mean": acc.mean(), "std": acc.std(), "min": acc.min(), "max": acc.max()}
+    frame = pd.DataFrame(table).T[["mean", "std", "min", "max", "jsd", "wasserstein"]].round(3)
+    frame["accuracies (EDGE: hard, random, easy)"] = [
+        ", ".join(f"{v:.1f}" for v in values[key]) if key in values else "all" for key in frame.index]
+    log = {"protocols": {f"{n}/{p}": {k: float(v) for k, v in row.items()} for (n, p), row in table.items()}}
+    # JSD and W1 of each protocol averaged over this run's learners, under keys that do not
+    # name a learner, so the rows of a sweep over learners line up
+    log_mean = {"protocol_mean": {p: {m: float(np.mean([table[(n, p)][m] for n in truth]))
+                                      for m in ("jsd", "wasserstein")} for p in protocols}}
+    return {"table": table, "values": values, "frame": frame, "log": log, "log_mean": log_mean,
+            "protocols": list(protocols)}
+
+
+def normality_table(truth: dict):
+    """Box-Cox + three normality tests per learner (Table A3): ``(dict, DataFrame)``."""
+    import pandas as pd
+
+    from .estimation import normality_tests
+
+    normal = {name: normality_tests(acc) for name, acc in truth.items()}
+    return normal, pd.DataFrame(normal).T.round(4)
+
+
+def rankings(truth: dict, values: dict, protocols):
+    """Rankings by lower / upper bound and stability under the truth and each protocol.
+
+    Returns ``(rows, ranking_error)``: ``rows`` ``{(dimension, protocol): ranks}`` and the
+    total Spearman footrule per protocol (Tables A5/A6).
+    """
+    from .estimation import rank_methods, ranking_distance
+
+    rows, err = {}, {p: 0 for p in protocols}
+    if len(truth) >= 2:
+        for dim in ("lower", "upper", "stability"):
+            ref = rank_methods(truth, dim)
+            rows[(dim, "truth")] = ref
+            for proto in protocols:
+                r = rank_methods({n: values[(n, proto)] for n in truth}, dim)
+                rows[(dim, proto)] = r
+                err[proto] += ranking_distance(ref, r)
+    return rows, err
+
+
+def correlations(scores, truth: dict) -> dict:
+    """Pearson R of ``scores`` with every learner's accuracies: ``{learner: {"r", "p"}}``."""
+    from .estimation import similarity_correlation
+
+    return {name: similarity_correlation(scores, acc) for name, acc in truth.items()}
+
+
+_CLASSIC_SHOWN = ["num_classes", "num_sequences", "hard_paper_S", "hard_S", "hard_percentile", "random_S_min",
+                  "random_S_mean", "random_S_max", "easy_paper_S", "easy_S", "easy_percentile"]
+
+
+def classic_settings(names_by_dataset: dict, num_tasks: int, encoder, *, num_random: int, seed: int,
+                     clip_model: str = "ViT-B-16", clip_pretrained: str = "openai"):
+    """Hard / easy sequences of the classic settings from their class names alone.
+
+    Returns ``(classic, table)``: ``{dataset: numbers and sequences}`` and a DataFrame
+    of the numbers (None without datasets).
+    """
+    import pandas as pd
+
+    from .sequences import easy_sequence, hard_sequence, random_scores, score_percentile
+    from .similarity import class_similarity
+
+    classic = {}
+    for ds, names in names_by_dataset.items():
+        csim = class_similarity(names, encoder, clip_model=clip_model, clip_pretrained=clip_pretrained)
+        h, hi = hard_sequence(csim, num_tasks, return_info=True)
+        e, ei = easy_sequence(csim, num_tasks, return_info=True)
+        rnd = random_scores(csim, num_tasks, num_random=num_random, seed=seed)
+        classic[ds] = {
+            "num_classes": len(names), "encoder": csim.encoder,
+            "num_sequences": "%.3e" % num_sequences(len(names), num_tasks),
+            "hard_paper_S": hi["paper_score"], "hard_S": hi["score"],
+            "hard_percentile": score_percentile(csim, h, num_random=num_random, seed=seed),
+            "random_S_mean": float(rnd.mean()), "random_S_min": float(rnd.min()),
+            "random_S_max": float(rnd.max()),
+            "easy_paper_S": ei["paper_score"], "easy_S": ei["score"],
+            "easy_percentile": score_percentile(csim, e, num_random=num_random, seed=seed),
+            "hard_first_task": [names[c] for c in h[0]], "easy_first_task": [names[c] for c in e[0]],
+            "hard_sequence": h, "easy_sequence": e,
+        }
+    table = (pd.DataFrame({d: {k: v[k] for k in _CLASSIC_SHOWN} for d, v in classic.items()})
+             if classic else None)
+    return classic, table
+
+
+def similarity_sources(sources, *, name_sim, class_names, data: dict, hidden: int, seed: int, num_null: int,
+                       clip_model: str = "ViT-B-16", clip_pretrained: str = "openai", log=print):
+    """The similarity matrices of the sources compared in section 9.
+
+    Returns ``(matrices, null_labels)``: ``{label: (N, N) matrix}`` in the order of
+    ``sources`` (the random null as ``num_null`` seeded matrices ``"random #j"``) and the
+    labels of the null's matrices. An encoder that cannot load is skipped with a note.
+    """
+    from .similarity import EncoderUnavailableError, class_similarity
+
+    out = {}
+    N = len(class_names)
+    for src in sources:
+        if src == "names":
+            out[f"names ({name_sim.encoder.split(':')[0]})"] = name_sim.matrix
+        elif src in ("clip", "minilm", "glove"):
+            if name_sim.encoder.startswith(src):
+                continue  # the same as "names"
+            try:
+                out[f"names ({src})"] = class_similarity(class_names, src, clip_model=clip_model,
+                                                         clip_pretrained=clip_pretrained).matrix
+            except (EncoderUnavailableError, ImportError, OSError) as exc:
+                log(f"{src} skipped: {exc}")
+        elif src in ("features", "confusion"):
+            res = class_similarity(source=src, x=data["x_train"], class_names=class_names, hidden=hidden,
+                                   epochs=5, seed=seed)
+            out[src] = res.matrix
+            log(f"{src}: {res.encoder}")
+        elif src == "backbone":
+            out["backbone"] = class_similarity(source="features", features=data["f_train"],
+                                               class_names=class_names).matrix
+    null_labels = []
+    if "random" in sources:
+        for j in range(num_null):
+            null_labels.append(f"random #{j}")
+            out[null_labels[-1]] = class_similarity(source="random", num_classes=N, seed=seed + j).matrix
+    return out, null_labels
+
+
+def summarise_sources(rows, null_labels):
+    """One row per source: means over learners, winner counts; the null seeds pooled."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    df["group"] = ["random (null)" if r in null_labels else r for r in df["source"]]
+    out = {}
+    for group, g in df.groupby("group", sort=False):
+        per_src = g.groupby("source")["r"].mean()
+        out[group] = {
+            "R (mean over learners)": g["r"].mean(),
+            "R sd over null seeds": per_src.std(ddof=1) if len(per_src) > 1 else np.nan,
+            "hard acc. pct": g["hard_pct"].mean(),
+            "easy acc. pct": g["easy_pct"].mean(),
+            "EDGE JSD": g["edge_jsd"].mean(),
+            "RS JSD": g["rs_jsd"].mean(),
+            "EDGE W1": g["edge_w1"].mean(),
+            "RS W1": g["rs_w1"].mean(),
+            "EDGE wins JSD": int((g["jsd_winner"] == "EDGE").sum()),
+            "RS wins JSD": int((g["jsd_winner"] == "RS").sum()),
+            "EDGE wins W1": int((g["w1_winner"] == "EDGE").sum()),
+            "RS wins W1": int((g["w1_winner"] == "RS").sum()),
+            "cases": len(g),
+        }
+    table_ = pd.DataFrame(out).T
+    counts = ["EDGE wins JSD", "RS wins JSD", "EDGE wins W1", "RS wins W1", "cases"]
+    return table_.astype({c: int for c in counts} | {c: float for c in table_ if c not in counts})
+
+
+def source_means(summary) -> dict:
+    """Per-source means under short keys that do not depend on the sources chosen.
+
+    So the rows of a sweep over seeds line up (``clkit summary --columns "source_mean.*"``).
+    """
+    return {g: {"r": float(row["R (mean over learners)"]), "hard_pct": float(row["hard acc. pct"]),
+                "easy_pct": float(row["easy acc. pct"]),
+                "edge_wins": int(row["EDGE wins JSD"] + row["EDGE wins W1"]),
+                "rs_wins": int(row["RS wins JSD"] + row["RS wins W1"])}
+            for g, row in summary.iterrows()}
+
+
+def source_text(summary, label: str, num_null: int, num_learners: int):
+    """Plain statements about the sources, from the summary table: ``(text, winners)``."""
+    if summary is None or not len(summary):
+        return "", []
+    real = [g for g in summary.index if g != "random (null)"]
+    lines = []
+    if "random (null)" in summary.index:
+        nr = summary.loc["random (null)", "R (mean over learners)"]
+        nsd = summary.loc["random (null)", "R sd over null seeds"]
+        nsd = 0.0 if not np.isfinite(nsd) else nsd
+        above = [g for g in real if summary.loc[g, "R (mean over learners)"] > nr + 2 * nsd]
+        lines.append(f"the null (random similarity, {num_null} seeds) gives mean R {nr:+.2f} "
+                     f"(sd {nsd:.2f}); sources above null mean + 2 sd: {', '.join(above) or 'none'}")
+    rs_list = "; ".join(f"{g} {summary.loc[g, 'R (mean over learners)']:+.2f}" for g in real)
+    lines.append(f"mean R per source: {rs_list}")
+    S_ = summary
+    pct = "; ".join(f"{g} {S_.loc[g, 'hard acc. pct']:.0f}/{S_.loc[g, 'easy acc. pct']:.0f}" for g in real)
+    lines.append(f"hard/easy accuracy percentiles (ideal 0/100): {pct}")
+    winners = [g for g in real
+               if summary.loc[g, "EDGE wins JSD"] > summary.loc[g, "cases"] / 2
+               and summary.loc[g, "EDGE wins W1"] > summary.loc[g, "cases"] / 2]
+    wins = "; ".join(f"{g} JSD {S_.loc[g, 'EDGE wins JSD']}/{S_.loc[g, 'RS wins JSD']}, "
+                     f"W1 {S_.loc[g, 'EDGE wins W1']}/{S_.loc[g, 'RS wins W1']}" for g in real)
+    lines.append(f"learners where EDGE / RS is closer beyond RS's seed spread (of {num_learners}): {wins}")
+    return f"*{label}:* " + "; ".join(lines) + ".", winners
+
+
+def source_claim(winners, names_labels, N: int, K: int) -> str:
+    """The sentence on the paper's claim, from the sources whose EDGE beat RS."""
+    if winners:
+        return ("EDGE's estimate is closer to the truth than RS's, beyond RS's seed spread, "
+                "for most learners on both metrics with: "
+                f"{', '.join(sorted(set(winners)))}. "
+                + ("That includes a class-name similarity, as the paper proposes."
+                   if any(g in names_labels for g in winners)
+                   else "None of them is a class-name similarity, the paper's choice: with "
+                        "names the claim is not reproduced here."))
+    return ("No similarity source made EDGE's estimate closer to the truth than RS's "
+            "beyond RS's seed spread for most learners on both JSD and W1. On this setting "
+            f"({N} Fashion-MNIST classes in {K} tasks, small MLP learners) the run does "
+            "not support the paper's claim that EDGE approximates the accuracy "
+            "distribution better than RS; what differs between sources is how close their "
+            "hard/easy sequences come to the accuracy extremes and how well their score "
+            "tracks accuracy (above).")
+
+
+def closing_text(*, truth, table, corr, corr_img, corr_intra, normal, rank_err, agree, seq_rows, hard_info,
+                 easy_info, encoder, num_sequences_run, N, K, L1, num_draws, src_text, gen_text, claim):
+    """The 'What this run shows' Markdown and the lists the notebook records.
+
+    Returns ``(markdown, log)``.
+    """
+    learners = list(truth)
+    better_jsd = [n for n in learners if table[(n, "EDGE")]["jsd"] < table[(n, "RS")]["jsd"]]
+    img_better_jsd = [n for n in learners if table[(n, "EDGE-img")]["jsd"] < table[(n, "RS")]["jsd"]]
+    img_better_w = [n for n in learners
+                    if table[(n, "EDGE-img")]["wasserstein"] < table[(n, "RS")]["wasserstein"]]
+    better_w = [n for n in learners if table[(n, "EDGE")]["wasserstein"] < table[(n, "RS")]["wasserstein"]]
+    wider = [n for n in learners if table[(n, "EDGE")]["range_coverage"] > table[(n, "RS")]["range_coverage"]]
+    rs_std_under = [n for n in learners if table[(n, "RS")]["std"] < truth[n].std()]
+    pos_corr = [n for n in learners if corr[n]["r"] > 0]
+    gauss = [n for n in learners
+             if np.nansum([normal[n][k] > 0.05 for k in ("shapiro_p", "dagostino_p", "ks_p")]) >= 2]
+    clear = [n for n in learners if corr[n]["r"] > 0.2 and corr[n]["p"] < 0.05]
+    verdict = ("Accuracy rises clearly with S(O) for most learners, as in the paper's Fig. 2c."
+               if len(clear) > len(learners) / 2
+               else f"Only {len(clear)} of {len(learners)} learners show a clear positive "
+                    f"correlation (R > 0.2, p < 0.05): here the {encoder} similarity of the class "
+                    "names is a weak proxy for what makes a class order hard, so the hard/easy labels "
+                    "of EDGE need not match the hard/easy class orders of these learners.")
+    narrow = [n for n in learners if table[(n, "EDGE")]["std"] < truth[n].std()]
+    log = {"edge_std_below_truth": narrow, "edge_better_jsd": better_jsd, "edge_better_w": better_w,
+           "edge_img_better_jsd": img_better_jsd, "edge_img_better_w": img_better_w,
+           "edge_wider_range": wider, "rs_underestimates_std": rs_std_under,
+           "positive_correlation": pos_corr, "near_gaussian": gauss}
+    text = f"""
+* **Combinatorics.** {N} classes in {K} tasks give {num_sequences_run} sequences; 100
+  classes in 10 tasks give about 10^{len(str(num_sequences(100, 10))) - 1}, so
+  three random sequences say little about the distribution (Theorem 1 asks for {L1:,} of
+  them at ε = 0.1, δ = 0.05).
+* **Similarity and sequences** ({encoder}). The hard sequence sits at the
+  percentile {seq_rows[0]['percentile among random']:.1f} and the easy one at percentile
+  {seq_rows[1]['percentile among random']:.1f} of S(O) among random
+  sequences. The {_method(hard_info)} changed S from {hard_info['paper_score']:.3f} to
+  {hard_info['score']:.3f} (hard) and {easy_info['paper_score']:.3f} to
+  {easy_info['score']:.3f} (easy).
+* **RS vs EDGE** over {len(learners)} learners: EDGE's Gaussian is closer to the truth in
+  JSD for {len(better_jsd)} ({', '.join(better_jsd) or 'none'}) and in Wasserstein
+  distance for {len(better_w)} ({', '.join(better_w) or 'none'}); its sampled range is
+  wider than RS's for {len(wider)}. RS underestimates the true standard deviation for
+  {len(rs_std_under)} of {len(learners)} learners. Total ranking error: RS
+  {rank_err['RS']}, EDGE {rank_err['EDGE']}, EDGE-img {rank_err['EDGE-img']}. With the
+  image-prototype similarity (MAE {agree['mae']:.2f}, Spearman {agree['spearman']:.2f}
+  against the text similarity), EDGE-img beats RS in JSD for {len(img_better_jsd)} and
+  in W for {len(img_better_w)} learners. These counts compare single draws (the paper's
+  seeds); section 9 averages over {num_draws} draws. EDGE's implied std (from the
+  accuracies listed in the table) is below the true std for {len(narrow)} of
+  {len(learners)} learners.
+* **Similarity sources (section 9).** {src_text} {gen_text}
+  Intra-task similarity I(O) of the {encoder} names vs accuracy:
+  {', '.join(f"{n} {corr_intra[n]:+.2f}" for n in learners)}.
+* **The paper's claim.** {claim}
+* **Near-Gaussian truth** (>= 2 of 3 tests with p > 0.05 after Box-Cox):
+  {', '.join(gauss) or 'none'}.
+* **Similarity vs accuracy.** Pearson R is positive for {len(pos_corr)} of {len(learners)}
+  learners ({', '.join(f"{n} {corr[n]['r']:.2f}" for n in learners)}); with the image
+  similarity: {', '.join(f"{n} {corr_img[n]['r']:.2f}" for n in learners)}. {verdict}
+"""
+    return text, log
+
+
+def check_edge_learner_kwargs(learner_kwargs, learners) -> dict:
+    """Validate the notebook's ``learner_kwargs`` for this run's ``learners``.
+
+    The built-in learners accept the :class:`~clkit.edge.learners.LearnerConfig` fields
+    listed in :data:`~clkit.edge.learners.LEARNER_KEYWORDS`; any other (a Strategy) its
+    constructor's keywords except those the notebook supplies (model, optimiser, epochs,
+    batch size, scenario, seed).
+
+    Examples
+    --------
+    >>> check_edge_learner_kwargs({"ewc": {"ewc_lambda": 100.0}}, ["finetune", "ewc"])
+    {'ewc': {'ewc_lambda': 100.0}}
+    >>> check_edge_learner_kwargs({"ncm": {"lr": 0.1}}, ["ncm"])
+    Traceback (most recent call last):
+    ...
+    ValueError: learner_kwargs['ncm']: unknown keyword 'lr'; ncm takes no settings
+    """
+    from ..learner_kwargs import allowed_keywords, check_learner_kwargs
+    from ..plugins import resolve_strategy
+    from .learners import LEARNER_KEYWORDS, LearnerConfig
+
+    base = LearnerConfig()
+    allowed = {}
+    for name in learners:
+        if name in LEARNER_KEYWORDS:
+            allowed[name] = {k: getattr(base, k) for k in LEARNER_KEYWORDS[name]}
+        else:
+            allowed[name] = allowed_keywords(resolve_strategy(name, parameter="learners"),
+                                             exclude=("model", "optimizer", "epochs", "batch_size", "scenario",
+                                                      "seed"))
+    return check_learner_kwargs(learner_kwargs, allowed, learners=list(learners))
+
+
+def structure_report(truth: dict, scores, all_sequences, hard, easy) -> dict:
+    """What S(O) can explain in this run: ceilings, tie-averaged percentiles, reversal.
+
+    Returns ``table`` (per learner: R, R^2, eta^2 of the S-classes -- the ceiling of
+    R^2 --, eta^2 of the first task, mean |A(O) - A(reverse)|), ``ties`` (per learner and
+    hard/easy: the tie-averaged accuracy percentile with its range over the S-tie),
+    ``text`` (Markdown, generated from those numbers) and ``log`` (for results.json).
+    """
+    import pandas as pd
+
+    from .experiment import sequence_index
+    from .structure import structure_table, tie_percentiles
+
+    table = structure_table(truth, scores, all_sequences)
+    idx = sequence_index(all_sequences, np.stack([hard, easy]))
+    ties = {}
+    for name, acc in truth.items():
+        for role, i in zip(("hard", "easy"), idx):
+            ties[f"{name}/{role}"] = tie_percentiles(acc, scores, int(i))
+    ties_frame = pd.DataFrame(ties).T
+    n_cls = int(table["S classes"].iloc[0]) if len(table) else 0
+    chance = float(table["eta^2 by chance"].iloc[0]) if len(table) else float("nan")
+    lines = [f"S(O) takes {n_cls} distinct values over {len(scores)} sequences; every sequence has the "
+             f"same S as its reverse, so S cannot tell them apart. With {n_cls} S-classes eta^2 is "
+             f"{chance:.2f} by chance alone (accuracy unrelated to S)."]
+    for name, row in table.iterrows():
+        lines.append(f"- {name}: R = {row['R']:.2f} (R^2 = {row['R^2']:.2f}); any function of S could explain at "
+                     f"most eta^2 = {row['eta^2 S-classes']:.2f} of the variance, the first task alone "
+                     f"{row['eta^2 first task']:.2f}; a sequence and its reverse differ by "
+                     f"{row['mean |A(O) - A(reverse)|']:.2f} points on average.")
+    log = {"structure": {n: {k: float(v) for k, v in r.items()} for n, r in table.iterrows()},
+           "tie_percentiles": ties}
+    return {"table": table, "ties": ties_frame, "text": "\n".join(lines), "log": log}
+
+
+def edge_verdicts(truth: dict, all_sequences, hard, easy, *, num_draws: int = 30, num_bins: int = 10,
+                  seed: int = 0, small_n: int = 4, scores=None) -> dict:
+    """RS versus EDGE judged by :mod:`clkit.stats`, paired over random draws, with controls.
+
+    For each of ``num_draws`` draws, three random sequences ``r1, r2, r3`` (never EDGE's
+    hard/easy) form RS and ``hard, r1, easy`` forms EDGE (common random numbers: the
+    pairing unit is the draw). Per learner, two findings: the Wasserstein-1 distance of
+    each Gaussian estimate to the true distribution (EDGE - RS; lower is closer) and the
+    share of the true accuracy range the three accuracies span (EDGE - RS). Controls:
+    a *null* (RS versus RS on an independent draw, W1 of the first learner: must come out
+    no difference) and an *oracle* (EDGE handed the true hardest and easiest sequence of
+    the first learner: its range coverage must exceed RS's). The family is Holm-adjusted.
+    With ``scores`` (S(O) of every sequence) a third finding per learner, beyond the
+    paper: RS stratified by S(O) terciles (:func:`~clkit.edge.compare.stratified_draws`,
+    three sequences like RS and EDGE) against RS, W1.
+
+    Returns ``verdicts`` (list of Verdict), ``table`` (DataFrame), ``controls_hold``
+    (bool) and ``summary`` (Markdown, ``stats.closing_text``).
+    """
+    from .. import stats
+    from .compare import distances_many, stratified_draws
+    from .experiment import sequence_index
+
+    num_draws = check_int("num_draws", num_draws, low=2)
+    h, e = sequence_index(all_sequences, np.stack([hard, easy])).tolist()
+    L = len(all_sequences)
+    rng = np.random.default_rng(seed)
+    pool = np.setdiff1d(np.arange(L), [h, e])
+    small = len(pool) < 3                               # tiny settings (e.g. 4 classes / 2 tasks)
+    rs = np.array([rng.choice(pool, size=3, replace=small) for _ in range(num_draws)])
+    rs2 = np.array([rng.choice(pool, size=3, replace=small) for _ in range(num_draws)])
+    verdicts = []
+
+    def coverage(acc, rows):
+        span = np.ptp(acc)
+        return (acc[rows].max(axis=1) - acc[rows].min(axis=1)) / span if span > 0 else np.zeros(len(rows))
+
+    for i, (name, acc) in enumerate(truth.items()):
+        acc = np.asarray(acc, dtype=float)
+        edge_rows = np.column_stack([np.full(num_draws, h), rs[:, 0], np.full(num_draws, e)])
+        w_rs = distances_many(acc, acc[rs], num_bins=num_bins)["wasserstein"]
+        w_edge = distances_many(acc, acc[edge_rows], num_bins=num_bins)["wasserstein"]
+        verdicts.append(stats.paired(w_edge, w_rs, comparison=f"{name}: W1 EDGE − RS", higher="RS closer",
+                                     lower="EDGE closer"))
+        verdicts.append(stats.paired(coverage(acc, edge_rows), coverage(acc, rs),
+                                     comparison=f"{name}: range coverage EDGE − RS",
+                                     higher="EDGE spans more", lower="RS spans more"))
+        if scores is not None:
+            strat = stratified_draws(scores, 3, num_draws, seed=seed + 1)
+            w_st = distances_many(acc, acc[strat], num_bins=num_bins)["wasserstein"]
+            verdicts.append(stats.paired(w_st, w_rs, comparison=f"{name}: W1 stratified RS − RS",
+                                         higher="RS closer", lower="stratified RS closer"))
+        if i == 0:
+            w_rs2 = distances_many(acc, acc[rs2], num_bins=num_bins)["wasserstein"]
+            verdicts.append(stats.paired(w_rs2, w_rs, comparison=f"{name}: W1 RS' − RS (null)",
+                                         role="null control", expect="no difference"))
+            oracle = np.column_stack([np.full(num_draws, int(np.argmin(acc))), rs[:, 0],
+                                      np.full(num_draws, int(np.argmax(acc)))])
+            verdicts.append(stats.paired(coverage(acc, oracle), coverage(acc, rs),
+                                         comparison=f"{name}: range coverage oracle − RS",
+                                         higher="oracle spans more", lower="RS spans more",
+                                         role="oracle control", expect="oracle spans more"))
+    verdicts = stats.holm(verdicts)
+    ok, _ = stats.controls_hold(verdicts)
+    return {"verdicts": verdicts, "table": stats.verdict_table(verdicts), "controls_hold": bool(ok),
+            "summary": stats.closing_text(verdicts, subject="this run", small_n=small_n)}
+
+
+def findings_markdown(results: dict) -> str:
+    """The default run's findings for docs/02_edge.md, generated from its results.json.
+
+    ``results`` is the ``"results"`` mapping of a run's results.json (or the whole file).
+    Lists the setting, the verdict summary (``summary``), what S(O) can explain per
+    learner (R, the eta^2 ceiling, the first task's share, the reversal gap) and the
+    tie-averaged accuracy percentiles of EDGE's hard and easy sequences.
+
+    Examples
+    --------
+    >>> r = {"data_source": "toy", "num_enumerated": 90, "summary": "**Controls hold**",
+    ...      "structure": {"ncm": {"R": 0.1, "R^2": 0.01, "eta^2 S-classes": 0.2, "eta^2 first task": 0.5,
+    ...                            "mean |A(O) - A(reverse)|": 1.0, "S classes": 15}},
+    ...      "tie_percentiles": {"ncm/hard": {"pct": 40.0, "pct_min": 10.0, "pct_max": 70.0, "tie_size": 6}}}
+    >>> print(findings_markdown(r).splitlines()[0])
+    Setting: toy; 90 sequences, all trained (exact ground truth).
+    """
+    r = results.get("results", results)
+    lines = [f"Setting: {r['data_source']}; {r['num_enumerated']:,} sequences, all trained (exact ground truth).",
+             "", r.get("summary", ""), ""]
+    st = r.get("structure", {})
+    if st:
+        n_cls = int(next(iter(st.values()))["S classes"])
+        chance = next(iter(st.values())).get("eta^2 by chance", float("nan"))
+        lines += [f"What S(O) can explain ({n_cls:,} distinct S values, η² {chance:.2f} by chance alone; "
+                  f"S(O) = S(reverse O) always):", "",
+                  "| learner | R | R² | η² S-classes (ceiling of R²) | η² first task | mean abs. A(O) − A(reverse) |",
+                  "|---|---|---|---|---|---|"]
+        for name, row in st.items():
+            lines.append(f"| {name} | {row['R']:.3f} | {row['R^2']:.3f} | {row['eta^2 S-classes']:.3f} | "
+                         f"{row['eta^2 first task']:.3f} | {row['mean |A(O) - A(reverse)|']:.2f} |")
+        lines.append("")
+    ties = r.get("tie_percentiles", {})
+    if ties:
+        lines += ["Accuracy percentile of EDGE's sequences, averaged over their S-tie (range over the tie):", "",
+                  "| learner / sequence | percentile | range | tie size |", "|---|---|---|---|"]
+        for key, t in ties.items():
+            lines.append(f"| {key} | {t['pct']:.1f} | {t['pct_min']:.1f}–{t['pct_max']:.1f} | {t['tie_size']} |")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_findings(results_json, doc_path, name: str = "findings-02_edge") -> str:
+    """Replace the ``<!-- BEGIN generated: name -->`` block of ``doc_path`` with
+    :func:`findings_markdown` of a run's results.json (atomic write); returns the block.
+
+    The same text is written to ``docs/generated/<name>.md`` beside ``doc_path`` (the
+    file ``clkit.docs`` checks the block against).
+
+    Usage: ``python -c "from clkit.edge import report; report.write_findings('RUN/results.json',
+    'docs/02_edge.md')"`` after ``clkit run 02 --params default --out RUN``.
+    """
+    import json
+    from pathlib import Path
+
+    from .._io import atomic_write_text
+
+    text = findings_markdown(json.loads(Path(results_json).read_text()))
+    doc = Path(doc_path).read_text()
+    begin, end = f"<!-- BEGIN generated: {name} -->", f"<!-- END generated: {name} -->"
+    if begin not in doc or end not in doc:
+        raise ValueError(f"{doc_path} has no block {begin!r} ... {end!r}")
+    head, rest = doc.split(begin, 1)
+    atomic_write_text(Path(doc_path).parent / "generated" / f"{name}.md", text)
+    atomic_write_text(doc_path, head + begin + "\n" + text + end + rest.split(end, 1)[1])
+    return text
+
+
+def score_label(intra_weight: float) -> str:
+    """Name of the generalised score ``S + w I`` with the sign written once.
+
+    Examples
+    --------
+    >>> score_label(-1.0), score_label(0.5)
+    ('S − 1 I', 'S + 0.5 I')
+    """
+    w = float(intra_weight)
+    return f"S − {abs(w):g} I" if w < 0 else f"S + {w:g} I"
+
