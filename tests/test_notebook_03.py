@@ -30,6 +30,12 @@ def test_smoke_run_records_results_and_figures(run_smoke):
         assert row["sh_eq3"] >= row["sh"] - 1e-12, name
     # DH is computed in Part 1 for both causes
     assert 1 <= p1["difficulty only"]["erm"]["dh"] and 1 <= p1["shift only"]["erm"]["dh"]
+    # verdicts: method - finetune paired over seeds; the null control is never a finding
+    assert r["verdicts"] and isinstance(r["controls_hold"], bool) and r["summary"]
+    nulls = [v for v in r["verdicts"] if v["role"] == "null control"]
+    assert len(nulls) == 5 and all(v["decision"] == "no difference" for v in nulls)
+    assert {v["n"] for v in r["verdicts"]} == {2}
+    assert "Too few pairs to conclude" in r["summary"]
     # the no-learning majority baseline is recorded beside the learners
     base = r["baselines"]
     assert 0 < base["majority"]["ood"] <= 1 and base["chance"] == pytest.approx(0.5)
