@@ -75,7 +75,7 @@ drift: float = 0.5  # synthetic shift: rotation of the class means per period, r
 separation_start: float = 4.0  # synthetic difficulty: class-mean distance, first period
 separation_end: float = 1.0  # synthetic difficulty: class-mean distance, last period
 seed: int = 0  # one seed for data splits, model initialisation and batch order
-verdict_seeds: int = 4  # training seeds seed, seed+1, ... paired in the verdicts (0: none)
+verdict_seeds: int = 4  # seeds seed, seed+1, ... paired in the verdicts (0: none)
 
 # %%
 import numpy as np
