@@ -48,6 +48,10 @@
 dataset: str = "fashion_mnist"
 classes: list = [0, 1, 2, 3, 4, 5, 6, 7]  # labels used, in order (paper: the first six)
 num_tasks: int = 4  # equal-size tasks; 8 in 4: 2,520 sequences (6 in 3: 90)
+# ground truth: exact (train every sequence) or sample (a uniform sample of
+# truth_samples sequences stands for all of them; estimators' sequences are added)
+truth: str = "exact"
+truth_samples: int = 256  # size of the uniform sample (with truth: sample)
 # class-name text encoder: auto (CLIP if its weights load, else offline), clip,
 # minilm, glove
 encoder: str = "auto"
@@ -95,12 +99,12 @@ from IPython.display import Markdown, display
 import clkit.edge as edge
 from clkit.edge import plots, report
 from clkit.edge.compare import compare_sources
-from clkit.edge.experiment import load_enumerable_data, run_learners
+from clkit.edge.experiment import load_enumerable_data
 from clkit.edge.learners import LearnerConfig
 from clkit.edge.params import check_params
 from clkit.data.class_names import load_class_names
 from clkit.data.user import imagefolder_enumerable, is_user_path, load_class_names_file
-from clkit.plugins import split_learners, train_sequences_sequentially
+from clkit.plugins import split_learners
 from clkit.results import RunRecord
 from clkit._validate import check_type
 
@@ -132,6 +136,8 @@ P = check_params(
     num_null=num_null,
     num_draws=num_draws,
     intra_weight=intra_weight,
+    truth=truth,
+    truth_samples=truth_samples,
 )
 P.update(dataset=dataset, learners=learners, classic_datasets=classic_datasets)
 P["learner_kwargs"] = report.check_edge_learner_kwargs(learner_kwargs, learners)
@@ -248,7 +254,7 @@ record.log(**ext["log"])
 display(ext["table"])
 
 # %% [markdown]
-# ## 5. The ground truth: every sequence, every learner
+# ## 5. The ground truth: every sequence (or a uniform sample), every learner
 #
 # All $|\Omega|$ sequences are enumerated (`edge.enumerate_sequences`) and each learner
 # is trained on all of them at once: one small MLP per sequence, stacked along a leading
@@ -262,24 +268,36 @@ display(ext["table"])
 # where we read $A_{t,t}$ as the accuracy after task $t$ on the test images of all
 # classes seen so far (the class-incremental test set of step $t$), i.e. the average
 # incremental accuracy. Accuracies are in percent from here on.
+#
+# With `truth="sample"` only a uniform sample of `truth_samples` sequences (drawn with
+# `seed`, without replacement) stands for $\Omega$ in every distribution statistic; the
+# sequences an estimator evaluates (EDGE's hard/easy and their S-ties, the RS draws, each
+# similarity source's extremes) are trained as well and looked up, never added to the
+# sample (`clkit.edge.truth.GroundTruth`). A sequence's accuracy is the same in both modes
+# (all randomness is keyed by the sequence's prefix), so the two differ only by sampling
+# error, which is reported beside each percentile (binomial with finite-population
+# correction) and each JSD / W1 (bootstrap over the sample).
 
 # %%
 all_seqs = edge.enumerate_sequences(N, K)
 config = LearnerConfig(hidden=hidden, epochs=epochs, batch_size=batch_size, lr=lr)
-LK = P["learner_kwargs"]
-results = run_learners(data, all_seqs, own_learners, config, seed=seed, learner_kwargs=LK)
-for u in user_learners:  # an ordinary Strategy: sequence after sequence, same protocol
-    results[u] = train_sequences_sequentially(
-        data["x_train"], data["x_test"], all_seqs, u, config, seed=seed,
-        strategy_kwargs=LK.get(u),
-    )
-truth = {name: 100 * out["avg_acc"] for name, out in results.items()}
+GT = report.ground_truth(
+    data, all_seqs, own_learners, user_learners, config, seed=seed,
+    learner_kwargs=P["learner_kwargs"], mode=truth, samples=truth_samples,
+)
+truth_values = GT.population_values()  # {learner: accuracies of the population}
 S_all = edge.sequence_scores(sim, all_seqs)
+pop = GT.population
+print(GT.describe())
 record.log(
     num_enumerated=len(all_seqs),
-    true_accuracy={k: v.round(4) for k, v in truth.items()},
+    true_accuracy={k: v.round(4) for k, v in truth_values.items()},
+    truth_description=GT.describe(),
+    **GT.log(),
 )
-display(report.truth_table(truth))
+if not GT.exact:
+    record.log(truth_population_index=pop)
+display(report.truth_table(truth_values))
 
 # %% [markdown]
 # ## 6. RS versus EDGE
@@ -313,7 +331,8 @@ img_seqs = np.concatenate(
     ]
 )
 ev = report.evaluate_protocols(
-    truth, all_seqs, {"RS": rs_seqs, "EDGE": edge_seqs, "EDGE-img": img_seqs}, num_bins=num_bins
+    GT, all_seqs, {"RS": rs_seqs, "EDGE": edge_seqs, "EDGE-img": img_seqs},
+    num_bins=num_bins, seed=seed,
 )
 table, protocol_values = ev["table"], ev["values"]
 display(ev["frame"])
@@ -323,7 +342,7 @@ record.log(
 record.log(**ev["log_mean"])
 
 # %%
-fig = plots.distributions(truth, table, protocol_values, num_bins=num_bins)
+fig = plots.distributions(truth_values, table, protocol_values, num_bins=num_bins)
 record.figure(fig, "distributions_rs_vs_edge")
 
 # %% [markdown]
@@ -332,7 +351,7 @@ record.figure(fig, "distributions_rs_vs_edge")
 # Gaussian).
 
 # %%
-normal, normal_table = report.normality_table(truth)
+normal, normal_table = report.normality_table(truth_values)
 display(normal_table)
 record.log(normality=normal)
 
@@ -342,7 +361,7 @@ record.log(normality=normal)
 # error is $\sum_m |r_{\text{true}}(m) - r_{\text{protocol}}(m)|$.
 
 # %%
-rank_rows, rank_err = report.rankings(truth, protocol_values, ev["protocols"])
+rank_rows, rank_err = report.rankings(truth_values, protocol_values, ev["protocols"])
 if rank_rows:
     display(pd.DataFrame(rank_rows))
 print("total ranking error:", rank_err)
@@ -358,7 +377,7 @@ record.log(ranking_error=rank_err)
 
 # %%
 V = report.edge_verdicts(
-    truth, all_seqs, hard, easy, num_draws=num_draws, num_bins=num_bins, seed=seed, scores=S_all
+    GT, all_seqs, hard, easy, num_draws=num_draws, num_bins=num_bins, seed=seed, scores=S_all
 )
 display(V["table"])
 display(Markdown(V["summary"]))
@@ -375,8 +394,8 @@ record.log(
 # learner.
 
 # %%
-corr = report.correlations(S_all, truth)
-corr_img = report.correlations(edge.sequence_scores(img_sim, all_seqs), truth)
+corr = report.correlations(S_all[pop], truth_values)
+corr_img = report.correlations(edge.sequence_scores(img_sim, all_seqs[pop]), truth_values)
 display(
     pd.DataFrame(
         {
@@ -385,7 +404,7 @@ display(
         }
     ).round(3)
 )
-fig = plots.similarity_vs_accuracy(S_all, truth, corr)
+fig = plots.similarity_vs_accuracy(S_all[pop], truth_values, corr)
 record.figure(fig, "similarity_vs_accuracy")
 record.log(correlation=corr, correlation_image=corr_img)
 
@@ -398,7 +417,7 @@ record.log(correlation=corr, correlation_image=corr_img)
 # EDGE's hard/easy sequences are averaged over their S-tie (range: min-max over the tie).
 
 # %%
-struct = report.structure_report(truth, S_all, all_seqs, hard, easy)
+struct = report.structure_report(GT, S_all, all_seqs, hard, easy)
 display(struct["table"].round(3), struct["ties"].round(1))
 display(Markdown(struct["text"]))
 record.log(**struct["log"])
@@ -472,10 +491,10 @@ source_sims, null_labels = report.similarity_sources(
 compare_kw = dict(
     edge_num_random=edge_num_random, num_draws=num_draws, num_bins=num_bins, seed=seed
 )
-src_rows = compare_sources(source_sims, truth, all_seqs, K, **compare_kw)
+src_rows = compare_sources(source_sims, GT, all_seqs, K, **compare_kw)
 gen_rows = (
     compare_sources(
-        source_sims, truth, all_seqs, K, intra_weight=intra_weight, **compare_kw
+        source_sims, GT, all_seqs, K, intra_weight=intra_weight, **compare_kw
     )
     if intra_weight
     else []
@@ -490,7 +509,7 @@ display(
 display(src_summary.round(3))
 per_learner = pd.DataFrame(src_rows).pivot(index="source", columns="learner", values="r")
 display(Markdown("Pearson R(S(O), A(O)) per source and learner"))
-display(per_learner[list(truth)].round(2))
+display(per_learner[list(truth_values)].round(2))
 gen_summary = report.summarise_sources(gen_rows, null_labels) if gen_rows else None
 if gen_summary is not None:
     display(
@@ -499,7 +518,9 @@ if gen_summary is not None:
     display(gen_summary.round(3))
 record.log(source_mean=report.source_means(src_summary))
 corr_intra = {
-    n: c["r"] for n, c in report.correlations(edge.intra_task_scores(sim, all_seqs), truth).items()
+    n: c["r"] for n, c in report.correlations(
+        edge.intra_task_scores(sim, all_seqs[pop]), truth_values
+    ).items()
 }
 record.log(
     source_comparison=src_rows,
@@ -519,9 +540,9 @@ record.figure(fig, "similarity_sources")
 # ## What this run shows
 
 # %%
-src_text, src_winners = report.source_text(src_summary, "paper's S", num_null, len(truth))
+src_text, src_winners = report.source_text(src_summary, "paper's S", num_null, len(truth_values))
 gen_text, gen_winners = (
-    report.source_text(gen_summary, report.score_label(intra_weight), num_null, len(truth))
+    report.source_text(gen_summary, report.score_label(intra_weight), num_null, len(truth_values))
     if gen_summary is not None
     else ("", [])
 )
@@ -529,13 +550,13 @@ names_labels = [g for g in src_summary.index if g.startswith("names")]
 claim = report.source_claim(src_winners + gen_winners, names_labels, N, K)
 record.log(paper_claim_supported_by=sorted(set(src_winners + gen_winners)))
 summary, lists = report.closing_text(
-    truth=truth, table=table, corr=corr, corr_img=corr_img, corr_intra=corr_intra,
+    truth=truth_values, table=table, corr=corr, corr_img=corr_img, corr_intra=corr_intra,
     normal=normal, rank_err=rank_err, agree=agree, seq_rows=ext["rows"], hard_info=hard_info,
     easy_info=easy_info, encoder=sim.encoder, num_sequences_run=len(all_seqs), N=N, K=K,
     L1=sizes["theorem1_L_100_10"], num_draws=num_draws, src_text=src_text, gen_text=gen_text,
-    claim=claim,
+    claim=claim, structure=struct["table"], truth_text=GT.describe(),
 )
-record.log(**lists)
+record.log(**lists, truth_description=GT.describe(), **GT.log())
 display(Markdown(summary))
 display(Markdown(struct["text"]))
 

@@ -7,8 +7,8 @@ can be judged by what EDGE needs from it:
 * ``r``: Pearson R between the (generalised) score of a sequence and its accuracy,
   over all sequences (the paper's Fig. 2c premise: accuracy rises with S(O));
 * ``hard_pct`` / ``easy_pct``: the accuracy percentile (mid-rank, 0-100) of the
-  source's hard and easy sequences among all sequences -- EDGE needs them near 0
-  and 100;
+  source's hard and easy sequences among all sequences, averaged over the sequence's
+  S-tie (EDGE cannot tell tie-mates apart) -- EDGE needs them near 0 and 100;
 * EDGE vs RS: JSD and W1 of the Gaussian estimated from hard + ``edge_num_random``
   random + easy, against RS's three random sequences, each over ``num_draws``
   random draws (the random sequences change from draw to draw, the extremes do
@@ -97,23 +97,26 @@ def distances_many(true_values, samples, *, num_bins: int = 10, quantiles: int =
     return {"jsd": np.maximum(jsd, 0.0), "wasserstein": w1}
 
 
-def protocol_draws(acc, fixed_idx, num_random: int, num_draws: int, seed: int, num_bins: int = 10) -> dict:
+def protocol_draws(acc, fixed_idx, num_random: int, num_draws: int, seed: int, num_bins: int = 10,
+                   population=None) -> dict:
     """JSD / W1 of a protocol over random draws: ``fixed_idx`` sequences plus ``num_random`` random ones.
 
     RS is ``fixed_idx=[]`` with ``num_random=3``; EDGE is ``[hard, easy]`` with the
     paper's one random sequence. The random sequences are drawn uniformly (without
-    replacement within a draw, never one of ``fixed_idx``) from all sequences with a
-    local generator.
+    replacement within a draw, never one of ``fixed_idx``) from ``population`` (positions
+    into ``acc``; default: all sequences) with a local generator, and the distances are
+    taken to the distribution of ``acc[population]``.
 
     Returns ``{"jsd": (num_draws,), "wasserstein": (num_draws,)}``.
     """
     acc = np.asarray(acc, dtype=float)
+    pop = np.arange(len(acc)) if population is None else np.asarray(population, dtype=np.int64)
     rng = np.random.default_rng(seed)
-    fixed = list(fixed_idx)
-    pool = np.setdiff1d(np.arange(len(acc)), fixed)
+    fixed = [int(i) for i in fixed_idx]
+    pool = np.setdiff1d(pop, fixed)
     idx = np.array([fixed + rng.choice(pool, size=num_random, replace=False).tolist()
                     for _ in range(num_draws)])
-    return distances_many(acc, acc[idx], num_bins=num_bins)
+    return distances_many(acc[pop], acc[idx], num_bins=num_bins)
 
 
 def beats(edge_values, rs_values) -> str:
@@ -135,7 +138,7 @@ def beats(edge_values, rs_values) -> str:
     return "tie"
 
 
-def compare_sources(sims: dict, truth: dict, all_sequences, num_tasks: int, *, intra_weight: float = 0.0,
+def compare_sources(sims: dict, truth, all_sequences, num_tasks: int, *, intra_weight: float = 0.0,
                     edge_num_random: int = 1, num_draws: int = 30, num_bins: int = 10, seed: int = 0) -> list:
     """Judge every similarity source on every learner (see the module docstring).
 
@@ -143,8 +146,11 @@ def compare_sources(sims: dict, truth: dict, all_sequences, num_tasks: int, *, i
     ----------
     sims : dict
         ``{source label: (N, N) similarity}``.
-    truth : dict
-        ``{learner: accuracies (L,)}`` over ``all_sequences`` (L, K, M).
+    truth : dict or clkit.edge.truth.GroundTruth
+        ``{learner: accuracies (L,)}`` over ``all_sequences`` (L, K, M) (exact), or a
+        ground truth (exact or sampled) over them: statistics are then taken over its
+        population and each source's hard / easy sequences (with their S-ties) are trained
+        on demand.
     num_tasks : int
     intra_weight : float
         Score and search with ``S + intra_weight * I`` (0: the paper's S).
@@ -159,23 +165,32 @@ def compare_sources(sims: dict, truth: dict, all_sequences, num_tasks: int, *, i
     -------
     list of dict
         One row per (source, learner): ``source``, ``learner``, ``r``, ``r_p``,
-        ``hard_pct``, ``easy_pct``, ``hard_acc``, ``easy_acc``, ``edge_jsd`` /
-        ``rs_jsd`` / ``edge_w1`` / ``rs_w1`` (means over draws), ``rs_jsd_sd`` /
-        ``rs_w1_sd`` (RS's seed spread), ``jsd_winner`` / ``w1_winner``
+        ``hard_pct``, ``easy_pct`` (averaged over the sequence's S-tie, since EDGE cannot
+        tell tie-mates apart; :func:`~clkit.edge.structure.tie_percentiles`) with
+        ``hard_pct_min`` / ``hard_pct_max`` / ``easy_pct_min`` / ``easy_pct_max`` (range
+        over the tie) and ``pct_se`` (sampling error of a percentile; 0 for an exact
+        truth), ``hard_acc``, ``easy_acc`` (of the sequence the search returned),
+        ``edge_jsd`` / ``rs_jsd`` / ``edge_w1`` / ``rs_w1`` (means over draws),
+        ``rs_jsd_sd`` / ``rs_w1_sd`` (RS's seed spread), ``jsd_winner`` / ``w1_winner``
         (:func:`beats`).
     """
+    from .structure import tie_percentiles
+    from .truth import GroundTruth, resolve_truth, tie_members
+
     check_type("sims", sims, dict, "a dict {source: similarity matrix}")
-    check_type("truth", truth, dict, "a dict {learner: accuracies}")
-    if not sims or not truth:
-        raise ValueError("sims and truth must each hold at least one entry")
+    check_type("truth", truth, (dict, GroundTruth), "a dict {learner: accuracies} or a GroundTruth")
     all_sequences = np.asarray(all_sequences)
+    values, pop = resolve_truth(truth, all_sequences)
+    if not sims or not values:
+        raise ValueError("sims and truth must each hold at least one entry")
     w = check_real("intra_weight", intra_weight)
-    edge_num_random = check_int("edge_num_random", edge_num_random, low=1, high=len(all_sequences) - 2)
+    edge_num_random = check_int("edge_num_random", edge_num_random, low=1, high=len(pop) - 2)
     num_draws = check_int("num_draws", num_draws, low=2)
-    for learner, acc in truth.items():
+    for learner, acc in values.items():
         if len(acc) != len(all_sequences):
             raise ValueError(f"truth[{learner!r}] has {len(acc)} accuracies for {len(all_sequences)} sequences")
-    rs = {name: protocol_draws(acc, [], 3, num_draws, seed, num_bins) for name, acc in truth.items()}
+    rs = {name: protocol_draws(acc, [], 3, num_draws, seed, num_bins, population=pop)
+          for name, acc in values.items()}
     rows = []
     for label, sim in sims.items():
         S = check_similarity(sim, f"sims[{label!r}]")
@@ -183,13 +198,20 @@ def compare_sources(sims: dict, truth: dict, all_sequences, num_tasks: int, *, i
         hard = hard_sequence(S, num_tasks, intra_weight=w)
         easy = easy_sequence(S, num_tasks, intra_weight=w)
         h, e = sequence_index(all_sequences, np.stack([hard, easy]))
-        for name, acc in truth.items():
+        needed = np.union1d(tie_members(scores, h), tie_members(scores, e))
+        values, pop = resolve_truth(truth, all_sequences, needed)
+        for name, acc in values.items():
             acc = np.asarray(acc, dtype=float)
-            corr = similarity_correlation(scores, acc)
-            ed = protocol_draws(acc, [h, e], edge_num_random, num_draws, seed, num_bins)
+            corr = similarity_correlation(scores[pop], acc[pop])
+            ed = protocol_draws(acc, [h, e], edge_num_random, num_draws, seed, num_bins, population=pop)
+            th = tie_percentiles(acc, scores, int(h), population=pop)
+            te = tie_percentiles(acc, scores, int(e), population=pop)
             rows.append({
                 "source": label, "learner": name, "r": corr["r"], "r_p": corr["p"],
-                "hard_pct": accuracy_percentile(acc, acc[h]), "easy_pct": accuracy_percentile(acc, acc[e]),
+                "hard_pct": th["pct"], "easy_pct": te["pct"],
+                "hard_pct_min": th["pct_min"], "hard_pct_max": th["pct_max"],
+                "easy_pct_min": te["pct_min"], "easy_pct_max": te["pct_max"],
+                "pct_se": max(th["pct_se"], te["pct_se"]),
                 "hard_acc": float(acc[h]), "easy_acc": float(acc[e]),
                 "edge_jsd": float(ed["jsd"].mean()), "rs_jsd": float(rs[name]["jsd"].mean()),
                 "rs_jsd_sd": float(rs[name]["jsd"].std()),

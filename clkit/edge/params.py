@@ -19,7 +19,7 @@ NOTEBOOK_SOURCES = ("names", "clip", "minilm", "glove", "features", "backbone", 
 def check_params(*, dataset, classes, num_tasks, encoder, learners, n_train, n_test, epochs, hidden,
                  batch_size, lr, seeds, seed, granularities, num_random, num_bins, classic_datasets,
                  classic_num_tasks, edge_num_random=1, similarity_sources=("names",), num_null=5,
-                 num_draws=30, intra_weight=0.0) -> dict:
+                 num_draws=30, intra_weight=0.0, truth="exact", truth_samples=256) -> dict:
     """Validate the parameters of notebook 02_edge; return them as a dict.
 
     Examples
@@ -71,9 +71,16 @@ def check_params(*, dataset, classes, num_tasks, encoder, learners, n_train, n_t
     check_int("num_null", num_null, low=1)
     check_int("num_draws", num_draws, low=2)
     check_real("intra_weight", intra_weight)
+    from .truth import TRUTH_MODES
+
+    check_choice("truth", truth, TRUTH_MODES)
+    check_int("truth_samples", truth_samples, low=10)
+    if truth == "sample":   # a sample of at most |Omega| sequences (|Omega| itself: exact the long way)
+        check_int("truth_samples", truth_samples, low=10, high=num_sequences(len(classes), num_tasks))
     return dict(dataset=dataset, classes=classes, num_tasks=num_tasks, encoder=encoder, learners=learners,
                 n_train=n_train, n_test=n_test, epochs=epochs, hidden=hidden, batch_size=batch_size, lr=lr,
                 seeds=seeds, seed=seed, granularities=granularities, num_random=num_random, num_bins=num_bins,
                 classic_datasets=list(classic_datasets), classic_num_tasks=classic_num_tasks,
                 edge_num_random=edge_num_random, similarity_sources=list(similarity_sources),
-                num_null=num_null, num_draws=num_draws, intra_weight=float(intra_weight))
+                num_null=num_null, num_draws=num_draws, intra_weight=float(intra_weight), truth=truth,
+                truth_samples=truth_samples)

@@ -120,16 +120,59 @@ def truth_table(truth: dict):
                          for name, v in truth.items()}).T.round(2)
 
 
-def evaluate_protocols(truth: dict, all_sequences, protocol_sequences: dict, *, num_bins: int = 10):
+def ground_truth(data: dict, all_sequences, own_learners, user_learners=(), config=None, *, seed: int = 0,
+                 learner_kwargs: dict | None = None, mode: str = "exact", samples: int = 256, extra=None,
+                 progress: bool = True):
+    """Train the learners on all sequences (``mode="exact"``) or on a uniform sample of them.
+
+    ``own_learners`` are the batched learners of :mod:`clkit.edge.learners`
+    (:func:`~clkit.edge.experiment.run_learners`), ``user_learners`` ordinary strategies
+    trained sequence after sequence (:func:`clkit.plugins.train_sequences_sequentially`);
+    accuracies are Eq. 1's average incremental accuracy in percent. ``extra`` sequences
+    (EDGE's, RS's) are trained beside the sample; any other sequence is trained when a
+    report first needs it (:class:`~clkit.edge.truth.GroundTruth`).
+
+    Returns
+    -------
+    clkit.edge.truth.GroundTruth
+    """
+    from ..plugins import train_sequences_sequentially
+    from .experiment import run_learners
+    from .learners import LearnerConfig
+    from .truth import GroundTruth
+
+    config = LearnerConfig() if config is None else config
+    kwargs = learner_kwargs or {}
+    calls = {"n": 0}
+
+    def train(seqs):
+        calls["n"] += 1
+        out = run_learners(data, seqs, list(own_learners), config, seed=seed, learner_kwargs=kwargs,
+                           progress=progress and calls["n"] == 1) if own_learners else {}
+        out = {name: 100 * r["avg_acc"] for name, r in out.items()}
+        for u in user_learners:  # an ordinary Strategy: sequence after sequence, same protocol
+            out[u] = 100 * train_sequences_sequentially(data["x_train"], data["x_test"], seqs, u, config,
+                                                        seed=seed, strategy_kwargs=kwargs.get(u))["avg_acc"]
+        return out
+
+    return GroundTruth(train, all_sequences, mode=mode, samples=samples, seed=seed, extra=extra)
+
+
+def evaluate_protocols(truth, all_sequences, protocol_sequences: dict, *, num_bins: int = 10,
+                       num_boot: int = 200, seed: int = 0):
     """Every protocol's Gaussian estimate judged against every learner's truth.
 
     Parameters
     ----------
-    truth : dict
-        ``{learner: accuracies (L,)}`` over ``all_sequences``.
+    truth : dict or clkit.edge.truth.GroundTruth
+        ``{learner: accuracies (L,)}`` over ``all_sequences`` (exact), or a ground truth
+        whose population stands for them (the protocols' sequences are trained on demand).
     all_sequences : ndarray, shape (L, K, M)
     protocol_sequences : dict
         ``{protocol: sequences (P, K, M)}``.
+    num_boot, seed : int
+        Bootstrap resamples of a sampled population for the sampling error of JSD / W1
+        (``jsd_se`` / ``wasserstein_se``; not computed for an exact truth).
 
     Returns
     -------
@@ -140,22 +183,37 @@ def evaluate_protocols(truth: dict, all_sequences, protocol_sequences: dict, *, 
     """
     import pandas as pd
 
+    from .compare import distances_many
     from .experiment import evaluate_protocol, sequence_index
+    from .truth import bootstrap_se, resolve_truth
 
     protocols = {p: sequence_index(all_sequences, s) for p, s in protocol_sequences.items()}
+    needed = np.concatenate(list(protocols.values())) if protocols else None
+    values_all, pop = resolve_truth(truth, all_sequences, needed)
+    sampled = len(pop) < len(all_sequences)
     table, values = {}, {}
-    for name, acc in truth.items():
+    for name, acc in values_all.items():
+        true = acc[pop]
         for proto, idx in protocols.items():
-            table[(name, proto)] = evaluate_protocol(acc, acc[idx], num_bins=num_bins)
+            table[(name, proto)] = evaluate_protocol(true, acc[idx], num_bins=num_bins)
             values[(name, proto)] = acc[idx]
-        table[(name, "truth")] = {"mean": acc.mean(), "std": acc.std(), "min": acc.min(), "max": acc.max()}
-    frame = pd.DataFrame(table).T[["mean", "std", "min", "max", "jsd", "wasserstein"]].round(3)
+            if sampled:
+                def both(t, x=acc[idx]):
+                    d = distances_many(t, x, num_bins=num_bins)
+                    return [float(d["jsd"][0]), float(d["wasserstein"][0])]
+
+                se = bootstrap_se(both, true, num_boot=num_boot, seed=seed)
+                table[(name, proto)].update(jsd_se=float(se[0]), wasserstein_se=float(se[1]))
+        table[(name, "truth")] = {"mean": true.mean(), "std": true.std(), "min": true.min(), "max": true.max()}
+    cols = ["mean", "std", "min", "max", "jsd", "wasserstein"] + (["jsd_se", "wasserstein_se"] if sampled else [])
+    frame = pd.DataFrame(table).T[cols].round(3)
     frame["accuracies (EDGE: hard, random, easy)"] = [
-        ", ".join(f"{v:.1f}" for v in values[key]) if key in values else "all" for key in frame.index]
+        ", ".join(f"{v:.1f}" for v in values[key]) if key in values else
+        ("all" if not sampled else f"sample of {len(pop)}") for key in frame.index]
     log = {"protocols": {f"{n}/{p}": {k: float(v) for k, v in row.items()} for (n, p), row in table.items()}}
     # JSD and W1 of each protocol averaged over this run's learners, under keys that do not
     # name a learner, so the rows of a sweep over learners line up
-    log_mean = {"protocol_mean": {p: {m: float(np.mean([table[(n, p)][m] for n in truth]))
+    log_mean = {"protocol_mean": {p: {m: float(np.mean([table[(n, p)][m] for n in values_all]))
                                       for m in ("jsd", "wasserstein")} for p in protocols}}
     return {"table": table, "values": values, "frame": frame, "log": log, "log_mean": log_mean,
             "protocols": list(protocols)}
@@ -364,8 +422,15 @@ def source_claim(winners, names_labels, N: int, K: int) -> str:
 
 
 def closing_text(*, truth, table, corr, corr_img, corr_intra, normal, rank_err, agree, seq_rows, hard_info,
-                 easy_info, encoder, num_sequences_run, N, K, L1, num_draws, src_text, gen_text, claim):
+                 easy_info, encoder, num_sequences_run, N, K, L1, num_draws, src_text, gen_text, claim,
+                 structure=None, truth_text: str = ""):
     """The 'What this run shows' Markdown and the lists the notebook records.
+
+    ``structure`` is :func:`structure_report`'s ``table``: with it, a weak correlation is
+    attributed from the numbers -- to the S-class ceiling (eta^2 near its chance value:
+    no similarity scored through S(O) could do better) or to the similarity (eta^2 well
+    above R^2) -- instead of to the similarity by default. ``truth_text`` says which
+    ground truth the numbers come from (:meth:`~clkit.edge.truth.GroundTruth.describe`).
 
     Returns ``(markdown, log)``.
     """
@@ -381,19 +446,39 @@ def closing_text(*, truth, table, corr, corr_img, corr_intra, normal, rank_err, 
     gauss = [n for n in learners
              if np.nansum([normal[n][k] > 0.05 for k in ("shapiro_p", "dagostino_p", "ks_p")]) >= 2]
     clear = [n for n in learners if corr[n]["r"] > 0.2 and corr[n]["p"] < 0.05]
-    verdict = ("Accuracy rises clearly with S(O) for most learners, as in the paper's Fig. 2c."
-               if len(clear) > len(learners) / 2
-               else f"Only {len(clear)} of {len(learners)} learners show a clear positive "
-                    f"correlation (R > 0.2, p < 0.05): here the {encoder} similarity of the class "
-                    "names is a weak proxy for what makes a class order hard, so the hard/easy labels "
-                    "of EDGE need not match the hard/easy class orders of these learners.")
+    if len(clear) > len(learners) / 2:
+        verdict = "Accuracy rises clearly with S(O) for most learners, as in the paper's Fig. 2c."
+    elif structure is None:
+        verdict = (f"Only {len(clear)} of {len(learners)} learners show a clear positive correlation "
+                   "(R > 0.2, p < 0.05).")
+    else:
+        capped = [n for n in learners if n in structure.index and
+                  structure.loc[n, "eta^2 S-classes"] - structure.loc[n, "eta^2 by chance"] < 0.1]
+        room = [n for n in learners if n in structure.index and n not in capped and
+                structure.loc[n, "eta^2 S-classes"] - structure.loc[n, "R^2"] >= 0.1]
+        parts = [f"Only {len(clear)} of {len(learners)} learners show a clear positive correlation "
+                 "(R > 0.2, p < 0.05)."]
+        if capped:
+            parts.append(f"For {', '.join(capped)} the S-class ceiling eta^2 is within 0.1 of its chance value "
+                         f"({structure['eta^2 by chance'].iloc[0]:.2f}): no similarity scored through S(O) "
+                         "could rank these orders much better, whatever its source.")
+        if room:
+            parts.append(f"For {', '.join(room)} eta^2 exceeds R^2 by 0.1 or more: a function of S could "
+                         f"explain more than the {encoder} names' S does, so there the similarity is the limit.")
+        first = [n for n in learners if n in structure.index and
+                 structure.loc[n, "eta^2 first task"] > structure.loc[n, "eta^2 S-classes"]]
+        if first:
+            parts.append(f"The first task alone explains more of the spread than any function of S for "
+                         f"{', '.join(first)}.")
+        verdict = " ".join(parts)
     narrow = [n for n in learners if table[(n, "EDGE")]["std"] < truth[n].std()]
     log = {"edge_std_below_truth": narrow, "edge_better_jsd": better_jsd, "edge_better_w": better_w,
            "edge_img_better_jsd": img_better_jsd, "edge_img_better_w": img_better_w,
            "edge_wider_range": wider, "rs_underestimates_std": rs_std_under,
            "positive_correlation": pos_corr, "near_gaussian": gauss}
+    truth_line = f"* **Ground truth.** {truth_text[0].upper() + truth_text[1:]}.\n" if truth_text else ""
     text = f"""
-* **Combinatorics.** {N} classes in {K} tasks give {num_sequences_run} sequences; 100
+{truth_line}* **Combinatorics.** {N} classes in {K} tasks give {num_sequences_run} sequences; 100
   classes in 10 tasks give about 10^{len(str(num_sequences(100, 10))) - 1}, so
   three random sequences say little about the distribution (Theorem 1 asks for {L1:,} of
   them at ε = 0.1, δ = 0.05).
@@ -461,8 +546,14 @@ def check_edge_learner_kwargs(learner_kwargs, learners) -> dict:
     return check_learner_kwargs(learner_kwargs, allowed, learners=list(learners))
 
 
-def structure_report(truth: dict, scores, all_sequences, hard, easy) -> dict:
+def structure_report(truth, scores, all_sequences, hard, easy) -> dict:
     """What S(O) can explain in this run: ceilings, tie-averaged percentiles, reversal.
+
+    ``truth`` is a dict ``{learner: (L,)}`` over ``all_sequences`` or a
+    :class:`~clkit.edge.truth.GroundTruth` (then the table is computed over its population,
+    the tie-mates of ``hard`` / ``easy`` are trained on demand and every percentile carries
+    its sampling error ``pct_se``). ``scores`` is ``S(O)`` of every sequence of
+    ``all_sequences``.
 
     Returns ``table`` (per learner: R, R^2, eta^2 of the S-classes -- the ceiling of
     R^2 --, eta^2 of the first task, mean |A(O) - A(reverse)|), ``ties`` (per learner and
@@ -473,30 +564,46 @@ def structure_report(truth: dict, scores, all_sequences, hard, easy) -> dict:
 
     from .experiment import sequence_index
     from .structure import structure_table, tie_percentiles
+    from .truth import resolve_truth, tie_members
 
-    table = structure_table(truth, scores, all_sequences)
+    scores = np.asarray(scores, dtype=float)
     idx = sequence_index(all_sequences, np.stack([hard, easy]))
+    needed = np.union1d(tie_members(scores, idx[0]), tie_members(scores, idx[1]))
+    values, pop = resolve_truth(truth, all_sequences, needed)
+    sampled = len(pop) < len(all_sequences)
+    table = structure_table({n: v[pop] for n, v in values.items()}, scores[pop], np.asarray(all_sequences)[pop])
     ties = {}
-    for name, acc in truth.items():
+    for name, acc in values.items():
         for role, i in zip(("hard", "easy"), idx):
-            ties[f"{name}/{role}"] = tie_percentiles(acc, scores, int(i))
+            ties[f"{name}/{role}"] = tie_percentiles(acc, scores, int(i), population=pop)
     ties_frame = pd.DataFrame(ties).T
+    if not sampled:
+        ties_frame = ties_frame.drop(columns="pct_se")
     n_cls = int(table["S classes"].iloc[0]) if len(table) else 0
     chance = float(table["eta^2 by chance"].iloc[0]) if len(table) else float("nan")
-    lines = [f"S(O) takes {n_cls} distinct values over {len(scores)} sequences; every sequence has the "
+    where = (f"over all {len(scores):,} sequences" if not sampled else
+             f"over the uniform sample of {len(pop):,} of the {len(scores):,} sequences (so eta^2 by chance "
+             f"is high when most S-classes hold one sampled sequence)")
+    lines = [f"S(O) takes {n_cls} distinct values {where}; every sequence has the "
              f"same S as its reverse, so S cannot tell them apart. With {n_cls} S-classes eta^2 is "
              f"{chance:.2f} by chance alone (accuracy unrelated to S)."]
     for name, row in table.iterrows():
+        rev = row["mean |A(O) - A(reverse)|"]
+        rev_text = (f"a sequence and its reverse differ by {rev:.2f} points on average" if np.isfinite(rev)
+                    else "no sequence of the sample has its reverse in it (reversal gap not measured)")
         lines.append(f"- {name}: R = {row['R']:.2f} (R^2 = {row['R^2']:.2f}); any function of S could explain at "
                      f"most eta^2 = {row['eta^2 S-classes']:.2f} of the variance, the first task alone "
-                     f"{row['eta^2 first task']:.2f}; a sequence and its reverse differ by "
-                     f"{row['mean |A(O) - A(reverse)|']:.2f} points on average.")
+                     f"{row['eta^2 first task']:.2f}; {rev_text}.")
+    if sampled:
+        se = float(ties_frame["pct_se"].max())
+        lines.append(f"Percentiles are taken among the sample: each carries a sampling error of at most "
+                     f"{se:.1f} percentile points (column pct_se).")
     log = {"structure": {n: {k: float(v) for k, v in r.items()} for n, r in table.iterrows()},
            "tie_percentiles": ties}
     return {"table": table, "ties": ties_frame, "text": "\n".join(lines), "log": log}
 
 
-def edge_verdicts(truth: dict, all_sequences, hard, easy, *, num_draws: int = 30, num_bins: int = 10,
+def edge_verdicts(truth, all_sequences, hard, easy, *, num_draws: int = 30, num_bins: int = 10,
                   seed: int = 0, small_n: int = 4, scores=None) -> dict:
     """RS versus EDGE judged by :mod:`clkit.stats`, paired over random draws, with controls.
 
@@ -512,6 +619,13 @@ def edge_verdicts(truth: dict, all_sequences, hard, easy, *, num_draws: int = 30
     paper: RS stratified by S(O) terciles (:func:`~clkit.edge.compare.stratified_draws`,
     three sequences like RS and EDGE) against RS, W1.
 
+    ``truth`` is a dict ``{learner: (L,)}`` over ``all_sequences`` or a
+    :class:`~clkit.edge.truth.GroundTruth`: random sequences are then drawn from its
+    population (a uniform sample of a uniform sample is uniform), distances are taken to
+    the population's distribution and the oracle is the population's hardest / easiest
+    sequence. The verdicts are conditional on that population (its own sampling error is
+    reported by :func:`evaluate_protocols` and :func:`structure_report`).
+
     Returns ``verdicts`` (list of Verdict), ``table`` (DataFrame), ``controls_hold``
     (bool) and ``summary`` (Markdown, ``stats.closing_text``).
     """
@@ -520,40 +634,43 @@ def edge_verdicts(truth: dict, all_sequences, hard, easy, *, num_draws: int = 30
     from .experiment import sequence_index
 
     num_draws = check_int("num_draws", num_draws, low=2)
+    from .truth import resolve_truth
+
     h, e = sequence_index(all_sequences, np.stack([hard, easy])).tolist()
-    L = len(all_sequences)
+    values, pop = resolve_truth(truth, all_sequences, [h, e])
     rng = np.random.default_rng(seed)
-    pool = np.setdiff1d(np.arange(L), [h, e])
+    pool = np.setdiff1d(pop, [h, e])
     small = len(pool) < 3                               # tiny settings (e.g. 4 classes / 2 tasks)
     rs = np.array([rng.choice(pool, size=3, replace=small) for _ in range(num_draws)])
     rs2 = np.array([rng.choice(pool, size=3, replace=small) for _ in range(num_draws)])
     verdicts = []
 
     def coverage(acc, rows):
-        span = np.ptp(acc)
+        span = np.ptp(acc[pop])
         return (acc[rows].max(axis=1) - acc[rows].min(axis=1)) / span if span > 0 else np.zeros(len(rows))
 
-    for i, (name, acc) in enumerate(truth.items()):
+    for i, (name, acc) in enumerate(values.items()):
         acc = np.asarray(acc, dtype=float)
+        true = acc[pop]
         edge_rows = np.column_stack([np.full(num_draws, h), rs[:, 0], np.full(num_draws, e)])
-        w_rs = distances_many(acc, acc[rs], num_bins=num_bins)["wasserstein"]
-        w_edge = distances_many(acc, acc[edge_rows], num_bins=num_bins)["wasserstein"]
+        w_rs = distances_many(true, acc[rs], num_bins=num_bins)["wasserstein"]
+        w_edge = distances_many(true, acc[edge_rows], num_bins=num_bins)["wasserstein"]
         verdicts.append(stats.paired(w_edge, w_rs, comparison=f"{name}: W1 EDGE − RS", higher="RS closer",
                                      lower="EDGE closer"))
         verdicts.append(stats.paired(coverage(acc, edge_rows), coverage(acc, rs),
                                      comparison=f"{name}: range coverage EDGE − RS",
                                      higher="EDGE spans more", lower="RS spans more"))
         if scores is not None:
-            strat = stratified_draws(scores, 3, num_draws, seed=seed + 1)
-            w_st = distances_many(acc, acc[strat], num_bins=num_bins)["wasserstein"]
+            strat = pop[stratified_draws(np.asarray(scores, dtype=float)[pop], 3, num_draws, seed=seed + 1)]
+            w_st = distances_many(true, acc[strat], num_bins=num_bins)["wasserstein"]
             verdicts.append(stats.paired(w_st, w_rs, comparison=f"{name}: W1 stratified RS − RS",
                                          higher="RS closer", lower="stratified RS closer"))
         if i == 0:
-            w_rs2 = distances_many(acc, acc[rs2], num_bins=num_bins)["wasserstein"]
+            w_rs2 = distances_many(true, acc[rs2], num_bins=num_bins)["wasserstein"]
             verdicts.append(stats.paired(w_rs2, w_rs, comparison=f"{name}: W1 RS' − RS (null)",
                                          role="null control", expect="no difference"))
-            oracle = np.column_stack([np.full(num_draws, int(np.argmin(acc))), rs[:, 0],
-                                      np.full(num_draws, int(np.argmax(acc)))])
+            oracle = np.column_stack([np.full(num_draws, int(pop[np.argmin(true)])), rs[:, 0],
+                                      np.full(num_draws, int(pop[np.argmax(true)]))])
             verdicts.append(stats.paired(coverage(acc, oracle), coverage(acc, rs),
                                          comparison=f"{name}: range coverage oracle − RS",
                                          higher="oracle spans more", lower="RS spans more",

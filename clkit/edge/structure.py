@@ -78,45 +78,57 @@ def first_task_classes(sequences) -> np.ndarray:
     return np.unique(first, axis=0, return_inverse=True)[1].ravel()
 
 
-def _midrank_pct(values):
-    """Mid-rank percentile (0-100) of every value among ``values``."""
-    from scipy.stats import rankdata
-
-    v = np.asarray(values, dtype=float)
-    return 100.0 * (rankdata(v) - 0.5) / len(v)
-
-
-def tie_percentiles(values, scores, index, decimals: int = 9) -> dict:
+def tie_percentiles(values, scores, index, decimals: int = 9, population=None) -> dict:
     """Accuracy percentile of sequence ``index`` averaged over its S-tie, with the tie's range.
 
     Parameters
     ----------
     values : array_like, shape (L,)
-        Accuracy of every sequence.
+        Accuracy of every sequence (``NaN`` allowed outside ``population`` and the tie).
     scores : array_like, shape (L,)
         ``S(O)`` of every sequence.
     index : int
         The sequence reported (e.g. EDGE's hard sequence).
+    decimals : int
+        Rounding of ``S`` before grouping (:func:`score_classes`).
+    population : array_like of int, optional
+        Positions of the sequences the percentiles are taken among (default: all ``L``;
+        a uniform sample for a sampled ground truth, :mod:`clkit.edge.truth`).
 
     Returns
     -------
     dict
         ``pct`` (tie-averaged mid-rank percentile), ``pct_min`` / ``pct_max`` (over the
-        tie), ``pct_member`` (of ``index`` itself) and ``tie_size``. Every member of a tie
-        gets the same ``pct``, ``pct_min`` and ``pct_max``.
+        tie), ``pct_member`` (of ``index`` itself), ``tie_size`` and ``pct_se``, the
+        sampling error of ``pct`` (0 when the population is all ``L`` sequences;
+        :func:`clkit.edge.truth.percentile_se` otherwise). Every member of a tie gets the
+        same ``pct``, ``pct_min`` and ``pct_max``.
 
     Examples
     --------
     >>> out = tie_percentiles([1.0, 2.0, 3.0, 4.0], [0.5, 0.7, 0.5, 0.9], 0)
-    >>> out["pct"], out["pct_min"], out["pct_max"], out["tie_size"]
-    (37.5, 12.5, 62.5, 2)
+    >>> out["pct"], out["pct_min"], out["pct_max"], out["tie_size"], out["pct_se"]
+    (37.5, 12.5, 62.5, 2, 0.0)
     """
-    pct = _midrank_pct(values)
+    from .truth import percentile_se
+
+    v = np.asarray(values, dtype=float)
+    pop = np.arange(len(v)) if population is None else np.asarray(population, dtype=np.int64)
+    ref = np.sort(v[pop])
+    if not np.isfinite(ref).all():
+        raise ValueError("values must be known (finite) for every sequence of the population")
     cls = score_classes(scores, decimals)
     members = np.nonzero(cls == cls[int(index)])[0]
-    return {"pct": float(pct[members].mean()), "pct_min": float(pct[members].min()),
-            "pct_max": float(pct[members].max()), "pct_member": float(pct[int(index)]),
-            "tie_size": int(len(members))}
+    if not np.isfinite(v[members]).all():
+        raise ValueError(f"values must be known for every member of the S-tie of sequence {int(index)}")
+    tol = 1e-9 * np.maximum(1.0, np.abs(v[members]))
+    below = np.searchsorted(ref, v[members] - tol, side="left")
+    upto = np.searchsorted(ref, v[members] + tol, side="right")
+    pct = 100.0 * (below + 0.5 * (upto - below)) / len(ref)
+    i = int(np.nonzero(members == int(index))[0][0])
+    return {"pct": float(pct.mean()), "pct_min": float(pct.min()), "pct_max": float(pct.max()),
+            "pct_member": float(pct[i]), "tie_size": int(len(members)),
+            "pct_se": percentile_se(float(pct.mean()), len(ref), len(v))}
 
 
 def reversal_pairs(sequences) -> np.ndarray:
