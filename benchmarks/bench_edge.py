@@ -5,14 +5,19 @@ Run: ``.venv/bin/python benchmarks/bench_edge.py [--sequences-only] [--markdown 
 
 - hard + easy sequence generation for 100 classes / 10 tasks and 200 / 10, in one run on
   the same matrices: the authors' released procedure (github.com/AIGNLAI/EDGE,
-  ``PyCIL/utils/edge.py`` at commit d6f68a0) as a *bug-fixed transcription* (N = n
-  instead of the hard-coded 200, the easy update, the role pairing fixed; the released
-  code as released picks other sequences and is not timed here), clkit's version of the paper's Algorithms 1-2 alone
-  (``improve=False``) and clkit with the incremental local search (the default).
-  (the paper reports 0.5 s and 0.9 s);
+  ``PILOT/utils/edge.py`` at commit d6f68a0) *as released* -- loaded from a checkout
+  given with ``--authors-repo`` (``git clone https://github.com/AIGNLAI/EDGE``), its
+  ``clip`` import stubbed (the similarity is passed in), nothing else changed; it
+  hard-codes N = 200 and keeps the first easy candidate -- and as a *bug-fixed
+  transcription* (N = n instead of the hard-coded 200, the easy update, the role
+  pairing fixed; with its loops and vectorised), clkit's version of the paper's
+  Algorithms 1-2 alone (``improve=False``) and clkit with the incremental local search
+  (the default). Each with the S(O) of its hard and easy sequence. (The paper reports
+  0.5 s and 0.9 s.);
 - enumeration of 9 classes / 3 tasks (1680 sequences);
 - the ground truth of the notebook's default: all 2,520 sequences of 8 classes / 4
-  tasks, per learner, through the prefix tree.
+  tasks, per learner, through the prefix tree; and the sampled ground truth
+  (``truth: sample``) of 256 uniformly drawn sequences.
 """
 
 from __future__ import annotations
@@ -145,6 +150,39 @@ def authors_hard_easy(sim, num_tasks):
     return hard, easy
 
 
+def load_released(repo):
+    """The authors' released ``utils/edge.py`` from a checkout of github.com/AIGNLAI/EDGE, as a module.
+
+    Nothing is copied into clkit: the file is read from ``repo`` at run time. Its
+    ``import clip`` (OpenAI's CLIP package, only needed to compute the similarity) is
+    satisfied by an empty stand-in module; torch, numpy and scipy are the real ones.
+    """
+    import importlib.util
+    import sys
+    import types
+    from pathlib import Path
+
+    for rel in ("PILOT/utils/edge.py", "PyCIL/utils/edge.py"):
+        path = Path(repo) / rel
+        if path.is_file():
+            break
+    else:
+        raise FileNotFoundError(f"--authors-repo {repo}: neither PILOT/utils/edge.py nor PyCIL/utils/edge.py "
+                                "found; clone it with: git clone https://github.com/AIGNLAI/EDGE")
+    saved = sys.modules.get("clip")
+    sys.modules["clip"] = types.ModuleType("clip")     # stub: the similarity matrix is passed in
+    try:
+        spec = importlib.util.spec_from_file_location("edge_as_released", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        if saved is None:
+            sys.modules.pop("clip", None)
+        else:
+            sys.modules["clip"] = saved
+    return mod, str(path)
+
+
 def main(argv=None):
     import argparse
 
@@ -152,7 +190,15 @@ def main(argv=None):
     ap.add_argument("--sequences-only", action="store_true", help="only the hard/easy sequence generation")
     ap.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown (atomically), "
                     "e.g. docs/generated/bench-edge.md")
+    ap.add_argument("--authors-repo", metavar="DIR", help="a checkout of github.com/AIGNLAI/EDGE: also time "
+                    "its released hard/easy selection as released (PILOT/utils/edge.py, clip import stubbed)")
     args = ap.parse_args(argv)
+    released = load_released(args.authors_repo) if args.authors_repo else None
+    if released:
+        print(f"authors' code as released: {released[1]}")
+    else:
+        print("authors' code as released: not timed (pass --authors-repo DIR, a clone of "
+              "https://github.com/AIGNLAI/EDGE)")
 
     from clkit import edge
     from clkit.edge.experiment import load_enumerable_data, run_learners
@@ -162,7 +208,14 @@ def main(argv=None):
 
     def report(what, seconds, note=""):
         rows.append((what, seconds, note))
-        print(f"  {what}: {seconds * 1000:.1f} ms CPU {note}".rstrip())
+        print(f"  {what}: {seconds * 1000:.1f} ms CPU {note}".rstrip() if seconds else f"  {what}: {note}")
+
+    def s_pair(sim, k, hard, easy):
+        try:
+            return (f"{edge.sequence_score(sim, np.array(hard).reshape(k, -1)):.3f} / "
+                    f"{edge.sequence_score(sim, np.array(easy).reshape(k, -1)):.3f}")
+        except (ValueError, TypeError) as err:            # e.g. not a sequence of all N classes
+            return f"not a valid sequence ({err})"
 
     edge.hard_sequence(np.eye(4), 2)  # import scipy.cluster once
     print("hard+easy sequence generation (CPU time, best of 5; the machine may be loaded)")
@@ -175,6 +228,10 @@ def main(argv=None):
         Xc = centres[np.arange(n) % 10] + 0.6 * np.random.default_rng(2).normal(size=(n, 64))
         sims["10 planted clusters"] = edge.cosine_similarity(Xc)
         for label, sim in sims.items():
+            if released:
+                t_as, (xh, xe) = best_of(lambda: released[0]._select_hard_easy(sim.copy(), k), repeat=1)
+                report(f"N={n} K={k} {label}: authors' procedure as released", t_as,
+                       f"S(O) hard / easy {s_pair(sim, k, xh, xe)}")
             t_auth, (ah, ae) = best_of(lambda: authors_hard_easy(sim, k), repeat=5)
             t_rel, (rh, re_) = best_of(lambda: authors_hard_easy_loops(sim, k), repeat=1)
             assert rh == ah and re_ == ae          # the vectorised transcription picks the same orders
@@ -186,14 +243,14 @@ def main(argv=None):
                                               edge.easy_sequence(sim, k, return_info=True)), repeat=5)
             r = edge.random_scores(sim, k, num_random=2000, seed=0)
             tag = f"N={n} K={k} {label}"
-            report(f"{tag}: authors' procedure, bug-fixed transcription with its loops", t_rel)
-            report(f"{tag}: authors' procedure, bug-fixed transcription vectorised", t_auth)
-            report(f"{tag}: clkit paper algorithm (improve=False)", t_paper)
-            report(f"{tag}: clkit with search ({h[1]['method']})", t_full)
-            print(f"      S(O) hard: bug-fixed transcription {s_ah:.3f}, paper alg. {h[1]['paper_score']:.3f}, "
-                  f"clkit {h[1]['score']:.3f} | easy: transcription {s_ae:.3f}, paper alg. "
-                  f"{e[1]['paper_score']:.3f}, clkit {e[1]['score']:.3f} | 2000 random orders "
-                  f"{r.min():.3f}..{r.max():.3f}")
+            report(f"{tag}: authors' procedure, bug-fixed transcription with its loops", t_rel,
+                   f"S(O) hard / easy {s_ah:.3f} / {s_ae:.3f}")
+            report(f"{tag}: authors' procedure, bug-fixed transcription vectorised", t_auth, "same orders")
+            report(f"{tag}: clkit paper algorithm (improve=False)", t_paper,
+                   f"S(O) hard / easy {h[1]['paper_score']:.3f} / {e[1]['paper_score']:.3f}")
+            report(f"{tag}: clkit with search ({h[1]['method']})", t_full,
+                   f"S(O) hard / easy {h[1]['score']:.3f} / {e[1]['score']:.3f}")
+            report(f"{tag}: 2,000 random orders (range of S(O))", 0.0, f"S(O) {r.min():.3f} .. {r.max():.3f}")
     if not args.sequences_only:
         t, seqs = best_of(lambda: edge.enumerate_sequences(9, 3))
         report(f"enumerate 9 classes / 3 tasks ({len(seqs)} sequences)", t)
@@ -203,11 +260,17 @@ def main(argv=None):
         for learner in ("finetune", "ewc", "lwf", "ncm"):
             t, _ = best_of(lambda: run_learners(data, all_seqs, [learner], cfg, seed=0, progress=False), repeat=1)
             report(f"ground truth 8/4 (2,520 sequences, prefix tree), default scale, {learner}", t)
+        from clkit.edge.report import ground_truth
+
+        for learner in ("finetune", "ewc", "lwf", "ncm"):
+            t, gt = best_of(lambda: ground_truth(data, all_seqs, [learner], config=cfg, seed=0, mode="sample",
+                                                 samples=256, progress=False), repeat=1)
+            report(f"sampled ground truth 8/4 (256 of 2,520 sequences), default scale, {learner}", t)
     if args.markdown:
         from clkit._io import atomic_write_text
 
-        lines = ["| what (CPU time, ms) | ms |", "|---|---|"]
-        lines += [f"| {w} | {s * 1000:.1f} |" for w, s, _ in rows]
+        lines = ["| what | CPU ms | note |", "|---|---|---|"]
+        lines += [f"| {w} | {s * 1000:.1f} | {note} |" if s else f"| {w} | | {note} |" for w, s, note in rows]
         atomic_write_text(args.markdown, "\n".join(lines) + "\n")
         print(f"wrote {args.markdown}")
 

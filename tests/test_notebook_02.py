@@ -45,7 +45,15 @@ def test_smoke_run_records_the_edge_experiment(run_smoke):
             assert tie["tie_size"] == 6 and tie["pct_min"] <= tie["pct"] <= tie["pct_max"]
     # verdicts (clkit.stats): the null control is never a finding, the oracle passes
     roles = {v["role"]: v for v in r["verdicts"] if v["role"] != "finding"}
-    assert roles["null control"]["decision"] == "no difference" and not roles["null control"]["significant"]
+    nulls = [v for v in r["verdicts"] if v["role"] == "null control"]
+    assert len(nulls) == 2 and any("random-similarity EDGE" in v["comparison"] for v in nulls)
+    assert all(v["decision"] == "no difference" and not v["significant"] for v in nulls)
+    # over every draw: all C(90, 3) RS triples, EDGE's 88 random members, the oracle
+    assert r["draws_exact_rs"] is True and r["draws_num_triples"] == 117_480
+    for name in LEARNERS:
+        assert r["draws"][f"{name}/RS"]["p_closer_w1"] == 0.5
+        for proto in ("EDGE", "oracle"):
+            assert 0 <= r["draws"][f"{name}/{proto}"]["p_closer_w1"] <= 1
     assert roles["oracle control"]["control_ok"] and r["controls_hold"] is True
     assert r["summary"].startswith("**Controls hold**")
     # replay beats fine-tuning; NCM on frozen features beats fine-tuning
@@ -102,3 +110,25 @@ def test_check_params_names_the_bad_parameter():
                                ("intra_weight", "big", "intra_weight")]:
         with pytest.raises((ValueError, TypeError), match=match):
             check_params(**{**good, name: value})
+
+
+def test_sampled_truth_run_reports_its_sampling_error(tmp_path):
+    """truth: sample -- the population is a uniform sample, every number says how sure it is."""
+    over = [("truth", "sample"), ("truth_samples", "40"), ("learners", "[finetune, ncm]"),
+            ("similarity_sources", "[names, random]"), ("num_null", "2"), ("classic_datasets", "[]"),
+            ("num_draws", "10")]
+    out = run_notebook("02_edge", "smoke", over, out=tmp_path, progress=False)
+    r = json.loads((out / "results.json").read_text())["results"]
+    assert r["truth_mode"] == "sample" and r["truth_population"] == 40 and r["num_sequences_omega"] == 90
+    # the estimators' sequences were trained beside the sample, the population did not grow
+    assert r["truth_trained"] > 40 and "uniform sample of 40 of the 90" in r["truth_description"]
+    for name in ("finetune", "ncm"):
+        assert np.array(r["true_accuracy"][name]).shape == (40,)
+        for proto in ("RS", "EDGE"):
+            row = r["protocols"][f"{name}/{proto}"]
+            assert row["jsd_se"] > 0 and row["wasserstein_se"] > 0
+        for role in ("hard", "easy"):
+            tie = r["tie_percentiles"][f"{name}/{role}"]
+            assert 0 < tie["pct_se"] < 10 and tie["pct_min"] <= tie["pct"] <= tie["pct_max"]
+    assert all(row["pct_se"] > 0 for row in r["source_comparison"])
+    assert r["controls_hold"] is True

@@ -12,8 +12,10 @@ can be judged by what EDGE needs from it:
 * EDGE vs RS: JSD and W1 of the Gaussian estimated from hard + ``edge_num_random``
   random + easy, against RS's three random sequences, each over ``num_draws``
   random draws (the random sequences change from draw to draw, the extremes do
-  not). EDGE beats RS on a metric only when its mean distance is lower than RS's by
-  more than RS's standard deviation over the draws (RS's seed spread).
+  not; EDGE's random sequences are RS's first ones, so the draw pairs them). Who is
+  closer is decided by :mod:`clkit.stats`: the paired t-test over the draws,
+  Holm-adjusted over every (source, learner, metric) of one call; ``"tie"`` when the
+  difference is not significant.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from .estimation import similarity_correlation
 from .experiment import sequence_index
 from .sequences import check_similarity, easy_sequence, generalised_scores, hard_sequence
 
-__all__ = ["accuracy_percentile", "compare_sources", "distances_many", "protocol_draws", "beats",
+__all__ = ["accuracy_percentile", "compare_sources", "distances_many", "paired_draws",
            "stratified_draws", "stratified_mean"]
 
 
@@ -97,45 +99,28 @@ def distances_many(true_values, samples, *, num_bins: int = 10, quantiles: int =
     return {"jsd": np.maximum(jsd, 0.0), "wasserstein": w1}
 
 
-def protocol_draws(acc, fixed_idx, num_random: int, num_draws: int, seed: int, num_bins: int = 10,
-                   population=None) -> dict:
-    """JSD / W1 of a protocol over random draws: ``fixed_idx`` sequences plus ``num_random`` random ones.
+def paired_draws(acc, fixed_idx, num_random: int, num_draws: int, seed: int, num_bins: int = 10,
+                 population=None) -> dict:
+    """RS and a protocol with ``fixed_idx`` sequences over the *same* random draws.
 
-    RS is ``fixed_idx=[]`` with ``num_random=3``; EDGE is ``[hard, easy]`` with the
-    paper's one random sequence. The random sequences are drawn uniformly (without
-    replacement within a draw, never one of ``fixed_idx``) from ``population`` (positions
-    into ``acc``; default: all sequences) with a local generator, and the distances are
-    taken to the distribution of ``acc[population]``.
-
-    Returns ``{"jsd": (num_draws,), "wasserstein": (num_draws,)}``.
+    Each draw lists ``max(3, num_random) + len(fixed_idx)`` distinct random sequences
+    (uniform from ``population``, a local generator; the same for any ``fixed_idx``): RS
+    takes the first three, the protocol ``fixed_idx`` plus the first ``num_random`` of the
+    list that are not in ``fixed_idx`` (common random numbers: the draw is the pairing
+    unit of :func:`clkit.stats.paired`, and RS's draws are identical for every source).
+    Returns ``{"rs": {"jsd", "wasserstein"}, "protocol": {...}}``, arrays of shape
+    (num_draws,).
     """
     acc = np.asarray(acc, dtype=float)
     pop = np.arange(len(acc)) if population is None else np.asarray(population, dtype=np.int64)
     rng = np.random.default_rng(seed)
     fixed = [int(i) for i in fixed_idx]
-    pool = np.setdiff1d(pop, fixed)
-    idx = np.array([fixed + rng.choice(pool, size=num_random, replace=False).tolist()
-                    for _ in range(num_draws)])
-    return distances_many(acc[pop], acc[idx], num_bins=num_bins)
-
-
-def beats(edge_values, rs_values) -> str:
-    """``"EDGE"`` / ``"RS"`` when one mean distance is lower by more than RS's draw-to-draw std, else ``"tie"``.
-
-    Examples
-    --------
-    >>> beats([0.10, 0.12], [0.30, 0.20, 0.25])
-    'EDGE'
-    >>> beats([0.24], [0.30, 0.20, 0.25])
-    'tie'
-    """
-    e, r = np.asarray(edge_values, float), np.asarray(rs_values, float)
-    spread = r.std()
-    if e.mean() < r.mean() - spread:
-        return "EDGE"
-    if e.mean() > r.mean() + spread:
-        return "RS"
-    return "tie"
+    m = min(len(pop), max(3, num_random) + len(fixed))
+    draws = np.array([rng.choice(pop, size=m, replace=False) for _ in range(num_draws)])
+    proto = np.array([fixed + [int(i) for i in row if int(i) not in fixed][:num_random] for row in draws])
+    true = acc[pop]
+    return {"rs": distances_many(true, acc[draws[:, :3]], num_bins=num_bins),
+            "protocol": distances_many(true, acc[proto], num_bins=num_bins)}
 
 
 def compare_sources(sims: dict, truth, all_sequences, num_tasks: int, *, intra_weight: float = 0.0,
@@ -172,7 +157,8 @@ def compare_sources(sims: dict, truth, all_sequences, num_tasks: int, *, intra_w
         truth), ``hard_acc``, ``easy_acc`` (of the sequence the search returned),
         ``edge_jsd`` / ``rs_jsd`` / ``edge_w1`` / ``rs_w1`` (means over draws),
         ``rs_jsd_sd`` / ``rs_w1_sd`` (RS's seed spread), ``jsd_winner`` / ``w1_winner``
-        (:func:`beats`).
+        (``"EDGE"`` / ``"RS"`` / ``"tie"`` by :mod:`clkit.stats`, see the module docstring)
+        and ``jsd_p`` / ``w1_p`` (Holm-adjusted p-values).
     """
     from .structure import tie_percentiles
     from .truth import GroundTruth, resolve_truth, tie_members
@@ -189,9 +175,9 @@ def compare_sources(sims: dict, truth, all_sequences, num_tasks: int, *, intra_w
     for learner, acc in values.items():
         if len(acc) != len(all_sequences):
             raise ValueError(f"truth[{learner!r}] has {len(acc)} accuracies for {len(all_sequences)} sequences")
-    rs = {name: protocol_draws(acc, [], 3, num_draws, seed, num_bins, population=pop)
-          for name, acc in values.items()}
-    rows = []
+    from .. import stats
+
+    rows, tests = [], []
     for label, sim in sims.items():
         S = check_similarity(sim, f"sims[{label!r}]")
         scores = generalised_scores(S, all_sequences, w)
@@ -203,7 +189,8 @@ def compare_sources(sims: dict, truth, all_sequences, num_tasks: int, *, intra_w
         for name, acc in values.items():
             acc = np.asarray(acc, dtype=float)
             corr = similarity_correlation(scores[pop], acc[pop])
-            ed = protocol_draws(acc, [h, e], edge_num_random, num_draws, seed, num_bins, population=pop)
+            pd_ = paired_draws(acc, [h, e], edge_num_random, num_draws, seed, num_bins, population=pop)
+            ed, rs = pd_["protocol"], pd_["rs"]
             th = tie_percentiles(acc, scores, int(h), population=pop)
             te = tie_percentiles(acc, scores, int(e), population=pop)
             rows.append({
@@ -213,13 +200,19 @@ def compare_sources(sims: dict, truth, all_sequences, num_tasks: int, *, intra_w
                 "easy_pct_min": te["pct_min"], "easy_pct_max": te["pct_max"],
                 "pct_se": max(th["pct_se"], te["pct_se"]),
                 "hard_acc": float(acc[h]), "easy_acc": float(acc[e]),
-                "edge_jsd": float(ed["jsd"].mean()), "rs_jsd": float(rs[name]["jsd"].mean()),
-                "rs_jsd_sd": float(rs[name]["jsd"].std()),
-                "edge_w1": float(ed["wasserstein"].mean()), "rs_w1": float(rs[name]["wasserstein"].mean()),
-                "rs_w1_sd": float(rs[name]["wasserstein"].std()),
-                "jsd_winner": beats(ed["jsd"], rs[name]["jsd"]),
-                "w1_winner": beats(ed["wasserstein"], rs[name]["wasserstein"]),
+                "edge_jsd": float(ed["jsd"].mean()), "rs_jsd": float(rs["jsd"].mean()),
+                "rs_jsd_sd": float(rs["jsd"].std()),
+                "edge_w1": float(ed["wasserstein"].mean()), "rs_w1": float(rs["wasserstein"].mean()),
+                "rs_w1_sd": float(rs["wasserstein"].std()),
             })
+            for metric, key in (("jsd", "jsd"), ("w1", "wasserstein")):
+                tests.append((len(rows) - 1, metric, stats.paired(
+                    ed[key], rs[key], comparison=f"{label} / {name}: {metric} EDGE − RS",
+                    higher="RS closer", lower="EDGE closer")))
+    adjusted = stats.holm([v for _, _, v in tests])
+    for (i, metric, _), v in zip(tests, adjusted):
+        rows[i][f"{metric}_winner"] = ("tie" if not v.significant else "EDGE" if v.effect < 0 else "RS")
+        rows[i][f"{metric}_p"] = float(v.p)
     return rows
 
 
