@@ -9,7 +9,8 @@ from clkit.edge.learners import LearnerConfig
 from clkit.edge.params import check_params
 from clkit.edge.report import edge_verdicts, evaluate_protocols, ground_truth, structure_report
 from clkit.edge.structure import tie_percentiles
-from clkit.edge.truth import GroundTruth, bootstrap_se, percentile_se, tie_members
+from clkit.edge.structure import tie_members
+from clkit.edge.truth import GroundTruth, bootstrap_se, percentile_se
 
 
 def _planted(L, seed=0):

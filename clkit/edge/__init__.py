@@ -15,7 +15,10 @@ Modules:
 - :mod:`clkit.edge.estimation` -- Gaussian estimates, JSD / W to the truth, extremes,
   ranking distance, Theorem 1-2 sample sizes, normality tests, correlations;
 - :mod:`clkit.edge.learners` -- batched class-incremental learners over many sequences;
-- :mod:`clkit.edge.experiment` -- the enumerable experiment on Fashion-MNIST.
+- :mod:`clkit.edge.experiment` -- the enumerable experiment on Fashion-MNIST;
+- :mod:`clkit.edge.truth` -- its ground truth, exact or a uniform sample with sampling errors;
+- :mod:`clkit.edge.triples` -- RS, EDGE and the oracle over every draw (P(EDGE closer));
+- :mod:`clkit.edge.structure` -- what S(O) can explain: ties, the eta^2 ceiling, reversal.
 """
 
 from .combinatorics import (RS_SEEDS, canonical, check_sequence, enumerate_sequences, log_num_sequences,

@@ -160,8 +160,8 @@ def compare_sources(sims: dict, truth, all_sequences, num_tasks: int, *, intra_w
         (``"EDGE"`` / ``"RS"`` / ``"tie"`` by :mod:`clkit.stats`, see the module docstring)
         and ``jsd_p`` / ``w1_p`` (Holm-adjusted p-values).
     """
-    from .structure import tie_percentiles
-    from .truth import GroundTruth, resolve_truth, tie_members
+    from .structure import tie_members, tie_percentiles
+    from .truth import GroundTruth, resolve_truth
 
     check_type("sims", sims, dict, "a dict {source: similarity matrix}")
     check_type("truth", truth, (dict, GroundTruth), "a dict {learner: accuracies} or a GroundTruth")

@@ -575,8 +575,8 @@ def structure_report(truth, scores, all_sequences, hard, easy) -> dict:
     import pandas as pd
 
     from .experiment import sequence_index
-    from .structure import structure_table, tie_percentiles
-    from .truth import resolve_truth, tie_members
+    from .structure import structure_table, tie_members, tie_percentiles
+    from .truth import resolve_truth
 
     scores = np.asarray(scores, dtype=float)
     idx = sequence_index(all_sequences, np.stack([hard, easy]))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["score_classes", "eta_squared", "first_task_classes", "tie_percentiles", "reversal_pairs",
+__all__ = ["score_classes", "eta_squared", "first_task_classes", "tie_members", "tie_percentiles", "reversal_pairs",
            "structure_table"]
 
 
@@ -76,6 +76,18 @@ def first_task_classes(sequences) -> np.ndarray:
     """
     first = np.sort(np.asarray(sequences)[:, 0], axis=-1)
     return np.unique(first, axis=0, return_inverse=True)[1].ravel()
+
+
+def tie_members(scores, index, decimals: int = 9) -> np.ndarray:
+    """Positions of every sequence whose ``S(O)`` equals that of sequence ``index``.
+
+    Examples
+    --------
+    >>> tie_members([0.5, 0.7, 0.5, 0.9], 2).tolist()
+    [0, 2]
+    """
+    cls = score_classes(scores, decimals)
+    return np.nonzero(cls == cls[int(index)])[0]
 
 
 def tie_percentiles(values, scores, index, decimals: int = 9, population=None) -> dict:

@@ -34,7 +34,7 @@ import numpy as np
 
 from .._validate import check_choice, check_int
 
-__all__ = ["TRUTH_MODES", "GroundTruth", "percentile_se", "bootstrap_se", "resolve_truth", "tie_members"]
+__all__ = ["TRUTH_MODES", "GroundTruth", "percentile_se", "bootstrap_se", "resolve_truth"]
 
 #: ground-truth modes of notebook 02 (parameter ``truth``)
 TRUTH_MODES = ("exact", "sample")
@@ -92,20 +92,6 @@ def bootstrap_se(statistic, values, *, num_boot: int = 200, seed: int = 0) -> np
     reps = np.array([np.asarray(statistic(v[rng.integers(0, len(v), len(v))]), dtype=float)
                      for _ in range(num_boot)])
     return reps.std(axis=0, ddof=1)
-
-
-def tie_members(scores, index, decimals: int = 9) -> np.ndarray:
-    """Positions of every sequence whose ``S(O)`` equals that of sequence ``index``.
-
-    Examples
-    --------
-    >>> tie_members([0.5, 0.7, 0.5, 0.9], 2).tolist()
-    [0, 2]
-    """
-    from .structure import score_classes
-
-    cls = score_classes(scores, decimals)
-    return np.nonzero(cls == cls[int(index)])[0]
 
 
 class GroundTruth:
