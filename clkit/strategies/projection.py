@@ -364,12 +364,9 @@ class GEM(_Projection):
             return
         k = rows.shape[0] - 1
         self.constraints = rows[1:]
-        # everything the exact QP needs, G G' and G g, from one float64 Gram matrix of [g; G]
-        rows64 = getattr(self, "_rows64", None)
-        if rows64 is None or rows64.shape != rows.shape or rows64.device != rows.device:
-            rows64 = self._rows64 = torch.empty(rows.shape, dtype=torch.float64, device=rows.device)
-        rows64.copy_(rows)
-        gram = rows64 @ rows64[1:].T                   # (k + 1, k): G g over G G'
+        # everything the exact QP needs, G G' and G g, from one Gram matrix of [g; G] formed in
+        # the gradients' precision (as the reference GEM code does) and solved in float64
+        gram = (rows @ rows[1:].T).double()            # (k + 1, k): G g over G G'
         Gg = gram[0]
         if bool((Gg >= 0).all()):
             return
