@@ -172,7 +172,9 @@ def evaluate_protocols(truth, all_sequences, protocol_sequences: dict, *, num_bi
         ``{protocol: sequences (P, K, M)}``.
     num_boot, seed : int
         Bootstrap resamples of a sampled population for the sampling error of JSD / W1
-        (``jsd_se`` / ``wasserstein_se``; not computed for an exact truth).
+        (``jsd_se`` / ``wasserstein_se``) and their plug-in bias (``jsd_bias`` /
+        ``wasserstein_bias``: estimate minus bias is the first-order corrected value); not
+        computed for an exact truth.
 
     Returns
     -------
@@ -185,7 +187,7 @@ def evaluate_protocols(truth, all_sequences, protocol_sequences: dict, *, num_bi
 
     from .compare import distances_many
     from .experiment import evaluate_protocol, sequence_index
-    from .truth import bootstrap_se, resolve_truth
+    from .truth import bootstrap, resolve_truth
 
     protocols = {p: sequence_index(all_sequences, s) for p, s in protocol_sequences.items()}
     needed = np.concatenate(list(protocols.values())) if protocols else None
@@ -202,10 +204,12 @@ def evaluate_protocols(truth, all_sequences, protocol_sequences: dict, *, num_bi
                     d = distances_many(t, x, num_bins=num_bins)
                     return [float(d["jsd"][0]), float(d["wasserstein"][0])]
 
-                se = bootstrap_se(both, true, num_boot=num_boot, seed=seed)
-                table[(name, proto)].update(jsd_se=float(se[0]), wasserstein_se=float(se[1]))
+                bt = bootstrap(both, true, num_boot=num_boot, seed=seed)
+                table[(name, proto)].update(jsd_se=float(bt["se"][0]), wasserstein_se=float(bt["se"][1]),
+                                            jsd_bias=float(bt["bias"][0]), wasserstein_bias=float(bt["bias"][1]))
         table[(name, "truth")] = {"mean": true.mean(), "std": true.std(), "min": true.min(), "max": true.max()}
-    cols = ["mean", "std", "min", "max", "jsd", "wasserstein"] + (["jsd_se", "wasserstein_se"] if sampled else [])
+    cols = ["mean", "std", "min", "max", "jsd", "wasserstein"] + (
+        ["jsd_se", "wasserstein_se", "jsd_bias", "wasserstein_bias"] if sampled else [])
     frame = pd.DataFrame(table).T[cols].round(3)
     frame["accuracies (EDGE: hard, random, easy)"] = [
         ", ".join(f"{v:.1f}" for v in values[key]) if key in values else

@@ -17,8 +17,17 @@ Sampling error (reported beside every number computed from a sampled population)
 * a percentile ``p`` (0-100) of a value among ``n`` sampled sequences has standard error
   ``sqrt(p (100 - p) / n * (|Omega| - n) / (|Omega| - 1))`` (binomial with the finite-
   population correction; :func:`percentile_se`);
-* a distance (JSD, W1) to the sampled truth gets a bootstrap standard error: the
-  population is resampled with replacement ``num_boot`` times (:func:`bootstrap_se`).
+* a distance (JSD, W1) to the sampled truth gets a bootstrap standard error and bias: the
+  population is resampled with replacement ``num_boot`` times (:func:`bootstrap`).
+
+Measured against the exact truth of the same setting (8 classes / 4 tasks, n_train 500,
+256 of 2,520 sequences sampled; ``--params full`` vs ``--params sampled``): the sampled
+tie-averaged percentiles of EDGE's hard / easy sequences lie within 1.1 reported standard
+errors of the exact ones (10 of 10), W1 within 1.1-1.9 standard errors. The JSD does not:
+it runs higher by 0.00-0.04 bits (up to 3 standard errors), because its bins span the
+*sample's* accuracy range, narrower than the true range, and a histogram of 256 values is
+noisier; the bootstrap bias (``jsd_bias``) captures only the histogram-noise part
+(about 0.008). Compare sampled JSDs with each other, not with exact ones.
 
 The object keeps its arrays over ``Omega`` (the enumerated sequences, in
 :func:`~clkit.edge.combinatorics.enumerate_sequences` order) with ``NaN`` where a
@@ -34,7 +43,7 @@ import numpy as np
 
 from .._validate import check_choice, check_int
 
-__all__ = ["TRUTH_MODES", "GroundTruth", "percentile_se", "bootstrap_se", "resolve_truth"]
+__all__ = ["TRUTH_MODES", "GroundTruth", "percentile_se", "bootstrap", "bootstrap_se", "resolve_truth"]
 
 #: ground-truth modes of notebook 02 (parameter ``truth``)
 TRUTH_MODES = ("exact", "sample")
@@ -63,8 +72,8 @@ def percentile_se(pct, n: int, population_size: int | None = None) -> float:
     return float(se)
 
 
-def bootstrap_se(statistic, values, *, num_boot: int = 200, seed: int = 0) -> np.ndarray:
-    """Bootstrap standard error of ``statistic(values)`` over resamples of ``values``.
+def bootstrap(statistic, values, *, num_boot: int = 200, seed: int = 0) -> dict:
+    """Bootstrap standard error and bias of ``statistic(values)`` over resamples of ``values``.
 
     Parameters
     ----------
@@ -77,21 +86,36 @@ def bootstrap_se(statistic, values, *, num_boot: int = 200, seed: int = 0) -> np
 
     Returns
     -------
-    ndarray
-        The standard deviation over resamples, shape of ``statistic``'s output.
+    dict
+        ``se``: the standard deviation over resamples; ``bias``: their mean minus
+        ``statistic(values)`` (the bootstrap estimate of the plug-in bias; e.g. a JSD to
+        the histogram of a sample is biased upward, and ``estimate - bias`` corrects it to
+        first order). Both have the shape of ``statistic``'s output.
 
     Examples
     --------
     >>> v = np.arange(100.0)
-    >>> float(bootstrap_se(np.mean, v, num_boot=2000, seed=0)) // 1   # sd / sqrt(n) = 2.9
-    2.0
+    >>> out = bootstrap(np.mean, v, num_boot=2000, seed=0)
+    >>> float(out["se"]) // 1, abs(float(out["bias"])) < 0.2      # sd / sqrt(n) = 2.9; the mean is unbiased
+    (2.0, True)
     """
     v = np.asarray(values, dtype=float)
     num_boot = check_int("num_boot", num_boot, low=2)
     rng = np.random.default_rng(seed)
     reps = np.array([np.asarray(statistic(v[rng.integers(0, len(v), len(v))]), dtype=float)
                      for _ in range(num_boot)])
-    return reps.std(axis=0, ddof=1)
+    return {"se": reps.std(axis=0, ddof=1), "bias": reps.mean(axis=0) - np.asarray(statistic(v), dtype=float)}
+
+
+def bootstrap_se(statistic, values, *, num_boot: int = 200, seed: int = 0) -> np.ndarray:
+    """The standard error part of :func:`bootstrap`.
+
+    Examples
+    --------
+    >>> float(bootstrap_se(np.mean, np.arange(100.0), num_boot=2000, seed=0)) // 1
+    2.0
+    """
+    return bootstrap(statistic, values, num_boot=num_boot, seed=seed)["se"]
 
 
 class GroundTruth:
