@@ -98,7 +98,6 @@ from IPython.display import Markdown, display
 
 import clkit.edge as edge
 from clkit.edge import plots, report
-from clkit.edge.compare import compare_sources
 from clkit.edge.experiment import load_enumerable_data
 from clkit.edge.learners import LearnerConfig
 from clkit.edge.params import check_params
@@ -113,31 +112,14 @@ own_learners, user_learners = split_learners(
 )
 user_lists = {d: load_class_names_file(d) for d in classic_datasets if is_user_path(d)}
 P = check_params(
-    dataset="fashion_mnist" if is_user_path(dataset) else dataset,
-    classes=classes,
-    num_tasks=num_tasks,
-    encoder=encoder,
-    learners=own_learners or ["ncm"],
-    n_train=n_train,
-    n_test=n_test,
-    epochs=epochs,
-    hidden=hidden,
-    batch_size=batch_size,
-    lr=lr,
-    seeds=seeds,
-    seed=seed,
-    granularities=granularities,
-    num_random=num_random,
-    num_bins=num_bins,
+    dataset="fashion_mnist" if is_user_path(dataset) else dataset, classes=classes,
+    num_tasks=num_tasks, encoder=encoder, learners=own_learners or ["ncm"], n_train=n_train,
+    n_test=n_test, epochs=epochs, hidden=hidden, batch_size=batch_size, lr=lr, seeds=seeds,
+    seed=seed, granularities=granularities, num_random=num_random, num_bins=num_bins,
     classic_datasets=[d for d in classic_datasets if d not in user_lists],
-    classic_num_tasks=classic_num_tasks,
-    edge_num_random=edge_num_random,
-    similarity_sources=similarity_sources,
-    num_null=num_null,
-    num_draws=num_draws,
-    intra_weight=intra_weight,
-    truth=truth,
-    truth_samples=truth_samples,
+    classic_num_tasks=classic_num_tasks, edge_num_random=edge_num_random,
+    similarity_sources=similarity_sources, num_null=num_null, num_draws=num_draws,
+    intra_weight=intra_weight, truth=truth, truth_samples=truth_samples,
 )
 P.update(dataset=dataset, learners=learners, classic_datasets=classic_datasets)
 P["learner_kwargs"] = report.check_edge_learner_kwargs(learner_kwargs, learners)
@@ -317,29 +299,14 @@ display(report.truth_table(truth_values))
 # happen to lie close.
 
 # %%
-rs_seqs = edge.random_sequences(N, K, seeds=seeds)
-medium_seeds = (list(seeds) + [s for s in range(10**6) if s not in seeds])[
-    :edge_num_random
-]
-medium = edge.random_sequences(N, K, seeds=medium_seeds)
-edge_seqs = np.concatenate([hard[None], medium, easy[None]])
-img_seqs = np.concatenate(
-    [
-        edge.hard_sequence(img_sim, K, granularities=grans)[None],
-        medium,
-        edge.easy_sequence(img_sim, K, granularities=grans)[None],
-    ]
+seqs = report.protocol_sequences(
+    N, K, hard, easy, img_sim, seeds=seeds, edge_num_random=edge_num_random, granularities=grans
 )
-ev = report.evaluate_protocols(
-    GT, all_seqs, {"RS": rs_seqs, "EDGE": edge_seqs, "EDGE-img": img_seqs},
-    num_bins=num_bins, seed=seed,
-)
+ev = report.evaluate_protocols(GT, all_seqs, seqs, num_bins=num_bins, seed=seed)
 table, protocol_values = ev["table"], ev["values"]
 display(ev["frame"])
-record.log(
-    **ev["log"], rs_sequences=rs_seqs, edge_sequences=edge_seqs, edge_img_sequences=img_seqs
-)
-record.log(**ev["log_mean"])
+record.log(**ev["log"], **ev["log_mean"], rs_sequences=seqs["RS"], edge_sequences=seqs["EDGE"],
+           edge_img_sequences=seqs["EDGE-img"])
 
 # %%
 fig = plots.distributions(truth_values, table, protocol_values, num_bins=num_bins)
@@ -412,14 +379,7 @@ record.log(**D["log"], draws_text=D["text"])
 # %%
 corr = report.correlations(S_all[pop], truth_values)
 corr_img = report.correlations(edge.sequence_scores(img_sim, all_seqs[pop]), truth_values)
-display(
-    pd.DataFrame(
-        {
-            "R (text S)": {n: c["r"] for n, c in corr.items()},
-            "R (image S)": {n: c["r"] for n, c in corr_img.items()},
-        }
-    ).round(3)
-)
+display(report.correlation_table(**{"R (text S)": corr, "R (image S)": corr_img}))
 fig = plots.similarity_vs_accuracy(S_all[pop], truth_values, corr)
 record.figure(fig, "similarity_vs_accuracy")
 record.log(correlation=corr, correlation_image=corr_img)
@@ -505,73 +465,31 @@ source_sims, null_labels = report.similarity_sources(
     clip_model=clip_model,
     clip_pretrained=clip_pretrained,
 )
-compare_kw = dict(
-    edge_num_random=edge_num_random, num_draws=num_draws, num_bins=num_bins, seed=seed
+SRC = report.source_study(
+    source_sims, null_labels, GT, all_seqs, K, intra_weight=intra_weight, num_null=num_null,
+    edge_num_random=edge_num_random, num_draws=num_draws, num_bins=num_bins, seed=seed,
 )
-src_rows = compare_sources(source_sims, GT, all_seqs, K, **compare_kw)
-gen_rows = (
-    compare_sources(
-        source_sims, GT, all_seqs, K, intra_weight=intra_weight, **compare_kw
-    )
-    if intra_weight
-    else []
-)
-src_summary = report.summarise_sources(src_rows, null_labels)
-display(
-    Markdown(
-        "**Paper's score S(O)** (means over learners; wins counted over learners "
-        "(x null seeds), significant by paired t over the draws, Holm)"
-    )
-)
-display(src_summary.round(3))
-per_learner = pd.DataFrame(src_rows).pivot(index="source", columns="learner", values="r")
-display(Markdown("Pearson R(S(O), A(O)) per source and learner"))
-display(per_learner[list(truth_values)].round(2))
-gen_summary = report.summarise_sources(gen_rows, null_labels) if gen_rows else None
-if gen_summary is not None:
-    display(
-        Markdown(f"**Generalised score {report.score_label(intra_weight)}** (beyond the paper)")
-    )
-    display(gen_summary.round(3))
-record.log(source_mean=report.source_means(src_summary))
-corr_intra = {
-    n: c["r"] for n, c in report.correlations(
-        edge.intra_task_scores(sim, all_seqs[pop]), truth_values
-    ).items()
-}
-record.log(
-    source_comparison=src_rows,
-    source_comparison_generalised=gen_rows,
-    source_summary=src_summary.to_dict(orient="index"),
-    source_summary_generalised=(
-        gen_summary.to_dict(orient="index") if gen_summary is not None else {}
-    ),
-    correlation_intra=corr_intra,
-)
+for title, frame in SRC["tables"]:
+    display(Markdown(title), frame)
+corr_intra = {n: c["r"] for n, c in report.correlations(
+    edge.intra_task_scores(sim, all_seqs[pop]), truth_values).items()}
+record.log(**SRC["log"], correlation_intra=corr_intra)
 
 # %%
-fig = plots.similarity_sources(src_summary, src_rows, null_labels)
+fig = plots.similarity_sources(SRC["summary"], SRC["rows"], null_labels)
 record.figure(fig, "similarity_sources")
 
 # %% [markdown]
 # ## What this run shows
 
 # %%
-src_text, src_winners = report.source_text(src_summary, "paper's S", num_null, len(truth_values))
-gen_text, gen_winners = (
-    report.source_text(gen_summary, report.score_label(intra_weight), num_null, len(truth_values))
-    if gen_summary is not None
-    else ("", [])
-)
-names_labels = [g for g in src_summary.index if g.startswith("names")]
-claim = report.source_claim(src_winners + gen_winners, names_labels, N, K)
-record.log(paper_claim_supported_by=sorted(set(src_winners + gen_winners)))
 summary, lists = report.closing_text(
     truth=truth_values, table=table, corr=corr, corr_img=corr_img, corr_intra=corr_intra,
     normal=normal, rank_err=rank_err, agree=agree, seq_rows=ext["rows"], hard_info=hard_info,
     easy_info=easy_info, encoder=sim.encoder, num_sequences_run=len(all_seqs), N=N, K=K,
-    L1=sizes["theorem1_L_100_10"], num_draws=num_draws, src_text=src_text, gen_text=gen_text,
-    claim=claim, structure=struct["table"], truth_text=GT.describe(), draws=D["frame"],
+    L1=sizes["theorem1_L_100_10"], num_draws=num_draws, src_text=SRC["text"],
+    gen_text=SRC["gen_text"], claim=SRC["claim"], structure=struct["table"],
+    truth_text=GT.describe(), draws=D["frame"],
 )
 record.log(**lists, truth_description=GT.describe(), **GT.log())
 display(Markdown(summary))

@@ -158,6 +158,44 @@ def ground_truth(data: dict, all_sequences, own_learners, user_learners=(), conf
     return GroundTruth(train, all_sequences, mode=mode, samples=samples, seed=seed, extra=extra)
 
 
+def protocol_sequences(num_classes: int, num_tasks: int, hard, easy, image_sim=None, *, seeds=(0, 42, 1993),
+                       edge_num_random: int = 1, granularities=None) -> dict:
+    """The sequences each protocol of notebook 02 evaluates: ``{"RS", "EDGE"[, "EDGE-img"]}``.
+
+    RS: the sequences of ``seeds`` (PyCIL's class shuffle); EDGE: ``hard``, ``edge_num_random``
+    random sequences (the first RS seeds', then further seeds) and ``easy``; EDGE-img: the
+    same with hard / easy from ``image_sim`` (the image-prototype similarity).
+
+    Examples
+    --------
+    >>> from clkit.edge import enumerate_sequences
+    >>> s = enumerate_sequences(4, 2)
+    >>> out = protocol_sequences(4, 2, s[0], s[5])
+    >>> sorted(out), out["EDGE"].shape
+    (['EDGE', 'RS'], (3, 2, 2))
+    """
+    from .combinatorics import random_sequences
+    from .sequences import easy_sequence, hard_sequence
+
+    seeds = list(seeds)
+    medium_seeds = (seeds + [s for s in range(10**6) if s not in seeds])[:edge_num_random]
+    medium = random_sequences(num_classes, num_tasks, seeds=medium_seeds)
+    out = {"RS": random_sequences(num_classes, num_tasks, seeds=seeds),
+           "EDGE": np.concatenate([np.asarray(hard)[None], medium, np.asarray(easy)[None]])}
+    if image_sim is not None:
+        out["EDGE-img"] = np.concatenate([hard_sequence(image_sim, num_tasks, granularities=granularities)[None],
+                                          medium,
+                                          easy_sequence(image_sim, num_tasks, granularities=granularities)[None]])
+    return out
+
+
+def correlation_table(**corrs):
+    """Pearson R per learner (rows) for each named correlation dict (columns), rounded."""
+    import pandas as pd
+
+    return pd.DataFrame({label: {n: c["r"] for n, c in corr.items()} for label, corr in corrs.items()}).round(3)
+
+
 def evaluate_protocols(truth, all_sequences, protocol_sequences: dict, *, num_bins: int = 10,
                        num_boot: int = 200, seed: int = 0):
     """Every protocol's Gaussian estimate judged against every learner's truth.
@@ -405,6 +443,56 @@ def source_text(summary, label: str, num_null: int, num_learners: int):
     lines.append(f"learners where EDGE / RS is significantly closer (paired t over the draws, Holm; of "
                  f"{num_learners}): {wins}")
     return f"*{label}:* " + "; ".join(lines) + ".", winners
+
+
+def source_study(sims: dict, null_labels, truth, all_sequences, num_tasks: int, *, intra_weight: float = 0.0,
+                 num_null: int = 5, edge_num_random: int = 1, num_draws: int = 30, num_bins: int = 10,
+                 seed: int = 0) -> dict:
+    """Section 9 of notebook 02: every similarity source judged on the truth, with its texts.
+
+    Runs :func:`~clkit.edge.compare.compare_sources` with the paper's ``S`` and, when
+    ``intra_weight`` is not 0, with the generalised score ``S + intra_weight * I``;
+    summarises both (:func:`summarise_sources`) and words them (:func:`source_text`,
+    :func:`source_claim`).
+
+    Returns
+    -------
+    dict
+        ``rows`` / ``gen_rows`` (per source and learner), ``summary`` / ``gen_summary``
+        (DataFrames; ``gen_summary`` is None without the generalised score), ``tables``
+        (``[(title, DataFrame)]`` to display), ``text`` / ``gen_text`` / ``claim``
+        (Markdown for the closing text) and ``log`` (for results.json).
+    """
+    import pandas as pd
+
+    from .compare import compare_sources
+
+    kw = dict(edge_num_random=edge_num_random, num_draws=num_draws, num_bins=num_bins, seed=seed)
+    rows = compare_sources(sims, truth, all_sequences, num_tasks, **kw)
+    gen_rows = compare_sources(sims, truth, all_sequences, num_tasks, intra_weight=intra_weight, **kw) \
+        if intra_weight else []
+    summary = summarise_sources(rows, null_labels)
+    gen_summary = summarise_sources(gen_rows, null_labels) if gen_rows else None
+    learners = list(dict.fromkeys(r["learner"] for r in rows))
+    per_learner = pd.DataFrame(rows).pivot(index="source", columns="learner", values="r")[learners]
+    tables = [("**Paper's score S(O)** (means over learners; wins counted over learners (x null seeds), "
+               "significant by paired t over the draws, Holm)", summary.round(3)),
+              ("Pearson R(S(O), A(O)) per source and learner", per_learner.round(2))]
+    text, winners = source_text(summary, "paper's S", num_null, len(learners))
+    gen_text, gen_winners = "", []
+    if gen_summary is not None:
+        tables.append((f"**Generalised score {score_label(intra_weight)}** (beyond the paper)", gen_summary.round(3)))
+        gen_text, gen_winners = source_text(gen_summary, score_label(intra_weight), num_null, len(learners))
+    names_labels = [g for g in summary.index if g.startswith("names")]
+    N = int(np.asarray(all_sequences).shape[1] * np.asarray(all_sequences).shape[2])
+    claim = source_claim(winners + gen_winners, names_labels, N, num_tasks)
+    log = {"source_comparison": rows, "source_comparison_generalised": gen_rows,
+           "source_summary": summary.to_dict(orient="index"),
+           "source_summary_generalised": gen_summary.to_dict(orient="index") if gen_summary is not None else {},
+           "source_mean": source_means(summary),
+           "paper_claim_supported_by": sorted(set(winners + gen_winners))}
+    return {"rows": rows, "gen_rows": gen_rows, "summary": summary, "gen_summary": gen_summary, "tables": tables,
+            "text": text, "gen_text": gen_text, "claim": claim, "log": log}
 
 
 def source_claim(winners, names_labels, N: int, K: int) -> str:
