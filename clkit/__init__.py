@@ -13,7 +13,8 @@ Modules are organised by concept (the README's Layout section):
   and their tables; :mod:`clkit.course` -- the graded course.
 - :mod:`clkit.cli` -- the ``clkit`` command, on top of everything else (nothing
   imports it).
-- one module per paper: :mod:`clkit.temporal`, :mod:`clkit.taskification`,
+- one package per paper (its ``report`` and ``plots`` modules serve the notebook):
+  :mod:`clkit.temporal`, :mod:`clkit.taskification`,
   :mod:`clkit.edge`, :mod:`clkit.curriculum`, :mod:`clkit.drift`.
 
 Submodules are imported on demand so that ``import clkit`` stays cheap.

@@ -79,13 +79,12 @@ verdict_seeds: int = 4  # seeds seed, seed+1, ... paired in the verdicts (0: non
 
 # %%
 import numpy as np
-import pandas as pd
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 import clkit.temporal as tm
+from clkit.temporal import plots as tplots
 from clkit.data.temporal import make_drifting_gaussians, load_rainfall, load_wild_time
-from clkit.plot import matrix_heatmap
 from clkit.results import RunRecord
 from clkit._validate import check_choice, check_int, check_real
 from clkit.data.user import is_user_path, load_matrix_csv, load_period_table
@@ -197,27 +196,11 @@ for name, ds in streams.items():
         "true": tm.summarize_learner(A_true, oracle=ds.ground_truth["oracle"], **metric_kw),
         "erm": tm.summarize_learner(A_erm, **metric_kw),
     }
-table1 = pd.DataFrame({(name, src): {k: part1[name][src][k]
-                                     for k in ("id", "ood", "tas", "sh", "sh_eq3", "dh")}
-                       for name in part1 for src in ("true", "erm")}).T
-table1["ID-OOD gap"] = table1["id"] - table1["ood"]
-table1.columns = ["ID", "OOD", "TAS", "SH", "SH (Eq. 3)", "DH", "ID-OOD gap"]
+table1 = tm.part1_table(part1)
 display(table1.round(3))
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
-for ax, (name, res) in zip(axes, part1.items()):
-    t = np.arange(synthetic_periods)
-    for key, style in (("id", "-o"), ("ood", "-s"), ("tas", "-^")):
-        ax.plot(t, res["erm"]["per_period"][key], style, label=f"{key.upper()} (ERM)", ms=4)
-        ax.plot(t, res["true"]["per_period"][key], ":", color=ax.lines[-1].get_color(),
-                label=f"{key.upper()} (truth)")
-    ax.set_title(name)
-    ax.set_xlabel("training period t")
-axes[0].set_ylabel("accuracy / score")
-axes[1].legend(fontsize=7, ncol=2)
-fig.suptitle("ID, OOD and TAS of per-period ERM on both streams (dotted: ground truth)")
-fig.tight_layout()
+fig = tplots.adaptation_curves(part1, synthetic_periods)
 record.figure(fig, "part1_adaptation_vs_difficulty")
 plt.show()
 
@@ -318,25 +301,9 @@ chance = 1.0 / data.num_classes
 # (first-crossing) Stability Horizon ends.
 
 # %%
-from matplotlib.colors import TwoSlopeNorm
-from matplotlib.patches import Rectangle
-
 show = "finetune" if "finetune" in acc else learners[0]
-A_show = acc[show]
-g_show = tm.transfer_ratio(A_show, oracle_vec)
-fig, axes = plt.subplots(1, 2, figsize=(12, 5))
-matrix_heatmap(A_show, ax=axes[0], cmap="Greens", vmin=0, vmax=1, title=f"A(t, τ) — {show}",
-               xlabel="test period τ", ylabel="training period t", cbar_label="accuracy")
-g_norm = TwoSlopeNorm(vmin=0.0, vcenter=min(max(delta, 1e-3), 1 - 1e-3), vmax=1.0)
-matrix_heatmap(g_show, ax=axes[1], cmap="RdBu", norm=g_norm,
-               title=f"g(t, τ) — {show}; white at δ = {delta}", xlabel="test period τ",
-               ylabel="training period t", cbar_label="transfer ratio g")
-for t_row in range(T):
-    below = [tau for tau in range(t_row, T)
-             if np.isfinite(g_show[t_row, tau]) and g_show[t_row, tau] < delta]
-    if below:
-        axes[1].add_patch(Rectangle((below[0], t_row), 1, 1, fill=False, lw=1.5, ec="black"))
-fig.tight_layout()
+g_show = tm.transfer_ratio(acc[show], oracle_vec)
+fig = tplots.accuracy_and_ratio_heatmaps(acc[show], g_show, delta, show)
 record.figure(fig, "A_and_g_heatmaps")
 plt.show()
 
@@ -349,28 +316,11 @@ plt.show()
 # %%
 H_eff = H or (T - 1)
 learners_shown = [name for name in learners if name != "erm"] or learners
-fig, axes = plt.subplots(1, 2, figsize=(12, 3.6), sharex=True, sharey=True)
-t_idx = np.arange(T - 1)
-for ax, key, title in ((axes[0], "sh", f"Stability Horizon (δ = {delta}, first crossing)"),
-                       (axes[1], "dh", f"Drift Horizon (ε = {epsilon}, λ = {lam})")):
-    for i, name in enumerate(learners_shown):  # small offsets keep identical curves visible
-        off = 0.25 * (i - (len(learners_shown) - 1) / 2)
-        ax.step(t_idx, np.asarray(rows[name]["per_period"][key][:-1]) + off, where="mid",
-                label=name, lw=1.4, ls=("-", "--", "-.", ":")[i % 4])
-    ax.plot(t_idx, np.minimum(T - 1 - t_idx, H_eff), "k:", lw=1, label="steps available")
-    if key == "dh":
-        ax.axhline(H_eff + 1, color="grey", lw=0.8, ls="--", label=f"sentinel {H_eff + 1}")
-    ax.set_title(title)
-    ax.set_xlabel("training period t")
-axes[0].set_ylabel("periods (curves offset by ±0.25 for visibility)")
-handles, labels = axes[1].get_legend_handles_labels()
-fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
-fig.tight_layout(rect=(0, 0.08, 1, 1))
+fig = tplots.horizons_per_period(rows, learners_shown, num_periods=T, horizon=H_eff,
+                                 delta=delta, epsilon=epsilon, lam=lam)
 record.figure(fig, "sh_dh_per_period")
 plt.show()
-sh_dh = pd.DataFrame({(name, key.upper()): [int(v) for v in rows[name]["per_period"][key][:-1]]
-                      for name in learners_shown for key in ("sh", "dh")},
-                     index=pd.Index(data.periods[:-1], name="training period"))
+sh_dh = tm.horizons_table(rows, learners_shown, data.periods)
 print(f"H = {H_eff}; DH sentinel (not crossed) = {H_eff + 1}")
 display(sh_dh.T)
 
@@ -381,13 +331,7 @@ display(sh_dh.T)
 # $1/\text{classes}$. A learner's ID/OOD are only informative above them.
 
 # %%
-table2 = pd.DataFrame({name: {"ID": r["id"], "OOD": r["ood"], "OOD min": r["ood_min"],
-                              "TAS": r["tas"], "TAS min": r["tas_min"], "SH": r["sh"],
-                              "SH (Eq. 3)": r["sh_eq3"], "DH": r["dh"]}
-                       for name, r in rows.items()}).T
-table2.loc["majority (baseline)"] = [baseline[k] for k in ("id", "ood", "ood_min", "tas",
-                                                           "tas_min", "sh", "sh_eq3", "dh")]
-table2.loc["chance (baseline)"] = [chance, chance, chance] + [np.nan] * 5
+table2 = tm.learner_table(rows, baseline, chance)
 display(table2.style.format({c: "{:.1%}" for c in ("ID", "OOD", "OOD min", "TAS", "TAS min")} |
                             {"SH": "{:.2f}", "SH (Eq. 3)": "{:.2f}", "DH": "{:.2f}"}))
 record.log(baselines={"majority": baseline, "chance": chance})
@@ -409,16 +353,7 @@ display(tm.backward_table(back).style.format("{:.1%}"))
 record.log(backward=back, learner_settings=LS)
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(14, 3.8), sharex=True)
-t = np.arange(T)
-for name in learners:
-    for ax, key in zip(axes, ("id", "ood", "tas")):
-        ax.plot(t, rows[name]["per_period"][key], "-o", ms=3, label=name)
-for ax, key, ylab in zip(axes, ("ID accuracy", f"OOD accuracy (next {n})", f"TAS (next {n})"),
-                         ("accuracy A(t, t)", "mean accuracy on t+1..t+n", "mean g on t+1..t+n")):
-    ax.set(title=key, xlabel="training period t", ylabel=ylab)
-axes[0].legend(fontsize=8)
-fig.tight_layout()
+fig = tplots.metrics_over_time(rows, learners, T, n)
 record.figure(fig, "id_ood_tas_over_time")
 plt.show()
 
@@ -430,11 +365,11 @@ plt.show()
 # backward (backward accuracy, forgetting) — are compared as *method − finetune*, paired over
 # seeds (`clkit.stats.paired`), Holm-adjusted across the family. **Null control:** finetune
 # against finetune trained with seeds shifted by 10 000 — two independent draws of the same
-# training process, so any "difference" there is the rule failing (`clkit.temporal_verdicts`).
+# training process, so any "difference" there is the rule failing (`clkit.temporal.verdicts`).
 
 # %%
 import clkit.stats as stats
-import clkit.temporal_verdicts as tmv
+import clkit.temporal.verdicts as tmv
 
 judged = [name for name in own_learners if name != "erm"]
 verdicts = []
@@ -456,29 +391,9 @@ record.log(verdicts=[v.to_dict() for v in verdicts],
 # ## What this run shows
 
 # %%
-learned = table2.loc[list(rows)]
-best_tas = learned["TAS"].idxmax()
-worst_tas = learned["TAS"].idxmin()
-n_above = int((learned["OOD"] > baseline["ood"]).sum())
-ref = "erm" if "erm" in rows else learners[0]
-id_trend = np.polyfit(np.arange(T), rows[ref]["per_period"]["id"], 1)[0]
-display(Markdown(
-    f"On **{data.name}** ({T} periods), the ID accuracy of {ref} changes by "
-    f"{id_trend * (T - 1):+.3f} over the stream (linear-fit slope × (T − 1)) — that part of "
-    f"any decline is intrinsic difficulty, which TAS factors out. "
-    f"Across learners, OOD accuracy ranges from {learned['OOD'].min():.1%} to "
-    f"{learned['OOD'].max():.1%}; the no-learning majority-class baseline reaches "
-    f"{baseline['ood']:.1%} (chance {chance:.1%}), and {n_above} of {len(learned)} learners "
-    f"are above it. TAS ranges from {learned['TAS'].min():.1%} (**{worst_tas}**) to "
-    f"{learned['TAS'].max():.1%} (**{best_tas}**) on the next {n} periods (seed {seed}; "
-    "the verdicts above say which differences from finetune hold over seeds). "
-    f"First-crossing Stability Horizons average {learned['SH'].min():.2f}–"
-    f"{learned['SH'].max():.2f} periods at δ = {delta} (Eq. 3 read literally: "
-    f"{learned['SH (Eq. 3)'].min():.2f}–{learned['SH (Eq. 3)'].max():.2f}), and the Drift "
-    f"Horizon averages {learned['DH'].min():.2f}–{learned['DH'].max():.2f} (sentinel "
-    f"{H_eff + 1} = never crossed). Part 1 showed, on data with known ground "
-    "truth, how TAS reads: a falling ID/OOD pair with a steady TAS means harder data, a "
-    "falling TAS means adaptation lag."))
+display(Markdown(tm.closing_text(dataset_name=data.name, rows=rows, table=table2,
+                                 baseline=baseline, chance=chance, n=n, seed=seed, delta=delta,
+                                 horizon=H_eff)))
 display(Markdown(tm.stability_facts(rows, baseline, acc, delta=delta, oracle=oracle_vec,
                                     periods=list(data.periods))
                  + " " + tm.backward_text(back, rows)))

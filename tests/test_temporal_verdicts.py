@@ -1,9 +1,9 @@
-"""Verdicts of notebook 03 (clkit.temporal_verdicts) on hand-built per-seed metrics."""
+"""Verdicts of notebook 03 (clkit.temporal.verdicts) on hand-built per-seed metrics."""
 
 import numpy as np
 import pytest
 
-import clkit.temporal_verdicts as tmv
+import clkit.temporal.verdicts as tmv
 from clkit.data.temporal import make_drifting_gaussians
 
 

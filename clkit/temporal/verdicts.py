@@ -15,8 +15,8 @@ control rows, so that a true null fails the family at most at the rule's level).
 
 from __future__ import annotations
 
-from . import stats
-from . import temporal as tm
+from .. import stats
+from . import experiment, metrics, params, report
 
 __all__ = ["METRICS", "NULL_SEED_OFFSET", "metric_values", "verdicts"]
 
@@ -45,8 +45,8 @@ def metric_values(A, *, oracle=None, **metric_kw) -> dict:
     >>> sorted(v), round(v["forgetting"], 2)
     (['backward_accuracy', 'forgetting', 'ood', 'sh', 'tas'], 0.2)
     """
-    s = tm.summarize_learner(A, oracle=oracle, **metric_kw)
-    b = tm.backward_summary(A)
+    s = metrics.summarize_learner(A, oracle=oracle, **metric_kw)
+    b = report.backward_summary(A)
     return {"tas": s["tas"], "ood": s["ood"], "sh": s["sh"],
             "backward_accuracy": b["backward_accuracy"], "forgetting": b["forgetting"]}
 
@@ -121,7 +121,7 @@ def seed_metrics(dataset, learners, seeds, *, train_kw: dict, learner_kwargs=Non
     known : dict, optional
         ``{learner: A}`` (backward view evaluated) already trained with ``seeds[0]``.
     """
-    from .learner_kwargs import settings_for
+    from ..learner_kwargs import settings_for
 
     if "finetune" not in learners:
         raise ValueError(f"learners must include 'finetune' (the reference), got {list(learners)!r}")
@@ -130,12 +130,12 @@ def seed_metrics(dataset, learners, seeds, *, train_kw: dict, learner_kwargs=Non
     def A_of(name, s):
         if s == seeds[0] and name in known:
             return known[name]
-        return tm.accuracy_matrix(dataset, name, backward=True, **(train_kw | {"seed": s}),
+        return experiment.accuracy_matrix(dataset, name, backward=True, **(train_kw | {"seed": s}),
                                   strategy_kwargs=settings_for(name, None, learner_kwargs))
 
     it = [(name, s) for name in learners for s in seeds]
     if progress:
-        from .progress import tqdm
+        from ..progress import tqdm
 
         it = tqdm(it, desc="seeds")
     per_seed: dict = {name: [] for name in learners}
