@@ -157,7 +157,10 @@ def test_gem_projection_satisfies_every_constraint_and_is_the_qp_optimum():
                 np.testing.assert_allclose(new, res.x, atol=1e-5)
 
 
-def test_gem_training_steps_respect_stored_constraints():
+@pytest.mark.parametrize("margin", [0.5, 0.0])
+def test_gem_training_steps_respect_stored_constraints(margin):
+    """Every projected step keeps G_k . g~ >= 0 (margin 0: on the boundary, up to float32 rounding
+    of g~ and of the float32 Gram matrix the QP is solved from)."""
     t = _stream(n=60)
 
     class Check(GEM):
@@ -165,12 +168,14 @@ def test_gem_training_steps_respect_stored_constraints():
             super().after_backward(x, y, task)
             if self.constraints is not None:
                 from clkit.strategies._common import flat_grad
-                dots = self.constraints @ flat_grad(self._params)
-                assert (dots >= -1e-4 * self.constraints.norm(dim=1)).all(), dots
+                g = flat_grad(self._params)
+                dots = self.constraints @ g
+                assert (dots >= -1e-4 * self.constraints.norm(dim=1) * g.norm()).all(), dots
                 self.checked += 1
 
     with torch_seeded(0):
-        s = Check(MLP(4, 6, hidden=(8,)), gem_patterns_per_task=20, lr=0.1, epochs=2, batch_size=20)
+        s = Check(MLP(4, 6, hidden=(8,)), gem_patterns_per_task=20, gem_memory_strength=margin, lr=0.1,
+                  epochs=2, batch_size=20)
     s.checked = 0
     for task in t:
         s.train_task(task)

@@ -365,7 +365,11 @@ class GEM(_Projection):
         k = rows.shape[0] - 1
         self.constraints = rows[1:]
         # everything the exact QP needs, G G' and G g, from one Gram matrix of [g; G] formed in
-        # the gradients' precision (as the reference GEM code does) and solved in float64
+        # the gradients' float32 (the reference implementations, GEM's and Avalanche's, form it
+        # in float64 with NumPy) and solved in float64. Measured on bench_strategies' MLP rows:
+        # relative Gram difference <= 1.1e-5, no constraint violated beyond the float32
+        # rounding of g~ itself in 300 steps; 0.3 ms per step less (tests/test_strategies_
+        # rehearsal.py checks the constraints with margin 0 too).
         gram = (rows @ rows[1:].T).double()            # (k + 1, k): G g over G G'
         Gg = gram[0]
         if bool((Gg >= 0).all()):
