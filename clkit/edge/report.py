@@ -848,7 +848,8 @@ def findings_markdown(results: dict) -> str:
     """The default run's findings for docs/02_edge.md, generated from its results.json.
 
     ``results`` is the ``"results"`` mapping of a run's results.json (or the whole file).
-    Lists the setting, the verdict summary (``summary``), what S(O) can explain per
+    Lists the setting (and which ground truth), the verdict summary (``summary``), RS / EDGE /
+    the oracle over every draw (``draws_text``), what S(O) can explain per
     learner (R, the eta^2 ceiling, the first task's share, the reversal gap) and the
     tie-averaged accuracy percentiles of EDGE's hard and easy sequences.
 
@@ -862,8 +863,11 @@ def findings_markdown(results: dict) -> str:
     Setting: toy; 90 sequences, all trained (exact ground truth).
     """
     r = results.get("results", results)
-    lines = [f"Setting: {r['data_source']}; {r['num_enumerated']:,} sequences, all trained (exact ground truth).",
-             "", r.get("summary", ""), ""]
+    truth = (f"{r['num_enumerated']:,} sequences, all trained (exact ground truth)." if r.get("truth_mode", "exact")
+             == "exact" else r.get("truth_description", "sampled ground truth") + ".")
+    lines = [f"Setting: {r['data_source']}; {truth}", "", r.get("summary", ""), ""]
+    if r.get("draws_text"):
+        lines += [r["draws_text"], ""]
     st = r.get("structure", {})
     if st:
         n_cls = int(next(iter(st.values()))["S classes"])
