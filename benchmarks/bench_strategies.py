@@ -29,6 +29,7 @@ Usage: .venv/bin/python benchmarks/bench_strategies.py [--runs N] [--rounds R] [
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 import warnings
@@ -336,8 +337,9 @@ def write_markdown(path, md, notes, args):
         f"Measured {stamp} by `benchmarks/bench_strategies.py --runs {args.runs} --rounds {args.rounds} "
         f"--inner {args.inner}` "
         f"(torch {torch.__version__}, {platform.processor() or platform.machine()}, one thread). "
-        "The machine was shared and loaded while this ran: CPU time, not wall-clock, and ratios from "
-        "interleaved rounds; absolute milliseconds are inflated by cache contention.",
+        f"1-minute load average when the table was written: {os.getloadavg()[0]:.1f} on {os.cpu_count()} "
+        "cores (other programs sharing the machine inflate absolute milliseconds through cache "
+        "contention; CPU time, not wall-clock, and ratios from interleaved rounds limit the effect).",
         "", *md, "", *[f"- {n}" for n in notes], ""])
     atomic_write_text(path, text)
     print(f"wrote {path}")
