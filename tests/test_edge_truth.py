@@ -10,7 +10,7 @@ from clkit.edge.params import check_params
 from clkit.edge.report import edge_verdicts, evaluate_protocols, ground_truth, structure_report
 from clkit.edge.structure import tie_percentiles
 from clkit.edge.structure import tie_members
-from clkit.edge.truth import GroundTruth, bootstrap_se, percentile_se
+from clkit.edge.truth import GroundTruth, bootstrap, percentile_se
 
 
 def _planted(L, seed=0):
@@ -70,7 +70,7 @@ def test_tie_members_share_one_percentile_range_under_a_sample():
 
 def test_bootstrap_se_of_the_mean_matches_the_textbook_value():
     v = np.random.default_rng(0).normal(0, 2.0, 400)
-    se = float(bootstrap_se(np.mean, v, num_boot=1000, seed=1))
+    se = float(bootstrap(np.mean, v, num_boot=1000, seed=1)["se"])
     assert se == pytest.approx(v.std(ddof=1) / np.sqrt(len(v)), rel=0.15)
 
 

@@ -41,9 +41,9 @@ def accuracy_percentile(acc, value) -> float:
     >>> accuracy_percentile([1, 2, 3, 4], 4)
     87.5
     """
-    a = np.asarray(acc, dtype=float)
-    tol = 1e-9 * max(1.0, abs(float(value)))
-    return float(100.0 * ((a < value - tol).sum() + 0.5 * (np.abs(a - value) <= tol).sum()) / len(a))
+    from .structure import midrank_percentiles
+
+    return float(midrank_percentiles(acc, value)[0])
 
 
 def distances_many(true_values, samples, *, num_bins: int = 10, quantiles: int = 4000) -> dict:

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["score_classes", "eta_squared", "first_task_classes", "tie_members", "tie_percentiles", "reversal_pairs",
+__all__ = ["score_classes", "eta_squared", "first_task_classes", "midrank_percentiles", "tie_members",
+           "tie_percentiles", "reversal_pairs",
            "structure_table"]
 
 
@@ -76,6 +77,25 @@ def first_task_classes(sequences) -> np.ndarray:
     """
     first = np.sort(np.asarray(sequences)[:, 0], axis=-1)
     return np.unique(first, axis=0, return_inverse=True)[1].ravel()
+
+
+def midrank_percentiles(reference, values) -> np.ndarray:
+    """Mid-rank percentile (0-100) of each of ``values`` among ``reference``.
+
+    ``100 * (#below + #equal / 2) / len(reference)``, with equality up to a relative
+    tolerance of 1e-9 (so float rounding does not split a tie).
+
+    Examples
+    --------
+    >>> midrank_percentiles([1.0, 2.0, 3.0, 4.0], [1.0, 4.0, 2.5]).tolist()
+    [12.5, 87.5, 50.0]
+    """
+    ref = np.sort(np.asarray(reference, dtype=float))
+    x = np.atleast_1d(np.asarray(values, dtype=float))
+    tol = 1e-9 * np.maximum(1.0, np.abs(x))
+    below = np.searchsorted(ref, x - tol, side="left")
+    upto = np.searchsorted(ref, x + tol, side="right")
+    return 100.0 * (below + 0.5 * (upto - below)) / len(ref)
 
 
 def tie_members(scores, index, decimals: int = 9) -> np.ndarray:
@@ -133,10 +153,7 @@ def tie_percentiles(values, scores, index, decimals: int = 9, population=None) -
     members = np.nonzero(cls == cls[int(index)])[0]
     if not np.isfinite(v[members]).all():
         raise ValueError(f"values must be known for every member of the S-tie of sequence {int(index)}")
-    tol = 1e-9 * np.maximum(1.0, np.abs(v[members]))
-    below = np.searchsorted(ref, v[members] - tol, side="left")
-    upto = np.searchsorted(ref, v[members] + tol, side="right")
-    pct = 100.0 * (below + 0.5 * (upto - below)) / len(ref)
+    pct = midrank_percentiles(ref, v[members])
     i = int(np.nonzero(members == int(index))[0][0])
     return {"pct": float(pct.mean()), "pct_min": float(pct.min()), "pct_max": float(pct.max()),
             "pct_member": float(pct[i]), "tie_size": int(len(members)),

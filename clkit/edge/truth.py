@@ -43,7 +43,7 @@ import numpy as np
 
 from .._validate import check_choice, check_int
 
-__all__ = ["TRUTH_MODES", "GroundTruth", "percentile_se", "bootstrap", "bootstrap_se", "resolve_truth"]
+__all__ = ["TRUTH_MODES", "GroundTruth", "percentile_se", "bootstrap", "resolve_truth"]
 
 #: ground-truth modes of notebook 02 (parameter ``truth``)
 TRUTH_MODES = ("exact", "sample")
@@ -107,17 +107,6 @@ def bootstrap(statistic, values, *, num_boot: int = 200, seed: int = 0) -> dict:
     return {"se": reps.std(axis=0, ddof=1), "bias": reps.mean(axis=0) - np.asarray(statistic(v), dtype=float)}
 
 
-def bootstrap_se(statistic, values, *, num_boot: int = 200, seed: int = 0) -> np.ndarray:
-    """The standard error part of :func:`bootstrap`.
-
-    Examples
-    --------
-    >>> float(bootstrap_se(np.mean, np.arange(100.0), num_boot=2000, seed=0)) // 1
-    2.0
-    """
-    return bootstrap(statistic, values, num_boot=num_boot, seed=seed)["se"]
-
-
 class GroundTruth:
     """True accuracies of class sequences per learner: all of ``Omega``, or a uniform sample.
 
@@ -168,7 +157,6 @@ class GroundTruth:
             raise ValueError(f"sequences must have shape (L, K, M) with L >= 2, got {self.sequences.shape}")
         L = len(self.sequences)
         self._train = train
-        self._lookup = None
         self.values: dict = {}
         if self.mode == "exact":
             self.samples = L
@@ -194,16 +182,9 @@ class GroundTruth:
 
     def index(self, sequences) -> np.ndarray:
         """Positions of ``sequences`` (P, K, M) in ``Omega`` (order inside a task ignored)."""
-        from .combinatorics import canonical
+        from .experiment import sequence_index
 
-        if self._lookup is None:
-            self._lookup = {s.tobytes(): i for i, s in enumerate(canonical(self.sequences))}
-        out = []
-        for s in canonical(np.asarray(sequences).reshape(-1, *self.sequences.shape[1:])):
-            if s.tobytes() not in self._lookup:
-                raise ValueError(f"sequence {s.tolist()} is not a sequence of this setting")
-            out.append(self._lookup[s.tobytes()])
-        return np.array(out, dtype=np.int64)
+        return sequence_index(self.sequences, np.asarray(sequences).reshape(-1, *self.sequences.shape[1:]))
 
     def _fill(self, idx):
         idx = np.unique(np.asarray(idx, dtype=np.int64))
