@@ -16,7 +16,7 @@ control rows, so that a true null fails the family at most at the rule's level).
 from __future__ import annotations
 
 from .. import stats
-from . import experiment, metrics, params, report
+from . import experiment, metrics, report
 
 __all__ = ["METRICS", "NULL_SEED_OFFSET", "metric_values", "verdicts"]
 
