@@ -96,3 +96,69 @@ def test_one_pass_training_equals_separate_passes_with_projection_firing_and_not
     assert any(fired) and not all(fired), f"projection fired in {sum(fired)} of {len(fired)} steps"
     for a, b in zip(runs[0].model.parameters(), runs[1].model.parameters()):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_group_gradients_cover_norm_layers_positions_and_sequences():
+    """The LayerNorm / GroupNorm / LearnedPosition rules and Linear layers applied to (rows, steps,
+    features) inputs equal separate autograd gradients: the transformer (every weight in Linear,
+    LayerNorm or LearnedPosition) and a convolution with group normalisation."""
+    from torch import nn
+
+    from clkit.models.transformer import TimeSeriesTransformer
+
+    g = torch.Generator().manual_seed(3)
+    with torch_seeded(5):
+        nets = {"transformer": TimeSeriesTransformer(num_features=3, context=6, d_model=8, num_layers=2,
+                                                     num_heads=2, dropout=0.0),
+                "groupnorm": nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.GroupNorm(2, 4), nn.ReLU(),
+                                           nn.Flatten(), nn.Linear(4 * 5 * 5, 3))}
+    inputs = {"transformer": torch.randn(11, 6, 3, generator=g), "groupnorm": torch.randn(11, 1, 5, 5, generator=g)}
+    for name, net in nets.items():
+        for p in net.parameters():   # away from the zero initialisation of the position table
+            p.data.add_(0.1 * torch.randn(p.shape, generator=g))
+        params = [p for _, p in trainable(net)]
+        x = inputs[name]
+        target = torch.randn(len(x), *net(x[:1]).shape[1:], generator=g)
+        sizes, bounds = [4, 7], [0, 4, 11]
+        into = [[torch.empty_like(p) for p in params] for _ in sizes]
+        gg = GroupGradients(net)
+        assert gg.reason is None, (name, gg.reason)
+        assert {type(m).__name__ for m in gg.layers} >= ({"LayerNorm", "LearnedPosition", "Linear"}
+                                                          if name == "transformer" else {"GroupNorm", "Conv2d"})
+        gg(net, x, sizes, lambda out: [F.mse_loss(out[a:b], target[a:b]) for a, b in zip(bounds, bounds[1:])],
+           params, into)
+        assert gg.fell_back == 0, name
+        for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
+            sep = torch.autograd.grad(F.mse_loss(net(x[a:b]), target[a:b]), params, allow_unused=True)
+            for got, want, p in zip(into[i], sep, params):
+                _close(got, torch.zeros_like(p) if want is None else want)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "transformer"])
+def test_batched_products_into_flat_rows_equal_separate_autograd(kind):
+    """Groups of equal size with the flat rows given: every Linear layer's weight gradients come
+    from one batched product written into the rows; they equal separate autograd gradients (also
+    for a Linear applied to (rows, steps, features) inputs)."""
+    from clkit.models.transformer import TimeSeriesTransformer
+    from clkit.strategies._common import aligned_rows, flat_views
+
+    g = torch.Generator().manual_seed(7)
+    with torch_seeded(8):
+        net = (MLP(12, 4, hidden=(16, 8)) if kind == "mlp" else
+               TimeSeriesTransformer(num_features=3, context=5, d_model=8, num_layers=1, num_heads=2, dropout=0.0))
+    params = [p for _, p in trainable(net)]
+    sizes = [6, 6, 6]
+    x = torch.randn(18, 12, generator=g) if kind == "mlp" else torch.randn(18, 5, 3, generator=g)
+    target = torch.randn(18, *net(x[:1]).shape[1:], generator=g)
+    rows = aligned_rows(3, sum(p.numel() for p in params))
+    rows.fill_(float("nan"))   # every entry must be written
+    views = [flat_views(r, params) for r in rows]
+    gg = GroupGradients(net)
+    for _ in range(2):   # the second call reuses the cached views across the rows
+        gg(net, x, sizes, lambda out: [F.mse_loss(out[a:a + 6], target[a:a + 6]) for a in (0, 6, 12)],
+           params, views, rows)
+    assert gg.fell_back == 0 and not torch.isnan(rows).any()
+    for i, a in enumerate((0, 6, 12)):
+        sep = torch.autograd.grad(F.mse_loss(net(x[a:a + 6]), target[a:a + 6]), params, allow_unused=True)
+        for got, want, p in zip(views[i], sep, params):
+            _close(got, torch.zeros_like(p) if want is None else want)

@@ -215,3 +215,27 @@ def test_unknown_strategy_and_negative_memory_are_named():
         make_strategy("replay", MLP(2, 2), memory_size=-1)
     with pytest.raises(ValueError, match="gem_memory_strength"):
         make_strategy("gem", MLP(2, 2), gem_memory_strength=-0.1)
+
+
+def test_small_dual_equals_the_solver_in_every_active_set():
+    """The closed-form dual for one or two constraints equals the Cholesky + NNLS solution, and
+    every one of the four active sets of k = 2 occurs among the draws."""
+    from clkit.strategies.projection import gem_dual, small_dual
+
+    rng = np.random.default_rng(0)
+    seen = set()
+    for _ in range(2000):
+        k = int(rng.integers(1, 3))
+        G = rng.normal(size=(k, 6))
+        Gg = rng.normal(size=k) * rng.choice([0.1, 1.0, 5.0])
+        margin = float(rng.choice([0.0, 0.5]))
+        gram = G @ G.T
+        got = small_dual(gram, Gg, margin)
+        want = gem_dual(gram, Gg, margin)
+        assert got is not None
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * (1 + np.abs(want).max()))
+        if k == 2:
+            seen.add(tuple(np.asarray(got) > margin + 1e-12))
+    assert seen == {(False, False), (True, False), (False, True), (True, True)}
+    assert small_dual(np.ones((2, 2)), np.array([-1.0, -1.0])) is None      # singular: left to the solver
+    assert small_dual(np.eye(3), np.zeros(3)) is None                        # three constraints

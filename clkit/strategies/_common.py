@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .base import Strategy, Task, take
+from .base import Strategy, Task, _plus, take
 
 __all__ = ["TaskAwareStrategy", "flat_grad", "set_flat_grad", "trainable", "mask_to", "per_sample_mean",
            "aligned_rows", "flat_views", "grads_of"]
@@ -117,9 +117,9 @@ class TaskAwareStrategy(Strategy):
 
     def step_rows(self, xb, yb, tb, task: Task | None, incoming=None) -> float:
         """One step on rows ``(xb, yb)`` of tasks ``tb``; the hook order is the base class's."""
-        self.model.train()
+        self.train_mode()
         self.optimizer.zero_grad(set_to_none=True)
-        loss = self.rows_loss(xb, yb, tb) + self.penalty(task)
+        loss = _plus(self.rows_loss(xb, yb, tb), self.penalty(task))
         loss.backward()
         self.after_backward(xb, yb, task)
         self.optimizer.step()

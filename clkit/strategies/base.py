@@ -82,6 +82,11 @@ def take(x, idx):
     return x[idx]
 
 
+def _plus(loss, penalty):
+    """``loss + penalty``, without an addition when the penalty is the number 0."""
+    return loss if isinstance(penalty, (int, float)) and penalty == 0 else loss + penalty
+
+
 def _cat(a, b):
     if isinstance(a, (tuple, list)):
         return type(a)(_cat(u, v) for u, v in zip(a, b))
@@ -262,12 +267,22 @@ class Strategy:
         """The task loss on a batch."""
         return self.loss_fn(outputs, y)
 
+    def train_mode(self) -> None:
+        """``self.model.train()``, skipped when every module it would set is in training mode
+        already (a check of the modules found by the latest call instead of a walk that sets the
+        flag on each); a module attached later in evaluation mode is the one case it misses
+        until the next ``eval()`` -- e.g. :meth:`predict` -- makes it walk again."""
+        mods = getattr(self, "_train_modules", None)
+        if mods is None or not all(m.training for m in mods):
+            self.model.train()
+            self._train_modules = list(self.model.modules())
+
     def train_step(self, x, y, task: Task | None = None) -> float:
         """One optimisation step on the batch ``(x, y)``; returns the loss value."""
-        self.model.train()
+        self.train_mode()
         xb, yb = self.augment_batch(x, y, task)
         self.optimizer.zero_grad(set_to_none=True)
-        loss = self.criterion(self.forward(xb, task), yb) + self.penalty(task)
+        loss = _plus(self.criterion(self.forward(xb, task), yb), self.penalty(task))
         loss.backward()
         self.after_backward(xb, yb, task)
         self.optimizer.step()

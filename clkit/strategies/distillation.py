@@ -173,7 +173,7 @@ class LwF(TaskAwareStrategy):
         return _FusedDistillation.apply(raw[:, self._cols], old[:, self._cols], self.lwf_temperature)
 
     def train_step(self, x, y, task: Task | None = None) -> float:
-        self.model.train()
+        self.train_mode()
         self.optimizer.zero_grad(set_to_none=True)
         raw = self.model(x)
         classes = task.classes if task is not None else None

@@ -91,6 +91,8 @@ class _Buffer:
             return None, None, self.task_ids[:0]
         m = min(n, self.size)
         idx = torch.randperm(self.size, generator=generator)[:m]
+        if isinstance(self.x, torch.Tensor):   # indices from randperm: no checks needed (as take)
+            return self.x.index_select(0, idx), self.y.index_select(0, idx), self.task_ids.index_select(0, idx)
         return take(self.x, idx), take(self.y, idx), take(self.task_ids, idx)
 
     def class_counts(self) -> dict[int, int]:
