@@ -160,7 +160,7 @@ class GroupGradients:
         self._plan_for = None   # (params, {layer: slots}, slots no layer covers) of the latest params
         # one forward hook per layer, kept for the life of this object (registering and removing
         # them every step cost ~20 us of a 1.4 ms MLP step); it records only during __call__
-        self._views, self._views_for = {}, None   # views across the group rows (see _across)
+        self._views, self._views_for, self._views_params = {}, None, None   # views across the group rows (_across)
         self._recorder = _Recorder()
         self._handles = [m.register_forward_hook(self._recorder) for m in self.layers]
 
@@ -178,7 +178,8 @@ class GroupGradients:
         """For each layer, the slots in ``params`` of its weight and bias (``None`` where not
         differentiated); and the slots no layer covers (their gradient is zero). Cached."""
         plan = self._plan_for
-        if plan is not None and len(plan[0]) == len(params) and all(a is b for a, b in zip(plan[0], params)):
+        if plan is not None and (plan[3] is params or (len(plan[0]) == len(params)
+                                                       and all(a is b for a, b in zip(plan[0], params)))):
             return plan[1], plan[2]
         slot = {id(p): i for i, p in enumerate(params)}
 
@@ -188,14 +189,12 @@ class GroupGradients:
         slots = {m: ((at(m.pos), None) if not hasattr(m, "weight") else (at(m.weight), at(m.bias)))
                  for m in self.layers}
         covered = {i for pair in slots.values() for i in pair if i is not None}
-        self._plan_for = (list(params), slots, [i for i in range(len(params)) if i not in covered])
+        self._plan_for = (list(params), slots, [i for i in range(len(params)) if i not in covered], params)
         return slots, self._plan_for[2]
 
     def _across(self, rows, i, params):
-        """Slot ``i``'s gradients of every group as one view ``(G, *shape)`` of ``rows``."""
-        key = (rows.data_ptr(), rows.shape, rows.stride(), rows.dtype)
-        if self._views_for != key:    # other rows: drop the views of the old ones
-            self._views, self._views_for = {}, key
+        """Slot ``i``'s gradients of every group as one view ``(G, *shape)`` of ``rows``
+        (cached for the rows of the latest :meth:`__call__`)."""
         cache = self._views
         view = cache.get(i)
         if view is None:
@@ -254,6 +253,10 @@ class GroupGradients:
             bounds.append(bounds[-1] + size)
         groups = list(zip(range(len(sizes)), bounds, bounds[1:]))
         batched = rows is not None and len(sizes) > 1 and all(size == sizes[0] for size in sizes)
+        if batched:
+            key = (rows.data_ptr(), rows.shape, rows.stride(), rows.dtype)
+            if self._views_for != key or self._views_params is not params:   # other rows or parameters
+                self._views, self._views_for, self._views_params = {}, key, params
         written = set()    # slots written by an earlier call (a layer called twice adds)
         with torch.no_grad():
             for (m, a, o), d in zip(calls, deltas):

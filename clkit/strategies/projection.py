@@ -215,6 +215,8 @@ class _Projection(TaskAwareStrategy):
 
     def _group_gradients(self, params):
         state = self._groups_state
+        if state is not None and state[0] is params:
+            return state[1]
         if state is None or len(state[0]) != len(params) or any(a is not b for a, b in zip(state[0], params)):
             if state is not None:
                 state[1].close()
