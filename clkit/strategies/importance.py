@@ -358,7 +358,6 @@ class SI(_Quadratic):
         self.coefficient = self.si_lambda
         self.path = {}          # running w_k of the current task
         self._start = {}
-        self._grad = {}         # unregularised gradient of the latest step
         self._change = {}       # weights before the latest step; after it, the step's change
         self._copied = False    # the pre-step weights are already in ``_change`` (by the penalty)
 
@@ -376,7 +375,6 @@ class SI(_Quadratic):
         self._change_views = flat_views(flat[1], self._params)
         self.path = dict(zip(self._names, self._path_views))
         self._change = dict(zip(self._names, self._change_views))
-        self._grad = {}
 
     def after_backward(self, x, y, task) -> None:
         """Keep the unregularised gradient and the pre-step weights; then add the penalty's gradient.
@@ -403,7 +401,6 @@ class SI(_Quadratic):
                         if n in pen:
                             g.sub_(pen[n])
             self._unreg = grads
-            self._grad = dict(zip(self._names, grads))
             self._step_from = self._sgd_step_source()
             if not self._copied and self._step_from is None:
                 torch._foreach_copy_(self._change_views, params)
@@ -439,6 +436,25 @@ class SI(_Quadratic):
         self._copied = True
         return self._flat_change
 
+    @property
+    def unregularised_gradient(self) -> dict:
+        """The latest step's gradient of the task loss alone (the one the path integral uses),
+        by parameter name."""
+        return dict(zip(self._names, getattr(self, "_unreg", None) or ()))
+
+    def _momentum_buffers(self) -> list:
+        """SGD's momentum buffer of each parameter (``None`` where it has none yet); the list is
+        kept while the optimizer keeps the same buffer objects (it updates them in place)."""
+        state = self.optimizer.state
+        cached = getattr(self, "_buffers", None)
+        if (cached is not None and cached[0] is state and cached[1] is self._params
+                and all(state.get(p, {}).get("momentum_buffer") is b for p, b in zip(self._params[:1], cached[2]))):
+            return cached[2]
+        bufs = [state[p].get("momentum_buffer") if p in state else None for p in self._params]
+        if all(b is not None for b in bufs):
+            self._buffers = (state, self._params, bufs)
+        return bufs
+
     def after_step(self, x, y, task) -> None:
         """Update the path integral ``w += g (theta_old - theta_new)`` every step.
 
@@ -455,8 +471,7 @@ class SI(_Quadratic):
                 if kind == "grad":
                     changes = [p.grad for p in self._params]
                 else:
-                    state = self.optimizer.state
-                    changes = [state[p].get("momentum_buffer") if p in state else None for p in self._params]
+                    changes = self._momentum_buffers()
                 if all(c is not None for c in changes):
                     torch._foreach_addcmul_(self._path_views, self._unreg, changes, value=lr)
                     return
