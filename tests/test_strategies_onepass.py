@@ -162,3 +162,27 @@ def test_batched_products_into_flat_rows_equal_separate_autograd(kind):
         sep = torch.autograd.grad(F.mse_loss(net(x[a:a + 6]), target[a:a + 6]), params, allow_unused=True)
         for got, want, p in zip(views[i], sep, params):
             _close(got, torch.zeros_like(p) if want is None else want)
+
+
+@pytest.mark.parametrize("cls, kw", [(AGEM, {"agem_sample_size": 20, "memory_size": 30}),
+                                     (GEM, {"gem_patterns_per_task": 20})])
+def test_rows_gathered_in_place_give_the_separate_pass_run_with_uneven_batches(cls, kw):
+    """The one-pass step gathers the batch (and A-GEM's memory sample) straight into its stacking
+    buffer; with batches of changing size (50 rows, batches of 16: the last has 2) and A-GEM also
+    used task-free (observe), the run equals the separate-pass run."""
+    g = torch.Generator().manual_seed(11)
+    tasks = [Task(torch.randn(50, 12, generator=g) + t, torch.randint(0, 4, (50,), generator=g), task_id=t)
+             for t in range(3)]
+    finals = []
+    for one_pass in (True, False):
+        with torch_seeded(12):
+            s = cls(_net("mlp"), lr=0.1, epochs=2, batch_size=16, scenario="class", one_pass=one_pass, **kw)
+        for task in tasks:
+            s.train_task(task)
+        if cls is AGEM:
+            for start in range(0, 50, 16):
+                s.observe(tasks[0].x[start:start + 16], tasks[0].y[start:start + 16])
+        assert s.last_pass == ("one pass" if one_pass else "separate passes")
+        finals.append([p.detach().clone() for p in s.model.parameters()])
+    for a, b in zip(*finals):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)

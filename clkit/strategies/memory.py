@@ -77,8 +77,11 @@ class _Buffer:
         idx = slice(0, self.size)
         return take(self.x, idx), self.y[idx], self.task_ids[idx]
 
-    def sample(self, n: int, generator: torch.Generator | None = None):
+    def sample(self, n: int, generator: torch.Generator | None = None, out: torch.Tensor | None = None):
         """``n`` rows drawn uniformly without replacement (all rows when fewer are stored).
+
+        ``out`` (optional, tensor inputs only): a tensor of ``min(n, len(self))`` rows the inputs
+        are gathered into (returned as ``x``).
 
         Returns
         -------
@@ -92,7 +95,9 @@ class _Buffer:
         m = min(n, self.size)
         idx = torch.randperm(self.size, generator=generator)[:m]
         if isinstance(self.x, torch.Tensor):   # indices from randperm: no checks needed (as take)
-            return self.x.index_select(0, idx), self.y.index_select(0, idx), self.task_ids.index_select(0, idx)
+            x = (self.x.index_select(0, idx) if out is None or len(out) != m
+                 else torch.index_select(self.x, 0, idx, out=out))
+            return x, self.y.index_select(0, idx), self.task_ids.index_select(0, idx)
         return take(self.x, idx), take(self.y, idx), take(self.task_ids, idx)
 
     def class_counts(self) -> dict[int, int]:

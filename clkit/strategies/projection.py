@@ -189,6 +189,8 @@ class _Projection(TaskAwareStrategy):
         self._memory_rows = None        # this step's memory groups: (x, y, task_ids, sizes)
         self._filled = False            # the rows already hold this step's gradients (one pass)
         self._step_params = None        # this step's trainable parameters
+        self._stack = None              # (buffer the step stacks its rows in, what its tail holds)
+        self._batch_rows = 0            # rows of this step's incoming batch
         self._trainable = None          # cache of _params
         self._row_params = None         # the parameter list the gradient rows were laid out for
         self._grads_in_row = False      # .grad are views of gradient row 0 (one pass)
@@ -247,6 +249,7 @@ class _Projection(TaskAwareStrategy):
 
     def step_rows(self, xb, yb, tb, task, incoming=None) -> float:
         """One step; the gradients come from one stacked pass where the model allows it."""
+        self._batch_rows = len(yb)
         self._memory_rows = memory = self.memory_groups(task)
         self._filled = False
         self._step_params = params = self._params
@@ -290,24 +293,53 @@ class _Projection(TaskAwareStrategy):
         self.steps += 1
         return float(loss)
 
+    def train_batch(self, task: Task, idx: torch.Tensor) -> float:
+        """The step on rows ``idx`` of ``task``, their inputs gathered straight into the head of
+        the buffer where the step stacks them with the memory rows (no second copy)."""
+        x = task.x
+        stack = self._stack[0] if self._stack is not None else None
+        if (self.one_pass and isinstance(x, torch.Tensor) and isinstance(idx, torch.Tensor) and idx.ndim == 1
+                and idx.dtype in (torch.int64, torch.int32) and stack is not None and len(idx) < len(stack)
+                and stack.shape[1:] == x.shape[1:] and stack.dtype == x.dtype and stack.device == x.device):
+            head = stack[:len(idx)]
+            try:
+                torch.index_select(x, 0, idx, out=head)
+            except (RuntimeError, IndexError):   # e.g. negative indices: the plain path
+                return super().train_batch(task, idx)
+            return self.train_step(head, take(task.y, idx), task)
+        return super().train_batch(task, idx)
+
+    def _memory_tail(self, n: int, m: int, like):
+        """Rows ``[n, n + m)`` of the stacking buffer when the batch (``n`` rows) sits in its head,
+        for the memory rows to be gathered into; ``None`` otherwise."""
+        stack = self._stack[0] if self._stack is not None else None
+        if (stack is None or n + m > len(stack) or not isinstance(like, torch.Tensor)
+                or stack.shape[1:] != like.shape[1:] or stack.dtype != like.dtype or stack.device != like.device):
+            return None
+        return stack[n:n + m]
+
     def _stacked_inputs(self, xb, mx):
-        """``cat([xb, mx])`` in a buffer kept from step to step; when ``mx`` is the same unchanged
-        tensor as in the previous step (GEM's stacked memory), only the batch rows are copied."""
+        """``cat([xb, mx])``, in a buffer kept from step to step. Whatever already sits in place
+        is not copied again: the batch when :meth:`train_batch` gathered it into the buffer's head,
+        the memory rows when they were gathered into its tail (A-GEM) or are the same unchanged
+        tensor as in the previous step (GEM's stacked memory)."""
         if not (isinstance(xb, torch.Tensor) and isinstance(mx, torch.Tensor)):
             return _cat(xb, mx)
-        n, shape = len(xb), (len(xb) + len(mx), *xb.shape[1:])
-        buf, key = getattr(self, "_stack", (None, None))
-        if (buf is None or buf.shape != shape or buf.dtype != xb.dtype or buf.device != xb.device
-                or mx.shape[1:] != xb.shape[1:] or mx.dtype != xb.dtype):
-            if mx.shape[1:] != xb.shape[1:] or mx.dtype != xb.dtype:
-                return _cat(xb, mx)
-            buf, key = torch.empty(shape, dtype=xb.dtype, device=xb.device), None
-        if key is not None and key[0] is mx and key[1] == mx._version and key[2] == n:
+        n, m = len(xb), len(mx)
+        if mx.shape[1:] != xb.shape[1:] or mx.dtype != xb.dtype or mx.device != xb.device:
+            return _cat(xb, mx)
+        buf, key = self._stack if self._stack is not None else (None, None)
+        if buf is None or len(buf) < n + m or buf.shape[1:] != xb.shape[1:] or buf.dtype != xb.dtype \
+                or buf.device != xb.device:
+            buf, key = torch.empty((n + m, *xb.shape[1:]), dtype=xb.dtype, device=xb.device), None
+        if not (xb.data_ptr() == buf.data_ptr() and xb.is_contiguous()):
             buf[:n].copy_(xb)
-        else:
-            torch.cat([xb, mx], out=buf)
+        tail = buf[n:n + m]
+        if not (mx.data_ptr() == tail.data_ptr() and mx.is_contiguous()
+                or key is not None and key[0] is mx and key[1] == mx._version and key[2] == n):
+            tail.copy_(mx)
         self._stack = (buf, (mx, mx._version, n))
-        return buf
+        return buf[:n + m]
 
     def after_backward(self, x, y, task) -> None:
         """Fill the gradient rows (unless one pass already did) and :meth:`project` ``.grad``.
@@ -377,11 +409,17 @@ class AGEM(_Projection):
         self.reference_grad = None
         self._online = False
 
+    def _tail_for_memory(self):
+        """Where this step's memory rows go: the stacking buffer's tail (one-pass steps)."""
+        if not self.one_pass or self._stack is None:
+            return None
+        return self._memory_tail(self._batch_rows, min(self.agem_sample_size, len(self.memory)), self.memory.x)
+
     def memory_groups(self, task):
         """``agem_sample_size`` rows drawn from the reservoir (one group); ``None`` while it is empty."""
         if len(self.memory) == 0:
             return None
-        mx, my, mt = self.memory.sample(self.agem_sample_size, self.generator)
+        mx, my, mt = self.memory.sample(self.agem_sample_size, self.generator, out=self._tail_for_memory())
         return mx, my, mt, [len(my)]
 
     def project(self, rows, views, grads) -> None:
