@@ -58,6 +58,10 @@ def test_fused_penalty_value_and_gradient_equal_the_per_parameter_sum(k):
     from_params = float(fused.value())
     fused.residual(torch.cat([p.detach().reshape(-1) for p in fused.params]))   # SI's flat copy
     assert float(fused.value()) == from_params
+    for per_parameter in (True, False):   # theta - B per parameter or by one copy: the same numbers
+        fused._per_parameter = per_parameter
+        fused.residual()
+        assert float(fused.value()) == from_params
     u = fused.residual()
     base = [torch.randn(p.shape, generator=g) for p in fused.params]
     acc = [b.clone() for b in base]

@@ -143,6 +143,8 @@ class FusedQuadratic:
         self.u = torch.empty_like(self.anchor)                            # residual buffer
         self.u_views = flat_views(self.u, self.params)
         self.last_residual = None
+        # theta - B per parameter (a Python call each) when the tensors are large on average
+        self._per_parameter = len(self.anchor) >= 16384 * len(self.params)
 
     def __call__(self) -> torch.Tensor:
         """The penalty at the current parameters (differentiable with respect to them)."""
@@ -163,11 +165,14 @@ class FusedQuadratic:
             Views of the buffer shaped like each parameter; valid until the next call.
         """
         with torch.no_grad():
-            if theta is None:
+            if theta is not None:
+                torch.sub(theta, self.anchor, out=self.u)
+            elif self._per_parameter:   # few large tensors: theta - B straight into the buffer, one pass
+                for p, b, u in zip(self.params, self.anchor_views, self.u_views):
+                    torch.sub(p, b, out=u)
+            else:                       # many small tensors: one foreach copy, one subtraction
                 torch._foreach_copy_(self.u_views, self.params)
                 self.u.sub_(self.anchor)
-            else:
-                torch.sub(theta, self.anchor, out=self.u)
             self.u.mul_(self.root)
         self.last_residual = self.u_views
         return self.u_views
@@ -423,7 +428,11 @@ class SI(_Quadratic):
         return lr, "buffer"
 
     def _flat_theta(self, fused) -> torch.Tensor | None:
-        """Copy the pre-step weights now (the penalty reads them as one flat vector)."""
+        """Copy the pre-step weights now (the penalty reads them as one flat vector) where the
+        path integral needs them (not with SGD, whose step is read from its own tensors: then the
+        penalty reads the parameters themselves)."""
+        if self._sgd_step_source() is not None:
+            return None
         checked = getattr(self, "_order_checked", None)   # (penalty, parameters, same order?)
         if checked is None or checked[0] is not fused or checked[1] is not self._params:
             same = len(fused.params) == len(self._params) and all(

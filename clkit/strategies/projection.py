@@ -222,7 +222,8 @@ class _Projection(TaskAwareStrategy):
         if state is None or len(state[0]) != len(params) or any(a is not b for a, b in zip(state[0], params)):
             if state is not None:
                 state[1].close()
-            state = self._groups_state = (params, GroupGradients(self.model))
+            state = (params, GroupGradients(self.model))
+        self._groups_state = state = (params, state[1])   # the identity check first next time
         return state[1]
 
     def _rows(self, n: int, params):
