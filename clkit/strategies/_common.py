@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .base import Strategy, Task, _plus, take
+from .base import Strategy, Task, _with_penalty, take
 
 __all__ = ["TaskAwareStrategy", "flat_grad", "set_flat_grad", "trainable", "mask_to", "per_sample_mean",
            "aligned_rows", "flat_views", "grads_of"]
@@ -119,14 +119,14 @@ class TaskAwareStrategy(Strategy):
         """One step on rows ``(xb, yb)`` of tasks ``tb``; the hook order is the base class's."""
         self.train_mode()
         self.optimizer.zero_grad(set_to_none=True)
-        loss = _plus(self.rows_loss(xb, yb, tb), self.penalty(task))
+        loss, rest = _with_penalty(self.rows_loss(xb, yb, tb), self.penalty(task))
         loss.backward()
         self.after_backward(xb, yb, task)
         self.optimizer.step()
         x, y = incoming if incoming is not None else (xb, yb)
         self.after_step(x, y, task)
         self.steps += 1
-        return float(loss.detach())
+        return float(loss.detach()) + float(rest)
 
     def rows_forward(self, x, task_ids: torch.Tensor) -> torch.Tensor:
         """Model outputs for rows belonging to tasks ``task_ids`` (shape (B,))."""

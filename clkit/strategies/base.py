@@ -85,9 +85,17 @@ def take(x, idx):
     return x[idx]
 
 
-def _plus(loss, penalty):
-    """``loss + penalty``, without an addition when the penalty is the number 0."""
-    return loss if isinstance(penalty, (int, float)) and penalty == 0 else loss + penalty
+def _with_penalty(loss, penalty):
+    """``(what to backpropagate, the penalty value still to add to the reported loss)``.
+
+    A penalty with a graph is added to ``loss``; one without (a number, or a tensor that needs no
+    gradient, as the fused penalties' value inside a step) cannot change the gradient, so it is
+    not added before the backward pass (one operation and one autograd node fewer) and only enters
+    the reported value, ``float(loss) + float(penalty)``.
+    """
+    if isinstance(penalty, torch.Tensor) and penalty.requires_grad:
+        return loss + penalty, 0.0
+    return loss, penalty
 
 
 def _cat(a, b):
@@ -285,13 +293,13 @@ class Strategy:
         self.train_mode()
         xb, yb = self.augment_batch(x, y, task)
         self.optimizer.zero_grad(set_to_none=True)
-        loss = _plus(self.criterion(self.forward(xb, task), yb), self.penalty(task))
+        loss, rest = _with_penalty(self.criterion(self.forward(xb, task), yb), self.penalty(task))
         loss.backward()
         self.after_backward(xb, yb, task)
         self.optimizer.step()
         self.after_step(x, y, task)
         self.steps += 1
-        return float(loss.detach())
+        return float(loss.detach()) + float(rest)
 
     def batches(self, n: int):
         """Shuffled mini-batch index tensors over ``n`` samples (local generator)."""

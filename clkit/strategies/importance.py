@@ -406,7 +406,8 @@ class SI(_Quadratic):
                         if n in pen:
                             g.sub_(pen[n])
             self._unreg = grads
-            self._step_from = self._sgd_step_source()
+            if u is None:   # the in-step penalty (_flat_theta) has not looked at the optimizer yet
+                self._step_from = self._sgd_step_source()
             if not self._copied and self._step_from is None:
                 torch._foreach_copy_(self._change_views, params)
             self._copied = False
@@ -431,7 +432,8 @@ class SI(_Quadratic):
         """Copy the pre-step weights now (the penalty reads them as one flat vector) where the
         path integral needs them (not with SGD, whose step is read from its own tensors: then the
         penalty reads the parameters themselves)."""
-        if self._sgd_step_source() is not None:
+        self._step_from = self._sgd_step_source()   # after_backward reuses it in this step
+        if self._step_from is not None:
             return None
         checked = getattr(self, "_order_checked", None)   # (penalty, parameters, same order?)
         if checked is None or checked[0] is not fused or checked[1] is not self._params:

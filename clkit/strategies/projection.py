@@ -278,12 +278,10 @@ class _Projection(TaskAwareStrategy):
         losses = gg(lambda x: self.rows_forward(x, tids), self._stacked_inputs(xb, mx),
                     [n, *sizes], losses_of, params, views, rows)
         penalty = self.penalty(task)
-        loss = losses[0].detach()
-        if not (isinstance(penalty, (int, float)) and penalty == 0):
-            loss = loss + penalty
-        if isinstance(loss, torch.Tensor) and loss.requires_grad:   # a penalty with a graph (subclasses)
-            grads = torch.autograd.grad(loss, params, allow_unused=True)
+        if isinstance(penalty, torch.Tensor) and penalty.requires_grad:   # a penalty with a graph (subclasses)
+            grads = torch.autograd.grad(penalty, params, allow_unused=True)
             torch._foreach_add_(views[0], [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)])
+            penalty = penalty.detach()
         for p, v in zip(params, views[0]):
             p.grad = v
         self._filled = True
@@ -292,7 +290,7 @@ class _Projection(TaskAwareStrategy):
         x, y = incoming if incoming is not None else (xb, yb)
         self.after_step(x, y, task)
         self.steps += 1
-        return float(loss)
+        return float(losses[0].detach()) + float(penalty)
 
     def train_batch(self, task: Task, idx: torch.Tensor) -> float:
         """The step on rows ``idx`` of ``task``, their inputs gathered straight into the head of
