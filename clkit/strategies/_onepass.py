@@ -190,6 +190,7 @@ class GroupGradients:
         slots = {m: ((at(m.pos), None) if not hasattr(m, "weight") else (at(m.weight), at(m.bias)))
                  for m in self.layers}
         covered = {i for pair in slots.values() for i in pair if i is not None}
+        self._layer_slots = sorted(covered)
         self._plan_for = (list(params), slots, [i for i in range(len(params)) if i not in covered], params)
         return slots, self._plan_for[2]
 
@@ -200,7 +201,7 @@ class GroupGradients:
         view = cache.get(i)
         if view is None:
             start = sum(p.numel() for p in params[:i])
-            view = cache[i] = rows[:, start:start + params[i].numel()].view(len(rows), *params[i].shape)
+            view = cache[i] = rows[:, start:start + params[i].numel()].view(rows.shape[0], *params[i].shape)
         return view
 
     def __call__(self, forward, x, sizes, losses_of, params, into, rows=None) -> list[torch.Tensor]:
@@ -240,7 +241,7 @@ class GroupGradients:
         finally:
             self._recorder.into = None
         calls = [(m, a, o) for m, a, o, va, vo in recorded
-                 if a.ndim and o.ndim and len(a) == n and len(o) == n and a._version == va and o._version == vo]
+                 if a.ndim and o.ndim and a.shape[0] == n and o.shape[0] == n and a._version == va and o._version == vo]
         if len(calls) != len(recorded):
             self.fell_back += 1
             for g, loss in enumerate(losses):
@@ -265,11 +266,10 @@ class GroupGradients:
                     continue
                 w, b = slots[m]
                 add_w, add_b = w in written, b in written
-                a = a.detach()
                 if type(m) is nn.Linear:      # the common case without the general rule's indirection
                     A = a.reshape(-1, m.in_features)
                     D = d.reshape(-1, m.out_features)
-                    per = len(A) // n       # further leading dimensions flattened with the rows
+                    per = A.shape[0] // n   # further leading dimensions flattened with the rows
                     if batched and not add_w and not add_b:
                         k = len(sizes)
                         Dk = D.view(k, -1, m.out_features)
@@ -292,6 +292,7 @@ class GroupGradients:
                             else:
                                 torch.sum(Dg, 0, out=into[g][b])
                 else:
+                    a = a.detach()
                     whole = _normalised(m, a)
                     for g, lo, hi in groups:
                         for i, value in zip((w, b), _group_rule(m, a[lo:hi], d[lo:hi],
@@ -302,9 +303,13 @@ class GroupGradients:
                                 else:
                                     into[g][i].copy_(value)
                 written.update((w, b))
-            for i in uncovered + [i for pair in slots.values() for i in pair if i is not None and i not in written]:
-                for g in range(len(sizes)):   # parameters no recorded call reached: zero gradient
+            for i in uncovered:              # parameters no layer holds, and layers no call reached
+                for g in range(len(sizes)):
                     into[g][i].zero_()
+            for i in self._layer_slots:
+                if i not in written:
+                    for g in range(len(sizes)):
+                        into[g][i].zero_()
         return losses
 
 

@@ -250,7 +250,7 @@ class _Projection(TaskAwareStrategy):
 
     def step_rows(self, xb, yb, tb, task, incoming=None) -> float:
         """One step; the gradients come from one stacked pass where the model allows it."""
-        self._batch_rows = len(yb)
+        self._batch_rows = n = yb.shape[0]   # (len() of a tensor is a Python call)
         self._memory_rows = memory = self.memory_groups(task)
         self._filled = False
         self._step_params = params = self._params
@@ -262,7 +262,6 @@ class _Projection(TaskAwareStrategy):
         self.train_mode()
         # no optimizer.zero_grad(): every trainable parameter's .grad is replaced below
         mx, my, mt, sizes = memory
-        n = len(yb)
         bounds = [0, n]
         for size in sizes:
             bounds.append(bounds[-1] + size)
@@ -298,9 +297,9 @@ class _Projection(TaskAwareStrategy):
         x = task.x
         stack = self._stack[0] if self._stack is not None else None
         if (self.one_pass and isinstance(x, torch.Tensor) and isinstance(idx, torch.Tensor) and idx.ndim == 1
-                and idx.dtype in (torch.int64, torch.int32) and stack is not None and len(idx) < len(stack)
+                and idx.dtype in (torch.int64, torch.int32) and stack is not None and idx.shape[0] < stack.shape[0]
                 and stack.shape[1:] == x.shape[1:] and stack.dtype == x.dtype and stack.device == x.device):
-            head = stack[:len(idx)]
+            head = stack[:idx.shape[0]]
             try:
                 torch.index_select(x, 0, idx, out=head)
             except (RuntimeError, IndexError):   # e.g. negative indices: the plain path
@@ -312,7 +311,7 @@ class _Projection(TaskAwareStrategy):
         """Rows ``[n, n + m)`` of the stacking buffer when the batch (``n`` rows) sits in its head,
         for the memory rows to be gathered into; ``None`` otherwise."""
         stack = self._stack[0] if self._stack is not None else None
-        if (stack is None or n + m > len(stack) or not isinstance(like, torch.Tensor)
+        if (stack is None or n + m > stack.shape[0] or not isinstance(like, torch.Tensor)
                 or stack.shape[1:] != like.shape[1:] or stack.dtype != like.dtype or stack.device != like.device):
             return None
         return stack[n:n + m]
@@ -324,11 +323,11 @@ class _Projection(TaskAwareStrategy):
         tensor as in the previous step (GEM's stacked memory)."""
         if not (isinstance(xb, torch.Tensor) and isinstance(mx, torch.Tensor)):
             return _cat(xb, mx)
-        n, m = len(xb), len(mx)
+        n, m = xb.shape[0], mx.shape[0]
         if mx.shape[1:] != xb.shape[1:] or mx.dtype != xb.dtype or mx.device != xb.device:
             return _cat(xb, mx)
         buf, key = self._stack if self._stack is not None else (None, None)
-        if buf is None or len(buf) < n + m or buf.shape[1:] != xb.shape[1:] or buf.dtype != xb.dtype \
+        if buf is None or buf.shape[0] < n + m or buf.shape[1:] != xb.shape[1:] or buf.dtype != xb.dtype \
                 or buf.device != xb.device:
             buf, key = torch.empty((n + m, *xb.shape[1:]), dtype=xb.dtype, device=xb.device), None
         if not (xb.data_ptr() == buf.data_ptr() and xb.is_contiguous()):
@@ -419,7 +418,7 @@ class AGEM(_Projection):
         if len(self.memory) == 0:
             return None
         mx, my, mt = self.memory.sample(self.agem_sample_size, self.generator, out=self._tail_for_memory())
-        return mx, my, mt, [len(my)]
+        return mx, my, mt, [my.shape[0]]
 
     def project(self, rows, views, grads) -> None:
         """``g - (g . g_ref / g_ref . g_ref) g_ref`` when ``g . g_ref < 0`` (two dot products, one
