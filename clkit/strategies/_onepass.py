@@ -204,7 +204,7 @@ class GroupGradients:
             view = cache[i] = rows[:, start:start + params[i].numel()].view(rows.shape[0], *params[i].shape)
         return view
 
-    def __call__(self, forward, x, sizes, losses_of, params, into, rows=None) -> list[torch.Tensor]:
+    def __call__(self, forward, x, sizes, losses_of, params, into, rows=None, total_of=None) -> list[torch.Tensor]:
         """Write the gradient of each group's loss into ``into``; return the group losses.
 
         Parameters
@@ -227,29 +227,43 @@ class GroupGradients:
             order of ``params``, as :func:`~clkit.strategies._common.flat_views`). With it, and
             groups of equal size, a Linear layer's weight gradients of every group come from one
             batched product (``torch.bmm``) written straight into the rows.
+        total_of : callable, optional
+            ``total_of(outputs) -> (total, first)``: the sum of the group losses as one scalar
+            with its graph (e.g. a per-row loss weighted by ``1 / group size``: one loss call and
+            one backward node instead of one per group) and group 0's loss value. Used for the
+            one-pass gradients; ``losses_of`` is then called only for the fallback.
 
         Returns
         -------
         list of Tensor
-            The group losses (with their graph).
+            The group losses (with their graph); with ``total_of``, ``[first]`` (no graph) unless
+            the fallback ran.
         """
         n = sum(sizes)
         slots, uncovered = self._plan(params)
         self._recorder.into = recorded = []
         try:
-            losses = losses_of(forward(x))
+            out = forward(x)
+            losses = losses_of(out) if total_of is None else total_of(out)
         finally:
             self._recorder.into = None
         calls = [(m, a, o) for m, a, o, va, vo in recorded
                  if a.ndim and o.ndim and a.shape[0] == n and o.shape[0] == n and a._version == va and o._version == vo]
         if len(calls) != len(recorded):
             self.fell_back += 1
+            if total_of is not None:
+                losses = losses_of(out)
             for g, loss in enumerate(losses):
                 grads = torch.autograd.grad(loss, params, retain_graph=g + 1 < len(losses), allow_unused=True)
                 torch._foreach_copy_(into[g], [torch.zeros_like(p) if d is None else d for d, p in zip(grads, params)])
             return losses
         # the output gradient of every call; autograd sums the group losses itself
-        deltas = torch.autograd.grad(losses, [o for _, _, o in calls], allow_unused=True) if calls else []
+        if total_of is not None:
+            total, first = losses
+            losses = [first]
+        else:
+            total = losses
+        deltas = torch.autograd.grad(total, [o for _, _, o in calls], allow_unused=True) if calls else []
         bounds = [0]
         for size in sizes:
             bounds.append(bounds[-1] + size)

@@ -89,7 +89,8 @@ class _Buffer:
         y : Tensor, shape (m,) or (m, d)
         task_ids : Tensor of int64, shape (m,)
         """
-        n = check_int("n", n, low=0)
+        if not (type(n) is int and n >= 0):   # the common case without the validator's call
+            n = check_int("n", n, low=0)
         if self.size == 0:
             return None, None, self.task_ids[:0]
         m = min(n, self.size)

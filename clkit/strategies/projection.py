@@ -26,18 +26,20 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from scipy.linalg import solve_triangular
 from scipy.optimize import nnls
 
 from .._validate import check_int, check_real
 from ._common import TaskAwareStrategy, aligned_rows, flat_views, grads_of
 from ._onepass import GroupGradients
-from .base import Task, _cat, register, take
+from .base import Strategy, Task, _cat, register, take
 from .memory import ReservoirBuffer
 
 __all__ = ["AGEM", "GEM", "agem_project", "gem_project", "gem_dual", "small_dual"]
 
 _ROWS_FORWARD = TaskAwareStrategy.rows_forward
+_CRITERION = Strategy.criterion
 
 
 def agem_project(g: torch.Tensor, g_ref: torch.Tensor) -> torch.Tensor:
@@ -273,9 +275,17 @@ class _Projection(TaskAwareStrategy):
         def losses_of(out):
             return [self.criterion(out[a:b], ys[a:b]) for a, b in zip(bounds, bounds[1:])]
 
+        total_of = None
+        if self.loss_fn is F.cross_entropy and type(self).criterion is _CRITERION and ys.ndim == 1:
+            def total_of(out):
+                """Sum over groups of each group's mean cross-entropy, as one weighted sum over rows
+                (weights 1 / group size): one loss call and one backward node for all groups."""
+                per = F.cross_entropy(out, ys, reduction="none")
+                return torch.dot(per, self._row_weights(n, sizes, per)), per[:n].detach().mean()
+
         rows, views = self._rows(len(sizes) + 1, params)
         losses = gg(lambda x: self.rows_forward(x, tids), self._stacked_inputs(xb, mx),
-                    [n, *sizes], losses_of, params, views, rows)
+                    [n, *sizes], losses_of, params, views, rows, total_of)
         penalty = self.penalty(task)
         if isinstance(penalty, torch.Tensor) and penalty.requires_grad:   # a penalty with a graph (subclasses)
             grads = torch.autograd.grad(penalty, params, allow_unused=True)
@@ -290,6 +300,17 @@ class _Projection(TaskAwareStrategy):
         self.after_step(x, y, task)
         self.steps += 1
         return float(losses[0].detach()) + float(penalty)
+
+    def _row_weights(self, n, sizes, like):
+        """``1 / size`` of each stacked row's group (batch rows first), in ``like``'s dtype and
+        device; cached while the group sizes stay the same."""
+        key = (n, *sizes, like.dtype, like.device)
+        cached = getattr(self, "_weights", None)
+        if cached is None or cached[0] != key:
+            w = torch.cat([torch.full((size,), 1.0 / size, dtype=like.dtype, device=like.device)
+                           for size in (n, *sizes)])
+            cached = self._weights = (key, w)
+        return cached[1]
 
     def train_batch(self, task: Task, idx: torch.Tensor) -> float:
         """The step on rows ``idx`` of ``task``, their inputs gathered straight into the head of
