@@ -51,7 +51,7 @@ class VAE(nn.Module):
     >>> vae = VAE((2, 3), latent_dim=4, hidden=8)
     >>> vae.sample(5, torch.Generator().manual_seed(0)).shape
     torch.Size([5, 2, 3])
-    >>> float(vae.loss(torch.zeros(7, 2, 3))) > 0
+    >>> float(vae.loss(torch.zeros(7, 2, 3)).detach()) > 0
     True
     """
 
