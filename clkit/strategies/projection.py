@@ -192,9 +192,11 @@ class _Projection(TaskAwareStrategy):
         self._filled = False            # the rows already hold this step's gradients (one pass)
         self._step_params = None        # this step's trainable parameters
         self._stack = None              # (buffer the step stacks its rows in, what its tail holds)
+        self._stack_views = {}          # (a, b) -> rows [a, b) of that buffer
         self._batch_rows = 0            # rows of this step's incoming batch
         self._trainable = None          # cache of _params
         self._row_params = None         # the parameter list the gradient rows were laid out for
+        self._row_slices = {}           # n -> (first n rows, their views)
         self._grads_in_row = False      # .grad are views of gradient row 0 (one pass)
         #: which path the latest step took: "one pass", "separate passes" or None (no memory yet)
         self.last_pass = None
@@ -229,17 +231,26 @@ class _Projection(TaskAwareStrategy):
         return state[1]
 
     def _rows(self, n: int, params):
+        """The first ``n`` gradient rows and their per-parameter views (``self._row_list`` holds
+        each row as a vector); reused from step to step, slices included."""
         buf = getattr(self, "_row_buffer", None)
-        if buf is not None and n <= buf.shape[0] and params is self._row_params:
-            return buf[:n], self._row_views[:n]
+        if buf is not None and params is self._row_params:
+            cached = self._row_slices.get(n)
+            if cached is not None:
+                return cached
         numel = sum(p.numel() for p in params)
-        if (buf is None or buf.shape[0] < n or buf.shape[1] != numel or buf.dtype != params[0].dtype
-                or buf.device != params[0].device):
+        fresh = (buf is None or buf.shape[0] < n or buf.shape[1] != numel or buf.dtype != params[0].dtype
+                 or buf.device != params[0].device)
+        if fresh:
             buf = aligned_rows(n, numel, params[0].dtype, params[0].device)   # dot is slow on unaligned rows
             self._row_buffer = buf
-        self._row_params = params
-        self._row_views = [flat_views(row, params) for row in buf]   # shaped like these parameters
-        return buf[:n], self._row_views[:n]
+        if fresh or params is not self._row_params:
+            self._row_params = params
+            self._row_views = [flat_views(row, params) for row in buf]   # shaped like these parameters
+            self._row_list = list(buf.unbind(0))
+            self._row_slices = {}
+        cached = self._row_slices[n] = (buf[:n], self._row_views[:n])
+        return cached
 
     def memory_groups(self, task):
         """This step's memory rows, stacked: ``(x, y, task_ids, sizes)`` (rows per group), or
@@ -320,7 +331,7 @@ class _Projection(TaskAwareStrategy):
         if (self.one_pass and isinstance(x, torch.Tensor) and isinstance(idx, torch.Tensor) and idx.ndim == 1
                 and idx.dtype in (torch.int64, torch.int32) and stack is not None and idx.shape[0] < stack.shape[0]
                 and stack.shape[1:] == x.shape[1:] and stack.dtype == x.dtype and stack.device == x.device):
-            head = stack[:idx.shape[0]]
+            head = self._stack_view(0, idx.shape[0])
             try:
                 torch.index_select(x, 0, idx, out=head)
             except (RuntimeError, IndexError):   # e.g. negative indices: the plain path
@@ -335,7 +346,7 @@ class _Projection(TaskAwareStrategy):
         if (stack is None or n + m > stack.shape[0] or not isinstance(like, torch.Tensor)
                 or stack.shape[1:] != like.shape[1:] or stack.dtype != like.dtype or stack.device != like.device):
             return None
-        return stack[n:n + m]
+        return self._stack_view(n, n + m)
 
     def _stacked_inputs(self, xb, mx):
         """``cat([xb, mx])``, in a buffer kept from step to step. Whatever already sits in place
@@ -351,14 +362,23 @@ class _Projection(TaskAwareStrategy):
         if buf is None or buf.shape[0] < n + m or buf.shape[1:] != xb.shape[1:] or buf.dtype != xb.dtype \
                 or buf.device != xb.device:
             buf, key = torch.empty((n + m, *xb.shape[1:]), dtype=xb.dtype, device=xb.device), None
+            self._stack_views = {}
+        self._stack = (buf, (mx, mx._version, n))
         if not (xb.data_ptr() == buf.data_ptr() and xb.is_contiguous()):
-            buf[:n].copy_(xb)
-        tail = buf[n:n + m]
+            self._stack_view(0, n).copy_(xb)
+        tail = self._stack_view(n, n + m)
         if not (mx.data_ptr() == tail.data_ptr() and mx.is_contiguous()
                 or key is not None and key[0] is mx and key[1] == mx._version and key[2] == n):
             tail.copy_(mx)
-        self._stack = (buf, (mx, mx._version, n))
-        return buf[:n + m]
+        return self._stack_view(0, n + m)
+
+    def _stack_view(self, a: int, b: int):
+        """Rows ``[a, b)`` of the stacking buffer (views kept while the buffer is)."""
+        views = self._stack_views
+        view = views.get((a, b))
+        if view is None:
+            view = views[(a, b)] = self._stack[0][a:b]
+        return view
 
     def after_backward(self, x, y, task) -> None:
         """Fill the gradient rows (unless one pass already did) and :meth:`project` ``.grad``.
@@ -447,12 +467,13 @@ class AGEM(_Projection):
         if rows is None:
             self.reference_grad = None
             return
-        self.reference_grad = rows[1]
-        dot, ref_sq = torch.mv(rows[:2], rows[1]).tolist()   # g . g_ref, g_ref . g_ref in one pass
+        g, ref = self._row_list[0], self._row_list[1]    # (rows[0], rows[1] without an indexing op)
+        self.reference_grad = ref
+        dot, ref_sq = torch.mv(rows[:2] if rows.shape[0] != 2 else rows, ref).tolist()   # g.ref, ref.ref
         if dot < 0:   # as agem_project
             scale = dot / max(ref_sq, 1e-12)
             if self._grads_in_row:
-                rows[0].add_(rows[1], alpha=-scale)
+                g.add_(ref, alpha=-scale)
             else:
                 torch._foreach_add_(grads, views[1], alpha=-scale)
 
