@@ -148,8 +148,15 @@ class TaskAwareStrategy(Strategy):
         return self.criterion(self.rows_forward(x, task_ids), y)
 
     def task_ids_of(self, n: int, task: Task | None) -> torch.Tensor:
-        """Task-id vector for ``n`` incoming rows (``-1`` when the task is unknown)."""
-        return torch.full((n,), task.task_id if task is not None else -1, dtype=torch.int64)
+        """Task-id vector for ``n`` incoming rows (``-1`` when the task is unknown).
+
+        The latest vector is reused while ``n`` and the task id repeat (every step of a task):
+        treat it as read-only."""
+        key = (n, task.task_id if task is not None else -1)
+        cached = getattr(self, "_task_ids", None)
+        if cached is None or cached[0] != key:
+            cached = self._task_ids = (key, torch.full((n,), key[1], dtype=torch.int64))
+        return cached[1]
 
 
 def mask_to(out: torch.Tensor, classes, scenario: str) -> torch.Tensor:

@@ -177,6 +177,11 @@ class FusedQuadratic:
         self.last_residual = self.u_views
         return self.u_views
 
+    def value_float(self) -> float:
+        """:meth:`value` as a Python number (no tensor operations beyond the dot product)."""
+        with torch.no_grad():
+            return 0.5 * float(torch.dot(self.u, self.u)) + self.const
+
     def value(self) -> torch.Tensor:
         """The penalty ``1/2 ||u||^2 + coefficient C`` for the latest :meth:`residual`."""
         with torch.no_grad():
@@ -267,7 +272,7 @@ class _Quadratic(TaskAwareStrategy):
             return 0.0
         if getattr(self, "_in_step", False):
             self._pending = fused.residual(self._flat_theta(fused))
-            return fused.value()
+            return fused.value_float()
         return fused()
 
     def _flat_theta(self, fused) -> torch.Tensor | None:
