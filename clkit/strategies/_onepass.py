@@ -161,6 +161,7 @@ class GroupGradients:
         # one forward hook per layer, kept for the life of this object (registering and removing
         # them every step cost ~20 us of a 1.4 ms MLP step); it records only during __call__
         self._views, self._views_for, self._views_params = {}, None, None   # views across the group rows (_across)
+        self._views_rows = None
         self._recorder = _Recorder()
         self._handles = [m.register_forward_hook(self._recorder) for m in self.layers]
 
@@ -248,7 +249,7 @@ class GroupGradients:
         finally:
             self._recorder.into = None
         calls = [(m, a, o) for m, a, o, va, vo in recorded
-                 if a.ndim and o.ndim and a.shape[0] == n and o.shape[0] == n and a._version == va and o._version == vo]
+                 if a.dim() and o.dim() and a.size(0) == n and o.size(0) == n and a._version == va and o._version == vo]
         if len(calls) != len(recorded):
             self.fell_back += 1
             if total_of is not None:
@@ -269,10 +270,11 @@ class GroupGradients:
             bounds.append(bounds[-1] + size)
         groups = list(zip(range(len(sizes)), bounds, bounds[1:]))
         batched = rows is not None and len(sizes) > 1 and all(size == sizes[0] for size in sizes)
-        if batched:
+        if batched and (rows is not self._views_rows or params is not self._views_params):
             key = (rows.data_ptr(), rows.shape, rows.stride(), rows.dtype)
             if self._views_for != key or self._views_params is not params:   # other rows or parameters
                 self._views, self._views_for, self._views_params = {}, key, params
+            self._views_rows = rows
         written = set()    # slots written by an earlier call (a layer called twice adds)
         with torch.no_grad():
             for (m, a, o), d in zip(calls, deltas):
@@ -283,7 +285,7 @@ class GroupGradients:
                 if type(m) is nn.Linear:      # the common case without the general rule's indirection
                     A = a.reshape(-1, m.in_features)
                     D = d.reshape(-1, m.out_features)
-                    per = A.shape[0] // n   # further leading dimensions flattened with the rows
+                    per = A.size(0) // n    # further leading dimensions flattened with the rows
                     if batched and not add_w and not add_b:
                         k = len(sizes)
                         Dk = D.view(k, -1, m.out_features)

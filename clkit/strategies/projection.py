@@ -263,7 +263,7 @@ class _Projection(TaskAwareStrategy):
 
     def step_rows(self, xb, yb, tb, task, incoming=None) -> float:
         """One step; the gradients come from one stacked pass where the model allows it."""
-        self._batch_rows = n = yb.shape[0]   # (len() of a tensor is a Python call)
+        self._batch_rows = n = yb.size(0)   # (len() of a tensor is a Python-level call)
         self._memory_rows = memory = self.memory_groups(task)
         self._filled = False
         self._step_params = params = self._params
@@ -329,9 +329,9 @@ class _Projection(TaskAwareStrategy):
         x = task.x
         stack = self._stack[0] if self._stack is not None else None
         if (self.one_pass and isinstance(x, torch.Tensor) and isinstance(idx, torch.Tensor) and idx.ndim == 1
-                and idx.dtype in (torch.int64, torch.int32) and stack is not None and idx.shape[0] < stack.shape[0]
+                and idx.dtype in (torch.int64, torch.int32) and stack is not None and idx.size(0) < stack.size(0)
                 and stack.shape[1:] == x.shape[1:] and stack.dtype == x.dtype and stack.device == x.device):
-            head = self._stack_view(0, idx.shape[0])
+            head = self._stack_view(0, idx.size(0))
             try:
                 torch.index_select(x, 0, idx, out=head)
             except (RuntimeError, IndexError):   # e.g. negative indices: the plain path
@@ -343,7 +343,7 @@ class _Projection(TaskAwareStrategy):
         """Rows ``[n, n + m)`` of the stacking buffer when the batch (``n`` rows) sits in its head,
         for the memory rows to be gathered into; ``None`` otherwise."""
         stack = self._stack[0] if self._stack is not None else None
-        if (stack is None or n + m > stack.shape[0] or not isinstance(like, torch.Tensor)
+        if (stack is None or n + m > stack.size(0) or not isinstance(like, torch.Tensor)
                 or stack.shape[1:] != like.shape[1:] or stack.dtype != like.dtype or stack.device != like.device):
             return None
         return self._stack_view(n, n + m)
@@ -355,11 +355,17 @@ class _Projection(TaskAwareStrategy):
         tensor as in the previous step (GEM's stacked memory)."""
         if not (isinstance(xb, torch.Tensor) and isinstance(mx, torch.Tensor)):
             return _cat(xb, mx)
-        n, m = xb.shape[0], mx.shape[0]
+        n, m = xb.size(0), mx.size(0)
+        views = self._stack_views
+        if xb is views.get((0, n)):   # the batch was gathered into the head (train_batch)
+            key = self._stack[1]
+            if mx is views.get((n, n + m)) or (key[0] is mx and key[1] == mx._version and key[2] == n):
+                self._stack = (self._stack[0], (mx, mx._version, n))
+                return self._stack_view(0, n + m)   # both already in place: nothing to check or copy
         if mx.shape[1:] != xb.shape[1:] or mx.dtype != xb.dtype or mx.device != xb.device:
             return _cat(xb, mx)
         buf, key = self._stack if self._stack is not None else (None, None)
-        if buf is None or buf.shape[0] < n + m or buf.shape[1:] != xb.shape[1:] or buf.dtype != xb.dtype \
+        if buf is None or buf.size(0) < n + m or buf.shape[1:] != xb.shape[1:] or buf.dtype != xb.dtype \
                 or buf.device != xb.device:
             buf, key = torch.empty((n + m, *xb.shape[1:]), dtype=xb.dtype, device=xb.device), None
             self._stack_views = {}
@@ -459,7 +465,7 @@ class AGEM(_Projection):
         if len(self.memory) == 0:
             return None
         mx, my, mt = self.memory.sample(self.agem_sample_size, self.generator, out=self._tail_for_memory())
-        return mx, my, mt, [my.shape[0]]
+        return mx, my, mt, [my.size(0)]
 
     def project(self, rows, views, grads) -> None:
         """``g - (g . g_ref / g_ref . g_ref) g_ref`` when ``g . g_ref < 0`` (two dot products, one
@@ -469,7 +475,7 @@ class AGEM(_Projection):
             return
         g, ref = self._row_list[0], self._row_list[1]    # (rows[0], rows[1] without an indexing op)
         self.reference_grad = ref
-        dot, ref_sq = torch.mv(rows[:2] if rows.shape[0] != 2 else rows, ref).tolist()   # g.ref, ref.ref
+        dot, ref_sq = torch.mv(rows[:2] if rows.size(0) != 2 else rows, ref).tolist()   # g.ref, ref.ref
         if dot < 0:   # as agem_project
             scale = dot / max(ref_sq, 1e-12)
             if self._grads_in_row:
