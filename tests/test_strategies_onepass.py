@@ -186,3 +186,23 @@ def test_rows_gathered_in_place_give_the_separate_pass_run_with_uneven_batches(c
         finals.append([p.detach().clone() for p in s.model.parameters()])
     for a, b in zip(*finals):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_recording_hooks_are_inert_outside_a_call_and_go_with_close():
+    """The hooks record nothing outside a call; copies and pickles of the model carry inactive
+    recorders; close() removes them."""
+    import copy
+    import pickle
+
+    with torch_seeded(0):
+        net = _net("mlp")
+    gg = GroupGradients(net)
+    layers = [m for m in net.modules() if isinstance(m, torch.nn.Linear)]
+    assert all(len(m._forward_hooks) == 1 for m in layers)
+    x = torch.randn(3, 12)
+    net(x)
+    assert gg._recorder.into is None
+    for clone in (copy.deepcopy(net), pickle.loads(pickle.dumps(net))):
+        torch.testing.assert_close(clone(x), net(x))
+    gg.close()
+    assert all(len(m._forward_hooks) == 0 for m in layers)

@@ -135,6 +135,12 @@ class GroupGradients:
         Checked with :func:`one_pass_reason`; ``self.reason`` says why not where it fails (then
         :meth:`__call__` must not be used).
 
+    Notes
+    -----
+    A forward hook on each layer with trainable parameters records the layer's input and output
+    during :meth:`__call__` and does nothing otherwise; the hooks stay on the model until
+    :meth:`close` (or until this object is garbage-collected).
+
     Examples
     --------
     >>> from clkit.models import MLP
@@ -153,15 +159,14 @@ class GroupGradients:
     def __init__(self, model: nn.Module):
         self.model = model
         self.reason = one_pass_reason(model)
-        self.modules = list(model.modules())
         self.layers = [m for m in model.modules()
                        if any(p.requires_grad for p in m.parameters(recurse=False))] if self.reason is None else []
         self.fell_back = 0   # steps that took the same-graph autograd fallback at run time
-        self._plan_for = None   # (params, {layer: slots}, slots no layer covers) of the latest params
-        # one forward hook per layer, kept for the life of this object (registering and removing
-        # them every step cost ~20 us of a 1.4 ms MLP step); it records only during __call__
+        self._plan_for = None   # (params, {layer: slots}, slots no layer covers, params object)
         self._views, self._views_for, self._views_params = {}, None, None   # views across the group rows (_across)
         self._views_rows = None
+        # one forward hook per layer, kept for the life of this object (registering and removing
+        # them every step cost ~20 us of a 1.4 ms MLP step); it records only during __call__
         self._recorder = _Recorder()
         self._handles = [m.register_forward_hook(self._recorder) for m in self.layers]
 
