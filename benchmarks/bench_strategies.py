@@ -197,7 +197,8 @@ def print_steps(runs, rounds, inner, avalanche_json=None, cnn_rounds=None):
     print("1. Step cost: MLP 784-256-10 and small_cnn (3x32x32 -> 30), batch 64, class-incremental, one thread,\n"
           "   step on task 3 (two tasks learnt before), CPU time of the thread")
     rows, md_rows, records = [], [], []
-    for kind, cases, r_ in (("mlp", MLP_CASES, rounds), ("small_cnn", CNN_CASES, cnn_rounds or max(3, rounds // 4))):
+    cnn_rounds = cnn_rounds or max(5, rounds // 2)
+    for kind, cases, r_ in (("mlp", MLP_CASES, rounds), ("small_cnn", CNN_CASES, cnn_rounds)):
         per_run = []
         for i in range(runs if kind == "mlp" else 1):
             times = step_table("mlp" if kind == "mlp" else "cnn", cases, r_, inner if kind == "mlp" else 2)
@@ -237,7 +238,8 @@ def print_steps(runs, rounds, inner, avalanche_json=None, cnn_rounds=None):
     steps = -(-len(mlp_tasks()[2]) // 64)
     record = statistics.median(records)
     notes = [
-        f"Medians of {runs} run(s) x {rounds} interleaved rounds (MLP); CPU time of one thread "
+        f"Medians of {runs} run(s) x {rounds} interleaved rounds (MLP), of 1 run x {cnn_rounds} rounds (small_cnn); "
+        "CPU time of one thread "
         "(`time.thread_time`), so time descheduled on a loaded machine does not count.",
         "Unit: the bare PyTorch step (zero_grad, forward, cross-entropy, backward, SGD momentum 0.9) on the same "
         "64 rows; 'x naive' is the ratio to clkit's naive step. Targets (issue 27): EWC/SI/MAS/LwF <= 1.3, A-GEM "
