@@ -190,7 +190,6 @@ class _Projection(TaskAwareStrategy):
         self._groups_state = None       # (trainable parameters, GroupGradients) of the latest check
         self._memory_rows = None        # this step's memory groups: (x, y, task_ids, sizes)
         self._filled = False            # the rows already hold this step's gradients (one pass)
-        self._step_params = None        # this step's trainable parameters
         self._stack = None              # (buffer the step stacks its rows in, what its tail holds)
         self._stack_views = {}          # (a, b) -> rows [a, b) of that buffer
         self._batch_rows = 0            # rows of this step's incoming batch
@@ -266,12 +265,12 @@ class _Projection(TaskAwareStrategy):
         self._batch_rows = n = yb.size(0)   # (len() of a tensor is a Python-level call)
         self._memory_rows = memory = self.memory_groups(task)
         self._filled = False
-        self._step_params = params = self._params
-        if memory is None or not params or not self.one_pass or self._group_gradients(params).reason is not None:
+        params = self._params
+        gg = self._group_gradients(params) if memory is not None and params and self.one_pass else None
+        if gg is None or gg.reason is not None:
             self.last_pass = None if memory is None else "separate passes"
             return super().step_rows(xb, yb, tb, task, incoming)
         self.last_pass = "one pass"
-        gg = self._group_gradients(params)
         self.train_mode()
         # no optimizer.zero_grad(): every trainable parameter's .grad is replaced below
         mx, my, mt, sizes = memory
@@ -396,7 +395,7 @@ class _Projection(TaskAwareStrategy):
         if memory is None:
             self.project(None, None, None)
             return
-        params = self._step_params if self._step_params is not None else self._params
+        params = self._params
         rows, views = self._rows(len(memory[3]) + 1, params)
         self._grads_in_row = self._filled
         if self._filled:
