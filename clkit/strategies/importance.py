@@ -102,7 +102,7 @@ class FusedQuadratic:
     >>> w = {"weight": torch.tensor([[2.0]])}
     >>> f = FusedQuadratic(list(lin.named_parameters()), [(w, {"weight": torch.tensor([[1.0]])}),
     ...                                                   (w, {"weight": torch.tensor([[2.0]])})], 1.0)
-    >>> round(float(f()), 5)    # 2 (3 - 1)^2 + 2 (3 - 2)^2
+    >>> round(float(f().detach()), 5)    # 2 (3 - 1)^2 + 2 (3 - 2)^2
     10.0
     >>> lin.weight.grad = torch.zeros(1, 1)
     >>> f.add_grad_([lin.weight.grad], f.residual())
