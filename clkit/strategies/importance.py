@@ -52,7 +52,7 @@ def quadratic_penalty(model, terms) -> torch.Tensor | float:
     >>> lin = torch.nn.Linear(1, 1, bias=False)
     >>> with torch.no_grad():
     ...     _ = lin.weight.fill_(3.0)
-    >>> float(quadratic_penalty(lin, [({"weight": torch.tensor([[2.0]])}, {"weight": torch.tensor([[1.0]])})]))
+    >>> float(quadratic_penalty(lin, [({"weight": torch.tensor([[2.0]])}, {"weight": torch.tensor([[1.0]])})]).detach())
     8.0
     """
     if not terms:
