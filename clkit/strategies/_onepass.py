@@ -324,10 +324,10 @@ class GroupGradients:
                                 else:
                                     into[g][i].copy_(value)
                 written.update((w, b))
-            for i in uncovered:              # parameters no layer holds, and layers no call reached
+            for i in uncovered:              # parameters no layer holds: zero gradient
                 for g in range(len(sizes)):
                     into[g][i].zero_()
-            for i in self._layer_slots:
+            for i in self._layer_slots:      # parameters of layers no recorded call reached
                 if i not in written:
                     for g in range(len(sizes)):
                         into[g][i].zero_()
@@ -345,11 +345,9 @@ def _normalised(m, a):
 
 def _group_rule(m, a, d, xhat):
     """``m``'s (weight, bias) gradients on one group's rows (``None`` where ``m`` has none; for
-    :class:`~clkit.models.transformer.LearnedPosition` the first is the position table's)."""
-    if isinstance(m, nn.Linear):
-        A = a.reshape(-1, m.in_features)
-        D = d.reshape(-1, m.out_features)
-        return D.T @ A, (D.sum(0) if m.bias is not None else None)
+    :class:`~clkit.models.transformer.LearnedPosition` the first is the position table's).
+    ``nn.Linear`` never comes here: :meth:`GroupGradients.__call__` forms its products itself
+    (and :func:`one_pass_reason` admits exact module types only, so no subclass of it)."""
     if isinstance(m, _CONV):
         dims = m.weight.ndim - 2
         bias = m.bias is not None and m.bias.requires_grad

@@ -134,6 +134,8 @@ def small_dual(gram, Gg, margin: float = 0.5) -> list[float] | None:
     >>> small_dual([[1.0, 0.0], [0.0, 1.0]], [-1.0, 2.0], margin=0.0)
     [1.0, 0.0]
     """
+    if not 1 <= len(Gg) <= 2:
+        return None
     P = [[float(v) for v in row] for row in gram]
     d = [float(v) for v in Gg]
     m = float(margin)
@@ -143,8 +145,6 @@ def small_dual(gram, Gg, margin: float = 0.5) -> list[float] | None:
             return None
         q = a * m + d[0]
         return [m + max(0.0, -q / a)]
-    if len(d) != 2:
-        return None
     a, c, b = P[0][0], P[1][1], 0.5 * (P[0][1] + P[1][0])
     det = a * c - b * b
     if not (a > 0 and c > 0 and det > 1e-10 * a * c):
@@ -555,14 +555,13 @@ class GEM(_Projection):
             return
         k = rows.shape[0] - 1
         self.constraints = rows[1:]
-        # everything the exact QP needs, G G' and G g, from one Gram matrix of [g; G] formed in
+        # everything the exact QP needs, G g and G G', from the Gram matrix of [g; G] formed in
         # the gradients' float32 (the reference implementations, GEM's and Avalanche's, form it
         # in float64 with NumPy) and solved in float64. Measured on bench_strategies' MLP rows:
         # relative Gram difference <= 1.1e-5, no constraint violated beyond the float32
-        # rounding of g~ itself in 300 steps; 0.3 ms per step less (tests/test_strategies_
-        # rehearsal.py checks the constraints with margin 0 too).
-        # column j of the Gram matrix, <r_i, r_j> for i <= j, from one matrix-vector product each:
-        # measured 1.3-1.6x faster than one (k + 1, P) x (P, k) product for k = 2..9
+        # rounding of g~ itself in 300 steps (tests/test_strategies_rehearsal.py checks the
+        # constraints with margin 0 too). Column j, <r_i, r_j> for i <= j, is one matrix-vector
+        # product: measured 1.3-1.6x faster than one (k + 1, P) x (P, k) product for k = 2..9.
         gram = np.zeros((k + 1, k))
         for j in range(1, k + 1):
             col = torch.mv(rows[:j + 1], rows[j]).numpy(force=True)
@@ -570,7 +569,7 @@ class GEM(_Projection):
             gram[j, :j - 1] = col[1:j]
         if (gram[0] >= 0).all():
             return
-        v = small_dual(gram[1:], gram[0], self.gem_memory_strength) if k <= 2 else None
+        v = small_dual(gram[1:], gram[0], self.gem_memory_strength)
         if v is None:
             v = gem_dual(gram[1:], gram[0], self.gem_memory_strength).tolist()
         if self._grads_in_row:              # g~ = g + G' v, in place on the flat row
