@@ -8,8 +8,10 @@ Three parts:
    is timed as ``train_task`` runs it. The table leads with clkit's milliseconds per step beside
    Avalanche 0.6's (``avalanche_reference.py`` run in its own venv, passed with ``--avalanche-json``;
    without it the quoted 2026-11-23 figures, and the table says so), then ratios with the bare
-   PyTorch step on the same rows as the common unit, and, for A-GEM/GEM, the one-pass lower bound:
-   a bare step on the batch and the memory rows stacked. ``--markdown FILE`` writes this table.
+   PyTorch step on the same rows as the common unit, and, for A-GEM/GEM, the one-pass lower bound
+   (a bare step on the batch and the memory rows stacked) and a hand-written exact one-pass step
+   (:func:`projection_prototype`, checked against separate autograd passes on every run), with
+   each case's minor page faults per step. ``--markdown FILE`` writes this table.
 2. The same ratios for every registered strategy on SmallCNN (3x32x32, 30 outputs, batch 128).
 3. End-of-task importance passes (EWC's per-sample Fisher, MAS's importance): clkit's (the
    outer-product shortcut for MLPs, one batched backward with per-sample products per layer for
@@ -22,6 +24,15 @@ once per round, the minimum of ``--inner`` steps), and a ratio is the median ove
 per-round ratio to naive. Cache contention from other processes still inflates the
 memory-bound parts: on a loaded machine, run it several times (``--runs``) and read the medians.
 
+Allocator (``--allocator``): with glibc's default settings, how much of a step's memory goes back
+to the system at the end of the step (and is page-faulted in again, zeroed, by the next) depends on
+the sizes the *process* freed before: glibc raises its mmap and trim thresholds to the largest
+block freed so far. Measured on small_cnn at 64 + 64 rows: 0 to 17,000 minor page faults per
+step, up to twice the step's time, changing with which other cases ran in the same process. By
+default (``steady``) the bench serves every block from the heap and never trims it (``mallopt``)
+so no case pays for another's history; ``--allocator default`` leaves glibc as it is. The table
+prints the minor page faults per step of every case either way.
+
 Usage: .venv/bin/python benchmarks/bench_strategies.py [--runs N] [--rounds R] [--quick] [--only PART]
        [--avalanche-json FILE] [--markdown docs/generated/bench-strategies.md]   (--help for all options)
 """
@@ -29,7 +40,9 @@ Usage: .venv/bin/python benchmarks/bench_strategies.py [--runs N] [--rounds R] [
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
+import resource
 import statistics
 import time
 import warnings
@@ -57,19 +70,47 @@ def _cpu():
     return time.thread_time()
 
 
-def interleaved(fns: dict, rounds: int, inner: int) -> dict[str, list[float]]:
-    """Seconds per call of each callable: per round, the minimum of ``inner`` calls."""
+def _faults():
+    return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+
+
+#: glibc's mallopt parameters
+M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+
+
+def steady_allocator() -> str:
+    """Serve every block from glibc's heap (no ``mmap``) and switch heap trimming off
+    (``mallopt``), so memory a step frees stays mapped for the next step whatever the process
+    allocated before; returns what was done. Outside glibc nothing changes."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        done = libc.mallopt(M_MMAP_MAX, 0) == 1 and libc.mallopt(M_TRIM_THRESHOLD, 2 ** 31 - 1) == 1
+    except (OSError, AttributeError):
+        done = False
+    return ("steady (glibc mallopt: no mmap, no trimming)" if done
+            else "as the system has it (not glibc, or mallopt refused)")
+
+
+def interleaved(fns: dict, rounds: int, inner: int, faults: dict | None = None) -> dict[str, list[float]]:
+    """Seconds per call of each callable: per round, the minimum of ``inner`` calls. ``faults``, if
+    given, receives each callable's minor page faults per call (one mean per round)."""
     for fn in fns.values():   # warm-up
         for _ in range(3):
             fn()
     out = {k: [] for k in fns}
+    for k in fns:
+        if faults is not None:
+            faults[k] = []
     for _ in range(rounds):
         for k, fn in fns.items():
             best = float("inf")
+            f0 = _faults()
             for _ in range(inner):
                 t0 = _cpu()
                 fn()
                 best = min(best, _cpu() - t0)
+            if faults is not None:
+                faults[k].append((_faults() - f0) / inner)
             out[k].append(best)
     return out
 
@@ -114,6 +155,8 @@ MLP_CASES = [  # (label, strategy, kwargs, extra rows in the one stacked pass)
     ("gem", "gem", {"gem_patterns_per_task": 256}, 512),
 ]
 CNN_CASES = [c for c in MLP_CASES if c[1] in ("naive", "agem", "gem")]
+#: the labels of the hand-written one-pass steps (projection_prototype) in the table
+PROTO = {"agem": "agem prototype (64)", "gem": "gem prototype (64/task)"}
 #: Avalanche 0.6's names in avalanche_reference.py
 AVA_NAMES = {"naive": "Naive", "ewc": "EWC", "si": "SI", "mas": "MAS", "lwf": "LwF", "agem": "A-GEM (256/256)",
              "agem (64 ref. rows)": "A-GEM (256/64)", "gem": "GEM (256)", "gem (64 rows/task)": "GEM (64)"}
@@ -148,8 +191,100 @@ def gathered_bare_step(model, task):
     return step
 
 
-def step_table(kind, cases, rounds, inner):
-    """CPU seconds per step (per round) of every case, the bare step and the one-pass lower bounds.
+def projection_prototype(model, x, y, method="agem", batch=64, margin=0.5):
+    """A hand-written exact one-pass A-GEM or GEM step for ``head(features(x))`` models (MLP,
+    SmallCNN): the floor the kit's generic step is read against.
+
+    ``x, y`` hold the batch (first ``batch`` rows) and the reference rows already stacked (A-GEM:
+    one group; GEM: groups of ``batch`` rows, one per earlier task), so the prototype neither samples
+    the memory nor gathers rows. One forward through the layers in order (the loop keeps each weight
+    layer's input and output: no hooks), one backward to those outputs, each group's weight
+    gradients from its own rows (``mm`` / the convolution's weight-gradient kernel) written into flat
+    rows, the projection of the batch row (A-GEM: on the reference row; GEM: the dual for one or two
+    constraints in closed form, :func:`clkit.strategies.projection.small_dual`, with ``margin``),
+    then SGD with momentum 0.9 on the projected row. Returns ``(step, grads)``: the step, and a
+    function giving the gradient rows (for the exactness check).
+    """
+    from clkit.strategies.projection import small_dual
+
+    layers = [*model.features, model.head]
+    weighted = {m for m in layers if any(True for _ in m.parameters(recurse=False))}
+    params = [p for m in layers for p in m.parameters(recurse=False)]
+    sizes = [p.numel() for p in params]
+    bounds = list(range(0, x.shape[0] + 1, batch))
+    groups = list(zip(bounds, bounds[1:]))
+    rows = torch.zeros(len(groups), sum(sizes))
+    views = [[r.view(p.shape) for r, p in zip(row.split(sizes), params)] for row in rows]
+    slot = {id(p): i for i, p in enumerate(params)}
+    for p, v in zip(params, views[0]):
+        p.grad = v                       # SGD reads the projected batch row
+    opt = torch.optim.SGD(params, lr=0.01, momentum=0.9)
+
+    def grads():
+        h, rec = x, []
+        for m in layers:
+            o = m(h)
+            if m in weighted:
+                rec.append((m, h, o))
+            h = o
+        loss = sum(F.cross_entropy(h[lo:hi], y[lo:hi]) for lo, hi in groups)
+        deltas = torch.autograd.grad(loss, [o for _, _, o in rec])
+        with torch.no_grad():
+            for (m, a, _), d in zip(rec, deltas):
+                w, b = slot[id(m.weight)], slot[id(m.bias)]
+                for g, (lo, hi) in enumerate(groups):
+                    if isinstance(m, torch.nn.Linear):
+                        torch.mm(d[lo:hi].T, a[lo:hi], out=views[g][w])
+                        torch.sum(d[lo:hi], 0, out=views[g][b])
+                    else:
+                        _, gw, gb = torch.ops.aten.convolution_backward(
+                            d[lo:hi], a[lo:hi].detach(), m.weight, [m.out_channels], m.stride, m.padding,
+                            m.dilation, False, [0, 0], 1, [False, True, True])
+                        views[g][w].copy_(gw)
+                        views[g][b].copy_(gb)
+        return rows
+
+    def step():
+        grads()
+        with torch.no_grad():
+            if method == "agem":
+                dots = torch.mv(rows, rows[1])          # (g.r, r.r)
+                if dots[0] < 0:
+                    rows[0].sub_(rows[1], alpha=float(dots[0] / dots[1]))
+            else:
+                Gg = torch.mv(rows[1:], rows[0])
+                if bool((Gg < 0).any()):
+                    gram = rows[1:] @ rows[1:].T
+                    v = small_dual(gram.tolist(), Gg.tolist(), margin)
+                    rows[0].addmv_(rows[1:].T, torch.tensor(v))
+        opt.step()
+
+    return step, grads
+
+
+def prototype_error(model, x, y, batch=64):
+    """Largest difference between the prototype's gradient rows and separate autograd passes."""
+    _, grads = projection_prototype(model, x, y, "gem", batch)
+    rows = grads().clone()
+    worst = 0.0
+    for row, lo in zip(rows, range(0, x.shape[0], batch)):
+        sep = torch.autograd.grad(F.cross_entropy(model(x[lo:lo + batch]), y[lo:lo + batch]), list(model.parameters()))
+        flat = torch.cat([g.reshape(-1) for g in sep])
+        worst = max(worst, float((row - flat).abs().max()))
+    return worst
+
+
+def _proto_inputs(kind):
+    """A fresh model of ``kind`` and 128 stacked rows for the prototype's exactness check."""
+    data = mlp_tasks() if kind == "mlp" else cnn_tasks(n=512)
+    with torch_seeded(0):
+        model = MLP(784, 10, hidden=(256,)) if kind == "mlp" else SmallCNN(3, 30)
+    return model, torch.cat([t.x for t in data])[:192], torch.cat([t.y for t in data])[:192]
+
+
+def step_table(kind, cases, rounds, inner, faults=None):
+    """CPU seconds per step (per round) of every case, the bare step and the one-pass lower bounds
+    (and, into ``faults``, their minor page faults per step: see :func:`interleaved`).
 
     The lower bound of a projection with ``k`` memory rows is a bare step on ``64 + k`` stacked rows:
     one forward and one backward over every row the step must differentiate (the per-group weight
@@ -171,10 +306,13 @@ def step_table(kind, cases, rounds, inner):
         fns[f"bare{64 + extra}"] = bare_step(net(), x[:64 + extra], y[:64 + extra])
     if kind == "mlp":
         fns["bare64 gathered"] = gathered_bare_step(net(), data[2])
+    for method, extra in (("agem", 64), ("gem", 128)):
+        if any(c[1] == method and c[3] == extra for c in cases):
+            fns[PROTO[method]] = projection_prototype(net(), x[:64 + extra], y[:64 + extra], method)[0]
     if "lwf" in fns:
         lwf = keep[[c[0] for c in cases].index("lwf")]
         fns["lwf record"] = lambda: lwf.record(data[2])   # once per task, before its first step
-    return interleaved(fns, rounds, inner)
+    return interleaved(fns, rounds, inner, faults)
 
 
 def load_avalanche(path):
@@ -191,50 +329,58 @@ def load_avalanche(path):
     return ms, data["bare_ms"], f"measured now from {path} (Avalanche {data['versions']['avalanche']})"
 
 
-def print_steps(runs, rounds, inner, avalanche_json=None, cnn_rounds=None):
+def print_steps(runs, rounds, inner, avalanche_json=None, cnn_rounds=None, allocator=""):
     """Part 1: ms per step beside Avalanche's, then ratios to the bare torch step; returns Markdown."""
     ava, ava_bare, ava_source = load_avalanche(avalanche_json)
     print("1. Step cost: MLP 784-256-10 and small_cnn (3x32x32 -> 30), batch 64, class-incremental, one thread,\n"
           "   step on task 3 (two tasks learnt before), CPU time of the thread")
-    rows, md_rows, records = [], [], []
+    rows, md_rows, records, errors = [], [], [], {}
     cnn_rounds = cnn_rounds or max(5, rounds // 2)
     for kind, cases, r_ in (("mlp", MLP_CASES, rounds), ("small_cnn", CNN_CASES, cnn_rounds)):
-        per_run = []
+        per_run, per_run_faults = [], []
         for i in range(runs if kind == "mlp" else 1):
-            times = step_table("mlp" if kind == "mlp" else "cnn", cases, r_, inner if kind == "mlp" else 2)
+            faults = {}
+            times = step_table("mlp" if kind == "mlp" else "cnn", cases, r_, inner if kind == "mlp" else 2, faults)
             per_run.append(times)
+            per_run_faults.append(faults)
             if "lwf record" in times:
                 records.append(ratios(times, "naive")["lwf record"])
         ms = {k: statistics.median(statistics.median(t[k]) for t in per_run) * 1e3 for k in per_run[0]}
+        pf = {k: statistics.median(statistics.median(f[k]) for f in per_run_faults) for k in per_run[0]}
         rb = {k: statistics.median(ratios(t, "bare64")[k] for t in per_run) for k in per_run[0]}
         if kind == "mlp":
             gathered = rb["bare64 gathered"]
         rn = {k: statistics.median(ratios(t, "naive")[k] for t in per_run) for k in per_run[0]}
-        for label, name, kw, extra in cases:
+        listed = []
+        for case in cases:   # each prototype right after the kit's step at 64 rows (per task)
+            proto = (PROTO[case[1]], case[1], {}, case[3]) if (case[1], case[3]) in (("agem", 64), ("gem", 128)) else None
+            listed += [case] if proto is None else [case, proto]
+        errors[kind] = prototype_error(*_proto_inputs(kind))
+        for label, name, kw, extra in listed:
             target = TARGETS.get(label.split(" ")[0]) if (extra in (0, 64, 128)) else None
             bound = rb[f"bare{64 + extra}"] if extra else None
             met = "" if target is None else ("yes" if rb[label] <= target else
                                             ("yes (x naive)" if rn[label] <= target else "no"))
             a_ms = ava.get(label) if kind == "mlp" else None
             rows.append((kind, label, ms[label], a_ms, rb[label], None if a_ms is None else a_ms / ava_bare,
-                         rn[label], bound, target, met))
+                         rn[label], bound, target, met, pf[label]))
         rows.append((kind, "bare torch step", ms["bare64"], ava_bare if kind == "mlp" else None, 1.0,
-                     1.0 if kind == "mlp" else None, ms["bare64"] / ms["naive"], None, None, ""))
+                     1.0 if kind == "mlp" else None, ms["bare64"] / ms["naive"], None, None, "", pf["bare64"]))
 
     def f(v, fmt):
         return "-" if v is None else format(v, fmt)
 
     head = ["model", "method", "clkit ms/step",
             "Avalanche 0.6 ms/step" + (" (quoted: no venv)" if avalanche_json is None else ""), "clkit x bare", "Avalanche x bare",
-            "clkit x naive", "one-pass bound x bare", "target x bare", "met"]
+            "clkit x naive", "one-pass bound x bare", "target x bare", "met", "page faults/step"]
     print(f"{head[0]:<10}{head[1]:<22}{'clkit ms':>9}{'Aval. ms':>9}{'x bare':>8}{'Aval. x':>8}{'x naive':>8}"
-          f"{'bound':>7}{'target':>7}  met")
+          f"{'bound':>7}{'target':>7}  {'met':<14}{'faults':>7}")
     md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for kind, label, c_ms, a_ms, rb_, ra, rn_, bound, target, met in rows:
+    for kind, label, c_ms, a_ms, rb_, ra, rn_, bound, target, met, pf_ in rows:
         print(f"{kind:<10}{label:<22}{c_ms:>9.2f}{f(a_ms, '.2f'):>9}{rb_:>7.2f}x{f(ra, '.2f') + ('' if ra is None else 'x'):>8}{rn_:>7.2f}x"
-              f"{f(bound, '.2f'):>7}{f(target, '.1f'):>7}  {met}")
+              f"{f(bound, '.2f'):>7}{f(target, '.1f'):>7}  {met:<14}{pf_:>7.0f}")
         md.append(f"| {kind} | {label} | {c_ms:.2f} | {f(a_ms, '.2f')} | {rb_:.2f} | {f(ra, '.2f')} | {rn_:.2f} | "
-                  f"{f(bound, '.2f')} | {f(target, '.1f')} | {met} |")
+                  f"{f(bound, '.2f')} | {f(target, '.1f')} | {met} | {pf_:.0f} |")
     steps = -(-len(mlp_tasks()[2]) // 64)
     record = statistics.median(records)
     notes = [
@@ -252,6 +398,14 @@ def print_steps(runs, rounds, inner, avalanche_json=None, cnn_rounds=None):
         "Its SI is inert on CPU (see avalanche_reference.py). Not measured for small_cnn.",
         f"LwF records the teacher's outputs once per task, outside the step: {record:.2f} naive steps for 512 "
         f"rows, +{record / steps:.2f}x per step over one epoch of {steps} steps.",
+        "Prototypes: hand-written exact one-pass A-GEM / GEM steps (`projection_prototype`) with the batch and "
+        "the reference rows stacked beforehand (no memory sampling, no gathering, no hooks, GEM's dual in closed "
+        "form): the cheapest exact steps found here, so the floor to read the targets against. Their gradient "
+        "rows equal separate autograd passes to within " + ", ".join(f"{e:.1e} ({k})" for k, e in errors.items())
+        + ".",
+        f"Allocator: {allocator}. 'page faults/step': minor page faults of the thread per step (median over "
+        "rounds; each is a 4 KiB page the step touched after the system took it back, at ~2 us each). With "
+        "glibc's default settings they depend on what the process freed before (`--help`: Allocator).",
         f"Every clkit step gathers its batch from the task by index (`train_batch`, as `train_task` runs it); "
         f"the bare step does not. A bare step that gathers its 64 rows the same way costs {gathered:.2f}x the "
         "bare step (MLP): that much of each clkit ratio is fetching the batch.",
@@ -359,7 +513,7 @@ def write_markdown(path, md, notes, args):
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     text = "\n".join([
         f"Measured {stamp} by `benchmarks/bench_strategies.py --runs {args.runs} --rounds {args.rounds} "
-        f"--inner {args.inner}` "
+        f"--inner {args.inner}{'' if args.allocator == 'steady' else ' --allocator default'}` "
         f"(torch {torch.__version__}, {platform.processor() or platform.machine()}, one thread). "
         f"1-minute load average when the table was written: {os.getloadavg()[0]:.1f} on {os.cpu_count()} "
         "cores (other programs sharing the machine inflate absolute milliseconds through cache "
@@ -403,15 +557,19 @@ def main(argv=None):
     ap.add_argument("--avalanche-json", default=None, metavar="FILE",
                     help="output of benchmarks/avalanche_reference.py run in an Avalanche venv; "
                          "without it the quoted figures are shown and the table says so")
+    ap.add_argument("--allocator", choices=["steady", "default"], default="steady",
+                    help="steady: no mmap, no heap trimming (glibc mallopt), so freed memory stays mapped between steps "
+                         "(every case timed without page-faulting its memory in again); default: leave glibc as is")
     ap.add_argument("--markdown", default=None, metavar="FILE",
                     help="also write part 1's table to FILE (e.g. docs/generated/bench-strategies.md), atomically")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
+    allocator = steady_allocator() if args.allocator == "steady" else "glibc's default settings (--allocator default)"
     if args.quick:
         args.rounds, args.runs = 8, 1
-    print(f"torch {torch.__version__}, threads: {torch.get_num_threads()}\n")
+    print(f"torch {torch.__version__}, threads: {torch.get_num_threads()}, allocator: {allocator}\n")
     if args.only in (None, "steps"):
-        md, notes = print_steps(args.runs, args.rounds, args.inner, args.avalanche_json)
+        md, notes = print_steps(args.runs, args.rounds, args.inner, args.avalanche_json, allocator=allocator)
         if args.markdown:
             write_markdown(args.markdown, md, notes, args)
     if args.only in (None, "cnn"):

@@ -206,3 +206,24 @@ def test_recording_hooks_are_inert_outside_a_call_and_go_with_close():
         torch.testing.assert_close(clone(x), net(x))
     gg.close()
     assert all(len(m._forward_hooks) == 0 for m in layers)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_output_changed_in_place_after_its_layer_stays_one_pass_and_exact(kind):
+    """Layer outputs are taken by their gradient edge, not held: a forward that changes the head's
+    output in place afterwards (here doubling it) still gets the one-pass gradients, and they are
+    the exact gradients of the doubled output's losses."""
+    g = torch.Generator().manual_seed(3)
+    with torch_seeded(4):
+        net = _net(kind)
+    params = [p for _, p in trainable(net)]
+    x, y = _x(kind, 20, g), torch.randint(0, 4, (20,), generator=g)
+    into = [[torch.empty_like(p) for p in params] for _ in range(2)]
+    gg = GroupGradients(net)
+    gg(lambda v: net(v).mul_(2.0), x, [8, 12],
+       lambda out: [F.cross_entropy(out[:8], y[:8]), F.cross_entropy(out[8:], y[8:])], params, into)
+    assert gg.fell_back == 0
+    for i, (a, b) in enumerate(((0, 8), (8, 20))):
+        sep = torch.autograd.grad(F.cross_entropy(2.0 * net(x[a:b]), y[a:b]), params)
+        for got, want in zip(into[i], sep):
+            _close(got, want)

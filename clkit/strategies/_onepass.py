@@ -38,9 +38,12 @@ could mix rows. Excluded, with the reason reported:
 - trainable parameters outside the layers above;
 - any other module type.
 
-At run time, a layer whose input or output does not have the stacked rows as its first
-dimension, or a tensor modified in place after it was recorded, falls back to per-group autograd
-gradients through the same stacked graph (still exact, slower).
+A layer's output is taken by its gradient edge (``torch.autograd.graph.get_gradient_edge``), not
+held: the outputs are freed as in an ordinary pass (the convolutions' outputs of a CNN are the
+largest tensors of the step), and an output changed in place afterwards still gets the gradient
+the layer produced. At run time, a layer whose input or output does not have the stacked rows as
+its first dimension, or whose input was changed in place after the call, falls back to per-group
+autograd gradients through the same stacked graph (still exact, slower).
 
 Dropout stays allowed: every row draws its own mask, so the groups do not interact and the
 gradients are the exact per-group gradients for the masks drawn; the masks themselves are drawn
@@ -53,6 +56,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.autograd.graph import get_gradient_edge
 
 __all__ = ["GroupGradients", "one_pass_reason"]
 
@@ -108,8 +112,9 @@ def one_pass_reason(model: nn.Module) -> str | None:
 
 class _Recorder:
     """The forward hook of :class:`GroupGradients`: while ``into`` is a list, each layer call
-    appends ``(layer, input, output, input version, output version)``; otherwise it does nothing.
-    A copied or pickled model gets an inactive recorder."""
+    appends ``(layer, input, input version, gradient edge of the output, output rows)`` (the edge
+    ``None`` where the output needs no gradient, the rows -1 for a 0-d output); otherwise it does
+    nothing. A copied or pickled model gets an inactive recorder."""
 
     __slots__ = ("into",)
 
@@ -120,7 +125,8 @@ class _Recorder:
         into = self.into
         if into is not None:
             a = inputs[0]
-            into.append((module, a, output, a._version, output._version))
+            into.append((module, a, a._version, get_gradient_edge(output) if output.requires_grad else None,
+                         output.size(0) if output.dim() else -1))
 
     def __reduce__(self):   # copies and pickles start inactive
         return (_Recorder, ())
@@ -253,9 +259,11 @@ class GroupGradients:
             losses = losses_of(out) if total_of is None else total_of(out)
         finally:
             self._recorder.into = None
-        calls = [(m, a, o) for m, a, o, va, vo in recorded
-                 if a.dim() and o.dim() and a.size(0) == n and o.size(0) == n and a._version == va and o._version == vo]
-        if len(calls) != len(recorded):
+        calls = [(m, a, e) for m, a, va, e, rows in recorded
+                 if e is not None and rows == n and a.dim() and a.size(0) == n and a._version == va]
+        complete = len(calls) == len(recorded)
+        recorded.clear()    # the inputs are dropped one by one below (calls[j] = None)
+        if not complete:
             self.fell_back += 1
             if total_of is not None:
                 losses = losses_of(out)
@@ -269,7 +277,7 @@ class GroupGradients:
             losses = [first]
         else:
             total = losses
-        deltas = torch.autograd.grad(total, [o for _, _, o in calls], allow_unused=True) if calls else []
+        deltas = list(torch.autograd.grad(total, [e for _, _, e in calls], allow_unused=True)) if calls else []
         bounds = [0]
         for size in sizes:
             bounds.append(bounds[-1] + size)
@@ -282,7 +290,8 @@ class GroupGradients:
             self._views_rows = rows
         written = set()    # slots written by an earlier call (a layer called twice adds)
         with torch.no_grad():
-            for (m, a, o), d in zip(calls, deltas):
+            for j, (m, a, _) in enumerate(calls):
+                d, deltas[j], calls[j] = deltas[j], None, None   # each output gradient freed once used
                 if d is None:
                     continue
                 w, b = slots[m]
