@@ -4,7 +4,11 @@ part 1 of ``bench_strategies.py`` (prints figures; not part of the kit, its test
 Avalanche is not a clkit dependency. Run this in a separate environment::
 
     python3 -m venv /tmp/ava && /tmp/ava/bin/pip install torch==2.14.1 avalanche-lib==0.6.0 quadprog
-    /tmp/ava/bin/python benchmarks/avalanche_reference.py > avalanche.txt
+    MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 \
+        /tmp/ava/bin/python benchmarks/avalanche_reference.py > avalanche.txt
+
+(The two glibc settings keep freed memory mapped between steps, as ``bench_strategies.py
+--allocator steady`` does for clkit's steps.)
 
 (``quadprog``: Avalanche's GEM calls it, but avalanche-lib does not install it.) The loop-only
 figures it prints (``median_loop_ms``, first iteration to last epoch) are quoted in
@@ -24,6 +28,7 @@ import os
 os.environ["OMP_NUM_THREADS"] = "1"
 os.environ["MKL_NUM_THREADS"] = "1"
 
+import argparse
 import json
 import statistics
 import sys
@@ -36,20 +41,24 @@ import torch.nn.functional as F
 
 torch.set_num_threads(1)
 
-import avalanche
-from avalanche.benchmarks.scenarios.deprecated.generic_benchmark_creation import (
-    create_generic_benchmark_from_tensor_lists,
-)
-from avalanche.core import SupervisedPlugin
-from avalanche.training import (
-    AGEM,
-    EWC,
-    GEM,
-    LwF,
-    MAS,
-    Naive,
-    SynapticIntelligence,
-)
+try:   # only in the Avalanche venv; --help works without it
+    import avalanche
+    from avalanche.benchmarks.scenarios.deprecated.generic_benchmark_creation import (
+        create_generic_benchmark_from_tensor_lists,
+    )
+    from avalanche.core import SupervisedPlugin
+    from avalanche.training import (
+        AGEM,
+        EWC,
+        GEM,
+        LwF,
+        MAS,
+        Naive,
+        SynapticIntelligence,
+    )
+except ImportError:
+    avalanche = None
+    SupervisedPlugin = object
 
 EPOCHS = int(os.environ.get("EPOCHS", 4))
 REPS = int(os.environ.get("REPS", 5))
@@ -64,10 +73,7 @@ for t in range(3):
     y = 2 * t + torch.randint(0, 2, (N_PER_EXP,), generator=g)
     train_tensors.append([x, y])
     test_tensors.append([x[:64].clone(), y[:64].clone()])
-bench = create_generic_benchmark_from_tensor_lists(
-    train_tensors, test_tensors, task_labels=[0, 0, 0]
-)
-train_stream = list(bench.train_stream)
+train_stream = None   # Avalanche's experiences, built in main()
 
 
 def make_model():
@@ -166,7 +172,28 @@ def bare_torch(seed, steps=32 * 4):
     return (t1 - t0) / steps
 
 
-def main():
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(
+        description="Avalanche 0.6's cost per training iteration in the set-up of bench_strategies.py part 1 "
+                    "(the reference figures it quotes).",
+        epilog="Needs avalanche-lib 0.6.0 in its own venv (see the module docstring); prints JSON, then a "
+               "Markdown table. Never fails on speed.")
+    ap.add_argument("--epochs", type=int, default=EPOCHS,
+                    help="epochs on the timed third experience (default: $EPOCHS or 4)")
+    ap.add_argument("--reps", type=int, default=REPS, help="repetitions, medians printed (default: $REPS or 5)")
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    global EPOCHS, REPS, train_stream
+    args = parse_args(argv)
+    if avalanche is None:
+        sys.exit("avalanche_reference.py needs avalanche-lib 0.6.0, which is not a clkit dependency: "
+                 "python3 -m venv /tmp/ava && /tmp/ava/bin/pip install torch==2.14.1 avalanche-lib==0.6.0 "
+                 "quadprog, then run it with /tmp/ava/bin/python")
+    EPOCHS, REPS = args.epochs, args.reps
+    train_stream = list(create_generic_benchmark_from_tensor_lists(
+        train_tensors, test_tensors, task_labels=[0, 0, 0]).train_stream)
     names = list(STRATS)
     with warnings.catch_warnings(record=True) as wlist:
         warnings.simplefilter("always")

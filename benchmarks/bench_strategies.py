@@ -7,7 +7,7 @@ Three parts:
    memories are in place; EWC holds two Fisher terms, GEM two constraints), then one step on task 3
    is timed as ``train_task`` runs it. The table leads with clkit's milliseconds per step beside
    Avalanche 0.6's (``avalanche_reference.py`` run in its own venv, passed with ``--avalanche-json``;
-   without it the quoted 2026-11-23 figures, and the table says so), then ratios with the bare
+   without it the quoted 2026-11-25 figures, and the table says so), then ratios with the bare
    PyTorch step on the same rows as the common unit, and, for A-GEM/GEM, the one-pass lower bound
    (a bare step on the batch and the memory rows stacked) and a hand-written exact one-pass step
    (:func:`projection_prototype`, checked against separate autograd passes on every run), with
@@ -56,12 +56,13 @@ from clkit.models import MLP
 from clkit.models.cnn import SmallCNN
 from clkit.strategies import Task, available_strategies, make_strategy
 
-#: issue 17's targets (ratio to naive, one run)
+#: issue 27's targets (ratio to the bare torch step; 'met' also reads the ratio to naive)
 TARGETS = {"ewc": 1.3, "si": 1.3, "mas": 1.3, "lwf": 1.3, "agem": 2.0, "gem": 3.0}
-#: Avalanche 0.6.0 here (2-core AMD EPYC, torch 2.14.1, one thread, 2026-11-23): ms per training
-#: iteration, first iteration to last epoch, median of 5 (benchmarks/avalanche_reference.py; quoted)
-AVALANCHE_HERE = {"naive": 2.27, "ewc": 4.00, "si": 3.28, "mas": 2.99, "lwf": 2.56, "agem": 9.00,
-                  "agem (64 ref. rows)": 4.14, "gem": 11.51, "gem (64 rows/task)": 7.45}
+#: Avalanche 0.6.0 here (2-core AMD EPYC, torch 2.14.1, one thread, glibc heap kept as with
+#: --allocator steady, 2026-11-25): ms per training iteration, first iteration to last epoch, median
+#: of 5 (benchmarks/avalanche_reference.py; quoted)
+AVALANCHE_HERE = {"naive": 1.46, "ewc": 2.39, "si": 2.19, "mas": 1.93, "lwf": 1.94, "agem": 6.17,
+                  "agem (64 ref. rows)": 2.93, "gem": 7.74, "gem (64 rows/task)": 4.19}
 SKIP = {"gdumb": "trains from scratch on its memory at task ends; no per-step cost on incoming data",
         "cumulative": "a naive step on the union of the data (same per-step cost, more steps)"}
 
@@ -160,8 +161,8 @@ PROTO = {"agem": "agem prototype (64)", "gem": "gem prototype (64/task)"}
 #: Avalanche 0.6's names in avalanche_reference.py
 AVA_NAMES = {"naive": "Naive", "ewc": "EWC", "si": "SI", "mas": "MAS", "lwf": "LwF", "agem": "A-GEM (256/256)",
              "agem (64 ref. rows)": "A-GEM (256/64)", "gem": "GEM (256)", "gem (64 rows/task)": "GEM (64)"}
-#: the bare torch step of the quoted Avalanche run: its naive 2.27 ms is 2.55x it (issue 27)
-AVALANCHE_HERE_BARE = 2.27 / 2.55
+#: the bare torch step of the quoted Avalanche run (ms)
+AVALANCHE_HERE_BARE = 0.70
 
 
 def bare_step(model, x, y):
@@ -319,7 +320,7 @@ def load_avalanche(path):
     """(ms per step by our label, bare ms, source) from a saved avalanche_reference.py JSON, or the quoted run."""
     if path is None:
         return ({k: v for k, v in AVALANCHE_HERE.items()}, AVALANCHE_HERE_BARE,
-                "no Avalanche venv on this run: quoted from avalanche_reference.py, 2026-11-23, same machine kind")
+                "no Avalanche venv on this run: quoted from avalanche_reference.py, 2026-11-25, same machine kind")
     import json
 
     text = open(path).read()
