@@ -405,8 +405,8 @@ def print_steps(runs, rounds, inner, avalanche_json=None, cnn_rounds=None, alloc
         "Prototypes: hand-written exact one-pass A-GEM / GEM steps (`projection_prototype`) with the batch and "
         "the reference rows stacked beforehand (no memory sampling, no gathering, no hooks, GEM's dual in closed "
         "form): the cheapest exact steps found here, so the floor to read the targets against. Their gradient "
-        "rows equal separate autograd passes to within " + ", ".join(f"{e:.1e} ({k})" for k, e in errors.items())
-        + ".",
+        "rows equal separate autograd passes: largest difference "
+        + ", ".join(("0, bitwise" if e == 0 else f"{e:.1e}") + f" ({k})" for k, e in errors.items()) + ".",
         f"Allocator: {allocator}. 'page faults/step': minor page faults of the thread per step (median over "
         "rounds; each is a 4 KiB page the step touched after the system took it back, at ~2 us each). With "
         "glibc's default settings they depend on what the process freed before (`--help`: Allocator).",
