@@ -99,9 +99,8 @@ def interleaved(fns: dict, rounds: int, inner: int, faults: dict | None = None) 
         for _ in range(3):
             fn()
     out = {k: [] for k in fns}
-    for k in fns:
-        if faults is not None:
-            faults[k] = []
+    if faults is not None:
+        faults.update({k: [] for k in fns})
     for _ in range(rounds):
         for k, fn in fns.items():
             best = float("inf")
@@ -156,8 +155,8 @@ MLP_CASES = [  # (label, strategy, kwargs, extra rows in the one stacked pass)
     ("gem", "gem", {"gem_patterns_per_task": 256}, 512),
 ]
 CNN_CASES = [c for c in MLP_CASES if c[1] in ("naive", "agem", "gem")]
-#: the labels of the hand-written one-pass steps (projection_prototype) in the table
-PROTO = {"agem": "agem prototype (64)", "gem": "gem prototype (64/task)"}
+#: the hand-written one-pass steps (projection_prototype) in the table: (method, extra rows) -> label
+PROTO = {("agem", 64): "agem prototype (64)", ("gem", 128): "gem prototype (64/task)"}
 #: Avalanche 0.6's names in avalanche_reference.py
 AVA_NAMES = {"naive": "Naive", "ewc": "EWC", "si": "SI", "mas": "MAS", "lwf": "LwF", "agem": "A-GEM (256/256)",
              "agem (64 ref. rows)": "A-GEM (256/64)", "gem": "GEM (256)", "gem (64 rows/task)": "GEM (64)"}
@@ -206,6 +205,7 @@ def projection_prototype(model, x, y, method="agem", batch=64, margin=0.5):
     then SGD with momentum 0.9 (PyTorch's fused kernel, as clkit's) on the projected row. Returns ``(step, grads)``: the step, and a
     function giving the gradient rows (for the exactness check).
     """
+    from clkit.strategies._onepass import _group_rule
     from clkit.strategies.projection import small_dual
 
     layers = [*model.features, model.head]
@@ -237,10 +237,8 @@ def projection_prototype(model, x, y, method="agem", batch=64, margin=0.5):
                     if isinstance(m, torch.nn.Linear):
                         torch.mm(d[lo:hi].T, a[lo:hi], out=views[g][w])
                         torch.sum(d[lo:hi], 0, out=views[g][b])
-                    else:
-                        _, gw, gb = torch.ops.aten.convolution_backward(
-                            d[lo:hi], a[lo:hi].detach(), m.weight, [m.out_channels], m.stride, m.padding,
-                            m.dilation, False, [0, 0], 1, [False, True, True])
+                    else:   # the convolution's weight-gradient kernel, as clkit calls it
+                        gw, gb = _group_rule(m, a[lo:hi].detach(), d[lo:hi], None)
                         views[g][w].copy_(gw)
                         views[g][b].copy_(gb)
         return rows
@@ -275,12 +273,22 @@ def prototype_error(model, x, y, batch=64):
     return worst
 
 
-def _proto_inputs(kind):
-    """A fresh model of ``kind`` and 128 stacked rows for the prototype's exactness check."""
+def _setup(kind):
+    """The three tasks and a model factory (same initial weights every call) of part 1's ``kind``
+    (``"mlp"`` or ``"cnn"``)."""
     data = mlp_tasks() if kind == "mlp" else cnn_tasks(n=512)
-    with torch_seeded(0):
-        model = MLP(784, 10, hidden=(256,)) if kind == "mlp" else SmallCNN(3, 30)
-    return model, torch.cat([t.x for t in data])[:192], torch.cat([t.y for t in data])[:192]
+
+    def net():
+        with torch_seeded(0):
+            return MLP(784, 10, hidden=(256,)) if kind == "mlp" else SmallCNN(3, 30)
+
+    return data, net
+
+
+def _proto_inputs(kind):
+    """A fresh model of ``kind`` and 192 stacked rows for the prototype's exactness check."""
+    data, net = _setup(kind)
+    return net(), torch.cat([t.x for t in data])[:192], torch.cat([t.y for t in data])[:192]
 
 
 def step_table(kind, cases, rounds, inner, faults=None):
@@ -291,12 +299,7 @@ def step_table(kind, cases, rounds, inner, faults=None):
     one forward and one backward over every row the step must differentiate (the per-group weight
     gradients and the projection itself come on top of it).
     """
-    data = mlp_tasks() if kind == "mlp" else cnn_tasks(n=512)
-
-    def net():
-        with torch_seeded(0):
-            return MLP(784, 10, hidden=(256,)) if kind == "mlp" else SmallCNN(3, 30)
-
+    data, net = _setup(kind)
     fns, keep = {}, []
     for label, name, kw, _ in cases:
         s, fn = ready(name, net(), data, 64, "class", **kw)
@@ -307,9 +310,9 @@ def step_table(kind, cases, rounds, inner, faults=None):
         fns[f"bare{64 + extra}"] = bare_step(net(), x[:64 + extra], y[:64 + extra])
     if kind == "mlp":
         fns["bare64 gathered"] = gathered_bare_step(net(), data[2])
-    for method, extra in (("agem", 64), ("gem", 128)):
-        if any(c[1] == method and c[3] == extra for c in cases):
-            fns[PROTO[method]] = projection_prototype(net(), x[:64 + extra], y[:64 + extra], method)[0]
+    for (method, extra), label in PROTO.items():
+        if any((c[1], c[3]) == (method, extra) for c in cases):
+            fns[label] = projection_prototype(net(), x[:64 + extra], y[:64 + extra], method)[0]
     if "lwf" in fns:
         lwf = keep[[c[0] for c in cases].index("lwf")]
         fns["lwf record"] = lambda: lwf.record(data[2])   # once per task, before its first step
@@ -354,9 +357,9 @@ def print_steps(runs, rounds, inner, avalanche_json=None, cnn_rounds=None, alloc
         rn = {k: statistics.median(ratios(t, "naive")[k] for t in per_run) for k in per_run[0]}
         listed = []
         for case in cases:   # each prototype right after the kit's step at 64 rows (per task)
-            proto = (PROTO[case[1]], case[1], {}, case[3]) if (case[1], case[3]) in (("agem", 64), ("gem", 128)) else None
-            listed += [case] if proto is None else [case, proto]
-        errors[kind] = prototype_error(*_proto_inputs(kind))
+            proto = PROTO.get((case[1], case[3]))
+            listed += [case] if proto is None else [case, (proto, case[1], {}, case[3])]
+        errors[kind] = prototype_error(*_proto_inputs("mlp" if kind == "mlp" else "cnn"))
         for label, name, kw, extra in listed:
             target = TARGETS.get(label.split(" ")[0]) if (extra in (0, 64, 128)) else None
             bound = rb[f"bare{64 + extra}"] if extra else None
