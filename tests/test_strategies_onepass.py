@@ -227,3 +227,23 @@ def test_output_changed_in_place_after_its_layer_stays_one_pass_and_exact(kind):
         sep = torch.autograd.grad(F.cross_entropy(2.0 * net(x[a:b]), y[a:b]), params)
         for got, want in zip(into[i], sep):
             _close(got, want)
+
+
+def test_negative_batch_indices_gather_the_same_rows_into_the_stacking_buffer():
+    """train_batch gathers the batch into the stacking buffer with take(out=): negative indices
+    (which index_select refuses) count from the end as x[idx] does, and the step equals the one on
+    the same rows given by positive indices."""
+    g = torch.Generator().manual_seed(13)
+    tasks = [Task(torch.randn(20, 12, generator=g) + t, torch.randint(0, 4, (20,), generator=g), task_id=t)
+             for t in range(2)]
+    finals = []
+    for idx in (torch.tensor([-1, -2, 3, 4]), torch.tensor([19, 18, 3, 4])):
+        with torch_seeded(14):
+            s = AGEM(_net("mlp"), lr=0.1, epochs=1, batch_size=8, scenario="class", memory_size=8, agem_sample_size=4)
+        s.train_task(tasks[0])
+        s.begin_task(tasks[1])
+        s.train_batch(tasks[1], idx)
+        assert s.last_pass == "one pass"
+        finals.append([p.detach().clone() for p in s.model.parameters()])
+    for a, b in zip(*finals):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)

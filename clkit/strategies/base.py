@@ -72,17 +72,19 @@ def register(name: str):
     return deco
 
 
-def take(x, idx):
-    """Index a tensor, or each tensor of a tuple/list, with ``idx``."""
+def take(x, idx, out=None):
+    """Index a tensor, or each tensor of a tuple/list, with ``idx``; with ``out`` (a tensor ``x``
+    only, shaped like the result) the rows are written into ``out``, which is returned."""
     if isinstance(x, (tuple, list)):
         return type(x)(take(v, idx) for v in x)
     if (isinstance(x, torch.Tensor) and isinstance(idx, torch.Tensor) and idx.ndim == 1
             and idx.dtype in (torch.int64, torch.int32)):
         try:   # same rows as x[idx], several times faster; it refuses negative indices, which x[idx] counts from the end
-            return x.index_select(0, idx if idx.device == x.device else idx.to(x.device))
+            idx = idx if idx.device == x.device else idx.to(x.device)
+            return x.index_select(0, idx) if out is None else torch.index_select(x, 0, idx, out=out)
         except (RuntimeError, IndexError):
             pass
-    return x[idx]
+    return x[idx] if out is None else out.copy_(x[idx])
 
 
 def _with_penalty(loss, penalty):

@@ -330,12 +330,7 @@ class _Projection(TaskAwareStrategy):
         if (self.one_pass and isinstance(x, torch.Tensor) and isinstance(idx, torch.Tensor) and idx.ndim == 1
                 and idx.dtype in (torch.int64, torch.int32) and stack is not None and idx.size(0) < stack.size(0)
                 and stack.shape[1:] == x.shape[1:] and stack.dtype == x.dtype and stack.device == x.device):
-            head = self._stack_view(0, idx.size(0))
-            try:
-                torch.index_select(x, 0, idx, out=head)
-            except (RuntimeError, IndexError):   # e.g. negative indices: the plain path
-                return super().train_batch(task, idx)
-            return self.train_step(head, take(task.y, idx), task)
+            return self.train_step(take(x, idx, out=self._stack_view(0, idx.size(0))), take(task.y, idx), task)
         return super().train_batch(task, idx)
 
     def _memory_tail(self, n: int, m: int, like):
