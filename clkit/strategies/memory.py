@@ -95,11 +95,8 @@ class _Buffer:
             return None, None, self.task_ids[:0]
         m = min(n, self.size)
         idx = torch.randperm(self.size, generator=generator)[:m]
-        if isinstance(self.x, torch.Tensor):   # indices from randperm: no checks needed (as take)
-            x = (self.x.index_select(0, idx) if out is None or len(out) != m
-                 else torch.index_select(self.x, 0, idx, out=out))
-            return x, self.y.index_select(0, idx), self.task_ids.index_select(0, idx)
-        return take(self.x, idx), take(self.y, idx), take(self.task_ids, idx)
+        out = out if isinstance(out, torch.Tensor) and out.size(0) == m else None
+        return take(self.x, idx, out=out), take(self.y, idx), take(self.task_ids, idx)
 
     def class_counts(self) -> dict[int, int]:
         """Number of stored rows per (integer) label."""

@@ -325,22 +325,22 @@ class _Projection(TaskAwareStrategy):
     def train_batch(self, task: Task, idx: torch.Tensor) -> float:
         """The step on rows ``idx`` of ``task``, their inputs gathered straight into the head of
         the buffer where the step stacks them with the memory rows (no second copy)."""
-        x = task.x
-        stack = self._stack[0] if self._stack is not None else None
-        if (self.one_pass and isinstance(x, torch.Tensor) and isinstance(idx, torch.Tensor) and idx.ndim == 1
-                and idx.dtype in (torch.int64, torch.int32) and stack is not None and idx.size(0) < stack.size(0)
-                and stack.shape[1:] == x.shape[1:] and stack.dtype == x.dtype and stack.device == x.device):
-            return self.train_step(take(x, idx, out=self._stack_view(0, idx.size(0))), take(task.y, idx), task)
+        if self.one_pass and isinstance(idx, torch.Tensor) and idx.ndim == 1 and idx.dtype in (torch.int64, torch.int32):
+            n = idx.size(0)
+            head = self._buffer_rows(0, n, task.x, room=1)   # room for at least one memory row after it
+            if head is not None:
+                return self.train_step(take(task.x, idx, out=head), take(task.y, idx), task)
         return super().train_batch(task, idx)
 
-    def _memory_tail(self, n: int, m: int, like):
-        """Rows ``[n, n + m)`` of the stacking buffer when the batch (``n`` rows) sits in its head,
-        for the memory rows to be gathered into; ``None`` otherwise."""
+    def _buffer_rows(self, a: int, b: int, like, room: int = 0):
+        """Rows ``[a, b)`` of the stacking buffer when it holds ``b + room`` rows of ``like``'s
+        shape, dtype and device, for rows to be gathered into (the batch into its head, A-GEM's
+        memory sample into its tail); ``None`` otherwise."""
         stack = self._stack[0] if self._stack is not None else None
-        if (stack is None or n + m > stack.size(0) or not isinstance(like, torch.Tensor)
+        if (stack is None or b + room > stack.size(0) or not isinstance(like, torch.Tensor)
                 or stack.shape[1:] != like.shape[1:] or stack.dtype != like.dtype or stack.device != like.device):
             return None
-        return self._stack_view(n, n + m)
+        return self._stack_view(a, b)
 
     def _stacked_inputs(self, xb, mx):
         """``cat([xb, mx])``, in a buffer kept from step to step. Whatever already sits in place
@@ -452,7 +452,8 @@ class AGEM(_Projection):
         """Where this step's memory rows go: the stacking buffer's tail (one-pass steps)."""
         if not self.one_pass or self._stack is None:
             return None
-        return self._memory_tail(self._batch_rows, min(self.agem_sample_size, len(self.memory)), self.memory.x)
+        n = self._batch_rows
+        return self._buffer_rows(n, n + min(self.agem_sample_size, len(self.memory)), self.memory.x)
 
     def memory_groups(self, task):
         """``agem_sample_size`` rows drawn from the reservoir (one group); ``None`` while it is empty."""
