@@ -370,3 +370,48 @@ def test_sgd_uses_the_fused_kernel_with_the_default_update():
     z.grad = torch.ones(2, dtype=torch.complex64)
     opt.step()
     assert opt.defaults["fused"] is None and torch.allclose(z.detach(), torch.full((2,), 0.5 + 0j))
+
+
+def test_fused_sgd_falls_back_where_a_gradient_has_other_strides():
+    """PyTorch's fused SGD walks tensors as flat memory: a channels_last weight with a contiguous
+    gradient would get its update scrambled. The strategies' SGD then steps that group with the
+    default implementation, so the update equals plain SGD's (and stays there)."""
+    from clkit.strategies.base import _sgd
+
+    g = torch.Generator().manual_seed(0)
+    w0 = torch.randn(8, 3, 3, 3, generator=g).contiguous(memory_format=torch.channels_last)
+    w, ref = nn.Parameter(w0.clone()), nn.Parameter(w0.clone())
+    assert not w.is_contiguous()
+    opt = _sgd([w], lr=0.1, momentum=0.9)
+    plain = torch.optim.SGD([ref], lr=0.1, momentum=0.9)
+    for _ in range(3):
+        w.grad = torch.randn(w.shape, generator=g)   # contiguous, as the flat gradient rows give it
+        ref.grad = w.grad.clone()
+        opt.step()
+        plain.step()
+    torch.testing.assert_close(w.detach(), ref.detach(), rtol=1e-6, atol=1e-6)
+    assert opt.param_groups[0]["fused"] is False
+
+
+@pytest.mark.parametrize("name", ["agem", "gem"])
+def test_projections_train_a_channels_last_cnn_as_a_contiguous_one(name):
+    """A-GEM and GEM assign each weight's gradient from their flat rows (contiguous); on a model in
+    channels_last they still train it exactly as the same model in the default layout (to float
+    rounding), which the fused SGD kernel alone would not."""
+    from clkit.models.cnn import SmallCNN
+    from clkit.strategies import make_strategy
+
+    g = torch.Generator().manual_seed(0)
+    tasks = [Task(torch.rand(48, 3, 8, 8, generator=g), 3 * t + torch.randint(0, 3, (48,), generator=g),
+                  task_id=t, classes=(3 * t, 3 * t + 1, 3 * t + 2)) for t in range(2)]
+    out = []
+    for layout in (torch.contiguous_format, torch.channels_last):
+        with torch_seeded(0):
+            net = SmallCNN(3, 6, width=4, blocks=2).to(memory_format=layout)
+        kw = {"memory_size": 24, "agem_sample_size": 16} if name == "agem" else {"gem_patterns_per_task": 16}
+        s = make_strategy(name, net, epochs=2, batch_size=16, lr=0.05, seed=0, **kw)
+        for t in tasks:
+            s.train_task(t)
+        out.append([p.detach().clone() for p in net.parameters()])
+    for a, b in zip(*out):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
