@@ -17,6 +17,11 @@ Three parts:
    outer-product shortcut for MLPs, one batched backward with per-sample products per layer for
    the transformer, ``torch.func.vmap`` over ``grad`` otherwise) against a per-sample autograd
    loop and one ordinary batched gradient.
+4. Memory layout (``--only layout``): ``small_cnn`` at 8x8 (notebook 04's default), 32x32 and
+   64x64 (the paper's) pixels, batch 64, in the default layout and in ``channels_last``
+   (``make_backbone(..., memory_format="channels_last")``, notebook 04's ``memory_format``): ms
+   per step of the bare step, naive, A-GEM and GEM (64 reference rows) in each layout, and the
+   time channels_last saves.
 
 Timing: one thread; CPU time of the thread (``time.thread_time``), so time spent descheduled on a
 busy machine does not count; the strategies are timed in interleaved rounds (every strategy
@@ -459,6 +464,36 @@ def print_cnn(rounds, inner):
           "of a naive step)\n")
 
 
+# ---------------------------------------------------------------------- part 4: layout
+LAYOUT_CASES = [c for c in MLP_CASES if c[0] in ("naive", "agem (64 ref. rows)", "gem (64 rows/task)")]
+
+
+def print_layout(rounds, inner):
+    """ms per step of small_cnn in the default layout and in channels_last, at three image sizes."""
+    print("4. Memory layout: small_cnn (3 channels -> 30), batch 64, class-incremental, step on task 3: "
+          "ms per step (CPU time, one thread)")
+    print(f"{'pixels':>6}  {'case':<22}{'contiguous':>11}{'channels_last':>14}{'saved':>7}")
+    for px in (8, 32, 64):
+        g = torch.Generator().manual_seed(0)
+        data = [Task(torch.rand(256, 3, px, px, generator=g), 10 * t + torch.randint(0, 10, (256,), generator=g),
+                     task_id=t, classes=tuple(range(10 * t, 10 * t + 10))) for t in range(3)]
+        fns = {}
+        for layout in (torch.contiguous_format, torch.channels_last):
+            def net():
+                with torch_seeded(0):
+                    return SmallCNN(3, 30).to(memory_format=layout)
+            fns[(layout, "bare step")] = bare_step(net(), data[2].x[:64], data[2].y[:64])
+            for label, name, kw, _ in LAYOUT_CASES:
+                fns[(layout, label)] = ready(name, net(), data, 64, "class", **kw)[1]
+        times = interleaved(fns, rounds, inner)
+        for label in ["bare step"] + [c[0] for c in LAYOUT_CASES]:
+            a = statistics.median(times[(torch.contiguous_format, label)]) * 1e3
+            b = statistics.median(times[(torch.channels_last, label)]) * 1e3
+            print(f"{px:>6}  {label:<22}{a:>11.2f}{b:>14.2f}{1 - b / a:>7.0%}")
+    print("(channels_last: the same network and initial weights, other rounding; the bare step is each "
+          "layout's own)\n")
+
+
 # ---------------------------------------------------------------------- part 3: importance
 def _loop(model, loss, x, y, transform):
     params = [p for p in model.parameters() if p.requires_grad]
@@ -559,8 +594,8 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=30, help="interleaved timing rounds (MLP)")
     ap.add_argument("--inner", type=int, default=5, help="steps per round (minimum taken)")
     ap.add_argument("--quick", action="store_true", help="fewer rounds, a shorter transformer context")
-    ap.add_argument("--only", choices=["steps", "cnn", "importance"], default=None,
-                    help="run one part: steps (part 1), cnn (part 2), importance (part 3)")
+    ap.add_argument("--only", choices=["steps", "cnn", "importance", "layout"], default=None,
+                    help="run one part: steps (part 1), cnn (part 2), importance (part 3), layout (part 4)")
     ap.add_argument("--avalanche-json", default=None, metavar="FILE",
                     help="output of benchmarks/avalanche_reference.py run in an Avalanche venv; "
                          "without it the quoted figures are shown and the table says so")
@@ -583,6 +618,8 @@ def main(argv=None):
         print_cnn(max(3, args.rounds // 5), 3)
     if args.only in (None, "importance"):
         print_importance(args.quick)
+    if args.only in (None, "layout"):
+        print_layout(max(3, args.rounds // 10), 3)
 
 
 if __name__ == "__main__":

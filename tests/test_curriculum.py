@@ -111,7 +111,8 @@ def test_bad_input_names_the_parameter():
     for key, bad, match in [("seeds", 0, "seeds"), ("workers", 0, "workers"), ("num_tasks", 1, "num_tasks"),
                             ("num_tasks", 5, "num_tasks"),("memory_size", -1, "memory_size"), ("strategies", ["ewc", "foo"], "strategies"),
                             ("datasets", ["imagenet"], "datasets"), ("scenario", "domain", "scenario"),
-                            ("backbone", "vit", "backbone"), ("channels", 2, "channels")]:
+                            ("backbone", "vit", "backbone"), ("channels", 2, "channels"),
+                            ("memory_format", "nhwc", "memory_format")]:
         with pytest.raises(ValueError, match=match):
             cur.check_params(**{**ok, key: bad})
     with pytest.raises(ValueError, match="task-incremental only"):
@@ -374,3 +375,41 @@ def test_learner_kwargs_reach_the_strategy_and_bad_ones_name_the_learner(monkeyp
         cur.check_learner_settings({"ewc": {"ewc_lambda": -1}}, ["ewc"])
     with pytest.raises(ValueError, match="unknown keyword 'lam'"):
         cur.check_learner_settings({"ewc": {"lam": 1}}, ["ewc"])
+
+
+def test_memory_format_reaches_the_backbone_of_every_stream(monkeypatch):
+    """``memory_format="channels_last"`` lays out the convolution weights of the backbone each
+    stream trains (built-in or plugin factory), and starts from the same weights as the contiguous
+    layout; an unknown layout is refused naming the parameter."""
+    b = cur.build_benchmark([_fake("a", n=6), _fake("b", n=6, seed=2)], per_class_train=6, per_class_test=3,
+                            image_size=8, channels=1)
+    seen = []
+    real = cur.streams.make_strategy
+
+    def spy(name, model, **kw):
+        seen.append([p.detach().clone() for p in model.parameters()])
+        return real(name, model, **kw)
+
+    monkeypatch.setattr(cur.streams, "make_strategy", spy)
+    kw = dict(scenario="class", backbone="small_cnn", epochs=1, batch_size=8)
+    cur.run_stream(b, ["a", "b"], "naive", **kw)
+    R = cur.run_stream(b, ["a", "b"], "naive", memory_format="channels_last", **kw)
+    assert np.isfinite(R[np.tril_indices(2)]).all()
+    contiguous, last = seen
+    conv2 = 2   # the second convolution's weight (the first's, with one input channel, is both)
+    assert contiguous[conv2].is_contiguous() and last[conv2].is_contiguous(memory_format=torch.channels_last)
+    assert not last[conv2].is_contiguous()
+    assert all(torch.equal(x, y) for x, y in zip(contiguous, last))
+    plugin = cur.streams.make_backbone(f"{__name__}:cnn_factory", 3, 10, 8, memory_format="channels_last")
+    assert plugin.features[0].weight.is_contiguous(memory_format=torch.channels_last)
+    assert not plugin.features[0].weight.is_contiguous()
+    for name in ("small_cnn", f"{__name__}:cnn_factory"):
+        with pytest.raises(ValueError, match="memory_format.*'nhwc'"):
+            cur.streams.make_backbone(name, 3, 10, 8, memory_format="nhwc")
+
+
+def cnn_factory(in_channels, num_classes, image_size):
+    """A plugin backbone factory (``"tests.test_curriculum:cnn_factory"``)."""
+    from clkit.models.cnn import SmallCNN
+
+    return SmallCNN(in_channels, num_classes, width=4)

@@ -104,6 +104,11 @@ def test_conclusive_text_names_the_findings_and_the_bounds():
     assert "MSTE is a control, not a finding" in text and "better_m2i" in text.split("Order verdict")[1]
     assert facts["above_mste"] == {"M2I": [], "I2M": []}
     assert all(v.decision == "below mste" for v in bounds["mste"]["I2M"])
+    assert "backbone `mlp` on 8x8" in text
+    cl, _ = report.summary(c=c, metrics=cur.analysis.metrics_summary(per_seed, strategies)[1], verdicts=vs,
+                           bounds=bounds, strategies=strategies, scenario="task", backbone="small_cnn", image_size=8,
+                           per_class_train=10, epochs=1, memory_format="channels_last")
+    assert "backbone `small_cnn` (channels_last) on 8x8" in cl
     md = report.findings_markdown({"results": {"seeds": list(range(6)), "tasks": TASKS, "summary": text,
                                                "controls_hold": True, "verdicts": [v.to_dict() for v in vs]}})
     assert md.startswith("Default run: 6 seeds") and "| mste | null control | +0.000 |" in md

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .._validate import check_choice, check_choices, check_int, check_real, check_type
 from ..data.images import IMAGE_DATASETS
 from ..learner_kwargs import allowed_keywords, check_learner_kwargs, settings_for
-from ..models.cnn import BACKBONES
+from ..models.cnn import BACKBONES, MEMORY_FORMATS
 from ..strategies import available_strategies, make_strategy
 from ..strategies.base import _REGISTRY
 from .streams import strategy_kwargs
@@ -74,7 +74,8 @@ def check_learner_settings(learner_kwargs, strategies, *, scenario: str = "class
 
 def check_params(*, datasets, scenario, strategies, backbone, epochs, difficulty_epochs, memory_size,
                  per_class_train, per_class_test, image_size, channels, lr, momentum, batch_size, seed,
-                 optimizer: str = "sgd", seeds: int = 1, num_tasks: int = 0, workers: int = 1, **others) -> None:
+                 optimizer: str = "sgd", seeds: int = 1, num_tasks: int = 0, workers: int = 1,
+                 memory_format: str = "contiguous", **others) -> None:
     """Validate notebook 04's parameters; raise ``ValueError``/``TypeError`` naming the parameter.
 
     Examples
@@ -97,6 +98,7 @@ def check_params(*, datasets, scenario, strategies, backbone, epochs, difficulty
                 allowed = [n for n in names if not _REGISTRY[n].task_incremental_only]
                 raise ValueError(f"strategies: {s!r} is task-incremental only; with scenario='class' choose from {allowed}")
     check_choice("backbone", backbone, list(BACKBONES))
+    check_choice("memory_format", memory_format, list(MEMORY_FORMATS))
     check_int("epochs", epochs, low=1)
     check_int("difficulty_epochs", difficulty_epochs, low=1)
     check_int("memory_size", memory_size, low=0)

@@ -168,7 +168,7 @@ def _listing(vs) -> str:
 
 
 def summary(*, c: Curriculum, metrics: dict, verdicts, bounds: dict, strategies, scenario: str, backbone: str,
-            image_size: int, per_class_train: int, epochs: int) -> tuple[str, dict]:
+            image_size: int, per_class_train: int, epochs: int, memory_format: str = "contiguous") -> tuple[str, dict]:
     """The closing Markdown of the notebook, generated from its verdicts, and the facts it states.
 
     The order of the text: the setting; the difficulty of the chosen tasks; the
@@ -185,6 +185,8 @@ def summary(*, c: Curriculum, metrics: dict, verdicts, bounds: dict, strategies,
         :func:`clkit.curriculum.verdicts.order_verdicts`.
     bounds : dict reference -> order -> list of Verdict
         :func:`clkit.curriculum.verdicts.bound_verdicts` (``cumulative``, ``mste`` when run).
+    memory_format : str
+        The backbone's layout; named in the setting where it is not the default.
 
     Returns
     -------
@@ -206,7 +208,8 @@ def summary(*, c: Curriculum, metrics: dict, verdicts, bounds: dict, strategies,
     mde = [v.mde for v in fam["order"] if np.isfinite(v.mde)]
     lines = [
         f"**Setting.** {T} tasks ({', '.join(m2i)}, easiest first), {scenario}-incremental, backbone "
-        f"`{backbone}` on {image_size}x{image_size} images, {per_class_train} training images per class, "
+        f"`{backbone}`{'' if memory_format == 'contiguous' else f' ({memory_format})'} on {image_size}x{image_size} "
+        f"images, {per_class_train} training images per class, "
         f"{epochs} epochs per task, {n} seeds; every M2I − I2M difference is paired by seed (the same images, "
         f"initial weights and, per task, batch order under both orders).",
         "**Difficulty.** Single-task accuracies " + "; ".join(

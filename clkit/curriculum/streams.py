@@ -20,6 +20,7 @@ import torch
 
 from .._seed import torch_seeded
 from .._validate import check_choice, check_int
+from ..models.cnn import MEMORY_FORMATS
 from ..models.cnn import make_backbone as _builtin_backbone
 from ..strategies import available_strategies, make_strategy
 from ..learner_kwargs import settings_for
@@ -62,11 +63,13 @@ def task_seed(seed: int, dataset: str) -> int:
     return int(state.generate_state(1)[0])
 
 
-def make_backbone(name: str, in_channels: int, num_classes: int, image_size: int):
+def make_backbone(name: str, in_channels: int, num_classes: int, image_size: int, memory_format: str = "contiguous"):
     """A built-in backbone (:func:`clkit.models.cnn.make_backbone`) or a plugin factory ``"package.module:factory"``.
 
     Plugin names are resolved here, above the model layer, through :func:`clkit.plugins.build_model`
-    (``clkit.models`` imports nothing from the strategy or plugin layers).
+    (``clkit.models`` imports nothing from the strategy or plugin layers). ``memory_format``
+    (``"contiguous"`` or ``"channels_last"``) applies to a plugin's model as to a built-in one
+    (``model.to(memory_format=...)``: the 4-d weights only).
 
     Examples
     --------
@@ -76,16 +79,18 @@ def make_backbone(name: str, in_channels: int, num_classes: int, image_size: int
     if isinstance(name, str) and ":" in name:  # "package.module:factory" (see clkit.plugins)
         from ..plugins import build_model
 
-        return build_model(name, "04_curriculum", in_channels=in_channels, num_classes=num_classes,
-                           image_size=image_size)
-    return _builtin_backbone(name, in_channels, num_classes, image_size)
+        check_choice("memory_format", memory_format, list(MEMORY_FORMATS))
+        model = build_model(name, "04_curriculum", in_channels=in_channels, num_classes=num_classes,
+                            image_size=image_size)
+        return model.to(memory_format=torch.channels_last) if memory_format == "channels_last" else model
+    return _builtin_backbone(name, in_channels, num_classes, image_size, memory_format)
 
 
 def _train_eval(strategy_name, order, train, test, *, backbone, scenario, epochs, seed, settings, pairing,
-                progress=None):
+                progress=None, memory_format="contiguous"):
     channels, size = train[0].x.shape[1], train[0].x.shape[-1]
     with torch_seeded(seed):
-        model = make_backbone(backbone, channels, 10 * len(order), size)
+        model = make_backbone(backbone, channels, 10 * len(order), size, memory_format)
     strat = make_strategy(strategy_name, model, scenario=scenario, epochs=epochs, seed=seed, **settings)
     T = len(order)
     R = np.full((T, T), np.nan)
@@ -129,7 +134,7 @@ PAIRINGS = ("task", "stream")
 
 def run_stream(bench: Benchmark, order, strategy: str, *, scenario: str = "class", backbone: str = "small_cnn",
                epochs: int = 5, seed: int = 0, pairing: str = "task", learner_kwargs: dict | None = None,
-               progress=None, **hyper) -> np.ndarray:
+               progress=None, memory_format: str = "contiguous", **hyper) -> np.ndarray:
     """Train ``strategy`` through the datasets in ``order``; return ``R`` (accuracy matrix).
 
     Pairing. Two orders of the same datasets are compared seed by seed, so everything
@@ -163,6 +168,9 @@ def run_stream(bench: Benchmark, order, strategy: str, *, scenario: str = "class
     learner_kwargs : dict, optional
         ``{strategy: {keyword: value}}``: this strategy's own settings, over ``hyper``
         (:func:`clkit.learner_kwargs.settings_for`).
+    memory_format : {"contiguous", "channels_last"}
+        The backbone's layout (:func:`make_backbone`): channels_last is faster on CPU and gives the
+        same results to float rounding, which training amplifies (other numbers, same distribution).
     **hyper
         Strategy and optimiser settings; each strategy takes the ones it accepts
         (:func:`strategy_kwargs`).
@@ -193,7 +201,8 @@ def run_stream(bench: Benchmark, order, strategy: str, *, scenario: str = "class
     # process -- the condition for results that do not depend on ``run_streams``' workers
     with torch_seeded(seed):
         return _train_eval(strategy, order, train, test, backbone=backbone, scenario=scenario, epochs=epochs,
-                           seed=seed, settings=settings, pairing=pairing, progress=progress)
+                           seed=seed, settings=settings, pairing=pairing, progress=progress,
+                           memory_format=memory_format)
 
 
 def _stream_job(job):
