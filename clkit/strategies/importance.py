@@ -33,7 +33,7 @@ import torch
 from .._validate import check_real
 from ._common import (TaskAwareStrategy, aligned_rows, flat_views, grads_of, mask_to, per_sample_mean,
                       trainable)
-from .base import Task, _FusedSGD, register
+from .base import Task, register
 
 __all__ = ["EWC", "SI", "MAS", "quadratic_penalty", "FusedQuadratic"]
 
@@ -422,7 +422,7 @@ class SI(_Quadratic):
         construction of ``torch.optim.SGD`` (one group, no Nesterov, no maximize; weight decay only
         with momentum, which folds it into the buffer), fused or not; ``None`` for any other optimizer."""
         opt = getattr(self, "optimizer", None)
-        if type(opt) not in (torch.optim.SGD, _FusedSGD) or len(opt.param_groups) != 1:
+        if type(opt) is not torch.optim.SGD or len(opt.param_groups) != 1:
             return None
         group = opt.param_groups[0]
         lr = group["lr"]
