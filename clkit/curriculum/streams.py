@@ -20,7 +20,7 @@ import torch
 
 from .._seed import torch_seeded
 from .._validate import check_choice, check_int
-from ..models.cnn import MEMORY_FORMATS
+from ..models.cnn import laid_out
 from ..models.cnn import make_backbone as _builtin_backbone
 from ..strategies import available_strategies, make_strategy
 from ..learner_kwargs import settings_for
@@ -79,10 +79,9 @@ def make_backbone(name: str, in_channels: int, num_classes: int, image_size: int
     if isinstance(name, str) and ":" in name:  # "package.module:factory" (see clkit.plugins)
         from ..plugins import build_model
 
-        check_choice("memory_format", memory_format, list(MEMORY_FORMATS))
         model = build_model(name, "04_curriculum", in_channels=in_channels, num_classes=num_classes,
                             image_size=image_size)
-        return model.to(memory_format=torch.channels_last) if memory_format == "channels_last" else model
+        return laid_out(model, memory_format)
     return _builtin_backbone(name, in_channels, num_classes, image_size, memory_format)
 
 
@@ -170,7 +169,7 @@ def run_stream(bench: Benchmark, order, strategy: str, *, scenario: str = "class
         (:func:`clkit.learner_kwargs.settings_for`).
     memory_format : {"contiguous", "channels_last"}
         The backbone's layout (:func:`make_backbone`): channels_last is faster on CPU and gives the
-        same results to float rounding, which training amplifies (other numbers, same distribution).
+        same results to float rounding, which training amplifies (so not the same numbers).
     **hyper
         Strategy and optimiser settings; each strategy takes the ones it accepts
         (:func:`strategy_kwargs`).

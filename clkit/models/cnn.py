@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["SmallCNN", "WideVGG9", "ResNet", "make_backbone", "BACKBONES"]
+__all__ = ["SmallCNN", "WideVGG9", "ResNet", "make_backbone", "laid_out", "BACKBONES", "MEMORY_FORMATS"]
 
 
 class SmallCNN(nn.Module):
@@ -174,8 +174,29 @@ def make_backbone(name: str, in_channels: int, num_classes: int, image_size: int
 
     check_choice("backbone", name, list(BACKBONES))
     check_choice("memory_format", memory_format, list(MEMORY_FORMATS))
-    net = _build(name, in_channels, num_classes, image_size)
-    return net.to(memory_format=torch.channels_last) if memory_format == "channels_last" else net
+    return laid_out(_build(name, in_channels, num_classes, image_size), memory_format)
+
+
+def laid_out(model: nn.Module, memory_format: str) -> nn.Module:
+    """``model`` with its 4-d weights in ``channels_last`` where ``memory_format="channels_last"``
+    (converted in place, ``model.to(memory_format=...)``; other parameters are left as they are);
+    ``"contiguous"``, PyTorch's default layout, leaves the model as it was built (a plugin factory
+    that lays out its own model keeps its choice).
+
+    Examples
+    --------
+    >>> conv = laid_out(nn.Conv2d(3, 4, 3), "channels_last")
+    >>> conv.weight.is_contiguous(memory_format=torch.channels_last), conv.weight.is_contiguous()
+    (True, False)
+    >>> laid_out(conv, "nhwc")
+    Traceback (most recent call last):
+    ...
+    ValueError: memory_format must be one of ['contiguous', 'channels_last'], got 'nhwc'
+    """
+    from .._validate import check_choice
+
+    check_choice("memory_format", memory_format, list(MEMORY_FORMATS))
+    return model.to(memory_format=torch.channels_last) if memory_format == "channels_last" else model
 
 
 def _build(name, in_channels, num_classes, image_size):
