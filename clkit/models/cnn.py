@@ -173,7 +173,6 @@ def make_backbone(name: str, in_channels: int, num_classes: int, image_size: int
     from .._validate import check_choice
 
     check_choice("backbone", name, list(BACKBONES))
-    check_choice("memory_format", memory_format, list(MEMORY_FORMATS))
     return laid_out(_build(name, in_channels, num_classes, image_size), memory_format)
 
 
