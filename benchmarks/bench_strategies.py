@@ -427,11 +427,11 @@ def print_steps(runs, rounds, inner, avalanche_json=None, cnn_rounds=None, alloc
 
 
 # ---------------------------------------------------------------------- part 2: SmallCNN
-def cnn_tasks(n=256, seed=0):
+def cnn_tasks(n=256, seed=0, size=32):
     g = torch.Generator().manual_seed(seed)
     out = []
     for t in range(3):
-        x = torch.rand(n, 3, 32, 32, generator=g)
+        x = torch.rand(n, 3, size, size, generator=g)
         y = 10 * t + torch.randint(0, 10, (n,), generator=g)
         out.append(Task(x, y, task_id=t, classes=tuple(range(10 * t, 10 * t + 10))))
     return out
@@ -462,36 +462,6 @@ def print_cnn(rounds, inner):
             print(f"{name:<20}{statistics.median(times[name]) * 1e3:>10.1f}{r[name]:>9.2f}")
     print("(A-GEM: 256 reference rows, GEM: 256 rows per past task: a step touches 3x and 5x the rows "
           "of a naive step)\n")
-
-
-# ---------------------------------------------------------------------- part 4: layout
-LAYOUT_CASES = [c for c in MLP_CASES if c[0] in ("naive", "agem (64 ref. rows)", "gem (64 rows/task)")]
-
-
-def print_layout(rounds, inner):
-    """ms per step of small_cnn in the default layout and in channels_last, at three image sizes."""
-    print("4. Memory layout: small_cnn (3 channels -> 30), batch 64, class-incremental, step on task 3: "
-          "ms per step (CPU time, one thread)")
-    print(f"{'pixels':>6}  {'case':<22}{'contiguous':>11}{'channels_last':>14}{'saved':>7}")
-    for px in (8, 32, 64):
-        g = torch.Generator().manual_seed(0)
-        data = [Task(torch.rand(256, 3, px, px, generator=g), 10 * t + torch.randint(0, 10, (256,), generator=g),
-                     task_id=t, classes=tuple(range(10 * t, 10 * t + 10))) for t in range(3)]
-        fns = {}
-        for layout in (torch.contiguous_format, torch.channels_last):
-            def net():
-                with torch_seeded(0):
-                    return SmallCNN(3, 30).to(memory_format=layout)
-            fns[(layout, "bare step")] = bare_step(net(), data[2].x[:64], data[2].y[:64])
-            for label, name, kw, _ in LAYOUT_CASES:
-                fns[(layout, label)] = ready(name, net(), data, 64, "class", **kw)[1]
-        times = interleaved(fns, rounds, inner)
-        for label in ["bare step"] + [c[0] for c in LAYOUT_CASES]:
-            a = statistics.median(times[(torch.contiguous_format, label)]) * 1e3
-            b = statistics.median(times[(torch.channels_last, label)]) * 1e3
-            print(f"{px:>6}  {label:<22}{a:>11.2f}{b:>14.2f}{1 - b / a:>7.0%}")
-    print("(channels_last: the same network and initial weights, other rounding; the bare step is each "
-          "layout's own)\n")
 
 
 # ---------------------------------------------------------------------- part 3: importance
@@ -585,6 +555,34 @@ def splice_block(page, name, text):
     _, tail = rest.split(end, 1)
     atomic_write_text(page, head + begin + "\n" + text.rstrip("\n") + "\n" + end + tail)
     print(f"updated the generated block of {page}")
+
+
+# ---------------------------------------------------------------------- part 4: layout
+LAYOUT_CASES = [c for c in MLP_CASES if c[0] in ("naive", "agem (64 ref. rows)", "gem (64 rows/task)")]
+
+
+def print_layout(rounds, inner):
+    """ms per step of small_cnn in the default layout and in channels_last, at three image sizes."""
+    print("4. Memory layout: small_cnn (3 channels -> 30), batch 64, class-incremental, step on task 3: "
+          "ms per step (CPU time, one thread)")
+    print(f"{'pixels':>6}  {'case':<22}{'contiguous':>11}{'channels_last':>14}{'saved':>7}")
+    for px in (8, 32, 64):
+        data = cnn_tasks(size=px)
+        fns = {}
+        for layout in (torch.contiguous_format, torch.channels_last):
+            def net():
+                with torch_seeded(0):
+                    return SmallCNN(3, 30).to(memory_format=layout)
+            fns[(layout, "bare step")] = bare_step(net(), data[2].x[:64], data[2].y[:64])
+            for label, name, kw, _ in LAYOUT_CASES:
+                fns[(layout, label)] = ready(name, net(), data, 64, "class", **kw)[1]
+        times = interleaved(fns, rounds, inner)
+        for label in ["bare step"] + [c[0] for c in LAYOUT_CASES]:
+            a = statistics.median(times[(torch.contiguous_format, label)]) * 1e3
+            b = statistics.median(times[(torch.channels_last, label)]) * 1e3
+            print(f"{px:>6}  {label:<22}{a:>11.2f}{b:>14.2f}{1 - b / a:>7.0%}")
+    print("(channels_last: the same network and initial weights, other rounding; the bare step is each "
+          "layout's own)\n")
 
 
 def main(argv=None):

@@ -152,7 +152,7 @@ def make_backbone(name: str, in_channels: int, num_classes: int, image_size: int
 
     ``memory_format="channels_last"`` lays the convolution weights out channel-innermost
     (``torch.channels_last``, NHWC); the convolutions then compute and return their activations in
-    that layout, and pooling, ReLU and batch normalisation follow it. It is the same network: the
+    that layout, and pooling, ReLU and normalisation layers follow it. It is the same network: the
     weights at initialisation are equal and the outputs agree to float rounding -- but not bitwise,
     so a training run drifts apart from the contiguous one over many steps. On CPU it is faster
     (SmallCNN steps 20-40 % less time on one core, ``benchmarks/bench_strategies.py --only layout``);
