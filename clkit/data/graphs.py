@@ -271,17 +271,23 @@ def load_online_graph(name: str, root=None, timeout: float = 3.0) -> GraphData:
     """One of the paper's datasets through its ecosystem loader (needs network on first use).
 
     ``name`` in ``"corafull"``, ``"reddit"``, ``"roman_empire"``, ``"ogbn_arxiv"``.
-    A copy already processed under ``root`` (default ``data_root()/<name>``) is
-    used without network. Otherwise the download host must answer within
-    ``timeout`` seconds, else :class:`DatasetNotFoundError` is raised at once.
+    A copy already under ``root`` (default ``data_root()/<name>``) is used without
+    network: the raw files torch-geometric reads (it downloads only when one is
+    missing; e.g. CoraFull's ``<root>/cora/raw/cora.npz``, placed there by hand or
+    by :func:`clkit.data.fixtures.write`), or for ogbn-arxiv a processed copy.
+    Otherwise the download host must answer within ``timeout`` seconds, else
+    :class:`DatasetNotFoundError` (naming where it looked) is raised at once.
     """
     check_choice("name", name, list(ONLINE_GRAPH_DATASETS))
     host, how = ONLINE_GRAPH_DATASETS[name]
     root = Path(root) if root is not None else data_root() / name
-    processed = root.exists() and any(root.rglob("processed/*.pt"))
-    if not processed and not _host_reachable(host, timeout):
-        raise DatasetNotFoundError(name, [root, f"https://{host} (unreachable within {timeout:g} s)"],
-                                   f"Run once with network access: {how}.")
+    raw = [root / f for f in {"corafull": ["cora/raw/cora.npz"], "roman_empire": ["roman_empire/raw/roman_empire.npz"],
+                              "reddit": ["raw/reddit_data.npz", "raw/reddit_graph.npz"]}.get(name, [])]
+    local = all(f.is_file() for f in raw) if raw else root.exists() and any(root.rglob("processed/*.pt"))
+    if not local and not _host_reachable(host, timeout):
+        offline = f"; or copy its raw files to {', '.join(map(str, raw))}" if raw else ""
+        raise DatasetNotFoundError(name, [*(raw or [root]), f"https://{host} (unreachable within {timeout:g} s)"],
+                                   f"Run once with network access: {how}{offline}.")
     try:
         if name == "corafull":
             from torch_geometric.datasets import CoraFull

