@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .base import Strategy, Task, _with_penalty, take
+from .base import Strategy, Task, _reported, _with_penalty, take
 
 __all__ = ["TaskAwareStrategy", "flat_grad", "set_flat_grad", "trainable", "mask_to", "per_sample_mean",
            "aligned_rows", "flat_views", "grads_of"]
@@ -110,37 +110,39 @@ class TaskAwareStrategy(Strategy):
         """
         return x, y, self.task_ids_of(len(y), task)
 
-    def train_step(self, x, y, task: Task | None = None) -> float:
+    def train_step(self, x, y, task: Task | None = None) -> torch.Tensor:
         """One optimisation step on the incoming batch plus whatever :meth:`replay` adds."""
         xb, yb, tb = self.replay(x, y, task)
         return self.step_rows(xb, yb, tb, task, incoming=(x, y))
 
-    def step_rows(self, xb, yb, tb, task: Task | None, incoming=None) -> float:
+    def step_rows(self, xb, yb, tb, task: Task | None, incoming=None) -> torch.Tensor:
         """One step on rows ``(xb, yb)`` of tasks ``tb``; the hook order is the base class's."""
         self.train_mode()
         self.optimizer.zero_grad(set_to_none=True)
-        loss, rest = _with_penalty(self.rows_loss(xb, yb, tb), self.penalty(task))
-        loss.backward()
+        with self.amp.autocast():
+            loss, rest = _with_penalty(self.rows_loss(xb, yb, tb), self.penalty(task))
+        self.amp.backward(loss, self.optimizer)
         self.after_backward(xb, yb, task)
-        self.optimizer.step()
+        self.amp.step(self.optimizer)
         x, y = incoming if incoming is not None else (xb, yb)
         self.after_step(x, y, task)
         self.steps += 1
-        return float(loss.detach()) + float(rest)
+        return _reported(loss, rest)
 
     def rows_forward(self, x, task_ids: torch.Tensor) -> torch.Tensor:
         """Model outputs for rows belonging to tasks ``task_ids`` (shape (B,))."""
         out = self.model(x)
         if self.scenario != "task" or out.ndim != 2 or not self.task_classes:
             return out
-        size = max(max(self.task_classes), int(task_ids.max()) if len(task_ids) else 0) + 2
+        # rows come from registered tasks (or -1): the table's size is known on the host
+        size = max(max(self.task_classes), max(self.seen_tasks, default=0)) + 2
         key = (size, out.shape[1], out.device, tuple(self.task_classes.items()))
         if getattr(self, "_mask_key", None) != key:   # rebuilt only when a task or its classes change
-            table = torch.zeros((size, out.shape[1]), device=out.device)  # last row: task id -1, no mask
+            table = torch.zeros((size, out.shape[1]))  # last row: task id -1, no mask
             for t, classes in self.task_classes.items():
                 table[t] = float("-inf")
                 table[t, list(classes)] = 0.0
-            self._mask_key, self._mask_table = key, table
+            self._mask_key, self._mask_table = key, table.to(out.device)
         return out + self._mask_table[task_ids.to(out.device)]
 
     def rows_loss(self, x, y, task_ids: torch.Tensor) -> torch.Tensor:
@@ -155,7 +157,7 @@ class TaskAwareStrategy(Strategy):
         key = (n, task.task_id if task is not None else -1)
         cached = getattr(self, "_task_ids", None)
         if cached is None or cached[0] != key:
-            cached = self._task_ids = (key, torch.full((n,), key[1], dtype=torch.int64))
+            cached = self._task_ids = (key, torch.full((n,), key[1], dtype=torch.int64, device=self.device))
         return cached[1]
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -79,7 +80,7 @@ class MSTE(Strategy):
         key = str(task.task_id)
         expert = self.experts[key] if key in self.experts else self.initial
         expert.train(self.model.training)
-        return mask_to(expert(x), classes if classes is not None else task.classes, self.scenario)
+        return self.mask_logits(expert(x), classes if classes is not None else task.classes)
 
 
 class ProgressiveNet(nn.Module):
@@ -127,7 +128,8 @@ class ProgressiveNet(nn.Module):
         adapters = nn.ModuleList()
         for layer in entries:
             for _ in range(k):
-                adapters.append(nn.Linear(layer.in_features, layer.out_features, bias=False))
+                adapters.append(nn.Linear(layer.in_features, layer.out_features, bias=False,
+                                          device=layer.weight.device))
         self.columns.append(col)
         self.laterals.append(adapters)
 
@@ -195,7 +197,7 @@ class PNN(Strategy):
         if not self.model.columns:
             self.model.add_column()
         out = self.model(x, column=self.column_of.get(task.task_id, -1))
-        return mask_to(out, classes if classes is not None else task.classes, self.scenario)
+        return self.mask_logits(out, classes if classes is not None else task.classes)
 
 
 @register("cwr")
@@ -219,8 +221,8 @@ class CWRStar(Strategy):
         super().__init__(model, **kwargs)
         head = self.model.head
         self.cw_weight = torch.zeros_like(head.weight.detach())
-        self.cw_bias = torch.zeros(head.out_features)
-        self.class_counts = torch.zeros(head.out_features)
+        self.cw_bias = torch.zeros(head.out_features, device=head.weight.device)
+        self.class_counts = torch.zeros(head.out_features)   # on the host: bookkeeping
 
     def before_task(self, task: Task) -> None:
         head = self.model.head
@@ -237,21 +239,24 @@ class CWRStar(Strategy):
     def forward(self, x, task: Task | None = None, classes=None):
         out = self.model(x)
         if self.model.training and task is not None:   # training: only the current classes compete
-            return mask_to(out, task.classes, "task")
-        return mask_to(out, classes if classes is not None else (task.classes if task else None), self.scenario)
+            return self.mask_logits(out, task.classes, "task")
+        return self.mask_logits(out, classes if classes is not None else (task.classes if task else None))
 
     def after_task(self, task: Task) -> None:
         head = self.model.head
-        cls = torch.as_tensor(list(task.classes))
-        m = torch.bincount(task.y, minlength=head.out_features)[cls].float()
-        n = self.class_counts[cls]
+        classes = list(task.classes)
+        counts = np.bincount(task.labels_host().astype(np.int64), minlength=head.out_features)[classes]
+        m_host = torch.as_tensor(counts, dtype=torch.float32)
+        dev = head.weight.device
+        cls = torch.as_tensor(classes, device=dev)
+        m, n = m_host.to(dev), self.class_counts[classes].to(dev)
         tw = head.weight.detach()[cls]
         tw = tw - tw.mean(0, keepdim=True)
         self.cw_weight[cls] = (self.cw_weight[cls] * n[:, None] + tw * m[:, None]) / (n + m)[:, None]
         if head.bias is not None:
             tb = head.bias.detach()[cls]
             self.cw_bias[cls] = (self.cw_bias[cls] * n + (tb - tb.mean()) * m) / (n + m)
-        self.class_counts[cls] += m
+        self.class_counts[classes] += m_host
         self._load_consolidated()
 
     def _load_consolidated(self) -> None:

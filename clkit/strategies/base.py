@@ -37,8 +37,9 @@ from torch import nn
 import torch.nn.functional as F
 
 from .._validate import check_choice, check_int, check_real
+from ..device import Amp, as_device, host_float, move, to_host
 
-__all__ = ["Task", "Strategy", "register", "take"]
+__all__ = ["Task", "Strategy", "register", "take", "epoch_means"]
 
 
 class _Registry(dict):
@@ -100,6 +101,37 @@ def _with_penalty(loss, penalty):
     return loss, penalty
 
 
+def _reported(loss: torch.Tensor, rest) -> torch.Tensor:
+    """The value a step reports: the detached loss plus the penalty not yet in it (a number or a
+    tensor without a graph), as a tensor on the loss's device -- nothing is read from the device."""
+    loss = loss.detach()
+    if isinstance(rest, torch.Tensor):
+        return loss + rest.detach()
+    return loss + rest if rest else loss
+
+
+def epoch_means(history) -> list[float]:
+    """Mean loss of each epoch from per-step losses (tensors on a device or numbers), reading the
+    device once for all epochs: ``history`` is a list (epochs) of lists (steps); an epoch without
+    steps gives NaN.
+
+    Examples
+    --------
+    >>> epoch_means([[torch.tensor(1.0), torch.tensor(3.0)], [], [0.5]])
+    [2.0, nan, 0.5]
+    """
+    flat = [v if isinstance(v, torch.Tensor) else torch.tensor(float(v)) for steps in history for v in steps]
+    if not flat:
+        return [float("nan")] * len(history)
+    device = next((v.device for v in flat if v.device.type != "cpu"), torch.device("cpu"))
+    values = to_host(torch.stack([v.detach().float().reshape(()).to(device) for v in flat])).astype(np.float64)
+    out, start = [], 0
+    for steps in history:
+        out.append(float(values[start:start + len(steps)].mean()) if steps else float("nan"))
+        start += len(steps)
+    return out
+
+
 def _cat(a, b):
     if isinstance(a, (tuple, list)):
         return type(a)(_cat(u, v) for u, v in zip(a, b))
@@ -138,6 +170,42 @@ class Task:
 
     def __len__(self) -> int:
         return len(self.y)
+
+    @property
+    def device(self) -> torch.device:
+        """The device of the task's labels (its inputs are moved with them)."""
+        return self.y.device
+
+    def to(self, device, *, non_blocking: bool = True) -> "Task":
+        """This task on ``device``: ``self`` when it is there already, else a copy whose tensors moved
+        once (pinned, non-blocking from the CPU to CUDA; :func:`clkit.device.move`).
+
+        The copy keeps the classes and ``meta``, and remembers the labels as they were on the
+        host (:meth:`labels_host`), so bookkeeping that needs label values (class-balanced
+        memories, class counts) never reads them back from the device.
+
+        Examples
+        --------
+        >>> t = Task(torch.zeros(4, 2), torch.tensor([0, 1, 0, 1]), task_id=3)
+        >>> m = t.to(torch.device("meta"))
+        >>> m.x.device, m.classes, m.task_id, m.labels_host().tolist(), t.to("cpu") is t
+        (device(type='meta'), (0, 1), 3, [0, 1, 0, 1], True)
+        """
+        device = as_device(device)
+        if self.y.device == device or (device.index is None and self.y.device.type == device.type):
+            return self
+        moved = Task(move(self.x, device, non_blocking=non_blocking), move(self.y, device, non_blocking=non_blocking),
+                     self.task_id, self.classes, dict(self.meta))
+        moved._labels_host = self.labels_host()
+        return moved
+
+    def labels_host(self) -> np.ndarray:
+        """The labels as a NumPy array on the host, without reading the device when the task was
+        moved there by :meth:`to` (NaN on the ``meta`` device otherwise)."""
+        cached = getattr(self, "_labels_host", None)
+        if cached is None:
+            cached = self._labels_host = to_host(self.y)
+        return cached
 
 
 LOSSES: dict[str, Callable] = {
@@ -211,8 +279,19 @@ class Strategy:
         Class-incremental (single head) or task-incremental (logits masked to the
         task's classes).
     seed : int
-        Seeds the local generators used for shuffling and sampling.
-    device : str
+        Seeds the local generators used for shuffling and sampling. They are CPU generators
+        on every device, so a run draws the same batch orders and memory samples on a GPU as
+        on the CPU.
+    device : str, torch.device or clkit.device.RunDevice
+        Where the model and every tensor of a step live (``"cpu"`` default). Task data is
+        moved there once per task (:meth:`Task.to`); inside the step loops nothing is read
+        back to the host: :meth:`train_step` returns the loss as a tensor on the device, and
+        :meth:`train_task` reads the losses once, at the end of the task. On the CPU, where a
+        read costs nothing, a few steps read small values where that is cheaper (A-GEM's
+        projection test, the penalties' value).
+    precision : {"fp32", "bf16", "fp16"}
+        Autocast dtype of the forward passes (:class:`clkit.device.Amp`); ``fp16`` scales
+        the loss and needs CUDA. Parameters stay float32.
     """
 
     name = "naive"
@@ -225,7 +304,7 @@ class Strategy:
 
     def __init__(self, model: nn.Module, *, loss="cross_entropy", optimizer="sgd", lr: float = 1e-3,
                  momentum: float = 0.9, weight_decay: float = 0.0, epochs: int = 1, batch_size: int = 128,
-                 scenario: str = "class", seed: int = 0, device: str = "cpu"):
+                 scenario: str = "class", seed: int = 0, device="cpu", precision: str = "fp32"):
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         self.scenario = check_choice("scenario", scenario, ["class", "task"])
@@ -247,14 +326,19 @@ class Strategy:
         self.epochs = check_int("epochs", epochs, low=0)
         self.batch_size = check_int("batch_size", batch_size, low=1)
         self.seed = check_int("seed", seed)
-        self.device = torch.device(device)
+        self.device = as_device(device)
+        self.amp = Amp(precision, self.device)
+        self.precision = self.amp.precision
+        #: an accelerator: the step loops read nothing back from the device
+        self.sync_free = self.device.type != "cpu"
         self.model = model.to(self.device)
         self._optimizer_spec = optimizer
         self.optimizer = self.make_optimizer(self.model.parameters())
         self.generator = torch.Generator().manual_seed(self.seed)
         self.rng = np.random.default_rng(self.seed)
         self.seen_tasks: list[int] = []
-        self.seen_classes: set[int] = set()
+        self._seen_classes: set[int] = set()
+        self._pending_labels: list[torch.Tensor] = []   # task-free batches' labels, read at the next look
         self.steps = 0
 
     # ------------------------------------------------------------------ set-up
@@ -314,12 +398,26 @@ class Strategy:
     def forward(self, x, task: Task | None = None, classes=None) -> torch.Tensor:
         """Model outputs; in the task-incremental scenario, logits outside the task's classes are masked."""
         out = self.model(x)
-        classes = classes if classes is not None else (task.classes if task is not None else None)
-        if self.scenario == "task" and classes is not None and out.ndim == 2:
-            mask = torch.full((out.shape[1],), float("-inf"), device=out.device)
-            mask[list(classes)] = 0.0
-            out = out + mask
+        return self.mask_logits(out, classes if classes is not None else (task.classes if task is not None else None))
+
+    def mask_logits(self, out: torch.Tensor, classes, scenario: str | None = None) -> torch.Tensor:
+        """``out`` with the logits outside ``classes`` at ``-inf`` in the task-incremental scenario
+        (``scenario`` overrides the strategy's); unchanged otherwise. The mask is built once per
+        task on the logits' device."""
+        if (scenario or self.scenario) == "task" and classes is not None and out.ndim == 2:
+            return out + self._class_mask(tuple(classes), out)
         return out
+
+    def _class_mask(self, classes: tuple, like: torch.Tensor) -> torch.Tensor:
+        """``0`` at ``classes`` and ``-inf`` elsewhere, shaped like one row of ``like`` and on its
+        device; kept while the classes, width and device stay the same (built once per task)."""
+        key = (classes, like.shape[1], like.device, like.dtype)
+        cached = getattr(self, "_mask_cache", None)
+        if cached is None or cached[0] != key:
+            mask = torch.full((like.shape[1],), float("-inf"), dtype=like.dtype)
+            mask[list(classes)] = 0.0
+            cached = self._mask_cache = (key, mask.to(like.device))
+        return cached[1]
 
     def criterion(self, outputs, y) -> torch.Tensor:
         """The task loss on a batch."""
@@ -335,34 +433,44 @@ class Strategy:
             self.model.train()
             self._train_modules = list(self.model.modules())
 
-    def train_step(self, x, y, task: Task | None = None) -> float:
-        """One optimisation step on the batch ``(x, y)``; returns the loss value."""
+    def train_step(self, x, y, task: Task | None = None) -> torch.Tensor:
+        """One optimisation step on the batch ``(x, y)`` (on the strategy's device); returns the loss
+        (penalty included) as a 0-dim tensor on the device, without reading it (``float()`` reads it)."""
         self.train_mode()
         xb, yb = self.augment_batch(x, y, task)
         self.optimizer.zero_grad(set_to_none=True)
-        loss, rest = _with_penalty(self.criterion(self.forward(xb, task), yb), self.penalty(task))
-        loss.backward()
+        with self.amp.autocast():
+            loss, rest = _with_penalty(self.criterion(self.forward(xb, task), yb), self.penalty(task))
+        self.amp.backward(loss, self.optimizer)
         self.after_backward(xb, yb, task)
-        self.optimizer.step()
+        self.amp.step(self.optimizer)
         self.after_step(x, y, task)
         self.steps += 1
-        return float(loss.detach()) + float(rest)
+        return _reported(loss, rest)
 
-    def batches(self, n: int):
-        """Shuffled mini-batch index tensors over ``n`` samples (local generator)."""
+    def batches(self, n: int, device=None):
+        """Shuffled mini-batch index tensors over ``n`` samples (local CPU generator: the same order
+        on every device); with ``device`` the permutation moves there once and the batches are
+        slices of it."""
         perm = torch.randperm(n, generator=self.generator)
+        if device is not None:
+            perm = move(perm, device)
         for start in range(0, n, self.batch_size):
             yield perm[start:start + self.batch_size]
 
     def train_task(self, task: Task, epochs: int | None = None) -> list[float]:
-        """Train on a whole task (``epochs`` passes); returns the mean loss per epoch."""
+        """Train on a whole task (``epochs`` passes); returns the mean loss per epoch.
+
+        The task moves to the strategy's device first (once; :meth:`Task.to`), and the losses
+        are read from the device once, after the last epoch.
+        """
+        task = task.to(self.device)
         epochs = self.begin_task(task, epochs)
         history = []
         for _ in range(epochs):
-            losses = [self.train_batch(task, idx) for idx in self.batches(len(task))]
-            history.append(float(np.mean(losses)) if losses else float("nan"))
+            history.append([self.train_batch(task, idx) for idx in self.batches(len(task), self.device)])
         self.after_task(task)
-        return history
+        return epoch_means(history)
 
     def train_batch(self, task: Task, idx: torch.Tensor) -> float:
         """One :meth:`train_step` on rows ``idx`` (shape (B,)) of ``task``: the step of :meth:`train_task`.
@@ -390,14 +498,33 @@ class Strategy:
         if task is not None:
             self._register_task(task)
         elif not torch.is_floating_point(y):
-            self.seen_classes.update(int(c) for c in torch.unique(y).tolist())
+            self._note_labels(y)
         return self.train_step(x, y, task)
+
+    def _note_labels(self, y: torch.Tensor) -> None:
+        """Remember a task-free batch's labels for :attr:`seen_classes` without reading the device
+        now (they are read when ``seen_classes`` is looked at, or every 512 batches)."""
+        self._pending_labels.append(y.detach())
+        if len(self._pending_labels) >= 512:
+            self._flush_labels()
+
+    def _flush_labels(self) -> None:
+        pending, self._pending_labels = self._pending_labels, []
+        if pending:
+            labels = to_host(torch.unique(torch.cat(pending)) if pending[0].device.type != "meta" else pending[0])
+            self._seen_classes.update(int(c) for c in labels.reshape(-1) if c == c)
+
+    @property
+    def seen_classes(self) -> set[int]:
+        """The classes of the registered tasks and of the task-free batches seen so far."""
+        self._flush_labels()
+        return self._seen_classes
 
     def _register_task(self, task: Task) -> None:
         if task.task_id not in self.seen_tasks:
             self.seen_tasks.append(task.task_id)
         if task.classes:
-            self.seen_classes.update(task.classes)
+            self._seen_classes.update(task.classes)
 
     # ------------------------------------------------------------------ inference
     @torch.no_grad()
@@ -405,18 +532,24 @@ class Strategy:
         """Outputs on ``x`` in evaluation mode (batched)."""
         self.model.eval()
         n = len(x[0]) if isinstance(x, (tuple, list)) else len(x)
-        outs = [self.forward(take(x, slice(s, s + batch_size)), task) for s in range(0, n, batch_size)]
-        return torch.cat(outs) if outs else torch.empty(0)
+        with self.amp.autocast():
+            outs = [self.forward(move(take(x, slice(s, s + batch_size)), self.device), task)
+                    for s in range(0, n, batch_size)]
+        return torch.cat(outs).float() if outs else torch.empty(0, device=self.device)
 
     def evaluate(self, task: Task, metric: str | Callable = "accuracy") -> float:
-        """Score on ``task``: ``"accuracy"`` (argmax), ``"mse"`` or ``metric(outputs, y)``."""
+        """Score on ``task``: ``"accuracy"`` (argmax), ``"mse"`` or ``metric(outputs, y)``.
+
+        An evaluation boundary: the one value is read from the device here (NaN on ``meta``).
+        """
         out = self.predict(task.x, task)
+        y = move(task.y, out.device)
         if callable(metric):
-            return float(metric(out, task.y))
+            return host_float(metric(out, y))
         check_choice("metric", metric, ["accuracy", "mse"])
         if metric == "accuracy":
-            return float((out.argmax(1) == task.y).float().mean()) if len(task) else float("nan")
-        return float(F.mse_loss(out, task.y))
+            return host_float((out.argmax(1) == y).float().mean()) if len(task) else float("nan")
+        return host_float(F.mse_loss(out, y))
 
     def clone_model(self) -> nn.Module:
         """A deep copy of the current model (frozen snapshots, experts, teachers)."""

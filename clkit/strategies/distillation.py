@@ -167,20 +167,23 @@ class LwF(TaskAwareStrategy):
                 old = self.teacher(x)
         if self.loss_fn is F.mse_loss or raw.ndim != 2 or not self.old_classes:
             return F.mse_loss(raw, old)
-        key = tuple(self.old_classes)
+        key = (tuple(self.old_classes), raw.device)
         if getattr(self, "_cols_key", None) != key:
-            self._cols_key, self._cols = key, _columns(self.old_classes)
+            cols = _columns(self.old_classes)
+            self._cols_key = key
+            self._cols = cols if isinstance(cols, slice) else torch.as_tensor(cols, device=raw.device)
         return _FusedDistillation.apply(raw[:, self._cols], old[:, self._cols], self.lwf_temperature)
 
-    def train_step(self, x, y, task: Task | None = None) -> float:
+    def train_step(self, x, y, task: Task | None = None) -> torch.Tensor:
         self.train_mode()
         self.optimizer.zero_grad(set_to_none=True)
-        raw = self.model(x)
-        classes = task.classes if task is not None else None
-        loss = self.criterion(mask_to(raw, classes, self.scenario), y) + self.lwf_alpha * self.distillation(raw, x)
-        loss.backward()
+        with self.amp.autocast():
+            raw = self.model(x)
+            classes = task.classes if task is not None else None
+            loss = self.criterion(self.mask_logits(raw, classes), y) + self.lwf_alpha * self.distillation(raw, x)
+        self.amp.backward(loss, self.optimizer)
         self.after_backward(x, y, task)
-        self.optimizer.step()
+        self.amp.step(self.optimizer)
         self.after_step(x, y, task)
         self.steps += 1
-        return float(loss.detach())
+        return loss.detach()

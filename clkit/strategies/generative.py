@@ -142,14 +142,27 @@ class GenerativeReplay(TaskAwareStrategy):
         with torch.no_grad():
             out = self.old_solver(xg)
         if torch.is_floating_point(y):
-            yg, tg = out.to(y.dtype), torch.full((len(y),), -1, dtype=torch.int64)
-        else:
-            old = sorted({c for t, cl in self.task_classes.items() if task is None or t != task.task_id for c in cl})
-            yg = torch.as_tensor(old)[out[:, old].argmax(1).cpu()]
-            owner = {c: t for t, cl in self.task_classes.items() for c in cl if task is None or t != task.task_id}
-            tg = torch.as_tensor([owner[int(c)] for c in yg.tolist()], dtype=torch.int64)
+            yg, tg = out.to(y.dtype), torch.full((len(y),), -1, dtype=torch.int64, device=y.device)
+        else:   # the old solver's label among the old classes, and the task that owns it (on the device)
+            old, owner = self._old_classes(task, out.device)
+            yg = old[out.index_select(1, old).argmax(1)]
+            tg = owner[yg]
         self._generated = xg
-        return _cat(x, xg), torch.cat([y, yg.to(y.device)]), torch.cat([tids, tg])
+        return _cat(x, xg), torch.cat([y, yg.to(y.dtype)]), torch.cat([tids, tg])
+
+    def _old_classes(self, task, device):
+        """The classes of the earlier tasks (sorted) and a lookup class -> owning task, on ``device``;
+        kept while the tasks stay the same."""
+        key = (task.task_id if task is not None else None, tuple(self.task_classes.items()), device)
+        cached = getattr(self, "_old_cache", None)
+        if cached is None or cached[0] != key:
+            earlier = {t: cl for t, cl in self.task_classes.items() if task is None or t != task.task_id}
+            old = sorted({c for cl in earlier.values() for c in cl})
+            owner = torch.full((max(old) + 1,), -1, dtype=torch.int64)
+            for t, cl in earlier.items():
+                owner[list(cl)] = t
+            cached = self._old_cache = (key, torch.as_tensor(old, device=device), owner.to(device))
+        return cached[1], cached[2]
 
     def before_task(self, task: Task) -> None:
         if self.vae is None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import torch
 
 from .._validate import check_real
+from ..device import host_float
 from ._common import (TaskAwareStrategy, aligned_rows, flat_views, grads_of, mask_to, per_sample_mean,
                       trainable)
 from .base import Task, register
@@ -117,13 +118,16 @@ class FusedQuadratic:
         self.names = names
         self.coefficient = float(coefficient)
         p0 = self.params[0]
+        # merged in float64 on the CPU (not every device has float64), once per change of the
+        # terms; on ``meta`` (shapes only) where the values are
+        work = p0.device if p0.device.type == "meta" else torch.device("cpu")
 
         def flat(d):
-            return torch.cat([d[n].reshape(-1).cpu() for n in names]).double()
+            return torch.cat([d[n].reshape(-1).to(work) for n in names]).double()
 
         with torch.no_grad():
-            a = torch.zeros(sum(p.numel() for p in self.params), dtype=torch.float64)
-            s = torch.zeros_like(a)   # float64 on the CPU (not every device has it)
+            a = torch.zeros(sum(p.numel() for p in self.params), dtype=torch.float64, device=work)
+            s = torch.zeros_like(a)
             for omega, anchor in terms:
                 o = flat(omega)
                 a += o
@@ -133,7 +137,7 @@ class FusedQuadratic:
             const = 0.0
             if len(terms) > 1:   # one term: its anchor is B, the constant is exactly 0
                 for omega, anchor in terms:
-                    const += float((flat(omega) * (flat(anchor) - b) ** 2).sum())
+                    const += host_float((flat(omega) * (flat(anchor) - b) ** 2).sum())
             root = (2 * self.coefficient * a).sqrt()
             self.root = root.to(p0.device, p0.dtype)                  # r = sqrt(S)
             self.anchor = b.to(p0.device, p0.dtype)                   # B
@@ -272,7 +276,8 @@ class _Quadratic(TaskAwareStrategy):
             return 0.0
         if getattr(self, "_in_step", False):
             self._pending = fused.residual(self._flat_theta(fused))
-            return fused.value_float()
+            # the value only enters the reported loss: read on the CPU, a tensor on an accelerator
+            return fused.value() if self.sync_free else fused.value_float()
         return fused()
 
     def _flat_theta(self, fused) -> torch.Tensor | None:

@@ -12,6 +12,12 @@ as *rows*: slot ``k`` holds ``take(x, k)``, ``y[k]`` and the task id of the row.
   currently largest class, but only when its own class is smaller than that.
 - :class:`TaskBalancedBuffer` -- an equal share of the memory per task, each
   share a uniform random subset of the task (the paper's Replay).
+
+Devices: the rows live on the device of the first rows offered (the learner's); every
+decision -- which slot a row takes, which rows are evicted or sampled -- is made on the host
+with the buffer's own NumPy / CPU generators, from task ids and labels the host already knows
+(a mirror of each slot's task id, and of its label for the class-balanced buffer), so a buffer
+never reads the device to decide.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import numpy as np
 import torch
 
 from .._validate import check_int
+from ..device import move, to_host
 from .base import take
 
 __all__ = ["ReservoirBuffer", "ClassBalancedBuffer", "TaskBalancedBuffer"]
@@ -53,7 +60,8 @@ class _Buffer:
         self.rng = np.random.default_rng(check_int("seed", seed))
         self.x = None
         self.y = None
-        self.task_ids = torch.zeros(self.memory_size, dtype=torch.int64)
+        self.task_ids = torch.zeros(self.memory_size, dtype=torch.int64)   # on the rows' device once filled
+        self.task_ids_host = np.zeros(self.memory_size, dtype=np.int64)    # the same, on the host
         self.size = 0
 
     def __len__(self) -> int:
@@ -63,12 +71,17 @@ class _Buffer:
         if self.x is None:
             self.x = _alloc(x, self.memory_size)
             self.y = _alloc(y, self.memory_size)
+            self.task_ids = move(self.task_ids, self.y.device)
 
     def _write(self, slots, x, y, task_ids) -> None:
-        slots_t = torch.as_tensor(slots, dtype=torch.int64)
+        """Rows ``x, y`` into ``slots``; ``task_ids``: host values (an int or one per row)."""
+        slots = np.array(slots, dtype=np.int64, ndmin=1)
+        tids = np.array(np.broadcast_to(np.asarray(task_ids, dtype=np.int64), slots.shape))
+        self.task_ids_host[slots] = tids
+        slots_t = torch.from_numpy(slots)
         _put(self.x, slots_t, x)
         _put(self.y, slots_t, y)
-        self.task_ids[slots_t] = task_ids
+        self.task_ids[slots_t] = move(torch.from_numpy(tids), self.task_ids.device)
 
     def data(self):
         """All stored rows: ``(x, y, task_ids)``, each with ``len(self)`` rows."""
@@ -99,11 +112,17 @@ class _Buffer:
         return take(self.x, idx, out=out), take(self.y, idx), take(self.task_ids, idx)
 
     def class_counts(self) -> dict[int, int]:
-        """Number of stored rows per (integer) label."""
+        """Number of stored rows per (integer) label (read from the device: for inspection)."""
         if self.size == 0:
             return {}
-        labels, counts = torch.unique(self.y[: self.size], return_counts=True)
-        return {int(c): int(k) for c, k in zip(labels.tolist(), counts.tolist())}
+        labels, counts = np.unique(to_host(self.y[: self.size]), return_counts=True)
+        return {int(c): int(k) for c, k in zip(labels, counts)}
+
+
+def _host_ids(task_id, b: int) -> np.ndarray:
+    """Task ids of ``b`` rows on the host: an int for all, or one per row (array or tensor)."""
+    ids = to_host(task_id) if isinstance(task_id, torch.Tensor) else np.asarray(task_id)
+    return np.broadcast_to(ids.astype(np.int64), (b,))
 
 
 class ReservoirBuffer(_Buffer):
@@ -155,9 +174,9 @@ class ReservoirBuffer(_Buffer):
         # the last row wins a slot drawn twice in one batch
         _, last = np.unique(slots[::-1], return_index=True)
         rows, slots = rows[::-1][last], slots[::-1][last]
-        tids = torch.as_tensor(task_id, dtype=torch.int64).expand(b)[torch.as_tensor(rows)]
-        idx = torch.as_tensor(rows)
-        self._write(slots, take(x, idx), y[idx], tids)
+        tids = _host_ids(task_id, b)[rows]
+        idx = torch.from_numpy(rows)
+        self._write(slots, take(x, idx), take(y, idx), tids)
         self.size = min(self.memory_size, self.seen + b)
         self.seen += b
 
@@ -181,21 +200,29 @@ class ClassBalancedBuffer(_Buffer):
     {0: 2, 1: 2, 2: 2}
     """
 
-    def add(self, x, y, task_id: int = 0) -> None:
-        """Offer the rows of ``(x, y)`` (integer labels, shape (B,)) one at a time."""
+    def __init__(self, memory_size: int, seed: int = 0):
+        super().__init__(memory_size, seed)
+        self.labels_host = np.zeros(self.memory_size, dtype=np.int64)   # each slot's label, on the host
+
+    def add(self, x, y, task_id: int = 0, labels=None) -> None:
+        """Offer the rows of ``(x, y)`` (integer labels, shape (B,)) one at a time.
+
+        ``labels``: the same labels on the host (e.g. :meth:`Task.labels_host`), so that the
+        greedy choice reads nothing from the device; read from ``y`` when omitted.
+        """
         b = _rows(x)
         if b == 0 or self.memory_size == 0:
             return
         if torch.is_floating_point(y):
             raise TypeError("ClassBalancedBuffer needs integer class labels y, got a float tensor")
         self._ensure(x, y)
-        tids = torch.as_tensor(task_id, dtype=torch.int64).expand(b)
-        labels = self.y[: self.size].tolist()
+        labels = to_host(y) if labels is None else np.asarray(labels)
+        tids = _host_ids(task_id, b)
         members: dict[int, list[int]] = {}
-        for slot, c in enumerate(labels):
+        for slot, c in enumerate(self.labels_host[: self.size].tolist()):
             members.setdefault(c, []).append(slot)
-        rows, slots = [], []
-        for r, c in enumerate(y.tolist()):
+        chosen = {}   # slot -> row; a slot taken twice in one call keeps the later row
+        for r, c in enumerate(labels.tolist()):
             if self.size < self.memory_size:
                 slot = self.size
                 self.size += 1
@@ -206,10 +233,18 @@ class ClassBalancedBuffer(_Buffer):
                 pool = members[largest]
                 slot = pool.pop(int(self.rng.integers(len(pool))))
             members.setdefault(c, []).append(slot)
-            rows.append(r)
-            slots.append(slot)
-            # a slot written twice in one call keeps the later row
-            self._write([slot], take(x, [r]), y[[r]], tids[[r]])
+            chosen[slot] = r
+        if chosen:
+            slots = np.fromiter(chosen, dtype=np.int64, count=len(chosen))
+            rows = np.fromiter(chosen.values(), dtype=np.int64, count=len(chosen))
+            self.labels_host[slots] = labels[rows]
+            idx = torch.from_numpy(rows)
+            self._write(slots, take(x, idx), take(y, idx), tids[rows])
+
+    def class_counts(self) -> dict[int, int]:
+        """Number of stored rows per label (from the host mirror)."""
+        labels, counts = np.unique(self.labels_host[: self.size], return_counts=True)
+        return {int(c): int(k) for c, k in zip(labels, counts)}
 
 
 class TaskBalancedBuffer(_Buffer):
@@ -243,21 +278,22 @@ class TaskBalancedBuffer(_Buffer):
         k = len(self.tasks)
         quota = {t: self.memory_size // k + (i < self.memory_size % k) for i, t in enumerate(self.tasks)}
         # keep a random subset of each older task's rows, within its new quota
-        old_x, old_y, old_t = self.data()
+        old_x, old_y, _ = self.data()
+        old_t = self.task_ids_host[: self.size]
         keep = []
         for t in self.tasks:
             if t == task_id:
                 continue
-            rows = np.nonzero((old_t == t).numpy())[0]
+            rows = np.nonzero(old_t == t)[0]
             keep.extend(self.rng.permutation(rows)[: quota[t]].tolist())
         keep = sorted(keep)
         new_rows = self.rng.permutation(n)[: quota[task_id]]
         if keep:
-            idx = torch.as_tensor(keep, dtype=torch.int64)
-            kx, ky, kt = take(old_x, idx), old_y[idx].clone(), old_t[idx].clone()
+            keep = np.asarray(keep, dtype=np.int64)
+            idx = torch.from_numpy(keep)
+            kx, ky, kt = take(old_x, idx), take(old_y, idx).clone(), old_t[keep].copy()
             kx = type(kx)(v.clone() for v in kx) if isinstance(kx, (tuple, list)) else kx.clone()
             self._write(np.arange(len(keep)), kx, ky, kt)
         idx = torch.as_tensor(new_rows, dtype=torch.int64)
-        self._write(len(keep) + np.arange(len(new_rows)), take(x, idx), y[idx],
-                    torch.full((len(new_rows),), task_id, dtype=torch.int64))
+        self._write(len(keep) + np.arange(len(new_rows)), take(x, idx), take(y, idx), task_id)
         self.size = len(keep) + len(new_rows)

@@ -33,7 +33,8 @@ from scipy.optimize import nnls
 from .._validate import check_int, check_real
 from ._common import TaskAwareStrategy, aligned_rows, flat_views, grads_of
 from ._onepass import GroupGradients
-from .base import Strategy, Task, _cat, register, take
+from ..device import to_host
+from .base import Strategy, Task, _cat, _reported, register, take
 from .memory import ReservoirBuffer
 
 __all__ = ["AGEM", "GEM", "agem_project", "gem_project", "gem_dual", "small_dual"]
@@ -178,8 +179,8 @@ class _Projection(TaskAwareStrategy):
       inputs and output gradients (:class:`~clkit.strategies._onepass.GroupGradients`);
     - **separate passes** (``one_pass=False``, and the fallback): the step's backward for the
       batch, then one forward and backward per memory group. Used for models the one-pass path
-      cannot serve (batch normalisation, unknown module types, ...); ``self.one_pass_reason``
-      says why.
+      cannot serve (batch normalisation, unknown module types, ...) and for mixed precision
+      (``precision`` other than fp32); ``self.one_pass_reason`` says why.
     """
 
     def __init__(self, model, *, one_pass: bool = True, **kwargs):
@@ -260,13 +261,15 @@ class _Projection(TaskAwareStrategy):
         """Change ``grads`` (the parameters' ``.grad``) in place from the gradient rows."""
         raise NotImplementedError
 
-    def step_rows(self, xb, yb, tb, task, incoming=None) -> float:
+    def step_rows(self, xb, yb, tb, task, incoming=None) -> torch.Tensor:
         """One step; the gradients come from one stacked pass where the model allows it."""
         self._batch_rows = n = yb.size(0)   # (len() of a tensor is a Python-level call)
         self._memory_rows = memory = self.memory_groups(task)
         self._filled = False
         params = self._params
-        gg = self._group_gradients(params) if memory is not None and params and self.one_pass else None
+        # the one-pass products are formed in float32: other precisions take separate passes
+        gg = (self._group_gradients(params) if memory is not None and params and self.one_pass
+              and self.precision == "fp32" else None)
         if gg is None or gg.reason is not None:
             self.last_pass = None if memory is None else "separate passes"
             return super().step_rows(xb, yb, tb, task, incoming)
@@ -305,11 +308,11 @@ class _Projection(TaskAwareStrategy):
             p.grad = v
         self._filled = True
         self.after_backward(xb, yb, task)
-        self.optimizer.step()
+        self.amp.step(self.optimizer)
         x, y = incoming if incoming is not None else (xb, yb)
         self.after_step(x, y, task)
         self.steps += 1
-        return float(losses[0].detach()) + float(penalty)
+        return _reported(losses[0], penalty)
 
     def _row_weights(self, n, sizes, like):
         """``1 / size`` of each stacked row's group (batch rows first), in ``like``'s dtype and
@@ -470,7 +473,16 @@ class AGEM(_Projection):
             return
         g, ref = self._row_list[0], self._row_list[1]    # (rows[0], rows[1] without an indexing op)
         self.reference_grad = ref
-        dot, ref_sq = torch.mv(rows[:2] if rows.size(0) != 2 else rows, ref).tolist()   # g.ref, ref.ref
+        prod = torch.mv(rows[:2] if rows.size(0) != 2 else rows, ref)   # g.ref, ref.ref
+        if self.sync_free:   # on an accelerator: the projection test on the device, no read
+            # -min(g.ref, 0) / max(ref.ref, 1e-12): 0 (and g unchanged) without a conflict
+            scale = prod[0].clamp(max=0).neg_().div_(prod[1].clamp(min=1e-12))
+            if self._grads_in_row:
+                g.add_(ref * scale)
+            else:
+                torch._foreach_add_(grads, torch._foreach_mul(views[1], scale))
+            return
+        dot, ref_sq = prod.tolist()
         if dot < 0:   # as agem_project
             scale = dot / max(ref_sq, 1e-12)
             if self._grads_in_row:
@@ -558,18 +570,27 @@ class GEM(_Projection):
         # rounding of g~ itself in 300 steps (tests/test_strategies_rehearsal.py checks the
         # constraints with margin 0 too). Column j, <r_i, r_j> for i <= j, is one matrix-vector
         # product: measured 1.3-1.6x faster than one (k + 1, P) x (P, k) product for k = 2..9.
+        # On an accelerator the columns are formed there and read to the host together, once per
+        # step: the QP is solved on the host (a (k + 1) x k matrix), and v goes back to the device.
+        cols = [torch.mv(rows[:j + 1], rows[j]) for j in range(1, k + 1)]
+        if self.sync_free:
+            cols = [to_host(c) for c in torch.cat(cols).split([j + 1 for j in range(1, k + 1)])]
+        else:
+            cols = [c.numpy(force=True) for c in cols]
         gram = np.zeros((k + 1, k))
-        for j in range(1, k + 1):
-            col = torch.mv(rows[:j + 1], rows[j]).numpy(force=True)
+        for j, col in enumerate(cols, start=1):
             gram[:j + 1, j - 1] = col
             gram[j, :j - 1] = col[1:j]
-        if (gram[0] >= 0).all():
+        if rows.device.type == "meta":      # shapes only: apply the margin as v (no values to solve)
+            v = [self.gem_memory_strength] * k
+        elif (gram[0] >= 0).all():
             return
-        v = small_dual(gram[1:], gram[0], self.gem_memory_strength)
-        if v is None:
-            v = gem_dual(gram[1:], gram[0], self.gem_memory_strength).tolist()
+        else:
+            v = small_dual(gram[1:], gram[0], self.gem_memory_strength)
+            if v is None:
+                v = gem_dual(gram[1:], gram[0], self.gem_memory_strength).tolist()
         if self._grads_in_row:              # g~ = g + G' v, in place on the flat row
-            rows[0].addmv_(rows[1:k + 1].T, torch.tensor(v, dtype=rows.dtype))
+            rows[0].addmv_(rows[1:k + 1].T, torch.tensor(v, dtype=rows.dtype).to(rows.device))
         else:
             for vi, view in zip(v, views[1:k + 1]):
                 torch._foreach_add_(grads, view, alpha=vi)

@@ -28,7 +28,7 @@ import torch
 
 from .._validate import check_int
 from ._common import TaskAwareStrategy
-from .base import Task, _cat, register, take
+from .base import Task, _cat, epoch_means, register, take
 from .memory import ClassBalancedBuffer, ReservoirBuffer, TaskBalancedBuffer
 
 __all__ = ["Replay", "ER", "Cumulative", "GDumb"]
@@ -132,6 +132,7 @@ class Cumulative(TaskAwareStrategy):
         self.stored: list[Task] = []
 
     def train_task(self, task: Task, epochs: int | None = None) -> list[float]:
+        task = task.to(self.device)
         epochs = self.begin_task(task, epochs)
         self.stored.append(task)
         x, y = self.stored[0].x, self.stored[0].y
@@ -140,10 +141,9 @@ class Cumulative(TaskAwareStrategy):
             x, y, tids = _cat(x, t.x), torch.cat([y, t.y]), torch.cat([tids, self.task_ids_of(len(t), t)])
         history = []
         for _ in range(epochs):
-            losses = [self.step_rows(take(x, i), y[i], tids[i], task) for i in self.batches(len(y))]
-            history.append(sum(losses) / len(losses) if losses else float("nan"))
+            history.append([self.step_rows(take(x, i), y[i], tids[i], task) for i in self.batches(len(y), self.device)])
         self.after_task(task)
-        return history
+        return epoch_means(history)
 
 
 @register("gdumb")
@@ -188,14 +188,15 @@ class GDumb(TaskAwareStrategy):
         history = []
         if x is not None:
             for _ in range(epochs):
-                losses = [self.step_rows(take(x, i), y[i], tids[i], None) for i in self.batches(len(y))]
-                history.append(sum(losses) / len(losses))
+                history.append([self.step_rows(take(x, i), y[i], tids[i], None)
+                                for i in self.batches(len(y), self.device)])
         self._stale = False
-        return history
+        return epoch_means(history)
 
     def train_task(self, task: Task, epochs: int | None = None) -> list[float]:
+        task = task.to(self.device)
         epochs = self.begin_task(task, epochs)
-        self.memory.add(task.x, task.y, task.task_id)
+        self.memory.add(task.x, task.y, task.task_id, labels=task.labels_host())
         history = self.fit_memory(epochs)
         self.after_task(task)
         return history
