@@ -30,7 +30,10 @@ import difflib
 import inspect
 from typing import Any, Iterable, Mapping
 
-__all__ = ["allowed_keywords", "check_learner_kwargs", "settings_for"]
+__all__ = ["allowed_keywords", "check_learner_kwargs", "settings_for", "RUN_KEYWORDS"]
+
+#: keywords every learner of a run gets from the notebook's own parameters, never per learner
+RUN_KEYWORDS = {"device": "device", "precision": "precision"}
 
 _ANY = object()
 
@@ -132,6 +135,10 @@ def check_learner_kwargs(learner_kwargs, allowed: Mapping[str, Mapping | Iterabl
     Traceback (most recent call last):
     ...
     ValueError: learner_kwargs: 'ewc' is not a learner of this run; settings can be given for ['naive'] (to drop a parameter set's settings: -p learner_kwargs '{}')
+    >>> check_learner_kwargs({"ewc": {"device": "cuda"}}, {"ewc": {"ewc_lambda": 1.0}})
+    Traceback (most recent call last):
+    ...
+    ValueError: learner_kwargs['ewc']: 'device' is set for the whole run by the notebook's 'device' parameter (e.g. -p device cuda), not per learner
     >>> check_learner_kwargs({"ewc": {"ewc_lambda": "big"}}, {"ewc": {"ewc_lambda": 1.0}})
     Traceback (most recent call last):
     ...
@@ -158,6 +165,10 @@ def check_learner_kwargs(learner_kwargs, allowed: Mapping[str, Mapping | Iterabl
         for key, value in kwargs.items():
             if not isinstance(key, str):
                 raise TypeError(f"{parameter}[{learner!r}]: keywords must be strings, got {key!r}")
+            if key in RUN_KEYWORDS:
+                raise ValueError(f"{parameter}[{learner!r}]: {key!r} is set for the whole run by the notebook's "
+                                 f"{RUN_KEYWORDS[key]!r} parameter (e.g. -p {RUN_KEYWORDS[key]} "
+                                 f"{'cuda' if key == 'device' else 'bf16'}), not per learner")
             if key not in spec and not open_ended:
                 close = difflib.get_close_matches(key, names, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
