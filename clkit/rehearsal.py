@@ -7,9 +7,10 @@ in minutes on two CPU cores, offline, and CI can run every ``paper`` set.
 
 **The one rule.** A rehearsal keeps the parameter set's structure and cuts its sizes: every
 parameter that is a size, a count or a number of epochs is capped at the value its paper
-package lists (``min(given, cap)``; a list is cut to its first ``cap`` entries); every other
-parameter -- datasets, loaders, architectures, learners, protocol, metrics, the verdict rule
-and its number of seeds -- is left as it is. Downloads are switched off (the fabricated files
+package lists (``min(given, cap)``; a list is cut to its first ``cap`` entries), seeds at the
+verdict rule's minimum (:data:`MIN_SEEDS`, so every verdict is still computed); every other
+parameter -- datasets, loaders, architectures, learners, protocol, metrics and the verdict
+rule -- is left as it is. Downloads are switched off (the fabricated files
 are in the cache the loaders read first). The run prints the table of what was cut
 (:meth:`Rehearsal.table`) and records it in ``results.json``; its numbers describe
 fabricated data and say nothing about the paper's.
@@ -25,11 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["Cap", "Plan", "Rehearsal", "RULE", "cut_value", "default_root"]
+__all__ = ["Cap", "Plan", "Rehearsal", "RULE", "MIN_SEEDS", "cut_value", "default_root"]
+
+#: the verdict rule's minimum of paired seeds (clkit.stats): a rehearsal keeps at least this many
+MIN_SEEDS = 4
 
 RULE = ("the paper set's structure is kept (datasets and their loaders, architectures, learners, protocol, "
-        "metrics, verdict rule and seeds) and every size, count and number of epochs is capped: "
-        "min(given, cap), a list cut to its first cap entries")
+        "metrics and verdict rule) and every size, count and number of epochs is capped at a rehearsal value: "
+        "min(given, cap), a list cut to its first cap entries; seeds are capped at the verdict rule's minimum "
+        f"of {MIN_SEEDS}, so every verdict is still computed")
 
 
 @dataclass(frozen=True)
