@@ -1,0 +1,74 @@
+"""The shared rehearsal rule (clkit.rehearsal) and the run budget (clkit.budget)."""
+
+import math
+import os
+
+import pytest
+import torch
+
+from clkit.budget import Budget, Work, format_duration, time_per_call
+from clkit.rehearsal import MIN_SEEDS, RULE, Cap, Plan, cut_value
+
+
+def test_the_rule_caps_sizes_and_keeps_everything_else():
+    plan = Plan("nb", (Cap("epochs", 2, "epochs per task"), Cap("seeds", MIN_SEEDS, "seeds"),
+                       Cap("sigmas", 2, "stream widths")), {"download": False})
+    values = {"epochs": 50, "seeds": [1, 2, 3, 4, 5, 6], "sigmas": [3.0], "download": True,
+              "backbone": "wide_vgg9", "lr": 0.001}
+    changes, rows = plan.cut(values)
+    assert changes == {"epochs": 2, "seeds": [1, 2, 3, 4], "download": False}
+    assert [r["parameter"] for r in rows] == ["epochs", "seeds", "download"]
+    assert rows[0] == {"parameter": "epochs", "given": 50, "used": 2, "what": "epochs per task"}
+    # a value under its cap, and parameters the plan does not name, are left alone
+    assert "sigmas" not in changes and "backbone" not in changes and "lr" not in changes
+    assert "min(given, cap)" in RULE and str(MIN_SEEDS) in RULE
+
+
+def test_cut_value_never_raises_a_value_and_keeps_types():
+    assert cut_value(3, 10) == 3 and cut_value(30, 10) == 10 and isinstance(cut_value(3.5, 2), float)
+    assert cut_value(False, 0) is False and cut_value({"a": 1}, 0) == {"a": 1}
+
+
+def test_prepare_writes_fixtures_points_the_cache_and_records(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLKIT_DATA", "/nonexistent")
+    calls = []
+
+    def fixtures(values):
+        calls.append(values["n"])
+        return {"mnist": {"per_class_train": values["n"], "per_class_test": 1}}
+
+    plan = Plan("nb", (Cap("n", 2, "images per class"),), fixtures=fixtures,
+                after=lambda values, files: {"path": str(files["mnist"])})
+    rh = plan.prepare({"n": 500, "path": ""}, tmp_path / "rh", seed=3)
+    assert calls == [2]                                   # fixtures see the cut values
+    assert os.environ["CLKIT_DATA"] == str(tmp_path / "rh")
+    assert (tmp_path / "rh" / "MNIST" / "raw").is_dir()
+    assert rh.changes == {"n": 2, "path": str(rh.files["mnist"])}
+    assert list(rh.table().index) == ["n", "path"]
+    rec = rh.record()
+    assert rec["data_root"] == str(tmp_path / "rh") and rec["cut"][0]["used"] == 2
+    assert "Rehearsal run" in rh.note() and "mnist" in rh.note()
+    from clkit.data.images import load_image_dataset
+
+    d = load_image_dataset("mnist")                       # the real loader reads the fabricated files
+    assert d.x_train.shape == (20, 28, 28) and str(tmp_path / "rh") in d.source
+
+
+def test_budget_adds_work_and_divides_by_workers():
+    b = Budget("nb", "cpu", 12, [Work("training steps", 1000, 0.01, "3 steps"),
+                                 Work("evaluation passes", 20, 0.5)], parallel=2, detail="3 x 4")
+    assert b.seconds == pytest.approx((10 + 10) / 2)
+    rec = b.record()
+    assert rec["estimated_seconds"] == pytest.approx(10) and rec["work"][1]["count"] == 20
+    assert "12 trainings (3 x 4)" in b.text() and "1,000 training steps at 10.0 ms" in b.text()
+    assert "about 10 s on cpu with 2 worker processes" in b.text()
+
+
+def test_format_duration_and_timing():
+    assert format_duration(math.inf) == "unknown" and format_duration(0.004) == "0.004 s"
+    assert format_duration(3600 * 5 + 60) == "5 h 1 min"
+    calls = []
+    t = time_per_call(lambda: calls.append(1), warmup=2, repeats=3)
+    assert len(calls) == 5 and t >= 0
+    x = torch.randn(64, 64)
+    assert time_per_call(lambda: x @ x, device="cpu", repeats=2) > 0
