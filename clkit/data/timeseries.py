@@ -12,7 +12,7 @@ Three sources, all returning a :class:`TimeSeriesData` with ``values`` of shape
 - :func:`load_cesnet_timeseries24` -- the real dataset through ``cesnet-tszoo``
   (IP addresses, 10-minute aggregation). Offline it reads the clkit cache file
   ``<data_root>/cesnet_timeseries24/<name>.npz`` or an already downloaded tszoo
-  database; it downloads only with ``download=True`` and otherwise raises
+  database (through cesnet-tszoo); it downloads only with ``download=True`` and otherwise raises
   :class:`~clkit.data._cache.DatasetNotFoundError` at once.
 - :func:`load_river_stream` -- real streams that the ``river`` wheel ships
   (``river.drift.datasets``: room occupancy sensors, Brent crude oil price, ...),
@@ -200,7 +200,8 @@ def synthetic_network_traffic(num_series: int = 100, num_weeks: int = 40, interv
 
 def _cesnet_paths(root: Path, num_series: int):
     cache = root / "cesnet_timeseries24" / f"ip_addresses_10_minutes_top{num_series}.npz"
-    db = root / "tszoo" / "databases" / "CESNET-TimeSeries24" / "CESNET-TimeSeries24-ip_addresses_full-10_minutes.h5"
+    # CESNET_TimeSeries24.get_dataset names its files the pre-2.0 way: "10_minutes" -> "minutes"
+    db = root / "tszoo" / "databases" / "CESNET-TimeSeries24" / "CESNET-TimeSeries24-ip_addresses_full-minutes.h5"
     return cache, db
 
 
@@ -224,11 +225,14 @@ def load_cesnet_timeseries24(num_series: int = 100, root=None, download: bool = 
     1. the clkit cache ``<root>/cesnet_timeseries24/ip_addresses_10_minutes_top<N>.npz``
        (arrays ``values`` (N, T, 12) and ``features`` (12,)), written after a
        successful tszoo load;
-    2. an already downloaded tszoo database under ``<root>/tszoo/`` (or a download
-       when ``download=True``): a pool of ``10 * num_series`` IPs chosen by tszoo is
-       ranked by density (share of 10-minute steps with flows) and the top
-       ``num_series`` are kept; missing steps become 0. This path needs the real
-       database and is not exercised offline;
+    2. an already downloaded tszoo database
+       ``<root>/tszoo/databases/CESNET-TimeSeries24/CESNET-TimeSeries24-ip_addresses_full-minutes.h5``
+       (or a download when ``download=True``), read by cesnet-tszoo: a pool of
+       ``10 * num_series`` IPs (all of them when the database holds fewer) drawn by
+       tszoo with a fixed ``random_state`` is ranked by density (share of 10-minute
+       steps with flows) and the top ``num_series`` are kept; missing steps become 0.
+       The cache of step 1 is then written (atomically). The tests run this path on a
+       fabricated database (:func:`clkit.data.fixtures.cesnet.write_cesnet_timeseries24`);
     3. otherwise :class:`DatasetNotFoundError` (never a network call by default).
 
     Parameters
@@ -238,6 +242,13 @@ def load_cesnet_timeseries24(num_series: int = 100, root=None, download: bool = 
         Defaults to :func:`clkit.data._cache.data_root`.
     download : bool
         Allow cesnet-tszoo to download the database (several GB).
+
+    Raises
+    ------
+    DatasetNotFoundError
+        Neither the cache nor the database is there (or tszoo could not read it).
+    ValueError
+        The cache or the database holds fewer than ``num_series`` series.
 
     Examples
     --------
@@ -263,20 +274,30 @@ def load_cesnet_timeseries24(num_series: int = 100, root=None, download: bool = 
 
         ds = CESNET_TimeSeries24.get_dataset(str(root), source_type="ip_addresses_full", aggregation="10_minutes",
                                              dataset_type="time_based", display_details=False)
-        # a pool of candidates, ranked by density (share of 10-minute steps with flows)
-        pool = 10 * num_series
-        ds.set_dataset_config_and_initialize(TimeBasedConfig(ts_ids=pool, features_to_take=list(CESNET_FEATURES),
-                                                             train_time_period=1.0, default_values=np.nan),
-                                             display_config_details=None)
-        values = np.asarray(ds.get_all_numpy(), dtype=np.float32)        # (pool, T, 12)
-        density = np.isfinite(values[..., 0]).mean(axis=1) * (np.nan_to_num(values[..., 0]) > 0).mean(axis=1)
-        values = values[np.argsort(-density, kind="stable")[:num_series]]
+        available = len(ds.get_available_ts_indices())
+        # a pool of candidates (reproducible), ranked by density (share of 10-minute steps with flows);
+        # only the 12 features (no IP or time columns), read in this process
+        pool = min(10 * num_series, available)
+        if available >= num_series:
+            ds.set_dataset_config_and_initialize(
+                TimeBasedConfig(ts_ids=pool, features_to_take=list(CESNET_FEATURES), train_time_period=1.0,
+                                default_values=np.nan, include_time=False, include_ts_id=False,
+                                init_workers=0, train_workers=0, all_workers=0, random_state=0),
+                display_config_details=None)
+            values = np.asarray(ds.get_all_numpy(workers=0), dtype=np.float32)   # (pool, T, 12)
     except Exception as err:  # noqa: BLE001 -- any failure means the data is not available
         raise DatasetNotFoundError("CESNET-TimeSeries24", [cache, db], how, cause=err) from err
+    if available < num_series:
+        raise ValueError(f"num_series must be at most the {available} IP addresses in {db}, got {num_series}")
+    density = np.isfinite(values[..., 0]).mean(axis=1) * (np.nan_to_num(values[..., 0]) > 0).mean(axis=1)
+    values = values[np.argsort(-density, kind="stable")[:num_series]]
     from .._io import atomic_save
 
-    atomic_save(cache, lambda tmp: np.savez_compressed(open(tmp, "wb"), values=values,
-                                                       features=np.array(CESNET_FEATURES)))
+    def write(tmp):
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, values=values, features=np.array(CESNET_FEATURES))
+
+    atomic_save(cache, write)
     return _read_cache(cache, num_series)
 
 
