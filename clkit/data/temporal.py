@@ -304,13 +304,17 @@ def load_wild_time(name: str, period_length: int = 1, max_per_period: int | None
                     ds = wtd.load_dataset(name, step, split, in_memory=True, data_dir=str(found))
                 except KeyError:
                     continue  # time step absent from the file
-                x = np.stack([np.asarray(im) for im in ds.X]) if len(ds.X) else None
-                if x is None:
+                if not len(ds.X):
                     continue
                 y = np.asarray(ds.y, dtype=np.int64)
+                keep = np.arange(len(y))
                 if max_per_period is not None and len(y) > max_per_period:
                     keep = np.sort(rng.choice(len(y), max_per_period, replace=False))
-                    x, y = x[keep], y[keep]
+                    y = y[keep]
+                # pooled step by step: the raw images of a whole stream (FMoW: 141,696 at 224x224x3,
+                # 21 GB as uint8) never sit in memory together, only one step's
+                x = _to_chw(np.stack([np.asarray(ds.X[k]) for k in keep]), image_size)
+                del ds
                 xs.append(x), ys.append(y), pidx.append(np.full(len(y), i // period_length)), splits.append(split)
     except DatasetNotFoundError:
         raise
@@ -319,7 +323,7 @@ def load_wild_time(name: str, period_length: int = 1, max_per_period: int | None
                                    "The file could not be read or downloaded; re-download it.", exc) from exc
     if not xs:
         raise DatasetNotFoundError(f"Wild-Time {name}", [found / fname], "The file holds no time steps.")
-    x = _to_chw(np.concatenate([a for a, s in zip(xs, splits)]), image_size)
+    x = np.concatenate(xs)
     y = np.concatenate(ys)
     p = np.concatenate(pidx)
     sp = np.concatenate([np.full(len(a), s == "test") for a, s in zip(ys, splits)])
@@ -334,15 +338,31 @@ def load_wild_time(name: str, period_length: int = 1, max_per_period: int | None
                          source=f"Wild-Time {name} via wild-time-data ({found / fname})")
 
 
-def _to_chw(x, image_size):
-    """(N, H, W[, C]) uint8/float images -> float32 (N, C, h, w) in [0, 1], average-pooled."""
+def _to_chw(x, image_size, chunk: int = 512):
+    """(N, H, W[, C]) uint8/float images -> float32 (N, C, h, w) in [0, 1], average-pooled.
+
+    Integer images are scaled by 1/255, float images too when their maximum exceeds 1.5.
+    Converted ``chunk`` images at a time (pooling is per image), so the float copy of a
+    large batch of full-size images is never made whole.
+
+    Examples
+    --------
+    >>> x = np.full((3, 4, 4), 255, dtype=np.uint8)
+    >>> out = _to_chw(x, 2, chunk=2)
+    >>> out.shape, out.dtype, float(out.max())
+    ((3, 1, 2, 2), dtype('float32'), 1.0)
+    """
     x = np.asarray(x)
     if x.ndim == 3:
         x = x[..., None]
-    x = x.astype(np.float32)
-    if x.max() > 1.5:
-        x = x / 255.0
-    t = torch.from_numpy(x).permute(0, 3, 1, 2)
-    if t.shape[-1] > image_size:
-        t = torch.nn.functional.adaptive_avg_pool2d(t, image_size)
-    return t.contiguous().numpy()
+    scale = np.issubdtype(x.dtype, np.integer) or (x.size and float(x.max()) > 1.5)
+    parts = []
+    for lo in range(0, max(len(x), 1), chunk):
+        part = x[lo:lo + chunk].astype(np.float32)
+        if scale:
+            part = part / 255.0
+        t = torch.from_numpy(part).permute(0, 3, 1, 2)
+        if t.shape[-1] > image_size:
+            t = torch.nn.functional.adaptive_avg_pool2d(t, image_size)
+        parts.append(t.contiguous().numpy())
+    return np.concatenate(parts)
