@@ -456,7 +456,8 @@ class DeviceAudit(torch.overrides.TorchFunctionMode):
     mode every torch call that takes a tensor on ``device`` and a CPU tensor with at least one
     dimension raises ``RuntimeError`` naming the call, except those PyTorch allows on CUDA too:
     indexing with a CPU index (``x[idx]``; a small host-to-device copy), copying into a tensor
-    (``copy_``, ``to``) and 0-dim CPU tensors (scalars). Reads of values fail on ``meta`` by
+    (``copy_``, ``to``), deep copies (``copy.deepcopy`` of a model on the device that also
+    holds a CPU generator: each tensor is copied where it is) and 0-dim CPU tensors (scalars). Reads of values fail on ``meta`` by
     themselves (``.item()``, ``.tolist()``, ``.numpy()``).
 
     Examples
@@ -472,7 +473,8 @@ class DeviceAudit(torch.overrides.TorchFunctionMode):
 
     _ALLOWED = {"__getitem__", "to", "copy_", "_to_copy", "__get__", "__set__", "size", "dim", "__len__",
                 "is_floating_point", "__repr__", "__format__", "type", "_has_compatible_shallow_copy_type",
-                "is_contiguous", "data_ptr", "stride", "numel", "_is_view", "requires_grad_"}
+                "is_contiguous", "data_ptr", "stride", "numel", "_is_view", "requires_grad_",
+                "__deepcopy__"}   # copy.deepcopy copies each tensor where it is (its memo holds the others)
 
     def __init__(self, device):
         super().__init__()
