@@ -1,0 +1,356 @@
+"""The GPU check: every notebook's smoke set on CUDA beside the CPU, the ``gpu`` tests, paper-sized steps timed.
+
+One command, made to finish in under 8 minutes on one GPU (16 CPU cores beside it)::
+
+    python benchmarks/gpu_check.py                                   # prints the table
+    python benchmarks/gpu_check.py --markdown docs/generated/gpu-check.md
+    python benchmarks/gpu_check.py --device cpu --quick              # the script itself, on a CPU (what CI checks)
+
+Three parts (``--only smoke,tests,steps`` picks some):
+
+1. **smoke** -- each notebook's ``smoke`` set run twice through ``clkit run``, ``-p device cuda`` and
+   ``-p device cpu`` (in parallel processes), and their ``results.json`` compared: every number under
+   ``results`` (device, budget and timing records left out) within ``|a - b| <= ATOL + RTOL |b|``
+   (``ATOL = 0.02``, ``RTOL = 0.05``: accuracies on smoke-sized test sets move by a few samples when the
+   float rounding of a long training differs), and every verdict's decision equal. The table counts what
+   agrees and names the largest difference; differences are reported, not hidden: a run on another
+   device is the same computation rounded otherwise, and verdicts that lie near alpha can move.
+2. **tests** -- ``pytest -m gpu`` (the CUDA-only tests, skipped on machines without CUDA).
+3. **steps** -- paper-sized units timed on the device (``clkit.budget.time_per_call``: warm-up calls,
+   CUDA synchronised, the median): notebook 04's WideVGG9 step at 64x64 (batch 128, SGD), notebook 05's
+   GCN step and full evaluation pass on a random graph the size of ogbn-arxiv (169,343 nodes, 1,166,243
+   edges, 128 features, 40 classes), notebook 02's batched ground truth at 8 classes in 4 tasks (all
+   2,520 orders, finetune) and the estimate for 10 classes in 5 tasks (113,400 orders), and notebook
+   01's transformer at the paper's size (12 features, 288 steps of context, d_model 32, 8 blocks, 4
+   heads, batch 256).
+
+The card is named in the table's title (``clkit.device.device_info``). Exit status 1 when a run or a
+test fails; differences in numbers are printed, not failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ("01_taskification", "02_edge", "03_temporal_metrics", "04_curriculum", "05_drift")
+ATOL, RTOL = 0.02, 0.05
+#: results keys that describe the run, not its numbers
+SKIP = {"device", "budget", "rehearsal", "timing", "run_seconds", "figures", "data_source", "summary"}
+
+
+def numeric_leaves(obj, prefix: str = "") -> dict:
+    """``{dotted key: number}`` of every finite or non-finite number inside nested dicts and lists
+    (booleans and strings left out; keys in :data:`SKIP` left out at any depth).
+
+    Examples
+    --------
+    >>> numeric_leaves({"a": 1, "b": {"c": [0.5, True, "x"]}, "device": {"x": 3}})
+    {'a': 1.0, 'b.c.0': 0.5}
+    """
+    out = {}
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if str(k) not in SKIP:
+                out.update(numeric_leaves(v, f"{prefix}{k}."))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            out.update(numeric_leaves(v, f"{prefix}{i}."))
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        out[prefix[:-1]] = float(obj)
+    elif obj is None:
+        out[prefix[:-1]] = math.nan   # a non-finite number saved as null
+    return out
+
+
+def compare_results(a: dict, b: dict, atol: float = ATOL, rtol: float = RTOL) -> dict:
+    """Compare two runs' ``results``: numbers within tolerance, verdict decisions equal.
+
+    Returns ``{"numbers", "close", "largest": (key, a, b), "missing", "verdicts", "same_verdicts",
+    "moved": [comparison, ...]}`` (``b`` is the reference).
+
+    Examples
+    --------
+    >>> r = compare_results({"x": 1.0, "verdicts": [{"comparison": "c", "decision": "higher"}]},
+    ...                     {"x": 1.01, "verdicts": [{"comparison": "c", "decision": "higher"}]})
+    >>> r["numbers"], r["close"], r["same_verdicts"], r["moved"]
+    (1, 1, 1, [])
+    """
+    na, nb = numeric_leaves(a), numeric_leaves(b)
+    keys = sorted(set(na) & set(nb))
+    close, largest, worst = 0, None, -1.0
+    for k in keys:
+        x, y = na[k], nb[k]
+        if (math.isnan(x) and math.isnan(y)) or x == y:
+            close += 1
+            continue
+        diff = abs(x - y)
+        if math.isfinite(diff) and diff <= atol + rtol * abs(y):
+            close += 1
+        if not math.isfinite(diff) or diff > worst:
+            worst, largest = (math.inf if not math.isfinite(diff) else diff), (k, x, y)
+    va = {v.get("comparison"): v.get("decision") for v in a.get("verdicts", []) if isinstance(v, dict)}
+    vb = {v.get("comparison"): v.get("decision") for v in b.get("verdicts", []) if isinstance(v, dict)}
+    common = sorted(set(va) & set(vb), key=str)
+    moved = [c for c in common if va[c] != vb[c]]
+    return {"numbers": len(keys), "close": close, "largest": largest,
+            "missing": sorted(set(na) ^ set(nb)), "verdicts": len(common), "same_verdicts": len(common) - len(moved),
+            "moved": moved}
+
+
+def _run_smoke(notebook: str, device: str, out: Path) -> tuple[dict | None, float, str]:
+    """``clkit run NB --params smoke -p device DEVICE``; (results or None, seconds, error tail)."""
+    cmd = [sys.executable, "-m", "clkit", "run", notebook, "--params", "smoke", "-p", "device", device,
+           "--out", str(out)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    found = sorted(out.rglob("results.json"))
+    if proc.returncode or not found:
+        return None, seconds, (proc.stdout + proc.stderr)[-1500:]
+    return json.loads(found[0].read_text()).get("results", {}), seconds, ""
+
+
+def part_smoke(device: str, workers: int, notebooks=NOTEBOOKS) -> tuple[list, bool]:
+    """Each notebook's smoke set on ``device`` and on the CPU; the comparison rows and whether all ran."""
+    tmp = Path(tempfile.mkdtemp(prefix="clkit-gpu-check-"))
+    jobs = [(nb, dev) for nb in notebooks for dev in (device, "cpu")]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        done = dict(zip(jobs, pool.map(lambda j: _run_smoke(j[0], j[1], tmp / f"{j[0]}-{j[1].replace(':', '')}"),
+                                       jobs)))
+    rows, ok = [], True
+    for nb in notebooks:
+        (ra, ta, ea), (rb, tb, eb) = done[(nb, device)], done[(nb, "cpu")]
+        if ra is None or rb is None:
+            ok = False
+            rows.append({"notebook": nb, "time": f"{ta:.0f} s / {tb:.0f} s", "numbers": "run failed",
+                         "verdicts": "", "largest difference": (ea or eb).strip().splitlines()[-1:]})
+            continue
+        c = compare_results(ra, rb)
+        key = c["largest"]
+        rows.append({"notebook": nb, "time": f"{ta:.0f} s / {tb:.0f} s",
+                     "numbers": f"{c['close']} of {c['numbers']} within tolerance",
+                     "verdicts": f"{c['same_verdicts']} of {c['verdicts']} equal"
+                                 + (f" (moved: {'; '.join(c['moved'])})" if c["moved"] else ""),
+                     "largest difference": "none" if key is None else f"{key[0]}: {key[1]:.4g} vs {key[2]:.4g}"})
+    return rows, ok
+
+
+def part_tests() -> tuple[list, bool]:
+    """``pytest -m gpu``: the CUDA-only tests."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider", "tests"],
+                          cwd=ROOT, capture_output=True, text=True)
+    tail = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
+    return [{"part": "pytest -m gpu", "result": tail, "time": f"{time.perf_counter() - t0:.0f} s"}], \
+        proc.returncode in (0, 5)
+
+
+def _timed(name: str, fn, device, repeats: int = 5) -> dict:
+    from clkit.budget import time_per_call
+
+    try:
+        seconds = time_per_call(fn, device=device, warmup=2, repeats=repeats, max_seconds=60)
+        return {"unit": name, "seconds": seconds}
+    except Exception as exc:  # noqa: BLE001 -- one unit failing must not hide the others
+        return {"unit": name, "seconds": math.nan, "error": f"{type(exc).__name__}: {exc}"[:200]}
+
+
+def step_wide_vgg9(device, quick: bool):
+    """One SGD step of WideVGG9 on a batch of 128 RGB images (64x64; 16x16 with ``quick``)."""
+    import torch
+
+    from clkit.models.cnn import make_backbone
+    from clkit.strategies import Task, make_strategy
+
+    size, batch = (16, 16) if quick else (64, 128)
+    model = make_backbone("wide_vgg9", 3, 60, size)
+    s = make_strategy("naive", model, device=device, optimizer="sgd", lr=0.001, batch_size=batch)
+    g = torch.Generator().manual_seed(0)
+    task = Task(torch.randn(batch, 3, size, size, generator=g), torch.randint(0, 10, (batch,), generator=g)).to(device)
+    idx = torch.arange(batch, device=task.device)
+    return f"WideVGG9 SGD step, {size}x{size}, batch {batch} (04)", lambda: s.train_batch(task, idx)
+
+
+def _random_graph(nodes: int, edges: int, features: int, classes: int, seed: int = 0):
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, nodes, (edges,), generator=g)
+    dst = torch.randint(0, nodes, (edges,), generator=g)
+    edge_index = torch.stack([torch.cat([src, dst]), torch.cat([dst, src])])
+    return torch.randn(nodes, features, generator=g), edge_index, torch.randint(0, classes, (nodes,), generator=g)
+
+
+def gcn_units(device, quick: bool):
+    """The GCN of notebook 05 on an ogbn-arxiv-sized random graph: one online step (batch 10) with ER, and
+    one evaluation pass over every node."""
+    import torch
+
+    from clkit.models.gcn import GCN
+    from clkit.strategies import make_strategy
+
+    nodes, edges = (5000, 30000) if quick else (169_343, 1_166_243)
+    x, edge_index, y = _random_graph(nodes, edges, 128, 40)
+    model = GCN(x, edge_index, 40, hidden=256)
+    s = make_strategy("er", model, device=device, optimizer="adam", lr=5e-3, memory_size=100, batch_size=10)
+    y_dev = y.to(device)
+    g = torch.Generator().manual_seed(1)
+
+    def step():
+        idx = torch.randint(0, nodes, (10,), generator=g).to(device)
+        s.observe(idx, y_dev[idx])
+
+    everything = torch.arange(nodes, device=device)
+
+    def evaluate():
+        with torch.no_grad():
+            s.model.eval()
+            out = s.model(everything)
+            return (out.argmax(1) == y_dev).float().mean()
+
+    size = f"{nodes:,} nodes, {2 * edges:,} directed edges"
+    return (f"GCN online step with ER, batch 10, {size} (05)", step,
+            f"GCN evaluation of every node, {size} (05)", evaluate)
+
+
+def transformer_step(device, quick: bool):
+    """One AdamW step of the paper's forecaster: 12 features, 288 steps of context, d_model 32, 8 blocks,
+    4 heads, batch 256 (context 36, batch 32 with ``quick``)."""
+    import torch
+
+    from clkit.models.transformer import TimeSeriesTransformer
+    from clkit.strategies import Task, make_strategy
+
+    context, batch = (36, 32) if quick else (288, 256)
+    model = TimeSeriesTransformer(num_features=12, context=context, d_model=32, num_layers=8, num_heads=4,
+                                  target_index=0)
+    s = make_strategy("naive", model, device=device, loss="mse", optimizer="adamw", lr=1e-4, batch_size=batch)
+    g = torch.Generator().manual_seed(0)
+    task = Task(torch.randn(batch, context, 12, generator=g), torch.randn(batch, 1, generator=g)).to(device)
+    idx = torch.arange(batch, device=task.device)
+    return (f"transformer AdamW step, context {context}, d_model 32, 8 blocks, batch {batch} (01)",
+            lambda: s.train_batch(task, idx))
+
+
+def edge_truth(device, quick: bool) -> dict:
+    """Notebook 02's batched ground truth, finetune, on synthetic class data: every order of 8 classes in
+    4 tasks (6 classes in 3 with ``quick``), timed whole; 10 classes in 5 tasks estimated from it by the
+    number of prefix-tree tasks."""
+    import numpy as np
+    import torch
+
+    from clkit.edge.combinatorics import enumerate_sequences
+    from clkit.edge.learners import LearnerConfig, train_sequences
+    from clkit.edge.prefix import count_prefixes
+
+    n, k = (6, 3) if quick else (8, 4)
+    rng = np.random.default_rng(0)
+    xtr = torch.as_tensor(rng.normal(size=(n, 100, 196)).astype(np.float32))
+    xte = torch.as_tensor(rng.normal(size=(n, 200, 196)).astype(np.float32))
+    seqs = enumerate_sequences(n, k)
+    config = LearnerConfig(hidden=32, epochs=2, batch_size=32, lr=0.05)
+    t0 = time.perf_counter()
+    train_sequences(xtr, xte, seqs, "finetune", config, device=device)
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - t0
+    tasks_here = sum(count_prefixes(seqs))
+    tasks_10_5 = sum(count_prefixes(enumerate_sequences(10, 5)))
+    return {"unit": f"EDGE truth, finetune, {n} classes / {k} tasks ({len(seqs):,} orders, {tasks_here:,} tasks)",
+            "seconds": seconds, "estimate": f"10 classes / 5 tasks (113,400 orders, {tasks_10_5:,} tasks): about "
+                                           f"{seconds * tasks_10_5 / tasks_here:.0f} s"}
+
+
+def part_steps(device: str, quick: bool) -> list:
+    """The paper-sized units, timed on ``device``."""
+    rows = []
+    for name, build in (("WideVGG9 (04)", step_wide_vgg9), ("transformer (01)", transformer_step)):
+        try:
+            rows.append(_timed(*build(device, quick), device))
+        except Exception as exc:  # noqa: BLE001
+            rows.append({"unit": name, "seconds": math.nan, "error": f"{type(exc).__name__}: {exc}"[:200]})
+    try:
+        step_name, step, eval_name, evaluate = gcn_units(device, quick)
+        rows.append(_timed(step_name, step, device))
+        rows.append(_timed(eval_name, evaluate, device, repeats=3))
+    except Exception as exc:  # noqa: BLE001
+        rows.append({"unit": "GCN (05)", "seconds": math.nan, "error": f"{type(exc).__name__}: {exc}"[:200]})
+    try:
+        rows.append(edge_truth(device, quick))
+    except Exception as exc:  # noqa: BLE001
+        rows.append({"unit": "EDGE truth (02)", "seconds": math.nan, "error": f"{type(exc).__name__}: {exc}"[:200]})
+    return rows
+
+
+def markdown(title: str, rows: list) -> str:
+    """A Markdown table of ``rows`` (dicts) under a bold title."""
+    if not rows:
+        return f"**{title}**: nothing run.\n"
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    lines = [f"**{title}**", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        cells = []
+        for c in cols:
+            v = r.get(c, "")
+            cells.append(f"{v * 1e3:.1f} ms" if c == "seconds" and isinstance(v, float) and v < 1
+                         else f"{v:.2f} s" if c == "seconds" and isinstance(v, float) else str(v))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda", help="the device checked against the CPU (default cuda)")
+    parser.add_argument("--only", default="smoke,tests,steps", help="parts to run: smoke,tests,steps")
+    parser.add_argument("--quick", action="store_true", help="small sizes (checks the script, not the card)")
+    parser.add_argument("--workers", type=int, default=min(10, os.cpu_count() or 2),
+                        help="smoke runs at a time (default: up to 10)")
+    parser.add_argument("--notebooks", default=",".join(NOTEBOOKS), help="notebooks of the smoke part")
+    parser.add_argument("--markdown", help="also write the tables to this Markdown file")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    from clkit.device import device_info, resolve_device
+
+    device = resolve_device(args.device)
+    info = device_info(device)
+    card = info.get("name", str(device))
+    if device.type == "cuda":
+        card += f", {info.get('memory_gib')} GiB, CUDA {info.get('cuda')}, driver {info.get('driver') or 'unknown'}"
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    parts = set(args.only.split(","))
+    out, ok = [f"### GPU check on {card} ({device}; torch {info['torch']}; {stamp})\n"], True
+    t0 = time.perf_counter()
+    if "smoke" in parts:
+        rows, good = part_smoke(str(device), args.workers, args.notebooks.split(","))
+        ok &= good
+        out.append(markdown(f"Smoke sets on {device} vs cpu (numbers within |a - b| <= {ATOL} + {RTOL} |b|)", rows))
+    if "tests" in parts:
+        rows, good = part_tests()
+        ok &= good
+        out.append(markdown("CUDA-only tests", rows))
+    if "steps" in parts:
+        out.append(markdown(f"Paper-sized units on {device}" + (" (quick sizes)" if args.quick else ""),
+                            part_steps(str(device), args.quick)))
+    out.append(f"Total: {time.perf_counter() - t0:.0f} s.\n")
+    text = "\n".join(out)
+    print(text)
+    if args.markdown:
+        from clkit._io import atomic_write_text
+
+        atomic_write_text(Path(args.markdown), text)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
