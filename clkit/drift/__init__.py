@@ -14,13 +14,16 @@
   paper's description) and ``"authors"`` (its released code);
 - :mod:`clkit.drift.authors` -- the methods as the released code runs them;
 - :mod:`clkit.drift.report` -- the notebook's tables, findings and closing text;
-- :mod:`clkit.drift.plots` -- the notebook's figures.
+- :mod:`clkit.drift.plots` -- the notebook's figures;
+- :mod:`clkit.drift.budget` -- the study's work counted and timed on the run's device;
+- :mod:`clkit.drift.rehearsal` -- the ``paper`` set's rehearsal plan (fabricated CoraFull).
 
 Imports run one way: schedule -> streams -> protocol -> cache, evaluate ->
-authors -> experiment -> report, plots.
+authors -> experiment -> budget, report, plots; rehearsal stands alone.
 """
 
-from .experiment import (NOTEBOOK_PARAMETERS, LatentTaskSplit, StreamConfig, check_learner_settings, check_params, protocol_data, run_grid, run_null_control, run_protocols,
+from .experiment import (NOTEBOOK_PARAMETERS, GridPart, LatentTaskSplit, StreamConfig, check_learner_settings, check_params, grid_plan,
+                         null_control_configs, protocol_data, run_grid, run_null_control, run_protocols,
                          split_tasks, stream_metrics, study_configs)
 from .protocol import (AUTHORS_EVAL_EVERY, AUTHORS_TAU, eval_intervals, PROTOCOLS, Protocol, TaskEvaluator, get_protocol, protocol_eval_points,
                        protocol_metrics)
@@ -32,7 +35,8 @@ from .streams import (SAMPLINGS, SETTINGS, Stream, boundary_local_stream, fill_c
                       global_stream, hard_stream)
 
 __all__ = [
-    "NOTEBOOK_PARAMETERS", "LatentTaskSplit", "StreamConfig", "check_learner_settings", "check_params", "protocol_data", "run_grid", "run_null_control", "run_protocols", "study_configs",
+    "NOTEBOOK_PARAMETERS", "GridPart", "LatentTaskSplit", "StreamConfig", "check_learner_settings", "check_params", "grid_plan",
+    "null_control_configs", "protocol_data", "run_grid", "run_null_control", "run_protocols", "study_configs",
     "AUTHORS_EVAL_EVERY", "eval_intervals", "AUTHORS_TAU", "PROTOCOLS", "Protocol", "TaskEvaluator", "get_protocol", "protocol_eval_points",
     "protocol_metrics", "split_tasks", "stream_metrics", "METHODS",
     "StreamRun", "eval_points", "make_learner", "run_stream", "task_accuracy", "train_joint",

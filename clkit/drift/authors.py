@@ -24,6 +24,13 @@ changes, following github.com/UConn-DSIS/DRIFT (``Baselines/*``):
   the released code (replay weight 20, the 5 most diverse nodes per batch then a
   reservoir, the same-label similarity loss and KL / ln 2, the variational layer inside a
   512-wide backbone) are not reproduced.
+
+Devices: every learner runs on the device it is given (``device``, ``precision``: the
+run's), with the host reads of the kit's strategies (:mod:`clkit.strategies.graph`,
+:mod:`clkit.strategies.task_free`) and these: AuthorsGSS reads the cosines of the staged
+nodes' gradients once per flush of its staging buffer (at most twice: the batch's, then
+the nodes', only when the batch passes), since its replacement draws use them;
+AuthorsMAS* reads its task loss and penalty together, once per step, for its detector.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import numpy as np
 import torch
 
 from .._validate import check_choice, check_int, check_real
+from ..device import host_float, to_host
 from ..strategies import make_strategy
 from ..strategies.graph import SEM, SSM, forman_curvature
 from ..strategies.importance import quadratic_penalty
@@ -83,7 +91,7 @@ class AuthorsER(ER):
     ...     s = AuthorsER(copy.deepcopy(net), memory_size=4, loss_form=form, seed=0)
     ...     _ = s.observe(x, y)   # fills the memory (no replay yet)
     ...     losses[form] = s.observe(x, y)
-    >>> round(losses["two_means"] / losses["one_mean"], 2)   # 4 + 4 rows: two means = 2 x one mean
+    >>> round(float(losses["two_means"] / losses["one_mean"]), 2)   # 4 + 4 rows: two means = 2 x one mean
     2.0
     """
 
@@ -91,22 +99,23 @@ class AuthorsER(ER):
         super().__init__(model, **kwargs)
         self.loss_form = check_choice("loss_form", loss_form, ER_LOSS_FORMS)
 
-    def train_step(self, x, y, task=None) -> float:
+    def train_step(self, x, y, task=None) -> torch.Tensor:
         if self.loss_form == "one_mean":
             return super().train_step(x, y, task)
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        loss = self.criterion(self.forward(x, task), y)
-        mx, my, _ = self.memory.sample(len(y), self.generator)
-        if mx is not None and len(my):
-            loss = loss + self.criterion(self.forward(mx, task), my)
-        loss = loss + self.penalty(task)
-        loss.backward()
+        with self.amp.autocast():
+            loss = self.criterion(self.forward(x, task), y)
+            mx, my, _ = self.memory.sample(len(y), self.generator)
+            if mx is not None and len(my):
+                loss = loss + self.criterion(self.forward(mx, task), my)
+            loss = loss + self.penalty(task)
+        self.amp.backward(loss, self.optimizer)
         self.after_backward(x, y, task)
-        self.optimizer.step()
+        self.amp.step(self.optimizer)
         self.after_step(x, y, task)
         self.steps += 1
-        return float(loss.detach())
+        return loss.detach()
 
     def after_step(self, x, y, task) -> None:
         super().after_step(isolate(x), y, task)
@@ -149,10 +158,11 @@ class AuthorsGSS(TaskAwareStrategy):
         self.n_constraints = check_int("n_constraints", n_constraints, low=1)
         self.memory_strength = check_int("memory_strength", memory_strength, low=1)
         self.sim_threshold = check_real("sim_threshold", sim_threshold)
-        self.stage_x, self.stage_y = [], []
-        self.mem_x = torch.zeros(0, dtype=torch.int64)
-        self.mem_y = torch.zeros(0, dtype=torch.int64)
-        self.mem_cos = torch.zeros(0)
+        self.stage_x, self.stage_y = [], []   # staged rows, tensors on the device
+        self._staged = 0
+        self.mem_x = torch.zeros(0, dtype=torch.int64, device=self.device)
+        self.mem_y = torch.zeros(0, dtype=torch.int64, device=self.device)
+        self.mem_cos = torch.zeros(0)   # each slot's score c, on the host (read at the flushes)
         self.replacements = 0
 
     def _params(self):
@@ -175,35 +185,48 @@ class AuthorsGSS(TaskAwareStrategy):
         return torch.stack(grads)
 
     @staticmethod
-    def _max_cos(mem_grads, g) -> float:
+    def _max_cos(mem_grads, g) -> torch.Tensor:
+        """The largest cosine between ``g`` and the rows of ``mem_grads`` (a 0-dim tensor on their device)."""
         w = mem_grads.norm(dim=1) + 1e-8
-        c = (mem_grads @ g) / (w * (g.norm() + 1e-8))
-        v = float(c.max()) if c.numel() else 0.0
-        return v if np.isfinite(v) else 0.0
+        return ((mem_grads @ g) / (w * (g.norm() + 1e-8))).max()
 
-    def train_step(self, x, y, task=None) -> float:
-        room = self.n_memories - len(self.stage_y)
-        self.stage_x += x[:room].tolist()
-        self.stage_y += y[:room].tolist()
+    @staticmethod
+    def _read(cosines) -> list[float]:
+        """The cosines read from the device in one copy; a value that is not finite counts as 0."""
+        return [v if np.isfinite(v) else 0.0 for v in to_host(torch.stack(list(cosines))).tolist()]
+
+    def _node_cosines(self, mem_grads, sx, sy) -> torch.Tensor:
+        """``c`` of every staged node (its own gradient against the memory gradients), on the host."""
+        return torch.tensor(self._read(self._max_cos(mem_grads, self._grad(sx[i:i + 1], sy[i:i + 1]))
+                                       for i in range(len(sy))))
+
+    def train_step(self, x, y, task=None) -> torch.Tensor:
+        room = self.n_memories - self._staged
+        if room > 0 and len(y):
+            self.stage_x.append(x[:room].detach())
+            self.stage_y.append(y[:room])
+            self._staged += min(room, len(y))
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        loss = self.criterion(self.model(x), y)
-        loss.backward()
-        self.optimizer.step()
+        with self.amp.autocast():
+            loss = self.criterion(self.model(x), y)
+        self.amp.backward(loss, self.optimizer)
+        self.amp.step(self.optimizer)
         if len(self.mem_y):
             sel = torch.randperm(len(self.mem_y), generator=self.generator)[: self.n_constraints]
             self.optimizer.zero_grad(set_to_none=True)
-            self.criterion(self.model(isolate(self.mem_x[sel])), self.mem_y[sel]).backward()
-            self.optimizer.step()
-        if len(self.stage_y) == self.n_memories:
+            with self.amp.autocast():
+                replayed = self.criterion(self.model(isolate(self.mem_x[sel])), self.mem_y[sel])
+            self.amp.backward(replayed, self.optimizer)
+            self.amp.step(self.optimizer)
+        if self._staged == self.n_memories:
             self._flush()
         self.steps += 1
-        return float(loss.detach())
+        return loss.detach()
 
     def _flush(self) -> None:
-        sx = torch.tensor(self.stage_x, dtype=torch.int64)
-        sy = torch.tensor(self.stage_y, dtype=torch.int64)
-        self.stage_x, self.stage_y = [], []
+        sx, sy = torch.cat(self.stage_x), torch.cat(self.stage_y)
+        self.stage_x, self.stage_y, self._staged = [], [], 0
         self.model.eval()
         try:
             if len(self.mem_y) == 0:
@@ -211,12 +234,11 @@ class AuthorsGSS(TaskAwareStrategy):
                 return
             mem_grads = self._memory_grads()
             if len(self.mem_y) < self.memory_size:
-                cos = torch.tensor([self._max_cos(mem_grads, self._grad(sx[i:i + 1], sy[i:i + 1]))
-                                    for i in range(len(sy))])
+                cos = self._node_cosines(mem_grads, sx, sy)
                 self.mem_x, self.mem_y = torch.cat([self.mem_x, sx]), torch.cat([self.mem_y, sy])
                 self.mem_cos = torch.cat([self.mem_cos, cos])
                 return
-            if self._max_cos(mem_grads, self._grad(sx, sy)) >= self.sim_threshold:
+            if self._read([self._max_cos(mem_grads, self._grad(sx, sy))])[0] >= self.sim_threshold:
                 return
             c = torch.nan_to_num(self.mem_cos.clone())
             rng = float(c.max() - c.min())
@@ -224,8 +246,7 @@ class AuthorsGSS(TaskAwareStrategy):
             if int((weights > 0).sum()) < len(sy):
                 weights = weights + 1e-6
             slots = torch.multinomial(weights, len(sy), replacement=False, generator=self.generator)
-            item = torch.tensor([self._max_cos(mem_grads, self._grad(sx[i:i + 1], sy[i:i + 1]))
-                                 for i in range(len(sy))])
+            item = self._node_cosines(mem_grads, sx, sy)
             probs = torch.stack([(item + 1) / 2, (self.mem_cos[slots] + 1) / 2], 1).clamp(min=0)
             outcome = torch.multinomial(probs + 1e-12, 1, generator=self.generator)[:, 0]
             for i in torch.nonzero(outcome == 1)[:, 0].tolist():
@@ -246,15 +267,22 @@ class AuthorsMASStar(MASStar):
     def __init__(self, model, *, penalty_factor: float = 0.25, **kwargs):
         super().__init__(model, **kwargs)
         self.penalty_factor = check_real("penalty_factor", penalty_factor, low=0)
-        self._penalty = 0.0
+        self._penalty = 0.0   # the step's penalty: 0.0, or a tensor on the device until after_step reads it
 
     def penalty(self, task):
         if not self.omega:
             self._penalty = 0.0
             return 0.0
         pen = self.penalty_factor * quadratic_penalty(self.model, [(self.omega, self.anchor)])
-        self._penalty = float(pen.detach())
+        self._penalty = pen.detach()
         return pen
+
+    def watched_loss(self) -> float:
+        """Task loss plus penalty, as the authors' detector sees it: both read in one copy, added on the host."""
+        if isinstance(self._penalty, torch.Tensor):
+            v = to_host(torch.stack([self._task_loss.float().reshape(()), self._penalty.float().reshape(())]))
+            return float(v[0]) + float(v[1])
+        return host_float(self._task_loss) + self._penalty
 
     def importance(self, x) -> dict[str, torch.Tensor]:
         """``|d mean(f(x)[:, :seen]^2) / d theta|`` on the current batch."""
@@ -265,7 +293,7 @@ class AuthorsMASStar(MASStar):
         return {n: (g.abs() if g is not None else torch.zeros_like(p)).detach() for (n, p), g in zip(params, grads)}
 
     def after_step(self, x, y, task) -> None:
-        if self.detector.update(self._task_loss + self._penalty):
+        if self.detector.update(self.watched_loss()):
             self.num_updates += 1
             new = self.importance(x)
             w = 1.0 / self.num_updates
@@ -350,9 +378,11 @@ _CLASSES = {"er": AuthorsER, "agem": AuthorsAGEM, "gss": AuthorsGSS, "mas_star":
 
 
 def make_authors_learner(method: str, model, *, lr: float = 5e-3, memory_size: int = 100, seed: int = 0,
-                         weight_decay: float = AUTHORS_WEIGHT_DECAY, **kwargs):
+                         weight_decay: float = AUTHORS_WEIGHT_DECAY, device="cpu", precision: str = "fp32",
+                         **kwargs):
     """The DRIFT learner ``method`` as the authors' code runs it: Adam, weight decay 5e-4.
 
+    ``device`` / ``precision``: the run's (the model moves there; :mod:`clkit.device`).
     ``kwargs`` go to the method's class (e.g. ``loss_form="one_mean"`` for ER).
 
     Examples
@@ -365,7 +395,7 @@ def make_authors_learner(method: str, model, *, lr: float = 5e-3, memory_size: i
 
     check_choice("method", method, [m for m in METHODS if m != "joint"])
     kw = dict(optimizer="adam", lr=check_real("lr", lr, low=0, low_open=True), scenario="class", seed=seed,
-              weight_decay=check_real("weight_decay", weight_decay, low=0))
+              weight_decay=check_real("weight_decay", weight_decay, low=0), device=device, precision=precision)
     if method == "bare":
         return make_strategy("naive", model, **kw)
     memory_size = check_int("memory_size", memory_size, low=1)

@@ -6,6 +6,14 @@ optimisation step per incoming batch, a single pass, no task identity). Every
 task with *one* inference pass over the graph; the result is the
 accuracy-over-time array ``acc[i, k]`` of shape (num_evals, num_tasks) that
 :mod:`clkit.metrics` turns into AA, AF (hard transitions), A_AUC and AF_s.
+
+Devices: a run computes on its strategy's device. The labels, the test nodes and the
+whole stream of node-index batches move there once per run; each step indexes them
+there. Step losses stay on the device and are read once, at the end of the stream;
+each evaluation reads its accuracies once (:class:`clkit.drift.protocol.TaskEvaluator`).
+What the host needs per step -- the batch's node ids and labels for the authors'
+per-step hook (classes seen so far, the hard loop's task subgraph) -- comes from the
+host copy of the stream.
 """
 
 from __future__ import annotations
@@ -17,7 +25,9 @@ import torch
 
 from .._seed import torch_seeded, torch_threads
 from .._validate import check_choice, check_int, check_real
+from ..device import as_device, host_float, move, to_host
 from ..strategies import Strategy, Task, make_strategy
+from ..strategies.base import epoch_means
 from .protocol import eval_points
 from .streams import Stream
 
@@ -65,7 +75,7 @@ def task_accuracy(logits: torch.Tensor, y: torch.Tensor, test_task, num_tasks: i
 
     Returns
     -------
-    ndarray, shape (num_tasks,) (NaN for a task without test nodes)
+    ndarray, shape (num_tasks,) (NaN for a task without test nodes; every value NaN on ``meta``)
 
     Examples
     --------
@@ -73,7 +83,7 @@ def task_accuracy(logits: torch.Tensor, y: torch.Tensor, test_task, num_tasks: i
     >>> task_accuracy(logits, torch.tensor([0, 1, 1, 0]), [0, 0, 1, 1], 2).tolist()
     [1.0, 0.5]
     """
-    correct = (logits.argmax(1) == y).cpu().numpy().astype(float)
+    correct = to_host(logits.argmax(1) == move(y, logits.device)).astype(float)
     t = np.asarray(test_task)
     hits = np.bincount(t, weights=correct, minlength=num_tasks)
     n = np.bincount(t, minlength=num_tasks)
@@ -92,7 +102,7 @@ def run_stream(strategy: Strategy, stream: Stream, y, test_idx, test_task, *, ev
         Wrapping a model that maps node-index tensors to logits (e.g. :class:`clkit.models.gcn.GCN`).
     stream : Stream
     y : Tensor of int64, shape (num_nodes,)
-        Labels of all nodes.
+        Labels of all nodes (on the host; moved to the strategy's device once).
     test_idx : array_like of int, shape (n_test,)
     test_task : array_like of int, shape (n_test,)
         Latent task of each test node.
@@ -111,8 +121,9 @@ def run_stream(strategy: Strategy, stream: Stream, y, test_idx, test_task, *, ev
     eval_at_start : bool
         Also evaluate the untrained model (batch 0), as the authors' code does.
     before_step : callable, optional
-        ``before_step(node_idx, labels)`` called before each step (the authors'
-        protocol updates the classes seen so far here).
+        ``before_step(node_idx, labels)`` called before each step with the batch's node
+        ids and labels *on the host* (the authors' protocol updates the classes seen so
+        far here).
     points : array_like of int, optional
         Batches trained at each evaluation (0: the untrained model), replacing
         ``eval_every`` / ``eval_at_start`` (:func:`clkit.drift.protocol.protocol_eval_points`).
@@ -129,8 +140,10 @@ def run_stream(strategy: Strategy, stream: Stream, y, test_idx, test_task, *, ev
 
 def _run_stream(strategy, stream, y, test_idx, test_task, eval_every, progress, desc, evaluator=None,
                 eval_at_start=False, before_step=None, points=None) -> StreamRun:
-    y = torch.as_tensor(y, dtype=torch.int64)
-    test_idx = torch.as_tensor(np.asarray(test_idx), dtype=torch.int64)
+    device = getattr(strategy, "device", torch.device("cpu"))
+    y_host = torch.as_tensor(y, dtype=torch.int64)
+    y = move(y_host, device)                                           # once per run
+    test_idx = move(torch.as_tensor(np.asarray(test_idx), dtype=torch.int64), device)
     test_task = np.asarray(test_task)
     num_tasks = stream.num_tasks
     if points is None:
@@ -138,14 +151,16 @@ def _run_stream(strategy, stream, y, test_idx, test_task, eval_every, progress, 
     else:
         points = {int(q) for q in np.asarray(points)}
         eval_at_start = 0 in points
-    batches = torch.as_tensor(stream.batches, dtype=torch.int64)
-    padded = bool((stream.batches < 0).any())
+    batches_host = torch.as_tensor(stream.batches, dtype=torch.int64)
+    batches = move(batches_host, device)                               # the whole stream, once per run
+    sizes = (stream.batches >= 0).sum(1)   # -1 pads a partial batch at its end (host copy of the stream)
+    padded = bool((sizes < stream.batch_size).any())
     it = range(stream.num_batches)
     if progress:
         from ..progress import tqdm
 
         it = tqdm(it, desc=desc or type(strategy).__name__, leave=False)
-    losses = np.empty(stream.num_batches)
+    losses = []
     accs, when, pooled = [], [], []
 
     def evaluate(t):
@@ -154,7 +169,7 @@ def _run_stream(strategy, stream, y, test_idx, test_task, eval_every, progress, 
         else:
             logits = strategy.predict(test_idx, batch_size=max(1, len(test_idx)))
             a = task_accuracy(logits, y[test_idx], test_task, num_tasks)
-            p = float((logits.argmax(1) == y[test_idx]).float().mean()) if len(test_idx) else float("nan")
+            p = host_float((logits.argmax(1) == y[test_idx]).float().mean()) if len(test_idx) else float("nan")
         accs.append(a)
         pooled.append(p)
         when.append(t)
@@ -162,22 +177,24 @@ def _run_stream(strategy, stream, y, test_idx, test_task, eval_every, progress, 
     if eval_at_start:
         evaluate(0)
     for t in it:
-        idx = batches[t]
-        if padded:
-            idx = idx[idx >= 0]
+        idx = batches[t, :sizes[t]] if padded else batches[t]
         if before_step is not None:
-            before_step(idx, y[idx])
-        losses[t] = strategy.observe(idx, y[idx])
+            host = batches_host[t, :sizes[t]]
+            before_step(host, y_host[host])
+        losses.append(strategy.observe(idx, y[idx]))
         if t + 1 in points:
             evaluate(t + 1)
+    losses = np.asarray(epoch_means([[v] for v in losses]), dtype=float)   # one read for the whole stream
     return StreamRun(np.array(accs), np.array(when), losses, np.array(pooled))
 
 
 def make_learner(method: str, model: torch.nn.Module, *, lr: float = 5e-3, memory_size: int = 100, seed: int = 0,
-                 **kwargs) -> Strategy:
+                 device="cpu", precision: str = "fp32", **kwargs) -> Strategy:
     """The DRIFT learner ``method`` around ``model``: Adam (lr 5e-3), class-incremental head.
 
-    Memory-based methods get ``memory_size`` (DRIFT: 100 nodes); ``kwargs`` go to the strategy.
+    Memory-based methods get ``memory_size`` (DRIFT: 100 nodes); ``device`` and ``precision``
+    are the run's (:mod:`clkit.device`; the model moves to the device); ``kwargs`` go to the
+    strategy.
 
     Examples
     --------
@@ -200,12 +217,12 @@ def make_learner(method: str, model: torch.nn.Module, *, lr: float = 5e-3, memor
     elif method != "bare":
         kwargs["memory_size"] = check_int("memory_size", memory_size, low=1)
     return make_strategy(REGISTRY_NAME.get(method, method), model, optimizer="adam", lr=lr, scenario="class",
-                         seed=seed, **kwargs)
+                         seed=seed, device=device, precision=precision, **kwargs)
 
 
 def train_joint(model_fn, y, train_idx, test_idx, test_task, num_tasks: int, *, epochs: int = 50,
                 batch_size: int = 256, lr: float = 5e-3, seed: int = 0, num_threads: int | None = 1,
-                weight_decay: float = 0.0, evaluator=None):
+                weight_decay: float = 0.0, evaluator=None, device="cpu", precision: str = "fp32"):
     """Joint (offline) upper bound: all training nodes at once, several shuffled epochs.
 
     Parameters
@@ -223,6 +240,9 @@ def train_joint(model_fn, y, train_idx, test_idx, test_task, num_tasks: int, *, 
         Adam's weight decay (the authors' protocol: 5e-4).
     evaluator : callable, optional
         ``evaluator(model) -> (acc, pooled)``; when given, that pair is returned.
+    device, precision
+        The run's (:mod:`clkit.device`): the model is built on the CPU and moved there, the
+        training nodes move once, the epochs' losses are read once.
 
     Returns
     -------
@@ -233,12 +253,12 @@ def train_joint(model_fn, y, train_idx, test_idx, test_task, num_tasks: int, *, 
     with torch_seeded(seed):
         model = model_fn()
     learner = Strategy(model, optimizer="adam", lr=lr, epochs=epochs, batch_size=batch_size, seed=seed,
-                       weight_decay=weight_decay)
+                       weight_decay=weight_decay, device=as_device(device), precision=precision)
     tr = torch.as_tensor(np.asarray(train_idx), dtype=torch.int64)
     te = torch.as_tensor(np.asarray(test_idx), dtype=torch.int64)
     with torch_threads(num_threads):
         learner.train_task(Task(tr, y[tr], task_id=0))
         if evaluator is not None:
-            return evaluator(model)
+            return evaluator(learner.model)
         logits = learner.predict(te, batch_size=max(1, len(te)))
     return task_accuracy(logits, y[te], test_task, num_tasks)

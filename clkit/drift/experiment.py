@@ -25,10 +25,11 @@ NOTEBOOK_PARAMETERS = ("dataset", "data_dir", "protocol", "num_nodes", "num_clas
                        "avg_degree", "feature_signal", "classes_per_task", "test_fraction", "setting", "sigma",
                        "sigmas", "overlaps", "sweep_methods", "p", "k_bl", "batch_size", "batch_sizes",
                        "sampling", "methods", "memory_size", "learner_kwargs", "hidden", "lr", "eval_every",
-                       "eval_every_authors", "joint_epochs", "tau", "seeds")
+                       "eval_every_authors", "joint_epochs", "tau", "seeds", "device", "precision",
+                       "deterministic", "rehearse")
 
 __all__ = ["NOTEBOOK_PARAMETERS", "check_learner_settings", "LatentTaskSplit", "split_tasks", "protocol_data", "stream_metrics", "StreamConfig", "run_grid",
-           "study_configs", "run_protocols", "run_null_control",
+           "study_configs", "GridPart", "grid_plan", "null_control_configs", "run_protocols", "run_null_control",
            "check_params"]
 
 
@@ -153,7 +154,7 @@ class StreamConfig:
 
 #: keywords notebook 05 supplies to every learner itself (not user settings)
 SUPPLIED_KEYWORDS = ("model", "optimizer", "lr", "scenario", "seed", "memory_size", "weight_decay", "epochs",
-                     "batch_size", "loss", "device")
+                     "batch_size", "loss", "device", "precision")
 
 
 def check_learner_settings(learner_kwargs, methods, protocols=("text",)) -> dict:
@@ -196,7 +197,8 @@ def check_learner_settings(learner_kwargs, methods, protocols=("text",)) -> dict
 
 def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: int = 256, lr: float = 5e-3,
              memory_size: int = 100, learner_kwargs: dict | None = None, eval_every: int = 10, joint_epochs: int = 50, tau: float = DEFAULT_TAU,
-             dataset: str = "graph", cache: bool = True, progress: bool = True, protocol: str = "text"):
+             dataset: str = "graph", cache: bool = True, progress: bool = True, protocol: str = "text",
+             device="cpu", precision: str = "fp32"):
     """Run every method on every configuration and seed (each stream built once per config and seed).
 
     Parameters
@@ -217,6 +219,12 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
     protocol : {"text", "authors"}
         Evaluation protocol (:mod:`clkit.drift.protocol`); ``graph`` and ``split``
         should come from :func:`protocol_data` with the same protocol.
+    device : str, torch.device or clkit.device.RunDevice
+        Where every model trains and is evaluated (the run's ``rd.device``). Models are
+        built on the CPU under their seed (the same initial weights on every device) and
+        moved there with their graph; streams, labels and test nodes move once per run.
+    precision : {"fp32", "bf16", "fp16"}
+        Autocast of the forward passes (learners, Joint and evaluation).
 
     Returns
     -------
@@ -233,12 +241,17 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
     from .authors import make_authors_learner
     from .protocol import TaskEvaluator, get_protocol, induced_subgraph, protocol_eval_points, protocol_metrics
 
+    from ..device import as_device, check_precision
+
     p = get_protocol(protocol)
+    device = as_device(device)
+    precision = check_precision(precision, device)
     own = [m for m in methods if m in METHODS]  # others: clkit strategies and plugins (make_learner)
     methods = list(methods) if len(own) < len(methods) else check_choices("methods", list(methods), METHODS)
     rows, curves, streams = [], {}, {}
     C = graph.num_classes
-    evaluator = TaskEvaluator(graph.edge_index, graph.y, split, p)
+    evaluator = TaskEvaluator(graph.edge_index, graph.y, split, p, device=device, precision=precision)
+    on = dict(device=device, precision=precision)
 
     def new_model(seed):
         with torch_seeded(seed):
@@ -276,7 +289,7 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
                                               split.test_idx, split.test_task, split.num_tasks,
                                               epochs=p.joint_epochs or joint_epochs,
                                               batch_size=p.joint_batch_size, lr=lr, seed=seed,
-                                              weight_decay=p.weight_decay, evaluator=evaluator)
+                                              weight_decay=p.weight_decay, evaluator=evaluator, **on)
                     joint_cache[seed] = (acc, pooled)
                 acc, pooled = joint_cache[seed]
                 final = pooled if p.pooled else float(np.nanmean(acc))
@@ -285,10 +298,10 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
                 model = new_model(seed)
                 if p.learners == "authors" and method in METHODS:
                     learner = make_authors_learner(method, model, lr=lr, memory_size=memory_size, seed=seed,
-                                                   weight_decay=p.weight_decay,
+                                                   weight_decay=p.weight_decay, **on,
                                                    **(learner_kwargs or {}).get(method, {}))
                 else:
-                    learner = make_learner(method, model, lr=lr, memory_size=memory_size, seed=seed,
+                    learner = make_learner(method, model, lr=lr, memory_size=memory_size, seed=seed, **on,
                                            **(learner_kwargs or {}).get(method, {}))
                 task_loop = p.hard_task_loop and cfg.setting == "hard"
                 before = _before_step(model, p.seen_class_loss, task_graphs if task_loop else None, task_of_node)
@@ -313,7 +326,9 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
 def _before_step(model, seen_class_loss: bool, task_graphs, task_of_node):
     """The per-step hook of a run: the seen-class logit limit and, in the authors' hard loop, the task's subgraph.
 
-    Returns None when there is nothing to do.
+    It gets the batch's node ids and labels on the host (:func:`clkit.drift.evaluate.run_stream`), so it
+    reads nothing from the device; a task change swaps the model's graph (normalised on the host, moved
+    once). Returns None when there is nothing to do.
     """
     from .protocol import _even
 
@@ -434,12 +449,84 @@ def study_configs(*, sigma: float, sigmas, p: float, k_bl: int, batch_size: int,
                       for b in batch_sizes if b != batch_size]}
 
 
+@dataclass(frozen=True)
+class GridPart:
+    """One :func:`run_grid` call of notebook 05_drift's study: a protocol, its configurations, methods and seeds.
+
+    ``role`` is ``"main"`` (every method on the main settings, plus the other sampling under
+    the first protocol), ``"sweep"`` (the sweep methods on the σ sweep and, under the first
+    protocol, the batch-size study) or ``"null"`` (Bare on shifted seeds, the null control).
+    """
+
+    protocol: str
+    role: str
+    configs: tuple
+    methods: tuple
+    seeds: tuple
+
+
+def grid_plan(protocols, configs: dict, methods, sweep_methods, seeds, *, null_configs=None,
+              null_offset: int | None = None) -> list:
+    """The :func:`run_grid` calls of notebook 05_drift's study, in the order they run.
+
+    :func:`run_protocols` and :func:`run_null_control` run these parts; the budget
+    (:mod:`clkit.drift.budget`) counts them.
+
+    Parameters
+    ----------
+    protocols : list of str -- the first one also runs the other sampling and the batch-size study
+    configs : dict -- :func:`study_configs`, or ``protocol -> study_configs(...)``
+    methods, sweep_methods, seeds : list
+    null_configs : StreamConfig or dict ``protocol -> StreamConfig``, optional
+        With ``null_offset``: the null control's configuration (Bare on seeds ``s + null_offset``).
+
+    Returns
+    -------
+    list of GridPart
+
+    Examples
+    --------
+    >>> c = study_configs(sigma=3.0, sigmas=[1.0, 3.0], p=0.3, k_bl=2, batch_size=10, batch_sizes=[10, 20],
+    ...                   sampling="without")
+    >>> [(g.protocol, g.role, len(g.configs), len(g.methods)) for g in grid_plan(["text", "authors"], c,
+    ...  ["bare", "joint", "er"], ["bare", "er"], [1, 2])]
+    [('text', 'main', 5, 3), ('text', 'sweep', 2, 2), ('authors', 'main', 4, 3), ('authors', 'sweep', 1, 2)]
+    """
+    parts = []
+    for pr in protocols:
+        first = pr == protocols[0]
+        cf = configs if "main" in configs else configs[pr]
+        main_cfgs = list(dict.fromkeys(cf["main"] + (cf["sampling"] if first else [])))
+        if main_cfgs:
+            parts.append(GridPart(pr, "main", tuple(main_cfgs), tuple(methods), tuple(seeds)))
+        extra = [c for c in cf["sigma"] + (cf["batch"] if first else []) if c not in main_cfgs]
+        if extra:
+            parts.append(GridPart(pr, "sweep", tuple(extra), tuple(sweep_methods), tuple(seeds)))
+    if null_configs is not None and null_offset is not None:
+        for pr in protocols:
+            cfg = null_configs[pr] if isinstance(null_configs, dict) else null_configs
+            parts.append(GridPart(pr, "null", (cfg,), ("bare",), tuple(s + null_offset for s in seeds)))
+    return parts
+
+
+def null_control_configs(sweep_sigmas: dict, batch_size: int, sampling: str) -> dict:
+    """The null control's configuration per protocol: the Gaussian setting at that protocol's smallest σ.
+
+    Examples
+    --------
+    >>> null_control_configs({"text": [3.0, 1.0]}, 10, "without")["text"].label()
+    'gaussian σ=1.0 B=10 without'
+    """
+    return {pr: StreamConfig("gaussian", sigma=min(s), batch_size=batch_size, sampling=sampling)
+            for pr, s in sweep_sigmas.items()}
+
+
 def run_protocols(data: dict, configs: dict, methods, sweep_methods, seeds, **kwargs) -> dict:
     """Notebook 05_drift's grid under every protocol of ``data``.
 
     Every protocol runs ``methods`` on the main configurations; the first protocol
     also on the other sampling. The σ sweep (and, under the first protocol, the
-    batch-size study) runs ``sweep_methods`` only.
+    batch-size study) runs ``sweep_methods`` only (:func:`grid_plan`).
 
     Parameters
     ----------
@@ -450,8 +537,8 @@ def run_protocols(data: dict, configs: dict, methods, sweep_methods, seeds, **kw
         sweep differs per protocol (σ solved from target overlaps).
     methods, sweep_methods, seeds : list
     **kwargs
-        Passed to :func:`run_grid` (hidden, lr, memory_size, ...); ``eval_every`` may be
-        a dict ``protocol -> Δ`` (:func:`clkit.drift.protocol.eval_intervals`).
+        Passed to :func:`run_grid` (hidden, lr, memory_size, device, precision, ...);
+        ``eval_every`` may be a dict ``protocol -> Δ`` (:func:`clkit.drift.protocol.eval_intervals`).
 
     Returns
     -------
@@ -460,28 +547,24 @@ def run_protocols(data: dict, configs: dict, methods, sweep_methods, seeds, **kw
     """
     import pandas as pd
 
-    protocols = list(data)
     every = kwargs.pop("eval_every", 10)
-    runs = {}
-    for pr in protocols:
-        g_pr, s_pr = data[pr]
-        kwargs["eval_every"] = every[pr] if isinstance(every, dict) else every
-        first = pr == protocols[0]
-        cf = configs if "main" in configs else configs[pr]
-        main_cfgs = list(dict.fromkeys(cf["main"] + (cf["sampling"] if first else [])))
-        rows, curves, streams = run_grid(g_pr, s_pr, main_cfgs, methods, seeds, protocol=pr, **kwargs)
-        extra = [c for c in cf["sigma"] + (cf["batch"] if first else []) if c not in main_cfgs]
-        if extra:
-            r2, c2, s2 = run_grid(g_pr, s_pr, extra, sweep_methods, seeds, protocol=pr, **kwargs)
-            rows, curves, streams = rows + r2, {**curves, **c2}, {**streams, **s2}
-        runs[pr] = (pd.DataFrame(rows), curves, streams)
-    return runs
+    out = {pr: ([], {}, {}) for pr in data}
+    for part in grid_plan(list(data), configs, methods, sweep_methods, seeds):
+        g_pr, s_pr = data[part.protocol]
+        rows, curves, streams = run_grid(g_pr, s_pr, list(part.configs), list(part.methods), list(part.seeds),
+                                         protocol=part.protocol,
+                                         eval_every=every[part.protocol] if isinstance(every, dict) else every,
+                                         **kwargs)
+        r0, c0, s0 = out[part.protocol]
+        out[part.protocol] = (r0 + rows, {**c0, **curves}, {**s0, **streams})
+    return {pr: (pd.DataFrame(r), c, s) for pr, (r, c, s) in out.items()}
 
 
 def run_null_control(data: dict, config, seeds, offset: int, **kwargs) -> dict:
     """Bare on ``config`` with seeds ``s + offset`` under every protocol of ``data`` (the null control's runs).
 
-    ``config`` may be a dict ``protocol -> StreamConfig`` (σ solved per protocol).
+    ``config`` may be a dict ``protocol -> StreamConfig`` (σ solved per protocol;
+    :func:`null_control_configs`).
 
     Compared with Bare on seeds ``s`` (:func:`clkit.drift.report.sweep_verdicts`), the
     two conditions differ only in the seed, so the rule must find no difference.
@@ -494,9 +577,10 @@ def run_null_control(data: dict, config, seeds, offset: int, **kwargs) -> dict:
 
     every = kwargs.pop("eval_every", 10)
     out = {}
-    for pr, (g_pr, s_pr) in data.items():
-        cfg = config[pr] if isinstance(config, dict) else config
-        rows, _, _ = run_grid(g_pr, s_pr, [cfg], ["bare"], [s + offset for s in seeds], protocol=pr,
-                              eval_every=every[pr] if isinstance(every, dict) else every, **kwargs)
-        out[pr] = pd.DataFrame(rows)
+    empty = {"main": [], "sigma": [], "sampling": [], "batch": []}
+    for part in grid_plan(list(data), empty, [], [], seeds, null_configs=config, null_offset=offset):
+        g_pr, s_pr = data[part.protocol]
+        rows, _, _ = run_grid(g_pr, s_pr, list(part.configs), ["bare"], list(part.seeds), protocol=part.protocol,
+                              eval_every=every[part.protocol] if isinstance(every, dict) else every, **kwargs)
+        out[part.protocol] = pd.DataFrame(rows)
     return out

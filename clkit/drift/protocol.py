@@ -206,7 +206,14 @@ class TaskEvaluator:
     (num_tasks,), and the accuracy pooled over all test nodes. Under ``"text"`` every
     test node is scored over all classes on the whole graph (``model(test_idx)``);
     under ``"authors"`` each task is scored on its own induced subgraph (its train and
-    test nodes, via ``model.forward_subgraph``) over classes ``0 .. class_limit``.
+    test nodes) over classes ``0 .. class_limit``.
+
+    One pass per evaluation, on ``device``: the tasks' induced subgraphs are disjoint, so
+    a model that holds its graph (:class:`clkit.models.gcn.GCN`) scores them all at once
+    on their block-diagonal union (normalised once on the host per aggregation, moved to
+    the device once), each row then masked to its task's classes; hits are counted per
+    task on the device and read once per evaluation (NaN on ``meta``). Other models are
+    scored task by task through ``model.forward_subgraph`` (host edge lists).
 
     Parameters
     ----------
@@ -214,6 +221,10 @@ class TaskEvaluator:
     y : Tensor of int64, shape (N,)
     split : LatentTaskSplit
     protocol : str or Protocol
+    device : str, torch.device or RunDevice
+        Where the model is (the test nodes, labels and subgraphs move there once).
+    precision : {"fp32", "bf16", "fp16"}
+        Autocast of the evaluation's forward pass.
 
     Examples
     --------
@@ -231,8 +242,12 @@ class TaskEvaluator:
     [1.0, 1.0]
     """
 
-    def __init__(self, edge_index, y, split, protocol="text"):
+    def __init__(self, edge_index, y, split, protocol="text", *, device="cpu", precision: str = "fp32"):
+        from ..device import as_device, check_precision, move
+
         self.protocol = get_protocol(protocol)
+        self.device = as_device(device)
+        self.precision = check_precision(precision, self.device)
         self.y = torch.as_tensor(y, dtype=torch.int64)
         self.split = split
         self.num_tasks = split.num_tasks
@@ -247,28 +262,65 @@ class TaskEvaluator:
                 sub = induced_subgraph(edge_index, nodes) if self.protocol.induced_subgraph else None
                 limit = class_limit(split.task_classes, k) if self.protocol.class_mask else None
                 self.parts.append((torch.as_tensor(nodes), sub, centers, torch.as_tensor(test_k), limit))
+        # the rows scored, in order: their node, task, label and class limit (moved to the device once)
+        if self.parts:
+            rows = torch.cat([p[3] for p in self.parts])
+            task = np.concatenate([np.full(len(p[3]), k) for k, p in enumerate(self.parts)])
+        else:
+            rows, task = self.test_idx, self.test_task
+        self.n = np.bincount(task.astype(np.int64), minlength=self.num_tasks).astype(np.float64)
+        self._rows = move(rows, self.device)
+        self._task = move(torch.as_tensor(task, dtype=torch.int64), self.device)
+        self._y = move(self.y[rows], self.device)
+        self._limit = None
+        if self.protocol.class_mask:
+            limits = np.concatenate([np.full(len(p[3]), p[4]) for p in self.parts])
+            self._limit = move(torch.as_tensor(limits, dtype=torch.int64), self.device)
+        self._blocks = {}   # the model's aggregation (normalised or not) -> (nodes, Adjacency, centres) on the device
+
+    def _union(self, normalize: bool):
+        """The tasks' induced subgraphs as one block-diagonal graph on the device (built once per aggregation)."""
+        if normalize not in self._blocks:
+            from ..device import move
+            from ..models.gcn import Adjacency
+
+            adj = Adjacency.block_diag([Adjacency.from_edges(sub, len(nodes), normalize)
+                                        for nodes, sub, _, _, _ in self.parts])
+            offsets = np.cumsum([0] + [len(p[0]) for p in self.parts[:-1]])
+            centers = torch.cat([c + int(o) for (_, _, c, _, _), o in zip(self.parts, offsets)])
+            self._blocks[normalize] = (move(torch.cat([p[0] for p in self.parts]), self.device),
+                                       adj.to(self.device), move(centers, self.device))
+        return self._blocks[normalize]
+
+    def logits(self, model) -> torch.Tensor:
+        """The logits of the scored rows (test nodes, task by task under the authors' protocol), on the device."""
+        if not self.protocol.induced_subgraph:
+            return model(self._rows)
+        if hasattr(model, "forward_blocks"):
+            nodes, adj, centers = self._union(getattr(model, "normalize", True))
+            return model.forward_blocks(nodes, adj, centers)
+        return torch.cat([model.forward_subgraph(nodes, sub, centers) for nodes, sub, centers, _, _ in self.parts])
 
     @torch.no_grad()
     def __call__(self, model):
+        from ..device import autocast, to_host
+
         was, limit = model.training, getattr(model, "logit_limit", None)
         model.eval()
         model.logit_limit = None
         try:
-            if not self.parts:
-                correct = (model(self.test_idx).argmax(1) == self.y[self.test_idx]).double().numpy()
-                hits = np.bincount(self.test_task, weights=correct, minlength=self.num_tasks)
-                n = np.bincount(self.test_task, minlength=self.num_tasks)
-            else:
-                hits, n = np.zeros(self.num_tasks), np.zeros(self.num_tasks)
-                for k, (nodes, sub, centers, test_k, lim) in enumerate(self.parts):
-                    logits = model.forward_subgraph(nodes, sub, centers) if sub is not None else model(test_k)
-                    if lim is not None:
-                        logits = logits[:, :lim]
-                    hits[k] = float((logits.argmax(1) == self.y[test_k]).sum())
-                    n[k] = len(test_k)
+            with autocast(self.device, self.precision):
+                logits = self.logits(model)
+            if self._limit is not None:   # each row scored over its task's classes only
+                cols = torch.arange(logits.shape[1], device=logits.device)
+                logits = logits.masked_fill(cols[None, :] >= self._limit[:, None], float("-inf"))
+            correct = (logits.argmax(1) == self._y).float()
+            hits = torch.zeros(self.num_tasks, device=correct.device).index_add_(0, self._task, correct)
         finally:
             model.train(was)
             model.logit_limit = limit
+        hits = to_host(hits).astype(np.float64)   # the evaluation's one read
+        n = self.n
         with np.errstate(invalid="ignore", divide="ignore"):
             acc = np.where(n > 0, hits / np.maximum(n, 1), np.nan)
         return acc, float(hits.sum() / max(n.sum(), 1))

@@ -13,18 +13,34 @@ of nodes only needs the hidden states of its 1-hop neighbourhood, so
 ``forward(idx)`` gathers those rows of Â instead of propagating over the
 whole graph. Asking for (nearly) all nodes switches to one sparse product over
 the full graph, so evaluation is one inference pass over the graph.
+
+**Devices.** The graph -- features, ``Â X``, Â's CSR arrays and node ids -- are
+buffers: they move with the model (``model.to(device)``, done by the strategy that
+trains it), once. The neighbourhood gather has sizes that depend on the batch's
+node ids (how many neighbours, which of them unique), so it runs where reading those
+sizes costs nothing: on the CPU. On an accelerator a batch is scored by propagating
+over the whole graph and taking its rows -- fixed shapes, the same function, no value
+read back from the device (on a GPU the two products over the graph take a few
+milliseconds even at ogbn-arxiv size). Sparse products run as CSR products on the CPU
+and CUDA and, where PyTorch has no sparse kernel (``meta``, MPS), as the same sum
+over the nonzeros with ``index_add_``. The model also keeps a CPU copy of Â's
+structure (``crow``, ``col``; made once, not a buffer) for host-side graph algorithms
+-- subgraph sampling and curvature in :mod:`clkit.strategies.graph` -- which read it
+instead of the device. Under autocast (``precision`` bf16/fp16) the linear layers run
+in the lower precision and the propagation in float32.
 """
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from .._validate import check_int
 
-__all__ = ["GCN", "AuthorsGCN", "normalized_adjacency", "sum_adjacency"]
+__all__ = ["GCN", "AuthorsGCN", "Adjacency", "normalized_adjacency", "sum_adjacency", "propagate"]
 
 
 def normalized_adjacency(edge_index: torch.Tensor, num_nodes: int):
@@ -34,7 +50,8 @@ def normalized_adjacency(edge_index: torch.Tensor, num_nodes: int):
     ``add_self_loops=True`` (self-loops replaced by unit ones, degrees counted at
     the target node; tests/test_graphs.py checks the equality), written in plain
     torch: importing torch-geometric costs seconds and its ``gcn_norm`` is slow on
-    the many small subgraphs that subgraph replay normalises.
+    the many small subgraphs that subgraph replay normalises. Computed on the device
+    of ``edge_index`` (its sizes depend on the values: meant for the host).
 
     Returns
     -------
@@ -50,7 +67,7 @@ def normalized_adjacency(edge_index: torch.Tensor, num_nodes: int):
     """
     ei = torch.as_tensor(edge_index, dtype=torch.int64)
     keep = ei[0] != ei[1]
-    loops = torch.arange(num_nodes, dtype=torch.int64)
+    loops = torch.arange(num_nodes, dtype=torch.int64, device=ei.device)
     src = torch.cat([ei[0][keep], loops])
     dst = torch.cat([ei[1][keep], loops])
     deg = torch.bincount(dst, minlength=num_nodes).float()
@@ -59,7 +76,7 @@ def normalized_adjacency(edge_index: torch.Tensor, num_nodes: int):
     w = dinv[src] * dinv[dst]
     order = torch.argsort(dst * num_nodes + src, stable=True)
     dst, src, w = dst[order], src[order], w[order]
-    crow = torch.zeros(num_nodes + 1, dtype=torch.int64)
+    crow = torch.zeros(num_nodes + 1, dtype=torch.int64, device=ei.device)
     crow[1:] = torch.cumsum(torch.bincount(dst, minlength=num_nodes), 0)
     return crow, src.contiguous(), w.float().contiguous()
 
@@ -86,6 +103,112 @@ def _csr(crow, col, val, n):
         return torch.sparse_csr_tensor(crow, col, val, (n, n))
 
 
+def rows_of(crow: torch.Tensor, nnz: int) -> torch.Tensor:
+    """The row of every nonzero of a CSR matrix, shape (nnz,), from ``crow`` (fixed shapes: runs on ``meta``).
+
+    Examples
+    --------
+    >>> rows_of(torch.tensor([0, 2, 2, 3]), 3).tolist()
+    [0, 0, 2]
+    """
+    return torch.searchsorted(crow[1:], torch.arange(nnz, device=crow.device), right=True)
+
+
+def propagate(crow, col, val, row, h: torch.Tensor, num_rows: int) -> torch.Tensor:
+    """``A h`` for the CSR matrix ``A`` (``crow``, ``col``, ``val``; ``row``: the row of each nonzero).
+
+    A CSR product on the CPU and CUDA; elsewhere (``meta``, MPS: no sparse kernels) the
+    same sum over the nonzeros with ``index_add_``. ``h`` is propagated in float32.
+
+    Examples
+    --------
+    >>> crow, col, val = normalized_adjacency(torch.tensor([[0, 1], [1, 0]]), 2)
+    >>> propagate(crow, col, val, rows_of(crow, 4), torch.tensor([[2.0], [4.0]]), 2).flatten().tolist()
+    [3.0, 3.0]
+    """
+    h = h.float()
+    if h.device.type in ("cpu", "cuda"):
+        return torch.sparse.mm(_csr(crow, col, val, num_rows), h)
+    out = torch.zeros((num_rows, h.shape[1]), dtype=h.dtype, device=h.device)
+    return out.index_add_(0, row, val[:, None] * h[col])
+
+
+@dataclass(frozen=True)
+class Adjacency:
+    """A graph's (normalised) adjacency: CSR arrays and the row of every nonzero.
+
+    Built on the host from an edge list (:meth:`from_edges`; its sizes depend on the
+    values), moved to a device once (:meth:`to`), then used there without reading it
+    (:meth:`matmul`). Disjoint subgraphs join into one block-diagonal matrix
+    (:meth:`block_diag`) -- the same arrays as normalising the union of their edges,
+    since every degree is counted inside its own block -- so many small subgraphs are
+    propagated in one pass.
+
+    Examples
+    --------
+    >>> a = Adjacency.from_edges(torch.tensor([[0, 1], [1, 0]]), 2)
+    >>> b = Adjacency.block_diag([a, Adjacency.from_edges(torch.zeros((2, 0), dtype=torch.int64), 1)])
+    >>> b.num_nodes, b.crow.tolist(), b.col.tolist(), b.row.tolist()
+    (3, [0, 2, 4, 5], [0, 1, 0, 1, 2], [0, 0, 1, 1, 2])
+    >>> u = Adjacency.from_edges(torch.tensor([[0, 1], [1, 0]]), 3)     # the union's edges, normalised at once
+    >>> bool(torch.equal(u.val, b.val)) and bool(torch.equal(u.crow, b.crow))
+    True
+    """
+
+    crow: torch.Tensor
+    col: torch.Tensor
+    val: torch.Tensor
+    row: torch.Tensor
+
+    @classmethod
+    def from_edges(cls, edge_index, num_nodes: int, normalize: bool = True) -> "Adjacency":
+        """Â (``normalize=True``, :func:`normalized_adjacency`) or A + I (:func:`sum_adjacency`) of ``edge_index``."""
+        crow, col, val = (normalized_adjacency if normalize else sum_adjacency)(edge_index, num_nodes)
+        return cls(crow, col, val, rows_of(crow, int(col.shape[0])))
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.crow.shape[0]) - 1
+
+    @property
+    def nnz(self) -> int:
+        return int(self.col.shape[0])
+
+    def to(self, device) -> "Adjacency":
+        """The same arrays on ``device`` (``self`` when they are there)."""
+        if self.crow.device == torch.device(device):
+            return self
+        from ..device import move
+
+        return Adjacency(*(move(t, device) for t in (self.crow, self.col, self.val, self.row)))
+
+    def matmul(self, h: torch.Tensor) -> torch.Tensor:
+        """``A h`` (:func:`propagate`)."""
+        return propagate(self.crow, self.col, self.val, self.row, h, self.num_nodes)
+
+    @staticmethod
+    def block_diag(parts) -> "Adjacency":
+        """The block-diagonal adjacency of ``parts`` (node ``j`` of part ``i`` is node ``offset_i + j``).
+
+        Offsets come from the parts' shapes: nothing is read from their device.
+        """
+        parts = list(parts)
+        if not parts:
+            raise ValueError("block_diag needs at least one adjacency, got none")
+        if len(parts) == 1:
+            return parts[0]
+        crows, cols, vals, rows = [parts[0].crow[:1]], [], [], []
+        nodes = nnz = 0
+        for p in parts:
+            crows.append(p.crow[1:] + nnz)
+            cols.append(p.col + nodes)
+            rows.append(p.row + nodes)
+            vals.append(p.val)
+            nodes += p.num_nodes
+            nnz += p.nnz
+        return Adjacency(torch.cat(crows), torch.cat(cols), torch.cat(vals), torch.cat(rows))
+
+
 class GCN(nn.Module):
     """Two-layer GCN over a fixed graph; ``model(idx)`` returns the logits of nodes ``idx``.
 
@@ -97,6 +220,9 @@ class GCN(nn.Module):
     hidden : int
         Hidden width (DRIFT: 256).
 
+    Build it on the CPU (under the run's seed) and move it with ``model.to(device)``: the
+    graph goes with it (see the module docstring for what runs where).
+
     Examples
     --------
     >>> x = torch.randn(5, 3)
@@ -106,6 +232,8 @@ class GCN(nn.Module):
     torch.Size([2, 2])
     >>> torch.allclose(net(torch.tensor([1, 3])), net(torch.arange(5))[[1, 3]], atol=1e-6)
     True
+    >>> net.to("meta")(torch.tensor([1, 3], device="meta")).shape   # no values, the same shapes
+    torch.Size([2, 2])
     """
 
     #: Â's normalisation (``False``: un-normalised sums over A + I) and the layers' bias
@@ -119,21 +247,32 @@ class GCN(nn.Module):
         check_int("num_classes", num_classes, low=1)
         check_int("hidden", hidden, low=1)
         self.num_nodes = n
-        adjacency = normalized_adjacency if self.normalize else sum_adjacency
-        crow, col, val = adjacency(torch.as_tensor(edge_index, dtype=torch.int64), n)
         self.register_buffer("x", x, persistent=False)
-        self.register_buffer("crow", crow, persistent=False)
-        self.register_buffer("col", col, persistent=False)
-        self.register_buffer("val", val, persistent=False)
-        self.register_buffer("ax", self._spmm(x), persistent=False)
+        self._set_adjacency(Adjacency.from_edges(torch.as_tensor(edge_index, dtype=torch.int64), n, self.normalize))
         self.lin1 = nn.Linear(x.shape[1], hidden, bias=self.bias)
         self.head = nn.Linear(hidden, num_classes, bias=self.bias)
         #: when set, logits of classes >= logit_limit are masked to -inf in forward / forward_subgraph
         #: (the loss over the classes seen so far); None = every class
         self.logit_limit: int | None = None
 
+    def _set_adjacency(self, adj: Adjacency) -> None:
+        """Use ``adj`` (built on the host) from now on: moved to the model's device, ``Â X`` recomputed there."""
+        self._host_crow, self._host_col = adj.crow, adj.col   # host copy for graph algorithms (not buffers)
+        moved = adj.to(self.x.device)
+        for name in ("crow", "col", "val", "row"):
+            if name in self._buffers:
+                setattr(self, name, getattr(moved, name))
+            else:
+                self.register_buffer(name, getattr(moved, name), persistent=False)
+        ax = self._spmm(self.x)
+        if "ax" in self._buffers:
+            self.ax = ax
+        else:
+            self.register_buffer("ax", ax, persistent=False)
+
     def set_graph(self, edge_index: torch.Tensor) -> None:
-        """Propagate over ``edge_index`` from now on (same nodes and features; e.g. one task's subgraph).
+        """Propagate over ``edge_index`` (on the host) from now on (same nodes and features; e.g. one task's
+        subgraph). Normalised on the host, moved to the model's device once.
 
         Examples
         --------
@@ -141,21 +280,26 @@ class GCN(nn.Module):
         >>> net.set_graph(torch.zeros((2, 0), dtype=torch.int64)); net.crow.tolist()   # self-loops only
         [0, 1, 2, 3]
         """
-        adjacency = normalized_adjacency if self.normalize else sum_adjacency
-        crow, col, val = adjacency(torch.as_tensor(edge_index, dtype=torch.int64), self.num_nodes)
-        self.crow, self.col, self.val = crow, col, val
-        self.ax = self._spmm(self.x)
+        self._set_adjacency(Adjacency.from_edges(torch.as_tensor(edge_index, dtype=torch.int64), self.num_nodes,
+                                                 self.normalize))
 
     # ------------------------------------------------------------ propagation
-    def _adj(self):
-        return _csr(self.crow, self.col, self.val, self.num_nodes)
+    @property
+    def on_host(self) -> bool:
+        """The graph is on the CPU: batches take the neighbourhood gather (sizes read from the values)."""
+        return self.x.device.type == "cpu"
+
+    @property
+    def adjacency(self) -> Adjacency:
+        """The graph's adjacency, on the model's device."""
+        return Adjacency(self.crow, self.col, self.val, self.row)
 
     def _spmm(self, h: torch.Tensor) -> torch.Tensor:
         """:math:`\\hat A h` over the whole graph."""
-        return torch.sparse.mm(self._adj(), h)
+        return propagate(self.crow, self.col, self.val, self.row, h, self.num_nodes)
 
     def _rows(self, idx: torch.Tensor):
-        """The nonzeros of rows ``idx`` of Â: (row position, column, value)."""
+        """The nonzeros of rows ``idx`` of Â: (row position, column, value). Host path (reads a size)."""
         starts = self.crow[idx]
         lens = self.crow[idx + 1] - starts
         total = int(lens.sum())
@@ -165,9 +309,9 @@ class GCN(nn.Module):
         return rowid, self.col[pos], self.val[pos]
 
     def hidden_states(self, nodes: torch.Tensor | None = None) -> torch.Tensor:
-        """First-layer output ``relu(Â X W1 + b1)`` of ``nodes`` (all nodes when None)."""
+        """First-layer output ``relu(Â X W1 + b1)`` of ``nodes`` (all nodes when None), float32."""
         ax = self.ax if nodes is None else self.ax[nodes]
-        return torch.relu(self.lin1(ax))
+        return torch.relu(self.lin1(ax)).float()
 
     def embed(self, idx: torch.Tensor) -> torch.Tensor:
         """Penultimate representation ``(Â H)[idx]``, shape (len(idx), hidden); ``head`` maps it to logits.
@@ -175,19 +319,25 @@ class GCN(nn.Module):
         A negative entry ``-(v + 1)`` stands for node ``v`` entered as an *isolated*
         node (its edges removed, only its self-loop left): its representation is
         ``relu(x_v W1 + b1)``. Replayed nodes enter this way in DRIFT's released code.
+        On an accelerator both forms are computed for every row and each row takes its
+        own (fixed shapes, no read of which rows are negative).
         """
         idx = torch.as_tensor(idx, dtype=torch.int64)
+        if not self.on_host:
+            neg = idx < 0
+            iso = torch.relu(self.lin1(self.x[(-idx - 1).clamp(min=0)])).float()
+            return torch.where(neg[:, None], iso, self._embed(idx.clamp(min=0)))
         neg = idx < 0
         if bool(neg.any()):
             z = torch.empty(len(idx), self.lin1.out_features, dtype=self.x.dtype, device=self.x.device)
             pos = ~neg
             if bool(pos.any()):
                 z = z.index_put((pos.nonzero()[:, 0],), self.embed(idx[pos]))
-            return z.index_put((neg.nonzero()[:, 0],), torch.relu(self.lin1(self.x[-idx[neg] - 1])))
+            return z.index_put((neg.nonzero()[:, 0],), torch.relu(self.lin1(self.x[-idx[neg] - 1])).float())
         return self._embed(idx)
 
     def _embed(self, idx: torch.Tensor) -> torch.Tensor:
-        if len(idx) * 4 >= self.num_nodes:
+        if not self.on_host or len(idx) * 4 >= self.num_nodes:
             return self._spmm(self.hidden_states())[idx]
         rowid, cols, vals = self._rows(idx)
         uniq, inv = torch.unique(cols, return_inverse=True)
@@ -205,6 +355,15 @@ class GCN(nn.Module):
         """Logits of nodes ``idx``, shape (len(idx), num_classes)."""
         return self._limit(self.head(self.embed(idx)))
 
+    def forward_blocks(self, nodes: torch.Tensor, adj: Adjacency, centers: torch.Tensor) -> torch.Tensor:
+        """Logits of ``centers`` computed on a graph of ``nodes`` with adjacency ``adj`` (on the model's device).
+
+        ``adj`` must use the model's aggregation (``Adjacency.from_edges(..., normalize=model.normalize)``);
+        several subgraphs joined by :meth:`Adjacency.block_diag` are scored in one pass.
+        """
+        h = torch.relu(self.lin1(adj.matmul(self.x[nodes]))).float()
+        return self._limit(self.head(adj.matmul(h)[centers]))
+
     def forward_subgraph(self, nodes: torch.Tensor, edge_index: torch.Tensor, centers: torch.Tensor) -> torch.Tensor:
         """Logits of ``centers`` computed on a stored subgraph only (subgraph-memory replay).
 
@@ -213,24 +372,22 @@ class GCN(nn.Module):
         nodes : Tensor of int64, shape (n,)
             Global ids of the subgraph's nodes (their features are read from the graph).
         edge_index : Tensor of int64, shape (2, e)
-            Edges in local numbering ``0 .. n-1``; Â is renormalised on the subgraph.
+            Edges in local numbering ``0 .. n-1``, on the host; Â is renormalised on the subgraph
+            there and moved to the model's device.
         centers : Tensor of int64, shape (m,)
             Local ids whose logits are returned.
         """
-        adjacency = normalized_adjacency if self.normalize else sum_adjacency
-        crow, col, val = adjacency(edge_index, len(nodes))
-        adj = _csr(crow, col, val, len(nodes))
-        h = torch.relu(self.lin1(torch.sparse.mm(adj, self.x[nodes])))
-        return self._limit(self.head(torch.sparse.mm(adj, h)[centers]))
+        adj = Adjacency.from_edges(edge_index, len(nodes), self.normalize).to(self.x.device)
+        return self.forward_blocks(nodes, adj, centers)
 
     def neighbors(self, node: int) -> torch.Tensor:
-        """Neighbours of ``node`` (self-loop excluded)."""
-        nb = self.col[self.crow[node]:self.crow[node + 1]]
+        """Neighbours of ``node`` (self-loop excluded), from the host copy of the graph (a CPU tensor)."""
+        nb = self._host_col[self._host_crow[node]:self._host_crow[node + 1]]
         return nb[nb != node]
 
     def degrees(self) -> torch.Tensor:
-        """Degree of every node (self-loop excluded), shape (num_nodes,)."""
-        return self.crow[1:] - self.crow[:-1] - 1
+        """Degree of every node (self-loop excluded), shape (num_nodes,), from the host copy (a CPU tensor)."""
+        return self._host_crow[1:] - self._host_crow[:-1] - 1
 
 
 class AuthorsGCN(GCN):
@@ -243,6 +400,13 @@ class AuthorsGCN(GCN):
     ``fanouts[1]`` = 25 in-edges (self-loop included) of every target node, and up to
     ``fanouts[0]`` = 10 of every node they reach for the first layer, drawn uniformly
     without replacement. In evaluation mode the full neighbourhood is used.
+
+    Devices: on the CPU the sampler draws the batch's neighbourhoods from its own CPU
+    generator (``seed``). On an accelerator it draws, from a generator on the device
+    seeded with ``seed``, up to ``fanouts`` in-edges of *every* node at once (fixed
+    shapes, nothing read back) and propagates over the sampled graph: each node a batch
+    reaches gets a uniform draw without replacement, as on the CPU, but the draws are
+    not the CPU's (a node listed twice in one batch shares one draw there).
 
     Parameters
     ----------
@@ -268,10 +432,12 @@ class AuthorsGCN(GCN):
     def __init__(self, x, edge_index, num_classes: int, hidden: int = 256, fanouts=(10, 25), seed: int = 0):
         super().__init__(x, edge_index, num_classes, hidden=hidden)
         self.fanouts = None if fanouts is None else tuple(check_int("fanouts", f, low=1) for f in fanouts)
-        self.sampler = torch.Generator().manual_seed(int(seed))
+        self.seed = int(seed)
+        self.sampler = torch.Generator().manual_seed(self.seed)
+        self._device_sampler = None
 
     def _sample(self, idx: torch.Tensor, fanout: int):
-        """Up to ``fanout`` in-edges of each node of ``idx`` (uniform, without replacement)."""
+        """Up to ``fanout`` in-edges of each node of ``idx`` (uniform, without replacement). Host path."""
         rowid, cols, _ = self._rows(idx)
         keys = torch.rand(len(cols), generator=self.sampler)
         order = torch.argsort(rowid.double() * 2.0 + keys.double())  # rows in order, random within a row
@@ -281,13 +447,40 @@ class AuthorsGCN(GCN):
         keep = rank < fanout
         return rowid[keep], cols[keep]
 
+    def _generator(self):
+        """The device sampler's generator (None where the device has none, e.g. ``meta``)."""
+        dev = self.col.device
+        if self._device_sampler is None or self._device_sampler[0] != dev:
+            try:
+                gen = torch.Generator(device=dev).manual_seed(self.seed)
+            except RuntimeError:
+                gen = None
+            self._device_sampler = (dev, gen)
+        return self._device_sampler[1]
+
+    def sampled_nonzeros(self, fanout: int) -> torch.Tensor:
+        """A mask over S's nonzeros keeping up to ``fanout`` of every row, uniformly without replacement
+        (the accelerator path; fixed shapes), shape (nnz,)."""
+        nnz = int(self.col.shape[0])
+        keys = torch.rand(nnz, device=self.col.device, generator=self._generator())
+        order = torch.argsort(self.row.double() * 2.0 + keys.double())   # rows in order, random within a row
+        rank = torch.empty_like(order)
+        rank[order] = torch.arange(nnz, device=order.device) - self.crow[self.row[order]]
+        return rank < fanout
+
     def _embed(self, idx: torch.Tensor) -> torch.Tensor:
         if not self.training or self.fanouts is None:
             return super()._embed(idx)
+        if not self.on_host:
+            n = self.num_nodes
+            keep2, keep1 = self.sampled_nonzeros(self.fanouts[1]), self.sampled_nonzeros(self.fanouts[0])
+            sx = propagate(self.crow, self.col, self.val * keep1, self.row, self.x, n)
+            h = torch.relu(self.lin1(sx)).float()
+            return propagate(self.crow, self.col, self.val * keep2, self.row, h, n)[idx]
         rowid, cols = self._sample(idx, self.fanouts[1])
         uniq, inv = torch.unique(cols, return_inverse=True)
         r1, c1 = self._sample(uniq, self.fanouts[0])
         sx = torch.zeros(len(uniq), self.x.shape[1], dtype=self.x.dtype).index_add_(0, r1, self.x[c1])
-        h = torch.relu(self.lin1(sx))
+        h = torch.relu(self.lin1(sx)).float()
         z = torch.zeros(len(idx), h.shape[1], dtype=h.dtype)
         return z.index_add_(0, rowid, h[inv])

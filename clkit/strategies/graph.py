@@ -29,6 +29,25 @@ are node-index tensors, ``model.embed(idx)`` gives penultimate features and
 
 Replay is 1:1 (as many memory rows as incoming rows per step) and its loss is
 added to the incoming batch's loss. Memory selection is task-free in all three.
+
+**Devices.** The memories hold node ids and labels on the model's device; which
+slots are written, sampled or evicted is decided on the host with the strategies'
+CPU generators (the same draws on every device). Two steps are host-side graph
+algorithms with sizes that depend on node ids, and read the ids they need, at the
+points they need them (:func:`host_ids`, the only reads; on ``meta``, which has no
+values, ids read as 0):
+
+- SSM / SEM draw a memory node's sparsified subgraph from the host copy of the graph
+  (:meth:`clkit.models.gcn.GCN.neighbors`) when the node enters the memory, so the
+  reservoir reads the ids of the rows it writes -- only in the steps where it writes
+  (every step while it fills, then with probability ``memory_size / rows seen``). Each
+  subgraph's adjacency is normalised on the host once, moved to the device and kept;
+  a replay step joins the sampled subgraphs into one block-diagonal graph on the
+  device (:meth:`clkit.models.gcn.Adjacency.block_diag`) and scores them in one pass.
+- DMSG keeps its memory a *set* of node ids (a node enters once): each step reads the
+  incoming batch's ids to merge them with the memory's host copy, and, once the memory
+  is full, the positions its diversity pruning keeps (the pruning itself runs on the
+  device with fixed shapes).
 """
 
 from __future__ import annotations
@@ -40,17 +59,60 @@ from torch import nn
 
 from .._seed import torch_seeded
 from .._validate import check_int, check_real
+from ..device import move, to_host
 from ._common import TaskAwareStrategy
-from .base import Task, register
+from .base import Task, register, take
 from .memory import ReservoirBuffer
 
-__all__ = ["SSM", "SEM", "DMSG", "sparsified_subgraph", "forman_curvature"]
+__all__ = ["SSM", "SEM", "DMSG", "sparsified_subgraph", "forman_curvature", "host_ids"]
 
 
 def _check_graph_model(model):
-    for attr in ("embed", "forward_subgraph", "neighbors", "crow", "col"):
+    for attr in ("embed", "forward_subgraph", "forward_blocks", "neighbors", "crow", "col"):
         if not hasattr(model, attr):
             raise TypeError(f"model must hold its graph (clkit.models.gcn.GCN); it lacks {attr!r}")
+
+
+def host_ids(t) -> np.ndarray:
+    """Node ids of ``t`` as int64 on the host: the one read the host-side graph steps make.
+
+    On ``meta`` (shapes, no values) every id reads as 0, so those steps still run in
+    shape-only tests.
+
+    Examples
+    --------
+    >>> host_ids(torch.tensor([3, 1])).tolist(), host_ids(torch.ones(2, device="meta")).tolist()
+    ([3, 1], [0, 0])
+    """
+    if isinstance(t, torch.Tensor) and t.device.type == "meta":
+        return np.zeros(tuple(t.shape), dtype=np.int64)
+    return to_host(t).astype(np.int64)
+
+
+class NodeReservoir(ReservoirBuffer):
+    """A :class:`~clkit.strategies.memory.ReservoirBuffer` of node ids with a host copy of the stored ids.
+
+    The ids of the rows it writes are read when it writes them (:func:`host_ids`); ``ids_host``
+    then names every slot's node without reading the device.
+
+    Examples
+    --------
+    >>> buf = NodeReservoir(3, seed=0)
+    >>> buf.add(torch.tensor([7, 8]), torch.tensor([0, 1])); buf.ids_host[: len(buf)].tolist()
+    [7, 8]
+    """
+
+    def __init__(self, memory_size: int, seed: int = 0):
+        super().__init__(memory_size, seed)
+        self.ids_host = np.full(self.memory_size, -1, dtype=np.int64)
+
+    def _write(self, slots, x, y, task_ids) -> None:
+        super()._write(slots, x, y, task_ids)
+        self.ids_host[np.array(slots, dtype=np.int64, ndmin=1)] = host_ids(x)
+
+    def stored_ids(self) -> np.ndarray:
+        """The node ids in the slots filled so far (host copy)."""
+        return self.ids_host[: len(self)]
 
 
 def forman_curvature(model, u: int, nbrs: torch.Tensor) -> torch.Tensor:
@@ -135,7 +197,7 @@ def sparsified_subgraph(model, node: int, fanouts=(5, 5), rule: str = "degree", 
 
 
 class _SubgraphMemory(TaskAwareStrategy):
-    """Reservoir memory of nodes replayed through their sparsified subgraphs."""
+    """Reservoir memory of nodes replayed through their sparsified subgraphs (see the module docstring)."""
 
     rule = "degree"
     task_free = True
@@ -147,28 +209,42 @@ class _SubgraphMemory(TaskAwareStrategy):
         super().__init__(model, **kwargs)
         self.memory_size = check_int("memory_size", memory_size, low=1)
         self.fanouts = tuple(check_int("fanouts", f, low=1) for f in fanouts)
-        self.memory = ReservoirBuffer(self.memory_size, seed=self.seed)
+        self.memory = NodeReservoir(self.memory_size, seed=self.seed)
         self._subgraphs: dict[int, tuple] = {}
+        self._blocks: dict[int, tuple] = {}
 
     def subgraph(self, node: int):
-        """The stored subgraph of a memory node (drawn once, then kept)."""
+        """The stored subgraph of a memory node (drawn once on the host, then kept): ``(nodes, edge_index)``."""
         if node not in self._subgraphs:
             self._subgraphs[node] = sparsified_subgraph(self.model, node, self.fanouts, self.rule, self.seed)
         return self._subgraphs[node]
 
+    def _block(self, node: int):
+        """A memory node's subgraph on the device: ``(nodes, Adjacency)``, normalised once on the host."""
+        if node not in self._blocks:
+            from ..models.gcn import Adjacency
+
+            nodes, e = self.subgraph(node)
+            adj = Adjacency.from_edges(e, len(nodes), getattr(self.model, "normalize", True))
+            self._blocks[node] = (move(nodes, self.device), adj.to(self.device))
+        return self._blocks[node]
+
     def replay_loss(self, n: int) -> torch.Tensor | float:
-        mx, my, _ = self.memory.sample(n, self.generator)
-        if mx is None or len(my) == 0:
+        """Loss of ``n`` memory nodes (at most the memory) scored on their subgraphs, in one pass."""
+        from ..models.gcn import Adjacency
+
+        size = len(self.memory)
+        if size == 0:
             return 0.0
-        nodes, edges, centers, offset = [], [], [], 0
-        for v in mx.tolist():
-            sn, se = self.subgraph(int(v))
-            nodes.append(sn)
-            edges.append(se + offset)
-            centers.append(offset)
-            offset += len(sn)
-        logits = self.model.forward_subgraph(torch.cat(nodes), torch.cat(edges, 1), torch.tensor(centers))
-        return self.criterion(logits, my)
+        slots = torch.randperm(size, generator=self.generator)[: min(n, size)]   # ReservoirBuffer.sample's draw
+        if len(slots) == 0:
+            return 0.0
+        blocks = [self._block(int(v)) for v in self.memory.ids_host[slots.numpy()]]
+        sizes = [len(b[0]) for b in blocks]
+        centers = torch.as_tensor(np.cumsum([0] + sizes[:-1]), dtype=torch.int64)   # host index of the centres
+        logits = self.model.forward_blocks(torch.cat([b[0] for b in blocks]),
+                                           Adjacency.block_diag([b[1] for b in blocks]), centers)
+        return self.criterion(logits, take(self.memory.y, slots))
 
     def train_step(self, x, y, task: Task | None = None) -> float:
         self._n_incoming = len(y)
@@ -178,11 +254,12 @@ class _SubgraphMemory(TaskAwareStrategy):
         return self.replay_loss(self._n_incoming)
 
     def after_step(self, x, y, task) -> None:
-        kept = set(self.memory.data()[0].tolist()) if len(self.memory) else set()
+        kept = set(self.memory.stored_ids().tolist())
         self.memory.add(x, y, task.task_id if task is not None else -1)
-        now = set(self.memory.data()[0].tolist())
+        now = set(self.memory.stored_ids().tolist())
         for gone in kept - now:  # forget subgraphs of evicted nodes
             self._subgraphs.pop(gone, None)
+            self._blocks.pop(gone, None)
 
 
 @register("ssm")
@@ -222,8 +299,10 @@ class VariationalLayer(nn.Module):
         self.decoder = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim))
 
     def forward(self, z: torch.Tensor, generator: torch.Generator | None = None):
+        """``(sample, mu, logvar, reconstruction)``; the noise is drawn from ``generator`` on the CPU (the same
+        draws on every device) and moved to ``z``'s device."""
         mu, logvar = self.mu(z), self.logvar(z).clamp(-10, 10)
-        eps = torch.randn(mu.shape, generator=generator)
+        eps = torch.randn(mu.shape, generator=generator).to(mu.device)
         sample = mu + torch.exp(0.5 * logvar) * eps
         return sample, mu, logvar, self.decoder(sample)
 
@@ -268,11 +347,13 @@ class DMSG(TaskAwareStrategy):
         self.num_generated = check_int("num_generated", num_generated, low=1)
         self.kl_weight = check_real("kl_weight", kl_weight, low=0)
         self.recon_weight = check_real("recon_weight", recon_weight, low=0)
-        with torch_seeded(self.seed):  # no draw from the global generator
+        with torch_seeded(self.seed):  # no draw from the global generator; built on the CPU, then moved
             self.variational = VariationalLayer(model.head.in_features)
+        self.variational.to(self.device)
         self.optimizer = self.make_optimizer(list(self.model.parameters()) + list(self.variational.parameters()))
-        self.mem_nodes = torch.zeros(0, dtype=torch.int64)
-        self.mem_y = torch.zeros(0, dtype=torch.int64)
+        self.mem_nodes = torch.zeros(0, dtype=torch.int64, device=self.device)
+        self.mem_y = torch.zeros(0, dtype=torch.int64, device=self.device)
+        self.mem_host = np.zeros(0, dtype=np.int64)   # the memory's node ids on the host
 
     def train_step(self, x, y, task: Task | None = None) -> float:
         self._n_incoming = len(y)
@@ -295,30 +376,45 @@ class DMSG(TaskAwareStrategy):
 
     @torch.no_grad()
     def after_step(self, x, y, task) -> None:
-        nodes = torch.cat([self.mem_nodes, x.detach()])
-        labels = torch.cat([self.mem_y, y])
-        nodes, first = np.unique(nodes.numpy(), return_index=True)
-        nodes, labels = torch.as_tensor(nodes), labels[torch.as_tensor(first)]
-        excess = len(nodes) - self.memory_size
+        ids = np.concatenate([self.mem_host, host_ids(x)])   # read: the batch's node ids
+        uniq, first = np.unique(ids, return_index=True)
+        first = torch.as_tensor(first)
+        nodes, labels = torch.cat([self.mem_nodes, x.detach()])[first], torch.cat([self.mem_y, y])[first]
+        excess = len(uniq) - self.memory_size
         if excess > 0:
             self.model.eval()
-            keep = self._diverse_prune(self.model.embed(nodes), labels, excess)
+            keep = self._diverse_prune(self.model.embed(nodes), labels, excess, self.model.head.out_features)
             self.model.train()
-            nodes, labels = nodes[keep], labels[keep]
-        self.mem_nodes, self.mem_y = nodes, labels
+            nodes, labels, uniq = nodes[keep], labels[keep], uniq[host_ids(keep)]   # read: the rows kept
+        self.mem_nodes, self.mem_y, self.mem_host = nodes, labels, uniq
 
     @staticmethod
-    def _diverse_prune(emb: torch.Tensor, labels: torch.Tensor, excess: int) -> torch.Tensor:
-        """Drop ``excess`` rows: each time, the most redundant row of the currently largest class."""
-        alive = torch.ones(len(labels), dtype=torch.bool)
+    def _diverse_prune(emb: torch.Tensor, labels: torch.Tensor, excess: int, num_classes: int) -> torch.Tensor:
+        """Drop ``excess`` rows: each time, the most redundant row of the currently largest class.
+
+        Runs on ``emb``'s device with fixed shapes (no value read): class counts by
+        ``index_add_`` over ``num_classes`` bins, the largest class by ``argmax`` (the
+        lowest label on ties), its row nearest to another live row of its class by
+        ``argmin`` (the lowest position on ties). Returns the positions kept, ascending,
+        shape (len(labels) - excess,).
+
+        Examples
+        --------
+        >>> emb = torch.tensor([[0.0], [0.1], [5.0], [9.0]])
+        >>> DMSG._diverse_prune(emb, torch.tensor([0, 0, 0, 1]), 1, 2).tolist()   # 0 and 1 are redundant
+        [1, 2, 3]
+        """
+        n = len(labels)
+        inf = float("inf")
+        alive = torch.ones(n, dtype=torch.bool, device=emb.device)
         dist = torch.cdist(emb, emb)
-        dist.fill_diagonal_(float("inf"))
-        dist[labels[:, None] != labels[None, :]] = float("inf")
+        dist.fill_diagonal_(inf)
+        dist.masked_fill_(labels[:, None] != labels[None, :], inf)
+        top = torch.finfo(dist.dtype).max
         for _ in range(excess):
-            counts = torch.bincount(labels[alive], minlength=int(labels.max()) + 1)
-            big = int(torch.argmax(counts))
-            cand = torch.nonzero(alive & (labels == big)).ravel()
-            nn_dist = dist[cand][:, alive].min(dim=1).values
-            drop = cand[int(torch.argmin(nn_dist))]
-            alive[drop] = False
-        return torch.nonzero(alive).ravel()
+            counts = torch.zeros(num_classes, device=emb.device).index_add_(0, labels, alive.float())
+            nn_dist = dist.masked_fill(~alive[None, :], inf).min(dim=1).values
+            cand = alive & (labels == counts.argmax())
+            drop = torch.where(cand, nn_dist.clamp(max=top), inf).argmin()
+            alive = alive.index_fill(0, drop.view(1), False)
+        return torch.argsort((~alive).to(torch.int32), stable=True)[: n - excess]

@@ -29,6 +29,13 @@
   deviation; a *plateau* -- window mean below ``window_mean_threshold`` and
   variance below ``window_variance_threshold`` -- after a peak triggers the
   update, ``Omega <- Omega (1 - 1/n) + Omega_new / n`` (n = number of updates so far).
+
+**Devices.** Both keep their tensors on the model's device and draw from CPU
+generators (the same draws on every device). Each decides on the host from one value
+per step, read once (:func:`clkit.device.to_host`; NaN on ``meta``): GSS reads its
+incoming rows' scores ``c`` (its replacement draws use the host generator with
+probabilities from them), MAS* the batch loss its detector watches (whether to run the
+importance pass at all depends on it). Every other step of theirs reads nothing.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ import torch
 import torch.nn.functional as F
 
 from .._validate import check_int, check_real
+from ..device import host_float, to_host
 from ._common import TaskAwareStrategy, trainable
 from .base import Task, _cat, register, take
 from .importance import quadratic_penalty
@@ -110,8 +118,8 @@ class GSS(TaskAwareStrategy):
         self.memory_size = check_int("memory_size", memory_size, low=1)
         self.gss_constraints = check_int("gss_constraints", gss_constraints, low=1)
         self.mem_x = None
-        self.mem_y = torch.zeros(0, dtype=torch.int64)
-        self.mem_score = np.zeros(0)
+        self.mem_y = torch.zeros(0, dtype=torch.int64, device=self.device)
+        self.mem_score = np.zeros(0)   # C_j, on the host (read with the scores)
 
     def replay(self, x, y, task: Task | None):
         tids = self.task_ids_of(len(y), task)
@@ -119,7 +127,8 @@ class GSS(TaskAwareStrategy):
         if m == 0:
             return x, y, tids
         idx = torch.randperm(m, generator=self.generator)[: len(y)]
-        return _cat(x, take(self.mem_x, idx)), torch.cat([y, self.mem_y[idx]]), torch.cat([tids, torch.full((len(idx),), -1)])
+        return (_cat(x, take(self.mem_x, idx)), torch.cat([y, self.mem_y[idx]]),
+                torch.cat([tids, torch.full((len(idx),), -1, dtype=tids.dtype, device=tids.device)]))
 
     # ---------------------------------------------------------------- scores
     @torch.no_grad()
@@ -140,7 +149,8 @@ class GSS(TaskAwareStrategy):
         return torch.stack(rows)
 
     def scores(self, x, y) -> np.ndarray:
-        """``c = 1 + max cos`` of each incoming row against ``gss_constraints`` random memory rows."""
+        """``c = 1 + max cos`` of each incoming row against ``gss_constraints`` random memory rows
+        (computed on the device, read once: the step's one read)."""
         m = len(self.mem_y)
         if m == 0:
             return np.zeros(len(y))
@@ -156,7 +166,7 @@ class GSS(TaskAwareStrategy):
             g, g2 = self._flat_grads(x, y), self._flat_grads(rx, ry)
             cos = F.cosine_similarity(g[:, None, :], g2[None, :, :], dim=2)
         self.model.train(was)
-        return (1.0 + cos.max(dim=1).values).cpu().numpy()
+        return to_host(1.0 + cos.max(dim=1).values)
 
     def after_step(self, x, y, task) -> None:
         c = self.scores(x, y)
@@ -262,12 +272,16 @@ class MASStar(TaskAwareStrategy):
         self.omega: dict[str, torch.Tensor] = {}
         self.anchor: dict[str, torch.Tensor] = {}
         self.num_updates = 0
-        self._task_loss = 0.0
+        self._task_loss = 0.0   # the step's task loss, a tensor on the device until after_step reads it
 
     def rows_loss(self, x, y, task_ids):
         loss = super().rows_loss(x, y, task_ids)
-        self._task_loss = float(loss.detach())
+        self._task_loss = loss.detach()
         return loss
+
+    def watched_loss(self) -> float:
+        """The loss the detector sees this step, read from the device (the step's one read)."""
+        return host_float(self._task_loss)
 
     def penalty(self, task):
         if not self.omega:
@@ -283,7 +297,7 @@ class MASStar(TaskAwareStrategy):
 
     def after_step(self, x, y, task) -> None:
         self.recent.append(x.detach() if torch.is_tensor(x) else x)
-        if self.detector.update(self._task_loss):
+        if self.detector.update(self.watched_loss()):
             self.num_updates += 1
             xs = self.recent[0] if len(self.recent) == 1 else _cat_all(list(self.recent))
             new = self.importance(xs)
