@@ -90,13 +90,34 @@ intra_weight: float = -1.0
 # a text file with one name per line or of a YAML list)
 classic_datasets: list = ["cifar100", "cub200", "imagenet_r"]
 classic_num_tasks: int = 10  # tasks in the classic settings
+device: str = "auto"  # auto (CUDA when available, else CPU) | cpu | cuda | cuda:N | mps
+precision: str = "fp32"  # fp32 | bf16 | fp16: autocast of the forward passes (fp16 needs CUDA)
+deterministic: bool = False  # PyTorch's deterministic algorithms (reproducible on CUDA; slower)
+rehearse: bool = False  # the parameter set on fabricated files in the real formats, sizes cut (clkit.rehearsal)
+
+# %% [markdown]
+# **Rehearsal.** With `rehearse: true` the same cells run on fabricated files in the real
+# datasets' formats (Fashion-MNIST's gzipped IDX files, a tiny open_clip folder when the run
+# encodes with CLIP), read by the real loaders, with sizes, counts and epochs cut by clkit's
+# one rule (`clkit.edge.rehearsal`); the table says what was cut.
+
+# %%
+from IPython.display import Markdown, display
+
+from clkit.edge import rehearsal
+
+rh = rehearsal.prepare(globals()) if rehearse is True else None
+if rh:
+    globals().update(rh.changes)
+    display(Markdown(rh.note()), rh.table())
 
 # %%
 import numpy as np
 import pandas as pd
-from IPython.display import Markdown, display
 
+import clkit.device
 import clkit.edge as edge
+import clkit.edge.budget
 from clkit.edge import plots, report
 from clkit.edge.experiment import load_enumerable_data
 from clkit.edge.learners import LearnerConfig
@@ -127,9 +148,14 @@ for d, names in user_lists.items():
     edge.combinatorics.check_num_tasks(len(names), classic_num_tasks)
 check_type("clip_model", clip_model, str)
 check_type("clip_pretrained", clip_pretrained, str)
-record = RunRecord(
-    "02_edge", params=dict(P, clip_model=clip_model, clip_pretrained=clip_pretrained)
-)
+check_type("rehearse", rehearse, bool)
+rd = clkit.device.setup(device, precision, deterministic)
+print(rd.describe())
+record = RunRecord("02_edge", params=dict(
+    P, clip_model=clip_model, clip_pretrained=clip_pretrained, device=device, precision=precision,
+    deterministic=deterministic, rehearse=rehearse,
+))
+record.log(device=rd.record(), **({"rehearsal": rh.record()} if rh else {}))
 N, K = len(classes), num_tasks
 grans = granularities or None
 
@@ -169,7 +195,7 @@ if is_user_path(dataset):
     )
 else:
     data = load_enumerable_data(
-        dataset, classes, n_train=n_train, n_test=n_test, seed=seed
+        dataset, classes, n_train=n_train, n_test=n_test, seed=seed, device=rd
     )
 class_names = data["class_names"]
 record.log(data_source=data["data_source"], class_names=class_names)
@@ -187,7 +213,7 @@ print("x_train", data["x_train"].shape, "x_test", data["x_test"].shape)
 
 # %%
 sim = edge.class_similarity(
-    class_names, encoder, clip_model=clip_model, clip_pretrained=clip_pretrained
+    class_names, encoder, clip_model=clip_model, clip_pretrained=clip_pretrained, device=rd
 )
 print("encoder used:", sim.encoder)
 for note in sim.notes:
@@ -259,13 +285,30 @@ display(ext["table"])
 # (all randomness is keyed by the sequence's prefix), so the two differ only by sampling
 # error, which is reported beside each percentile (binomial with finite-population
 # correction) and each JSD / W1 (bootstrap over the sample).
+#
+# **Budget.** Before training, `edge.budget.truth_budget` counts the work -- per learner
+# the prefix-tree tasks, `epochs` x steps per task of batched steps, evaluation passes --
+# and times a few steps of each learner on this run's device (`device`, `precision`); the
+# learners' state is cut into chunks of sequences that fit the device's memory
+# (`clkit.edge.memory`: on CUDA from its free memory). All learners train on that device;
+# the accuracies come back to the host once per task of the tree.
 
 # %%
 all_seqs = edge.enumerate_sequences(N, K)
 config = LearnerConfig(hidden=hidden, epochs=epochs, batch_size=batch_size, lr=lr)
+budget = edge.budget.truth_budget(
+    data, all_seqs, own_learners, user_learners, config, seed=seed,
+    learner_kwargs=P["learner_kwargs"], mode=truth, samples=truth_samples, device=rd,
+    num_random=num_random, random_settings=edge.budget.scoring_settings(
+        N, K, classic_datasets, classic_num_tasks, user_lists),
+)
+display(Markdown(budget.text()))
+record.log(budget=budget.record())
+
+# %%
 GT = report.ground_truth(
     data, all_seqs, own_learners, user_learners, config, seed=seed,
-    learner_kwargs=P["learner_kwargs"], mode=truth, samples=truth_samples,
+    learner_kwargs=P["learner_kwargs"], mode=truth, samples=truth_samples, device=rd,
 )
 truth_values = GT.population_values()  # {learner: accuracies of the population}
 S_all = edge.sequence_scores(sim, all_seqs)
@@ -415,6 +458,7 @@ classic, classic_table = report.classic_settings(
     seed=seed,
     clip_model=clip_model,
     clip_pretrained=clip_pretrained,
+    device=rd,
 )
 if classic:
     display(classic_table)
@@ -464,6 +508,7 @@ source_sims, null_labels = report.similarity_sources(
     num_null=num_null,
     clip_model=clip_model,
     clip_pretrained=clip_pretrained,
+    device=rd,
 )
 SRC = report.source_study(
     source_sims, null_labels, GT, all_seqs, K, intra_weight=intra_weight, num_null=num_null,
@@ -492,7 +537,7 @@ summary, lists = report.closing_text(
     truth_text=GT.describe(), draws=D["frame"],
 )
 record.log(**lists, truth_description=GT.describe(), **GT.log())
-display(Markdown(summary))
+display(Markdown((rh.note() + "\n\n" if rh else "") + summary))
 display(Markdown(struct["text"]))
 
 # %%

@@ -14,7 +14,10 @@ Modules:
 - :mod:`clkit.edge.sequences` -- S(O) (Eq. 5), hard / easy sequences, percentiles;
 - :mod:`clkit.edge.estimation` -- Gaussian estimates, JSD / W to the truth, extremes,
   ranking distance, Theorem 1-2 sample sizes, normality tests, correlations;
-- :mod:`clkit.edge.learners` -- batched class-incremental learners over many sequences;
+- :mod:`clkit.edge.learners` -- batched class-incremental learners over many sequences, on any device;
+- :mod:`clkit.edge.memory` -- how many sequences they train at once within the device's memory;
+- :mod:`clkit.edge.budget` -- the ground truth's work counted and timed before it trains;
+- :mod:`clkit.edge.rehearsal` -- the ``paper`` set rehearsed on fabricated files;
 - :mod:`clkit.edge.experiment` -- the enumerable experiment on Fashion-MNIST;
 - :mod:`clkit.edge.truth` -- its ground truth, exact or a uniform sample with sampling errors;
 - :mod:`clkit.edge.triples` -- RS, EDGE and the oracle over every draw (P(EDGE closer));

@@ -76,30 +76,24 @@ def _per_class(x, y, num_classes):
 
 
 def train_probe(per_class, *, hidden: int = 64, epochs: int = 5, lr: float = 0.05, batch_size: int = 64,
-                seed: int = 0):
+                seed: int = 0, device=None, precision: str | None = None):
     """Train a one-hidden-layer MLP on per-class inputs; return ``(features, probabilities)`` callables.
 
-    ``features(z)`` is the hidden ReLU layer, ``probabilities(z)`` the softmax output.
-    Deterministic given ``seed`` (local generators, one thread).
+    ``features(z)`` is the hidden ReLU layer, ``probabilities(z)`` the softmax output (host
+    arrays in and out). Deterministic given ``seed`` (local generators, one thread).
+    ``device`` / ``precision``: where and in which autocast precision it trains and runs
+    (:func:`~clkit.edge.learners.train_mlp_classifier`; default the CPU, fp32).
     """
     import torch
 
-    from .learners import torch_threads, train_mlp_classifier
+    from .learners import feature_map, train_mlp_classifier
 
     x = np.concatenate(per_class).astype(np.float32)
     y = np.concatenate([np.full(len(a), c) for c, a in enumerate(per_class)])
-    net = train_mlp_classifier(x, y, len(per_class), hidden, epochs=epochs,
-                               batch_size=batch_size, lr=lr, seed=seed)
-
-    def features(z):
-        with torch.no_grad(), torch_threads(1):
-            return net[:2](torch.as_tensor(np.asarray(z, dtype=np.float32))).numpy()
-
-    def probabilities(z):
-        with torch.no_grad(), torch_threads(1):
-            return torch.softmax(net(torch.as_tensor(np.asarray(z, dtype=np.float32))), dim=1).numpy()
-
-    return features, probabilities
+    net = train_mlp_classifier(x, y, len(per_class), hidden, epochs=epochs, batch_size=batch_size, lr=lr,
+                               seed=seed, device=device, precision=precision)
+    return (feature_map(net[:2], num_threads=1),
+            feature_map(torch.nn.Sequential(net, torch.nn.Softmax(dim=1)), num_threads=1))
 
 
 def soft_confusion(probabilities, per_class) -> np.ndarray:
@@ -139,7 +133,8 @@ def _confusion_similarity(P):
 
 def data_class_similarity(source: str, x=None, y=None, *, class_names=None, num_classes=None, backbone=None,
                           features=None, confusion=None, hidden: int = 64, epochs: int = 5, lr: float = 0.05,
-                          holdout: float = 0.3, center: bool = True, seed: int = 0) -> ClassSimilarity:
+                          holdout: float = 0.3, center: bool = True, seed: int = 0, device=None,
+                          precision: str | None = None) -> ClassSimilarity:
     """Class similarity from data (see the module docstring for the sources).
 
     Parameters
@@ -164,6 +159,10 @@ def data_class_similarity(source: str, x=None, y=None, *, class_names=None, num_
     center : bool
         Centre class-mean features on their mean before the cosine.
     seed : int
+    device : clkit.device.RunDevice, torch.device or str, optional
+        Where the MLP probe trains and runs (default the CPU).
+    precision : {"fp32", "bf16", "fp16"}, optional
+        Autocast of the probe's training (default the RunDevice's, else fp32).
 
     Returns
     -------
@@ -225,7 +224,8 @@ def data_class_similarity(source: str, x=None, y=None, *, class_names=None, num_
             return _feature_result(per_class_means, "class-mean backbone features", class_names, center)
         fit, held = _split(per_class, holdout, rng)
         feats, probs = train_probe(fit, hidden=check_int("hidden", hidden, low=2),
-                                   epochs=check_int("epochs", epochs, low=1), lr=lr, seed=seed)
+                                   epochs=check_int("epochs", epochs, low=1), lr=lr, seed=seed, device=device,
+                                   precision=precision)
         model = ("backbone + " if backbone is not None else "") + f"MLP probe ({hidden} hidden, {epochs} epochs)"
         if source == "confusion":
             P = soft_confusion(probs, held)

@@ -24,7 +24,9 @@ from .._validate import check_choices, check_int
 from ..data.images import FASHION_MNIST_CLASSES, load_fashion_mnist
 from .combinatorics import canonical
 from .estimation import distribution_distances, extremes, gaussian_estimate
-from .learners import LEARNERS, LearnerConfig, learner_config, train_mlp_classifier, train_sequences
+from ..device import as_device
+from .learners import (LEARNERS, LearnerConfig, batched_plan, feature_map, learner_config, train_mlp_classifier,
+                       train_sequences)
 
 __all__ = ["DATASETS", "load_enumerable_data", "run_learners", "sequence_index", "evaluate_protocol"]
 
@@ -47,22 +49,18 @@ def _per_class(x, y, classes, n, rng):
     return np.stack(out)
 
 
-def _pretrain_features(x, y, hidden, seed, epochs=2, batch_size=64, lr=0.05):
-    """Train a one-hidden-layer MLP on (x, y); return its frozen feature map."""
+def _pretrain_features(x, y, hidden, seed, epochs=2, batch_size=64, lr=0.05, device=None, precision=None):
+    """Train a one-hidden-layer MLP on (x, y) on ``device``; return its frozen feature map (host arrays out)."""
     classes = np.unique(y)
     y = np.searchsorted(classes, y)
-    net = train_mlp_classifier(x, y, len(classes), hidden, epochs=epochs,
-                               batch_size=batch_size, lr=lr, seed=seed)
-    body = net[:2]
-
-    def features(z):
-        with torch.no_grad():
-            return body(torch.as_tensor(z, dtype=torch.float32)).numpy()
-    return features
+    net = train_mlp_classifier(x, y, len(classes), hidden, epochs=epochs, batch_size=batch_size, lr=lr,
+                               seed=seed, device=device, precision=precision)
+    return feature_map(net[:2])
 
 
 def load_enumerable_data(dataset: str = "fashion_mnist", classes=(0, 1, 2, 3, 4, 5), *, n_train: int = 500,
-                         n_test: int = 500, pool: int = 2, feature_dim: int = 64, seed: int = 0) -> dict:
+                         n_test: int = 500, pool: int = 2, feature_dim: int = 64, seed: int = 0, device=None,
+                         precision: str | None = None) -> dict:
     """Images of the experiment's classes, per class, plus frozen features for NCM.
 
     Parameters
@@ -78,6 +76,11 @@ def load_enumerable_data(dataset: str = "fashion_mnist", classes=(0, 1, 2, 3, 4,
     feature_dim : int
         Width of the frozen feature extractor (pre-trained on the other classes).
     seed : int
+    device : clkit.device.RunDevice, torch.device or str, optional
+        Where the feature extractor is trained and applied (default the CPU); the arrays
+        returned are on the host.
+    precision : {"fp32", "bf16", "fp16"}, optional
+        Autocast of its training (default the RunDevice's, else fp32).
 
     Returns
     -------
@@ -111,12 +114,13 @@ def load_enumerable_data(dataset: str = "fashion_mnist", classes=(0, 1, 2, 3, 4,
         idx = np.nonzero(np.isin(ytr_all, others))[0]
         idx = np.sort(rng.choice(idx, size=min(len(idx), 600 * len(others)), replace=False))
         xo = (_pool(xtr_all[idx], pool) - mu) / sd
-        feats = _pretrain_features(xo.astype(np.float32), ytr_all[idx], feature_dim, seed)
+        feats = _pretrain_features(xo.astype(np.float32), ytr_all[idx], feature_dim, seed, device=device,
+                                   precision=precision)
         how = f"MLP pre-trained on the other classes {[FASHION_MNIST_CLASSES[c] for c in others]}"
     else:  # every class is in the experiment: fixed random ReLU features
         with torch_seeded(seed):
             lin = torch.nn.Linear(xtr.shape[1], feature_dim)
-        feats = lambda z: torch.relu(lin(torch.as_tensor(z, dtype=torch.float32))).detach().numpy()  # noqa: E731
+        feats = feature_map(torch.nn.Sequential(lin, torch.nn.ReLU()).to(as_device(device or "cpu")))
         how = "random ReLU features (no class left for pre-training)"
     return {
         "x_train": xtr.reshape(C, n_train, -1).astype(np.float32),
@@ -130,26 +134,34 @@ def load_enumerable_data(dataset: str = "fashion_mnist", classes=(0, 1, 2, 3, 4,
 
 
 def run_learners(data: dict, sequences, learners, config: LearnerConfig = LearnerConfig(), *, seed: int = 0,
-                 progress: bool = True, learner_kwargs: dict | None = None) -> dict:
+                 progress: bool = True, learner_kwargs: dict | None = None, device=None,
+                 precision: str | None = None, memory_budget: int | None = None) -> dict:
     """Train every learner on every sequence (batched); return ``{learner: train_sequences output}``.
 
     ``learner_kwargs`` (``{learner: {keyword: value}}``, the notebook parameter) overrides
     ``config`` per learner with the keywords of :data:`~clkit.edge.learners.LEARNER_KEYWORDS`.
+    ``device``, ``precision`` and ``memory_budget`` go to
+    :func:`~clkit.edge.learners.train_sequences` (the sequences are cut into chunks that fit
+    the device's memory; the progress bar counts the tasks of every chunk).
     """
     learners = check_choices("learners", learners, LEARNERS)
     seqs = np.asarray(sequences)
+    jobs = []
+    for name in learners:
+        xtr, xte = (data["f_train"], data["f_test"]) if name == "ncm" else (data["x_train"], data["x_test"])
+        cfg = learner_config(name, config, (learner_kwargs or {}).get(name))
+        plan = batched_plan(name, cfg, xtr, xte, seqs, device, memory_budget=memory_budget)
+        jobs.append((name, xtr, xte, cfg, plan))
     bar = None
     if progress:
         from ..progress import tqdm
 
-        bar = tqdm(total=len(learners) * seqs.shape[1], desc="training all sequences")
+        bar = tqdm(total=sum(seqs.shape[1] * plan.num_chunks for *_, plan in jobs), desc="training all sequences")
     out = {}
     try:
-        for name in learners:
-            xtr, xte = (data["f_train"], data["f_test"]) if name == "ncm" else (data["x_train"], data["x_test"])
-            cfg = learner_config(name, config, (learner_kwargs or {}).get(name))
-            out[name] = train_sequences(xtr, xte, seqs, name, cfg, seed=seed,
-                                        progress=bar.update if bar is not None else None)
+        for name, xtr, xte, cfg, plan in jobs:
+            out[name] = train_sequences(xtr, xte, seqs, name, cfg, seed=seed, device=device, precision=precision,
+                                        chunks=plan, progress=bar.update if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()

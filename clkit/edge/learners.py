@@ -64,6 +64,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,11 +73,13 @@ import torch.nn.functional as F
 
 from .._seed import torch_seeded, torch_threads
 from .._validate import check_choice, check_int, check_real
+from ..device import Amp, RunDevice, as_device, autocast, check_precision, move, to_host
+from .memory import chunk_plan, node_bytes, sequence_chunks, strategy_node_bytes
 from .prefix import prefix_code, prefix_tree
 
 __all__ = ["LEARNERS", "LEARNER_KEYWORDS", "LearnerConfig", "learner_config", "init_params", "batch_order",
-           "prefix_code", "train_sequences", "train_strategy_sequences", "torch_threads",
-           "train_mlp_classifier"]
+           "prefix_code", "train_sequences", "train_strategy_sequences", "batched_plan", "torch_threads",
+           "train_mlp_classifier", "feature_map"]
 
 LEARNERS = ("finetune", "ewc", "lwf", "icarl", "ncm")
 _OPTIM = ("hidden", "epochs", "batch_size", "lr", "momentum")
@@ -89,6 +92,7 @@ LEARNER_KEYWORDS = {
     "ncm": (),
 }
 _NEG = -1e9
+_CPU = torch.device("cpu")
 
 
 @dataclass(frozen=True)
@@ -226,32 +230,25 @@ def _kd(new_logits, old_logits, old_mask, T):
     m = old_mask[:, None, :]
     soft = torch.softmax(old_logits.masked_fill(~m, _NEG) / T, dim=-1)
     logp = torch.log_softmax(new_logits.masked_fill(~m, _NEG) / T, dim=-1)
-    return -(torch.where(m, soft * logp, torch.zeros(()))).sum() / new_logits.shape[1]
-
-
-def _gather_task(x, classes):
-    """x (C, n, D), classes (L, M) -> inputs (L, M*n, D), labels (L, M*n)."""
-    L, M = classes.shape
-    n = x.shape[1]
-    xs = x[classes].reshape(L, M * n, -1)
-    ys = classes[:, :, None].expand(L, M, n).reshape(L, M * n)
-    return xs, ys
+    return -(torch.where(m, soft * logp, soft.new_zeros(()))).sum() / new_logits.shape[1]
 
 
 def _herding(feats, m):
     """Herding selection: feats (G, n, H) unit rows -> indices (G, m)."""
     G, n, _ = feats.shape
+    dev = feats.device
+    rows = torch.arange(G, device=dev)
     mu = feats.mean(dim=1, keepdim=True)                       # (G, 1, H)
-    chosen = torch.zeros(G, n, dtype=torch.bool)
-    total = torch.zeros(G, 1, feats.shape[2])
+    chosen = torch.zeros(G, n, dtype=torch.bool, device=dev)
+    total = torch.zeros(G, 1, feats.shape[2], device=dev)
     idx = []
     for k in range(1, m + 1):
         cand = (total + feats) / k                              # (G, n, H)
         dist = ((mu - cand) ** 2).sum(-1).masked_fill(chosen, math.inf)
         j = dist.argmin(dim=1)                                  # (G,)
         idx.append(j)
-        chosen[torch.arange(G), j] = True
-        total = total + feats[torch.arange(G), j].unsqueeze(1)
+        chosen[rows, j] = True
+        total = total + feats[rows, j].unsqueeze(1)
     return torch.stack(idx, dim=1)
 
 
@@ -259,26 +256,82 @@ def _unit(z):
     return z / z.norm(dim=-1, keepdim=True).clamp_min(1e-12)
 
 
+def _bcast(v, like):
+    """A per-node vector (n,) shaped to broadcast against ``like`` (n, ...)."""
+    return v.view(-1, *([1] * (like.dim() - 1)))
+
+
+class _NodeScaler:
+    """fp16 loss scaling for every node (sequence) on its own, on the device.
+
+    :class:`torch.amp.GradScaler` keeps one scale for a whole model and skips a step when any
+    gradient overflows; here every node is an independent model, so each keeps its own scale
+    (``state["scale"]``, ``state["growth"]``, selected along the prefix tree like the
+    parameters) and only a node whose gradients overflowed skips its step. GradScaler's
+    rules: start at 2**16, halve on an overflow, double after 2,000 steps without one.
+    The gradient of the logits is multiplied by the node's scale in the backward pass (so
+    the half-precision products see scaled values) and the parameter gradients are divided
+    by it; no value is read on the host.
+    """
+
+    INIT, GROWTH_INTERVAL = 2.0 ** 16, 2000
+
+    @staticmethod
+    def root(device):
+        return {"scale": torch.full((1,), _NodeScaler.INIT, device=device),
+                "growth": torch.zeros(1, dtype=torch.int32, device=device)}
+
+    @staticmethod
+    def scale_backward(logits, scale):
+        logits.register_hook(lambda g: g * scale.view(-1, 1, 1))
+        return logits
+
+    @staticmethod
+    def unscale(grads, scale):
+        """``(gradients / scale, ok)``: ``ok`` (n,) is True where every gradient of the node is finite."""
+        inv = 1.0 / scale
+        grads = [g * _bcast(inv, g) for g in grads]
+        ok = torch.stack([torch.isfinite(g).flatten(1).all(dim=1) for g in grads]).all(dim=0)
+        return grads, ok
+
+    @staticmethod
+    def update(state, ok):
+        grown = state["growth"] + 1
+        double = ok & (grown >= _NodeScaler.GROWTH_INTERVAL)
+        state["scale"] = torch.where(ok, torch.where(double, state["scale"] * 2, state["scale"]),
+                                     state["scale"] * 0.5)
+        state["growth"] = torch.where(ok & ~double, grown, torch.zeros_like(grown))
+
+
 # --------------------------------------------------------------------------- backends
 
 class _Batched:
-    """The batched learners: state = tensors with a leading node dimension."""
+    """The batched learners: state = tensors with a leading node dimension, on ``device``."""
 
-    def __init__(self, learner, config, seed, xtr):
-        self.learner, self.cfg, self.seed, self.xtr = learner, config, seed, xtr
+    def __init__(self, learner, config, seed, xtr, device=_CPU, precision="fp32", eval_nodes=None):
+        self.learner, self.cfg, self.seed = learner, config, seed
+        self.device, self.precision = device, precision
+        self.xtr = move(xtr, device)                                      # once per run
         self.C, self.ntr = xtr.shape[0], xtr.shape[1]
+        self.eval_nodes = eval_nodes
+        self.fp16 = precision == "fp16"
         if learner == "ncm":
-            self.means = _unit(_unit(xtr).mean(dim=1))                   # (C, D)
+            self.means = _unit(_unit(self.xtr).mean(dim=1))                # (C, D)
+
+    def autocast(self):
+        return autocast(self.device, self.precision)
 
     def root(self):
         if self.learner == "ncm":
             return {}
-        base = init_params(self.xtr.shape[2], self.cfg.hidden, self.C, self.seed)
-        return {"params": [p.unsqueeze(0) for p in base], "buf": [torch.zeros_like(p).unsqueeze(0) for p in base]}
+        base = move(init_params(self.xtr.shape[2], self.cfg.hidden, self.C, self.seed), self.device)
+        state = {"params": [p.unsqueeze(0) for p in base], "buf": [torch.zeros_like(p).unsqueeze(0) for p in base]}
+        if self.fp16:
+            state.update(_NodeScaler.root(self.device))
+        return state
 
-    @staticmethod
-    def select(state, idx):
-        idx = torch.as_tensor(idx)
+    def select(self, state, idx):
+        idx = move(torch.as_tensor(idx), self.device)
 
         def pick(v):
             if v is None:
@@ -288,10 +341,9 @@ class _Batched:
             return v[idx]
         return {k: pick(v) for k, v in state.items()}
 
-    def _batch(self, classes, idx, mem_x, mem_y):
-        """Rows ``idx`` (n, b) of each node's task data (its M classes, then its memory)."""
+    def _batch(self, classes, idx, mem_x, mem_y, ar):
+        """Rows ``idx`` (n, b) of each node's task data (its M classes, then its memory); ``ar``: arange(n)[:, None]."""
         T = classes.shape[1] * self.ntr
-        ar = torch.arange(len(idx))[:, None]
         slot = torch.clamp(idx // self.ntr, max=classes.shape[1] - 1)
         cls = classes[ar, slot]
         xb = self.xtr[cls, idx % self.ntr]
@@ -302,48 +354,73 @@ class _Batched:
         xb = torch.where(in_mem[..., None], mem_x[ar, j], xb)
         return xb, torch.where(in_mem, mem_y[ar, j], cls)
 
+    def _loss(self, params, xb, yb, seen, old, old_mask, scale=None):
+        """The step's loss (summed over nodes) under autocast; fp16: the logits' gradient scaled per node."""
+        cfg = self.cfg
+        with self.autocast():
+            logits = _logits(params, xb).float()
+            if scale is not None:
+                _NodeScaler.scale_backward(logits, scale)
+            loss = _ce(_masked(logits, seen), yb)
+            if old is not None:
+                with torch.no_grad():
+                    old_logits = _logits(old, xb).float()
+                lam = cfg.lwf_lambda if self.learner == "lwf" else cfg.kd_lambda
+                loss = loss + lam * _kd(logits, old_logits, old_mask, cfg.temperature)
+        return loss
+
+    def step(self, state, params, buf, xb, yb, seen, old_mask):
+        """One SGD-with-momentum step of every node on its minibatch (xb (n, b, D), yb (n, b)), in place."""
+        cfg = self.cfg
+        fis, fth = state.get("fisher"), state.get("fisher_theta")
+        scale = state.get("scale")
+        loss = self._loss(params, xb, yb, seen, state.get("old"), old_mask, scale)
+        grads = torch.autograd.grad(loss, params)
+        ok = None
+        if scale is not None:
+            grads, ok = _NodeScaler.unscale(grads, scale)
+        with torch.no_grad():
+            for i, (p, g, b) in enumerate(zip(params, grads, buf)):
+                if fis is not None:               # EWC: lambda (sum_k F_k p - sum_k F_k theta*_k)
+                    g = g + cfg.ewc_lambda * (fis[i] * p - fth[i])
+                if ok is None:
+                    b.mul_(cfg.momentum).add_(g)
+                    p.sub_(cfg.lr * b)
+                else:                             # fp16: a node whose gradients overflowed skips its step
+                    keep = _bcast(ok, b)
+                    b.copy_(torch.where(keep, b * cfg.momentum + g, b))
+                    p.sub_(torch.where(keep, cfg.lr * b, b.new_zeros(())))
+            if ok is not None:
+                _NodeScaler.update(state, ok)
+
+    def start(self, state):
+        """Trainable copies of a level's parameters and momentum (the state itself is kept)."""
+        params = [p.detach().clone().requires_grad_(True) for p in state["params"]]
+        return params, [b.clone() for b in state["buf"]]
+
     def train(self, state, prefixes, codes, t, seen, old_mask):
         if self.learner == "ncm":
             return state
-        cfg, learner = self.cfg, self.learner
-        classes = torch.as_tensor(prefixes[:, t])
+        cfg, learner, dev = self.cfg, self.learner, self.device
+        classes = move(torch.as_tensor(prefixes[:, t]), dev)
         n = len(classes)
-        params = [p.detach().clone().requires_grad_(True) for p in state["params"]]
-        buf = [b.clone() for b in state["buf"]]
+        ar = torch.arange(n, device=dev)[:, None]
+        state = dict(state)
+        params, buf = self.start(state)
         mem_x, mem_y = state.get("mem_x"), state.get("mem_y")
-        old = state.get("old")
-        fis, fth = state.get("fisher"), state.get("fisher_theta")
         total = classes.shape[1] * self.ntr + (mem_x.shape[1] if mem_x is not None else 0)
         for epoch in range(cfg.epochs):
-            order = torch.stack([batch_order(self.seed, c, t, epoch, total) for c in codes])
+            # batch orders from CPU generators keyed by the prefix, moved once per epoch
+            order = move(torch.stack([batch_order(self.seed, c, t, epoch, total) for c in codes]), dev)
             for start in range(0, total, cfg.batch_size):
-                xb, yb = self._batch(classes, order[:, start:start + cfg.batch_size], mem_x, mem_y)
-                logits = _logits(params, xb)
-                loss = _ce(_masked(logits, seen), yb)
-                if old is not None:
-                    with torch.no_grad():
-                        old_logits = _logits(old, xb)
-                    lam = cfg.lwf_lambda if learner == "lwf" else cfg.kd_lambda
-                    loss = loss + lam * _kd(logits, old_logits, old_mask, cfg.temperature)
-                grads = torch.autograd.grad(loss, params)
-                with torch.no_grad():
-                    for i, (p, g, b) in enumerate(zip(params, grads, buf)):
-                        if fis is not None:               # EWC: lambda (sum_k F_k p - sum_k F_k theta*_k)
-                            g = g + cfg.ewc_lambda * (fis[i] * p - fth[i])
-                        b.mul_(cfg.momentum).add_(g)
-                        p.sub_(cfg.lr * b)
+                xb, yb = self._batch(classes, order[:, start:start + cfg.batch_size], mem_x, mem_y, ar)
+                self.step(state, params, buf, xb, yb, seen, old_mask)
+        fis, fth = state.get("fisher"), state.get("fisher_theta")
         out = {"params": [p.detach() for p in params], "buf": buf}
+        if self.fp16:
+            out.update(scale=state["scale"], growth=state["growth"])
         if learner == "ewc":
-            fisher = [torch.zeros_like(p) for p in params]
-            nb, T = 0, classes.shape[1] * self.ntr
-            for start in range(0, T, cfg.batch_size):
-                rows = torch.arange(start, min(T, start + cfg.batch_size)).expand(n, -1)
-                xb, yb = self._batch(classes, rows, None, None)
-                grads = torch.autograd.grad(_ce(_masked(_logits(params, xb), seen), yb), params)
-                for f, g in zip(fisher, grads):
-                    f += g.detach() ** 2
-                nb += 1
-            fisher = [f / nb for f in fisher]
+            fisher = self._fisher(params, classes, seen, ar)
             theta = out["params"]
             out["fisher"] = fisher if fis is None else [a + f for a, f in zip(fis, fisher)]
             out["fisher_theta"] = ([f * p for f, p in zip(fisher, theta)] if fth is None
@@ -351,45 +428,79 @@ class _Batched:
         if learner in ("lwf", "icarl"):
             out["old"] = [p.clone() for p in out["params"]]
         if learner == "icarl":
-            M, m = classes.shape[1], cfg.memory_per_class
-            with torch.no_grad():
-                new_x = self.xtr[classes]                                  # (n, M, ntr, D)
-                feats = _unit(torch.stack([_features(out["params"], new_x[:, j]) for j in range(M)], dim=1))
-                pick = _herding(feats.reshape(n * M, *feats.shape[2:]), m)
-                ex = new_x.reshape(n * M, *new_x.shape[2:])[torch.arange(n * M)[:, None], pick].reshape(n, M * m, -1)
-                ey = classes[:, :, None].expand(n, M, m).reshape(n, -1)
+            ex, ey = self._exemplars(out["params"], classes)
             out["mem_x"] = ex if mem_x is None else torch.cat([mem_x, ex], dim=1)
             out["mem_y"] = ey if mem_y is None else torch.cat([mem_y, ey], dim=1)
         return out
 
+    def _fisher(self, params, classes, seen, ar):
+        """EWC's minibatch empirical Fisher of the task just trained, in float32 (no autocast: squared
+        gradients underflow in half precision)."""
+        cfg, n = self.cfg, len(classes)
+        fisher = [torch.zeros_like(p) for p in params]
+        nb, T = 0, classes.shape[1] * self.ntr
+        for start in range(0, T, cfg.batch_size):
+            rows = torch.arange(start, min(T, start + cfg.batch_size), device=self.device).expand(n, -1)
+            xb, yb = self._batch(classes, rows, None, None, ar)
+            grads = torch.autograd.grad(_ce(_masked(_logits(params, xb), seen), yb), params)
+            for f, g in zip(fisher, grads):
+                f += g.detach() ** 2
+            nb += 1
+        return [f / nb for f in fisher]
+
+    def _exemplars(self, params, classes):
+        """iCaRL's herding on the new classes (float32), in groups of ``eval_nodes`` nodes."""
+        n, M = classes.shape
+        m = self.cfg.memory_per_class
+        group = self.eval_nodes or n
+        ex, ey = [], []
+        with torch.no_grad():
+            for s in range(0, n, group):
+                cl = classes[s:s + group]
+                g = len(cl)
+                new_x = self.xtr[cl]                                           # (g, M, ntr, D)
+                feats = _unit(torch.stack([_features([p[s:s + group] for p in params], new_x[:, j])
+                                           for j in range(M)], dim=1))
+                pick = _herding(feats.reshape(g * M, *feats.shape[2:]), m)
+                flat = new_x.reshape(g * M, *new_x.shape[2:])
+                ex.append(flat[torch.arange(g * M, device=self.device)[:, None], pick].reshape(g, M * m, -1))
+                ey.append(cl[:, :, None].expand(g, M, m).reshape(g, -1))
+        return torch.cat(ex), torch.cat(ey)
+
     def scores(self, state, rows, x):
-        """Class scores (r, B, C) of nodes ``rows`` on the inputs ``x`` (B, D) shared by all nodes."""
+        """Class scores (r, B, C) of nodes ``rows`` (a slice) on the inputs ``x`` (B, D) shared by all nodes."""
         if self.learner == "ncm":
-            return (_unit(x) @ self.means.T).expand(len(rows), -1, -1)
+            return (_unit(x) @ self.means.T).expand(rows.stop - rows.start, -1, -1)
         params = [p[rows] for p in state["params"]]
-        hid = torch.relu(torch.matmul(x, params[0]) + params[1].unsqueeze(1))     # (r, B, H)
-        if self.learner == "icarl":
-            fm = _unit(_features(params, state["mem_x"][rows]))           # (r, n_mem, H)
-            onehot = F.one_hot(state["mem_y"][rows], self.C).float()        # (r, n_mem, C)
-            means = _unit(torch.einsum("lnc,lnh->lch", onehot, fm) / onehot.sum(1).clamp_min(1).unsqueeze(-1))
-            return torch.einsum("lbh,lch->lbc", _unit(hid), means)
-        return torch.baddbmm(params[3].unsqueeze(1), hid, params[2])
+        with self.autocast():
+            hid = torch.relu(torch.matmul(x, params[0]) + params[1].unsqueeze(1))     # (r, B, H)
+            if self.learner == "icarl":
+                fm = _unit(_features(params, state["mem_x"][rows]))           # (r, n_mem, H)
+                onehot = F.one_hot(state["mem_y"][rows], self.C).to(fm.dtype)  # (r, n_mem, C)
+                means = _unit(torch.einsum("lnc,lnh->lch", onehot, fm) / onehot.sum(1).clamp_min(1).unsqueeze(-1))
+                return torch.einsum("lbh,lch->lbc", _unit(hid), means).float()
+            return torch.baddbmm(params[3].unsqueeze(1), hid, params[2]).float()
 
 
 class _Sequential:
-    """Any clkit Strategy, one model per node; children of a shared prefix are deep copies."""
+    """Any clkit Strategy, one model per node; children of a shared prefix are deep copies.
 
-    def __init__(self, learner, config, seed, xtr, model_factory, strategy_kwargs):
+    The strategies run on ``device`` in ``precision`` (each moves a task's data once per
+    task); the test inputs are on the device already.
+    """
+
+    def __init__(self, learner, config, seed, xtr, model_factory, strategy_kwargs, device=_CPU, precision="fp32"):
         if not isinstance(learner, type):
             raise TypeError(f"learner must be a Strategy class (clkit.plugins.resolve_strategy resolves names), "
                             f"got {learner!r}")
         self.learner, self.cfg, self.seed, self.xtr = learner, config, seed, xtr
         self.C, self.D = xtr.shape[0], xtr.shape[2]
         self.model_factory, self.kwargs = model_factory, dict(strategy_kwargs or {})
+        self.device, self.precision = device, precision
 
     def root(self):
         cfg = self.cfg
-        with torch_seeded(self.seed):
+        with torch_seeded(self.seed):            # built on the CPU under the seed, then moved by the strategy
             if self.model_factory is not None:
                 model = self.model_factory(in_features=self.D, num_classes=self.C)
             else:
@@ -397,7 +508,8 @@ class _Sequential:
                                             torch.nn.Linear(cfg.hidden, self.C))
         kw = dict(optimizer="sgd", lr=cfg.lr, momentum=cfg.momentum, epochs=cfg.epochs, batch_size=cfg.batch_size)
         kw.update(self.kwargs)
-        return [self.learner(model, scenario="class", seed=self.seed, **kw)]
+        return [self.learner(model, scenario="class", seed=self.seed, device=self.device, precision=self.precision,
+                             **kw)]
 
     @staticmethod
     def select(state, idx):
@@ -418,7 +530,7 @@ class _Sequential:
         return state
 
     def scores(self, state, rows, x):
-        return torch.stack([state[r].predict(x) for r in np.asarray(rows).tolist()])
+        return torch.stack([s.predict(x) for s in state[rows]])
 
 
 # --------------------------------------------------------------------------- the driver
@@ -436,44 +548,103 @@ def _check_inputs(x_train, x_test, sequences):
     return xtr, xte, seqs
 
 
-def _walk(backend, xte, seqs, progress, share, eval_bytes=2**26):
-    """Train ``backend`` over the prefix tree of ``seqs``; the accuracy matrices of every sequence."""
+def _run_device(device, precision):
+    """``(torch.device, precision)`` from a RunDevice, a torch.device or a name (``None``: the CPU)."""
+    if device is None:
+        device = _CPU
+    if isinstance(device, RunDevice):
+        return device.device, device.precision if precision is None else check_precision(precision, device.device)
+    device = as_device(device)
+    return device, check_precision("fp32" if precision is None else precision, device)
+
+
+def _class_accuracy(backend, state, xall, yall, nte, seen, eval_nodes):
+    """Accuracy per class (n, C) of a level's ``n`` nodes on every test image, predicting among the
+    classes ``seen`` (n, C) by each; ``eval_nodes`` nodes at a time (stays on the device)."""
+    n, C = seen.shape
+    class_acc = torch.empty(n, C, device=xall.device)
+    with torch.no_grad():
+        for s in range(0, n, eval_nodes):
+            rows = slice(s, min(n, s + eval_nodes))
+            pred = _masked(backend.scores(state, rows, xall), seen[rows]).argmax(dim=-1)
+            class_acc[rows] = (pred == yall).float().reshape(-1, C, nte).mean(dim=2)
+    return class_acc
+
+
+def _walk_tree(backend, xall, yall, nte, seqs, progress, share, eval_nodes):
+    """Train ``backend`` over the prefix tree of ``seqs`` (one chunk); the accuracy matrices (L, K, K)."""
     L, K, M = seqs.shape
-    C, nte, D = xte.shape
+    C = len(yall) // nte
+    dev = xall.device
     levels = prefix_tree(seqs, share=share)
     R = np.full((L, K, K), np.nan)
     state = backend.root()
-    xall = xte.reshape(C * nte, D)                                  # every test image, class-major
-    yall = torch.arange(C).repeat_interleave(nte)
-    chunk = max(1, eval_bytes // max(1, C * nte * max(C, 64) * 4))
     for t, level in enumerate(levels):
         state = backend.select(state, level.parent)
-        pre = torch.as_tensor(level.prefixes)                       # (n, t + 1, M)
+        pre = move(torch.as_tensor(level.prefixes), dev)                   # (n, t + 1, M)
         n = len(pre)
-        ar = torch.arange(n)[:, None]
-        seen = torch.zeros(n, C, dtype=torch.bool)
+        ar = torch.arange(n, device=dev)[:, None]
+        seen = torch.zeros(n, C, dtype=torch.bool, device=dev)
         seen[ar, pre[:, :t].reshape(n, -1)] = True
         old_mask = seen.clone()
         seen[ar, pre[:, t]] = True
         state = backend.train(state, level.prefixes, level.codes, t, seen, old_mask)
-        class_acc = torch.empty(n, C)                                  # accuracy per class, per node
-        with torch.no_grad():
-            for s in range(0, n, chunk):
-                rows = torch.arange(s, min(n, s + chunk))
-                pred = _masked(backend.scores(state, rows, xall), seen[rows]).argmax(dim=-1)
-                class_acc[rows] = (pred == yall).float().reshape(len(rows), C, nte).mean(dim=2)
-        # a task's test set has nte images per class: its accuracy is the mean over its classes
-        acc = class_acc[ar[:, :, None], pre].mean(dim=2).double().numpy()     # (n, t + 1)
+        class_acc = _class_accuracy(backend, state, xall, yall, nte, seen, eval_nodes)
+        # a task's test set has nte images per class: its accuracy is the mean over its classes;
+        # the level's accuracies are read from the device once (an evaluation boundary)
+        acc = to_host(class_acc[ar[:, :, None], pre].mean(dim=2)).astype(np.float64)    # (n, t + 1)
         R[:, t, : t + 1] = acc[level.node_of]
         if progress is not None:
             progress()
-    seen_acc = np.stack([np.nanmean(R[:, t, : t + 1], axis=1) for t in range(K)], axis=1)
-    return {"acc_matrix": R, "seen_acc": seen_acc, "avg_acc": seen_acc.mean(axis=1), "final_acc": seen_acc[:, -1]}
+    return R
+
+
+def _walk(backend, xte, seqs, progress, share, plan):
+    """Train ``backend`` on ``seqs`` chunk by chunk (``plan``); the accuracy matrices of every sequence."""
+    L, K, M = seqs.shape
+    C, nte, D = xte.shape
+    dev = backend.device
+    xall = move(xte.reshape(C * nte, D), dev)                       # every test image, class-major, moved once
+    yall = torch.arange(C, device=dev).repeat_interleave(nte)
+    R = np.full((L, K, K), np.nan)
+    for part in sequence_chunks(seqs, plan.num_chunks):
+        R[part] = _walk_tree(backend, xall, yall, nte, seqs[part], progress, share, plan.eval_nodes)
+    with warnings.catch_warnings():             # all NaN on the meta device (no values)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        seen_acc = np.stack([np.nanmean(R[:, t, : t + 1], axis=1) for t in range(K)], axis=1)
+    return {"acc_matrix": R, "seen_acc": seen_acc, "avg_acc": seen_acc.mean(axis=1), "final_acc": seen_acc[:, -1],
+            "chunks": plan}
+
+
+def batched_plan(learner: str, config: LearnerConfig, x_train, x_test, sequences, device=None, *,
+                 memory_budget: int | None = None):
+    """The :class:`~clkit.edge.memory.ChunkPlan` :func:`train_sequences` follows for these inputs on ``device``.
+
+    ``x_train`` / ``x_test`` may be arrays or their shapes ``(C, n, D)``, ``sequences`` an
+    array or its shape ``(L, K, M)``.
+
+    Examples
+    --------
+    >>> p = batched_plan("ewc", LearnerConfig(hidden=32), (8, 100, 196), (8, 200, 196), (2520, 4, 2), "cpu")
+    >>> p.num_chunks, p.max_nodes
+    (1, 2520)
+    """
+    check_choice("learner", learner, LEARNERS)
+    (C, ntr, D), (_, nte, _) = _shape(x_train), _shape(x_test)
+    L, K, _ = _shape(sequences)
+    device, _ = _run_device(device, None)
+    nb = node_bytes(learner, config, num_classes=C, n_train=ntr, n_test=nte, in_features=D, num_tasks=K)
+    return chunk_plan(nb, L, device, budget=memory_budget)
+
+
+def _shape(x) -> tuple:
+    return tuple(int(v) for v in x) if isinstance(x, tuple) else tuple(np.shape(x))
 
 
 def train_sequences(x_train, x_test, sequences, learner: str, config: LearnerConfig = LearnerConfig(),
                     *, seed: int = 0, progress=None, num_threads: int | None = 1,
-                    share_prefixes: bool = True) -> dict:
+                    share_prefixes: bool = True, device=None, precision: str | None = None,
+                    memory_budget: int | None = None, chunks=None) -> dict:
     """Train one learner on every class sequence at once; evaluate after every task.
 
     Parameters
@@ -492,7 +663,8 @@ def train_sequences(x_train, x_test, sequences, learner: str, config: LearnerCon
         Model initialisation (identical for every sequence, so sequences differ only
         by their class order) and minibatch orders (keyed by the prefix).
     progress : callable, optional
-        Called with no argument after each task (e.g. a tqdm ``update``).
+        Called with no argument after each task of each chunk (``K * num_chunks`` calls;
+        the chunks: ``out["chunks"]``, or :func:`batched_plan` beforehand).
     num_threads : int or None
         torch intra-op threads while training (restored afterwards). The batched
         products are small, and one thread is fastest and avoids oversubscribing a
@@ -500,6 +672,21 @@ def train_sequences(x_train, x_test, sequences, learner: str, config: LearnerCon
     share_prefixes : bool
         Train each distinct prefix once (default); ``False`` trains every sequence on
         its own (the same results, slower).
+    device : clkit.device.RunDevice, torch.device or str, optional
+        Where the learners train (default the CPU). The data move there once; the
+        initial weights are drawn on the CPU under ``seed`` and moved, and the batch
+        orders come from CPU generators, so every device trains on the same numbers.
+        Accuracies are read back once per task of the prefix tree.
+    precision : {"fp32", "bf16", "fp16"}, optional
+        Autocast of the forward passes (default: the RunDevice's, else fp32); fp16
+        scales the loss of every sequence on its own (:class:`_NodeScaler`). EWC's
+        Fisher and iCaRL's herding stay in float32.
+    memory_budget : int, optional
+        Bytes the batched state may use (default :func:`clkit.edge.memory.memory_budget`:
+        on CUDA 80 % of the free memory). The sequences are cut into chunks that fit
+        (:func:`clkit.edge.memory.chunk_plan`); the results do not depend on it.
+    chunks : clkit.edge.memory.ChunkPlan, optional
+        A plan made beforehand (:func:`batched_plan`), followed instead of a new one.
 
     Returns
     -------
@@ -508,7 +695,8 @@ def train_sequences(x_train, x_test, sequences, learner: str, config: LearnerCon
         after training task i (NaN for j > i), predicting among the classes seen so
         far; ``seen_acc`` (L, K): accuracy on all seen classes after each task;
         ``avg_acc`` (L,): Eq. 1, the mean of ``seen_acc`` over tasks;
-        ``final_acc`` (L,): ``seen_acc[:, -1]``.
+        ``final_acc`` (L,): ``seen_acc[:, -1]``; ``chunks``: the
+        :class:`~clkit.edge.memory.ChunkPlan` followed.
 
     Examples
     --------
@@ -523,33 +711,46 @@ def train_sequences(x_train, x_test, sequences, learner: str, config: LearnerCon
         raise TypeError(f"config must be a LearnerConfig, got {type(config).__name__}")
     seed = check_int("seed", seed, low=0)
     xtr, xte, seqs = _check_inputs(x_train, x_test, sequences)
+    dev, precision = _run_device(device, precision)
+    plan = chunks if chunks is not None else batched_plan(learner, config, tuple(xtr.shape), tuple(xte.shape),
+                                                          seqs.shape, dev, memory_budget=memory_budget)
+    if plan.num_sequences != len(seqs):
+        raise ValueError(f"chunks plans {plan.num_sequences} sequences, got {len(seqs)}")
     with torch_threads(num_threads):
-        return _walk(_Batched(learner, config, seed, xtr), xte, np.sort(seqs, axis=-1), progress, share_prefixes)
+        backend = _Batched(learner, config, seed, xtr, dev, precision, plan.eval_nodes)
+        return _walk(backend, xte, np.sort(seqs, axis=-1), progress, share_prefixes, plan)
 
 
 def train_strategy_sequences(x_train, x_test, sequences, learner, config: LearnerConfig = LearnerConfig(),
                              *, seed: int = 0, model_factory=None, progress=None, num_threads: int | None = 1,
-                             strategy_kwargs: dict | None = None, share_prefixes: bool = True) -> dict:
+                             strategy_kwargs: dict | None = None, share_prefixes: bool = True, device=None,
+                             precision: str | None = None, memory_budget: int | None = None) -> dict:
     """:func:`train_sequences` for an ordinary ``clkit.strategies.Strategy`` (one model per node).
 
     The strategy is built around the model (``model_factory(in_features=D,
     num_classes=C)``, default the batched learners' one-hidden-layer MLP) with SGD
     (``config.lr`` / ``config.momentum``), ``config.epochs`` per task,
-    ``config.batch_size``, ``scenario="class"`` and ``seed``; ``strategy_kwargs``
-    are added (and may override those); ``learner`` is a Strategy class (names are
-    resolved by :func:`clkit.plugins.resolve_strategy`, which imports this module). The root strategy is deep-copied at every
-    branch of the prefix tree, so each sequence trains as a fresh strategy would.
+    ``config.batch_size``, ``scenario="class"``, ``seed``, ``device`` and ``precision``
+    (as :func:`train_sequences`; the model is built on the CPU under ``seed`` and moved
+    by the strategy); ``strategy_kwargs`` are added (and may override those);
+    ``learner`` is a Strategy class (names are resolved by
+    :func:`clkit.plugins.resolve_strategy`, which imports this module). The root strategy
+    is deep-copied at every branch of the prefix tree, so each sequence trains as a fresh
+    strategy would; the sequences are cut into chunks by ``memory_budget`` as in
+    :func:`train_sequences` (a node's bytes: :func:`clkit.edge.memory.strategy_node_bytes`).
     Public entry point: :func:`clkit.plugins.train_sequences_sequentially`.
     """
     seed = check_int("seed", seed, low=0)
     xtr, xte, seqs = _check_inputs(x_train, x_test, sequences)
-    backend = _Sequential(learner, config, seed, xtr, model_factory, strategy_kwargs)
+    dev, precision = _run_device(device, precision)
+    backend = _Sequential(learner, config, seed, xtr, model_factory, strategy_kwargs, dev, precision)
     with torch_threads(num_threads):
-        return _walk(backend, xte, np.sort(seqs, axis=-1), progress, share_prefixes)
+        plan = chunk_plan(strategy_node_bytes(backend.root()[0]), len(seqs), dev, budget=memory_budget)
+        return _walk(backend, xte, np.sort(seqs, axis=-1), progress, share_prefixes, plan)
 
 
 def train_mlp_classifier(x, y, num_classes: int, hidden: int, *, epochs: int, batch_size: int,
-                         lr: float, seed: int) -> torch.nn.Sequential:
+                         lr: float, seed: int, device=None, precision: str | None = None) -> torch.nn.Sequential:
     """Train a one-hidden-layer ReLU MLP ``Linear-ReLU-Linear`` with SGD (momentum 0.9).
 
     The helper behind the data-driven class similarities and the image-prototype
@@ -561,11 +762,17 @@ def train_mlp_classifier(x, y, num_classes: int, hidden: int, *, epochs: int, ba
     x : ndarray, shape (n, d)
     y : ndarray of int, shape (n,)
         Labels in ``0..num_classes-1``.
+    device : clkit.device.RunDevice, torch.device or str, optional
+        Where it trains (default the CPU): built on the CPU under ``seed``, then moved with
+        the data (once); the batch orders come from a CPU generator (once per epoch).
+    precision : {"fp32", "bf16", "fp16"}, optional
+        Autocast of the forward passes (:class:`clkit.device.Amp`; default the RunDevice's,
+        else fp32).
 
     Returns
     -------
     torch.nn.Sequential
-        The trained network in eval mode; ``net[:2]`` is its feature map.
+        The trained network on ``device`` in eval mode; ``net[:2]`` is its feature map.
 
     Examples
     --------
@@ -575,19 +782,44 @@ def train_mlp_classifier(x, y, num_classes: int, hidden: int, *, epochs: int, ba
     >>> net(torch.as_tensor(x)).argmax(1).tolist()
     [0, 0, 1, 1]
     """
+    dev, precision = _run_device(device, precision)
     with torch_seeded(seed):
         net = torch.nn.Sequential(torch.nn.Linear(x.shape[1], hidden), torch.nn.ReLU(),
                                   torch.nn.Linear(hidden, num_classes))
+    net = net.to(dev)
     opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
-    xt, yt = torch.as_tensor(x), torch.as_tensor(y, dtype=torch.long)
+    amp = Amp(precision, dev)
+    xt, yt = move((torch.as_tensor(x), torch.as_tensor(y, dtype=torch.long)), dev)
     g = torch.Generator().manual_seed(seed)
     with torch_threads(1):
         for _ in range(epochs):
-            perm = torch.randperm(len(xt), generator=g)
+            perm = move(torch.randperm(len(xt), generator=g), dev)
             for s in range(0, len(xt), batch_size):
                 b = perm[s:s + batch_size]
-                loss = F.cross_entropy(net(xt[b]), yt[b])
+                with amp.autocast():
+                    loss = F.cross_entropy(net(xt[b]).float(), yt[b])
                 opt.zero_grad()
-                loss.backward()
-                opt.step()
+                amp.backward(loss, opt)
+                amp.step(opt)
     return net.eval()
+
+
+def feature_map(net, *, num_threads: int | None = None):
+    """``features(z) -> ndarray``: a trained network's map (e.g. ``net[:2]``) applied to host inputs.
+
+    The inputs move to the network's device, the features come back to the host (one read
+    per call: an evaluation boundary); ``num_threads`` torch threads while it runs (``None``:
+    torch's setting).
+
+    Examples
+    --------
+    >>> net = torch.nn.Linear(2, 3)
+    >>> feature_map(net)(np.zeros((4, 2))).shape
+    (4, 3)
+    """
+    dev = next(net.parameters()).device
+
+    def features(z):
+        with torch.no_grad(), torch_threads(num_threads):
+            return to_host(net(move(torch.as_tensor(np.asarray(z, dtype=np.float32)), dev)))
+    return features

