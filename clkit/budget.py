@@ -153,4 +153,13 @@ class Budget:
 
 
 def _ms(seconds: float) -> str:
+    """A unit cost: two significant digits below a millisecond (a cost per row is often microseconds).
+
+    Examples
+    --------
+    >>> _ms(1.77e-05), _ms(0.004), _ms(2.2)
+    ('0.018 ms', '4.0 ms', '2.20 s')
+    """
+    if seconds < 1e-3:
+        return f"{seconds * 1e3:.2g} ms"
     return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
