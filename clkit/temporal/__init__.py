@@ -39,17 +39,21 @@ Modules
 - :mod:`clkit.temporal.metrics` -- the paper's metrics on ``A`` (above) and the forward view;
 - :mod:`clkit.temporal.params` -- notebook 03's parameters (datasets, learners, validation);
 - :mod:`clkit.temporal.experiment` -- producing ``A(t, tau)``: learners trained period after
-  period, the majority-class baseline, per-learner settings;
+  period on the run's device (periods moved once, a row read once), the majority-class
+  baseline, per-learner settings;
 - :mod:`clkit.temporal.report` -- beyond the paper: the backward view (``tau < t``), the
   Stability Horizon facts and the notebook's texts and tables;
 - :mod:`clkit.temporal.verdicts` -- each method against fine-tuning, paired over seeds
   (:mod:`clkit.stats`), with a null control;
-- :mod:`clkit.temporal.plots` -- the notebook's figures.
+- :mod:`clkit.temporal.plots` -- the notebook's figures;
+- :mod:`clkit.temporal.budget` -- the run's work counted and timed on its device before it trains;
+- :mod:`clkit.temporal.rehearsal` -- the ``paper`` set's rehearsal plan (caps, fabricated Wild-Time files).
 
 Every public name of the first four is importable from ``clkit.temporal`` itself.
 """
 
-from .experiment import SUPPLIED_KEYWORDS, accuracy_matrix, check_learner_settings, majority_accuracy_matrix
+from .experiment import (SUPPLIED_KEYWORDS, PeriodTasks, accuracy_matrix, accuracy_row, build_learner,
+                         check_learner_settings, learner_strategy, majority_accuracy_matrix, period_tasks)
 from .metrics import (drift_horizon, forward_view, id_accuracy, ood_accuracy, stability_horizon,
                       summarize_learner, temporal_adaptation_score, transfer_ratio)
 from .params import DATASETS, LEARNERS, check_params
@@ -60,6 +64,7 @@ __all__ = [
     "transfer_ratio", "stability_horizon", "drift_horizon", "temporal_adaptation_score", "id_accuracy",
     "ood_accuracy", "summarize_learner", "forward_view",
     "accuracy_matrix", "majority_accuracy_matrix", "check_learner_settings", "SUPPLIED_KEYWORDS",
+    "PeriodTasks", "period_tasks", "learner_strategy", "build_learner", "accuracy_row",
     "check_params", "DATASETS", "LEARNERS",
     "backward_summary", "backward_table", "stability_facts", "backward_text", "part1_table", "horizons_table",
     "learner_table", "closing_text",

@@ -1,17 +1,89 @@
 """Producing the temporal accuracy matrix ``A(t, tau)``: learners trained period after period.
 
 ``accuracy_matrix`` trains one learner through the periods of a stream (with the backward
-cells ``tau < t`` when asked); ``majority_accuracy_matrix`` is the no-learning baseline;
+cells ``tau < t`` when asked) on the run's device; ``period_tasks`` moves a stream's periods
+to that device once; ``majority_accuracy_matrix`` is the no-learning baseline;
 ``check_learner_settings`` validates the notebook's ``learner_kwargs``.
+
+**Where the work runs.** Models are built on the CPU under their seed (the same initial
+weights on every device) and moved by their strategy; the periods move once
+(:func:`period_tasks`, pinned and non-blocking to CUDA), batch orders come from the
+strategies' CPU generators, and a row of ``A`` is computed on the device and read back
+once (:func:`clkit.device.to_host`), after the training on its period.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+import torch
 
 from .params import LEARNERS
 
-__all__ = ["accuracy_matrix", "majority_accuracy_matrix", "check_learner_settings", "SUPPLIED_KEYWORDS"]
+__all__ = ["PeriodTasks", "period_tasks", "accuracy_matrix", "learner_strategy", "build_learner", "accuracy_row",
+           "majority_accuracy_matrix", "check_learner_settings", "SUPPLIED_KEYWORDS"]
+
+
+# --------------------------------------------------------------------------- the periods on a device
+
+@dataclass(frozen=True)
+class PeriodTasks:
+    """A stream's periods as :class:`clkit.strategies.Task` objects on one device.
+
+    Attributes
+    ----------
+    train, test : tuple of Task, length num_periods
+        Period t's training and test split (``task_id = t``), on ``device``; their host
+        labels are kept (:meth:`~clkit.strategies.Task.labels_host`).
+    num_classes : int
+    input_shape : tuple
+        Shape of one input, e.g. ``(8,)`` or ``(3, 32, 32)``.
+    device : torch.device
+    """
+
+    train: tuple
+    test: tuple
+    num_classes: int
+    input_shape: tuple
+    device: torch.device
+
+    @property
+    def num_periods(self) -> int:
+        return len(self.train)
+
+    def tasks(self, split: str = "train") -> list:
+        """The periods of ``split`` (as :meth:`PeriodDataset.tasks`, already on :attr:`device`)."""
+        from .._validate import check_choice
+
+        return list(self.train if check_choice("split", split, ["train", "test"]) == "train" else self.test)
+
+
+def period_tasks(data, device="cpu") -> PeriodTasks:
+    """The periods of ``data`` on ``device``, moved once (a :class:`PeriodTasks` already there is returned as is).
+
+    Parameters
+    ----------
+    data : clkit.data.temporal.PeriodDataset or PeriodTasks
+    device : str, torch.device or clkit.device.RunDevice
+
+    Examples
+    --------
+    >>> from clkit.data.temporal import make_drifting_gaussians
+    >>> pt = period_tasks(make_drifting_gaussians(3, 10, seed=0), torch.device("meta"))
+    >>> pt.num_periods, pt.train[0].x.device, pt.test[2].labels_host().shape, pt.input_shape
+    (3, device(type='meta'), (5,), (8,))
+    >>> period_tasks(pt, "meta") is pt
+    True
+    """
+    from ..device import as_device
+
+    device = as_device(device)
+    if isinstance(data, PeriodTasks) and data.device == device:
+        return data
+    train, test = data.tasks("train"), data.tasks("test")
+    return PeriodTasks(tuple(t.to(device) for t in train), tuple(t.to(device) for t in test),
+                       int(data.num_classes), tuple(data.input_shape), device)
 
 
 # --------------------------------------------------------------------------- producing A(t, tau)
@@ -21,22 +93,95 @@ _LEARNER_STRATEGY = {"erm": ("naive", True), "finetune": ("naive", False), "ewc"
                      "si": ("si", False), "agem": ("agem", False)}
 
 
+def learner_strategy(learner: str) -> tuple[str, bool]:
+    """``(strategy name, fresh model per period?)`` of a learner of notebook 03.
+
+    Examples
+    --------
+    >>> learner_strategy("erm"), learner_strategy("ewc"), learner_strategy("replay")
+    (('naive', True), ('ewc', False), ('replay', False))
+    """
+    if learner not in LEARNERS:  # a clkit strategy name, entry point or "package.module:Class"
+        __import__("clkit.plugins").plugins.resolve_strategy(learner, parameter="learner")
+    return _LEARNER_STRATEGY.get(learner, (learner, False))
+
+
+def build_learner(learner: str, in_features: int, num_classes: int, *, seed: int, hidden=(64,), lr: float = 1e-3,
+                  epochs: int = 5, batch_size: int = 64, strategy_kwargs: dict | None = None, device="cpu",
+                  precision: str = "fp32"):
+    """The strategy of ``learner`` around a fresh MLP, built on the CPU under ``seed`` and moved to ``device``.
+
+    The model's initial weights depend on ``seed`` only (not on the device); the strategy
+    (Adam, ``lr``, ``epochs``, ``batch_size``, ``precision``) draws its batch orders from a CPU
+    generator seeded with ``seed``.
+
+    Examples
+    --------
+    >>> s = build_learner("ewc", 8, 2, seed=0, hidden=(4,), device=torch.device("meta"))
+    >>> type(s).__name__, next(s.model.parameters()).device
+    ('EWC', device(type='meta'))
+    """
+    from .._seed import torch_seeded
+    from ..models.mlp import MLP
+    from ..strategies import make_strategy
+
+    name, _ = learner_strategy(learner)
+    kw = dict(optimizer="adam", lr=lr, epochs=epochs, batch_size=batch_size)
+    kw.update(strategy_kwargs or {})
+    with torch_seeded(seed):
+        model = MLP(in_features, num_classes, hidden=tuple(hidden))
+    return make_strategy(name, model, seed=seed, device=device, precision=precision, **kw)
+
+
+def _accuracy(strategy, task) -> torch.Tensor:
+    """Accuracy of ``strategy`` on ``task`` as a 0-dim tensor on the device (NaN for an empty task)."""
+    out = strategy.predict(task.x, task)
+    if not len(task):
+        return torch.full((), float("nan"), device=out.device)
+    return (out.argmax(1) == task.y.to(out.device)).float().mean()
+
+
+def accuracy_row(strategy, tests) -> np.ndarray:
+    """Accuracies of ``strategy`` on each task of ``tests``, computed on the device and read once.
+
+    The same numbers as ``[strategy.evaluate(t) for t in tests]`` (argmax accuracy of
+    :meth:`~clkit.strategies.Strategy.predict`) with one read of the device instead of one per
+    task; a strategy that overrides ``evaluate`` is asked task by task. NaN on ``meta``.
+
+    Returns
+    -------
+    ndarray, shape (len(tests),), float64
+    """
+    from ..device import to_host
+    from ..strategies.base import Strategy
+
+    tests = list(tests)
+    if not tests:
+        return np.zeros(0)
+    if type(strategy).evaluate is not Strategy.evaluate:
+        return np.array([strategy.evaluate(t) for t in tests], dtype=float)
+    return to_host(torch.stack([_accuracy(strategy, t) for t in tests])).astype(np.float64)
+
+
 def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr: float = 1e-3,
                     batch_size: int = 64, seed: int = 0, strategy_kwargs: dict | None = None,
-                    num_threads: int | None = 1, progress: bool = False, backward: bool = False) -> np.ndarray:
+                    num_threads: int | None = 1, progress: bool = False, backward: bool = False,
+                    device=None, precision: str = "fp32") -> np.ndarray:
     """Train ``learner`` period by period and fill A(t, tau) for tau >= t (and tau < t with ``backward``).
 
     Parameters
     ----------
-    dataset : clkit.data.temporal.PeriodDataset
-    learner : {"erm", "finetune", "ewc", "si", "agem"}
+    dataset : clkit.data.temporal.PeriodDataset or PeriodTasks
+        The stream; a :class:`PeriodTasks` (from :func:`period_tasks`) is used where it is,
+        so a run that trains many learners moves its periods once.
+    learner : {"erm", "finetune", "ewc", "si", "agem"} or a clkit strategy
         ``"erm"``: a fresh model trained on period t only (Wild-Time's per-period
         ERM; its diagonal is the oracle). The others train one model sequentially
         through the periods with the :mod:`clkit.strategies` of that name
         (``"finetune"`` = naive fine-tuning), and row t is evaluated after period t.
     epochs, hidden, lr, batch_size : training settings (Adam, an MLP with ``hidden`` layers).
     seed : int
-        Seeds model initialisation and batch order.
+        Seeds model initialisation and batch order (erm's model of period t: ``seed + 1000 t``).
     strategy_kwargs : dict, optional
         Extra strategy hyper-parameters (e.g. ``{"ewc_lambda": 10}``).
     num_threads : int or None
@@ -47,30 +192,39 @@ def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr:
         (:func:`backward_summary`), beyond the paper. The forward cells are the same either
         way (evaluation does not change the model); :func:`~clkit.temporal.metrics.forward_view` gives the paper's
         matrix back.
+    device : str, torch.device or clkit.device.RunDevice, optional
+        Where models train and rows are evaluated; default: the device of a
+        :class:`PeriodTasks` ``dataset``, else the CPU.
+    precision : {"fp32", "bf16", "fp16"}
+        Autocast of the forward passes (:class:`clkit.device.Amp`).
 
     Returns
     -------
     A : ndarray, shape (num_periods, num_periods)
         Test accuracies; NaN below the diagonal (not evaluated, as in the paper) unless
-        ``backward``.
-    """
-    from .._seed import torch_seeded, torch_threads
-    from ..models.mlp import MLP
-    from ..strategies import make_strategy
+        ``backward``. Row t is read from the device once; all NaN on ``meta``.
 
-    if learner not in LEARNERS:  # a clkit strategy name, entry point or "package.module:Class"
-        __import__("clkit.plugins").plugins.resolve_strategy(learner, parameter="learner")
-    name, fresh = _LEARNER_STRATEGY.get(learner, (learner, False))
-    train, test = dataset.tasks("train"), dataset.tasks("test")
-    T = len(train)
-    in_features = int(np.prod(dataset.input_shape))
-    kw = dict(optimizer="adam", lr=lr, epochs=epochs, batch_size=batch_size)
-    kw.update(strategy_kwargs or {})
+    Examples
+    --------
+    >>> from clkit.data.temporal import make_drifting_gaussians
+    >>> ds = make_drifting_gaussians(3, 40, seed=0)
+    >>> A = accuracy_matrix(ds, "finetune", epochs=1, hidden=(8,))
+    >>> A.shape, bool(np.isnan(A[1, 0])), bool((A[np.triu_indices(3)] >= 0).all())
+    ((3, 3), True, True)
+    """
+    from .._seed import torch_threads
+
+    _, fresh = learner_strategy(learner)
+    if device is None:
+        device = dataset.device if isinstance(dataset, PeriodTasks) else "cpu"
+    tasks = period_tasks(dataset, device)
+    T = tasks.num_periods
+    in_features = int(np.prod(tasks.input_shape))
 
     def build(s):
-        with torch_seeded(s):
-            model = MLP(in_features, dataset.num_classes, hidden=tuple(hidden))
-        return make_strategy(name, model, seed=s, **kw)
+        return build_learner(learner, in_features, tasks.num_classes, seed=s, hidden=hidden, lr=lr, epochs=epochs,
+                             batch_size=batch_size, strategy_kwargs=strategy_kwargs, device=tasks.device,
+                             precision=precision)
 
     A = np.full((T, T), np.nan)
     strategy = None
@@ -83,9 +237,9 @@ def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr:
         for t in periods:
             if fresh or strategy is None:
                 strategy = build(seed + (1000 * t if fresh else 0))
-            strategy.train_task(train[t])
-            for tau in range(0 if backward else t, T):
-                A[t, tau] = strategy.evaluate(test[tau])
+            strategy.train_task(tasks.train[t])
+            first = 0 if backward else t
+            A[t, first:] = accuracy_row(strategy, tasks.test[first:])
     return A
 
 
@@ -100,7 +254,9 @@ def majority_accuracy_matrix(train_labels, test_labels) -> np.ndarray:
     Parameters
     ----------
     train_labels, test_labels : sequence of array_like, length num_periods
-        Integer labels of each period's training and test split.
+        Integer labels of each period's training and test split (NumPy arrays, lists, or
+        tensors: it learns nothing from the inputs, so it runs on the host, on labels read
+        with :func:`clkit.device.to_host`; pass ``task.labels_host()`` of tasks on a device).
 
     Returns
     -------
@@ -115,16 +271,18 @@ def majority_accuracy_matrix(train_labels, test_labels) -> np.ndarray:
     if len(train_labels) != len(test_labels) or len(train_labels) == 0:
         raise ValueError("train_labels and test_labels must be non-empty lists of the same "
                          f"length (one per period), got {len(train_labels)} and {len(test_labels)}")
+    from ..device import to_host
+
     T = len(train_labels)
     majority = []
     for t, y in enumerate(train_labels):
-        y = np.asarray(y).astype(int).ravel()
+        y = to_host(y).astype(int).ravel()
         if y.size == 0:
             raise ValueError(f"train_labels[{t}] is empty: every period needs training labels")
         majority.append(int(np.bincount(y - y.min()).argmax() + y.min()))
     A = np.full((T, T), np.nan)
     for tau, y in enumerate(test_labels):
-        y = np.asarray(y).astype(int).ravel()
+        y = to_host(y).astype(int).ravel()
         if y.size == 0:
             continue
         for t in range(tau + 1):
@@ -135,7 +293,8 @@ def majority_accuracy_matrix(train_labels, test_labels) -> np.ndarray:
 # --------------------------------------------------------------------------- per-learner settings
 
 #: keywords notebook 03 supplies to every strategy itself (not user settings)
-SUPPLIED_KEYWORDS = ("model", "loss", "optimizer", "lr", "batch_size", "seed", "epochs", "scenario", "device")
+SUPPLIED_KEYWORDS = ("model", "loss", "optimizer", "lr", "batch_size", "seed", "epochs", "scenario", "device",
+                     "precision")
 
 
 def check_learner_settings(learner_kwargs, learners) -> dict:

@@ -105,13 +105,16 @@ def seed_metrics(dataset, learners, seeds, *, train_kw: dict, learner_kwargs=Non
 
     Parameters
     ----------
-    dataset : clkit.data.temporal.PeriodDataset
+    dataset : clkit.data.temporal.PeriodDataset or clkit.temporal.PeriodTasks
+        The stream; pass the run's :func:`~clkit.temporal.period_tasks` so that every seed
+        trains on the periods already on the device.
     learners : list of str
         Learners to judge (``"finetune"`` must be among them: the reference).
     seeds : list of int
         Training seeds (initialisation and batch order; the data split is fixed).
     train_kw : dict
-        :func:`clkit.temporal.accuracy_matrix` settings (its ``seed`` is replaced).
+        :func:`clkit.temporal.accuracy_matrix` settings, ``device`` and ``precision`` included
+        (its ``seed`` is replaced).
     learner_kwargs : dict, optional
         Per-learner strategy settings (validated ``{learner: {keyword: value}}``).
     oracle : array_like, shape (T,), optional

@@ -1,0 +1,105 @@
+"""Notebook 03's paper rehearsal: the ``paper`` set on fabricated Wild-Time files, sizes cut by one rule.
+
+``rehearse: true`` keeps the ``paper`` set's dataset (Wild-Time FMoW, or Yearbook with
+``-p dataset yearbook``) and its loader (:func:`clkit.data.temporal.load_wild_time` through
+``wild-time-data``), the MLP at the paper's widths, the learners, the metrics' settings
+(delta, lambda, H, n) and the verdict rule, and caps every size, count and number of
+epochs (:data:`CAPS`, :data:`clkit.rehearsal.RULE`). The fabricated file
+(:mod:`clkit.data.fixtures.wild_time`: every time step of the real file, real image sizes,
+:data:`PER_STEP` images per split and step) is written to the rehearsal folder, which
+becomes the data cache the loader reads first.
+
+``max_periods = 0`` means "all periods"; the rule caps the number the stream has
+(:func:`stream_periods`: FMoW's 16 yearly steps stay, Yearbook's 84 are cut to the first
+:data:`MAX_PERIODS`), so that a cap never turns "all" into more work.
+"""
+
+from __future__ import annotations
+
+from ..rehearsal import MIN_SEEDS, Cap, Plan, Rehearsal
+
+__all__ = ["CAPS", "PER_STEP", "MAX_PERIODS", "PLAN", "prepare", "stream_periods"]
+
+NOTEBOOK = "03_temporal_metrics"
+
+#: periods kept by a rehearsal (FMoW has 16; the paper's H = 6 and n = 6 need at least 7)
+MAX_PERIODS = 16
+
+#: images per split and time step of each fabricated Wild-Time file
+PER_STEP = {"fmow": 8, "yearbook": 8}
+
+CAPS = (
+    Cap("epochs", 2, "training epochs per period"),
+    Cap("max_per_period", 16, "Wild-Time images per period and split (0 = all of the file's)"),
+    Cap("max_periods", MAX_PERIODS, "periods of the stream kept (0 = all)"),
+    Cap("synthetic_periods", 6, "Part 1 (and a synthetic stream): periods"),
+    Cap("synthetic_samples", 200, "Part 1: samples per period"),
+    Cap("synthetic_epochs", 3, "Part 1: training epochs per period"),
+    Cap("verdict_seeds", MIN_SEEDS, "seeds paired in the verdicts (the verdict rule's minimum)"),
+)
+
+
+def _fixtures(values: dict) -> dict:
+    """The fabricated datasets the (cut) parameters load: the Wild-Time file of ``dataset``, if any."""
+    name = values.get("dataset")
+    return {name: {"per_step": PER_STEP[name]}} if name in PER_STEP else {}
+
+
+PLAN = Plan(NOTEBOOK, CAPS, switches={}, fixtures=_fixtures)
+
+
+def stream_periods(values: dict) -> int | None:
+    """How many periods the stream of ``values`` has with ``max_periods = 0`` (``None`` where unknown here).
+
+    Wild-Time: its time steps grouped by ``period_length``; ``synthetic``: ``synthetic_periods``.
+
+    Examples
+    --------
+    >>> stream_periods({"dataset": "yearbook", "period_length": 1}), stream_periods({"dataset": "fmow", "period_length": 5})
+    (84, 4)
+    >>> stream_periods({"dataset": "rainfall", "period_length": 365}) is None
+    True
+    """
+    name = values.get("dataset")
+    if name in PER_STEP:
+        import wild_time_data as wtd
+
+        length = values.get("period_length", 1)
+        length = length if isinstance(length, int) and length > 0 else 1
+        return -(-len(wtd.available_time_steps(name)) // length)
+    if name == "synthetic":
+        return values.get("synthetic_periods")
+    return None
+
+
+def prepare(values: dict, root=None, *, seed: int = 0) -> Rehearsal:
+    """Cut the notebook's parameter ``values`` by :data:`PLAN` and write the fabricated files.
+
+    ``values`` may be the notebook's ``globals()``: only the capped parameters and
+    ``dataset``/``period_length`` are read. ``max_periods = 0`` (all) is capped as the
+    number of periods the stream has (:func:`stream_periods`); the table then says
+    "given 0". Returns the :class:`clkit.rehearsal.Rehearsal` (``CLKIT_DATA`` now points
+    at its folder).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> old = os.environ.get("CLKIT_DATA")
+    >>> rh = prepare({"dataset": "yearbook", "period_length": 1, "max_periods": 0, "epochs": 20,
+    ...               "verdict_seeds": 6}, tempfile.mkdtemp())
+    >>> rh.changes, sorted(rh.files)
+    ({'epochs': 2, 'max_periods': 16, 'verdict_seeds': 4}, ['yearbook'])
+    >>> [(r["parameter"], r["given"], r["used"]) for r in rh.rows][1]
+    ('max_periods', 0, 16)
+    >>> _ = os.environ.pop("CLKIT_DATA") if old is None else os.environ.update(CLKIT_DATA=old)
+    """
+    values = {k: values[k] for k in ("dataset", "period_length", *(c.name for c in CAPS)) if k in values}
+    total = stream_periods(values) if values.get("max_periods") == 0 else None
+    if total:
+        values["max_periods"] = total
+    rh = PLAN.prepare(values, root, seed=seed)
+    for row in rh.rows:
+        if row["parameter"] == "max_periods" and total:
+            row["given"] = 0
+            row["what"] = f"periods of the stream kept (0 = all: {total})"
+    return rh
