@@ -97,6 +97,27 @@ eval_every_authors: int = 100  # Delta of the authors protocol (their code: 100;
 joint_epochs: int = 10  # epochs of the offline Joint bound (text protocol; authors: 1)
 tau: float = 0.9  # overlap-index dominance threshold (the authors' value)
 seeds: list = [1, 2, 3, 4]  # stream, model and method seeds (verdicts need 4 or more)
+device: str = "auto"  # auto (CUDA when available, else CPU) | cpu | cuda | cuda:N | mps
+precision: str = "fp32"  # fp32 | bf16 | fp16: autocast of the forward passes (fp16 needs CUDA)
+deterministic: bool = False  # PyTorch's deterministic algorithms (reproducible on CUDA; slower)
+rehearse: bool = False  # the parameter set on fabricated files in the real formats, sizes cut (clkit.rehearsal)
+
+# %% [markdown]
+# **Rehearsal.** With `rehearse = True` the parameter set runs on fabricated files written
+# in the real datasets' own formats (CoraFull's `cora.npz`, read by torch-geometric's
+# loader), with its sizes, counts and epochs cut by one rule (`clkit.rehearsal`); the
+# table below says what was cut. Everything after this cell runs as in a real run.
+
+# %%
+from IPython.display import Markdown, display
+
+from clkit.drift import NOTEBOOK_PARAMETERS
+from clkit.drift.rehearsal import PLAN
+
+rh = PLAN.prepare({k: globals()[k] for k in NOTEBOOK_PARAMETERS}) if rehearse else None
+if rh is not None:
+    globals().update(rh.changes)
+    display(Markdown(rh.note()), rh.table())
 
 # %%
 import numpy as np
@@ -106,11 +127,12 @@ from IPython.display import Markdown, display
 
 from dataclasses import asdict
 
+import clkit.device
 import clkit.drift as drift
 import clkit.stats as drift_stats
 from clkit.data.graphs import load_graph, resolve_auto
 from clkit.data.user import is_user_path, load_graph_source
-from clkit.drift import calibrate, plots, report
+from clkit.drift import budget as drift_budget, calibrate, plots, report
 from clkit.plugins import split_learners
 from clkit.results import RunRecord
 
@@ -127,6 +149,9 @@ drift.check_params(**{**params, "dataset": "csbm" if user_graph else dataset,
 LS = drift.check_learner_settings(learner_kwargs, methods, protocols)
 record = RunRecord("05_drift", params=params)
 intervals, interval_notes = drift.eval_intervals(protocols, eval_every, eval_every_authors)
+rd = clkit.device.setup(device, precision, deterministic)
+print(rd.describe())
+record.log(device=rd.record(), **({"rehearsal": rh.record()} if rh is not None else {}))
 
 # %% [markdown]
 # ## Data
@@ -183,6 +208,7 @@ configs = {pr: drift.study_configs(sigma=sigma, sigmas=sweep_sigmas[pr], p=p, k_
                                    batch_size=batch_size, batch_sizes=batch_sizes,
                                    sampling=sampling)
            for pr in protocols}
+null_cfg = drift.null_control_configs(sweep_sigmas, batch_size, sampling)  # Bare at each smallest σ
 configs_main = configs[protocols[0]]["main"]
 sizes = [len(t) for t in split0.task_nodes]
 mu, bk, T = drift.task_centers(sizes, batch_size)
@@ -236,13 +262,28 @@ display(Markdown(f"Stream of {T} batches ({protocols[0]} protocol). "
 # SEM keep 10 subgraphs of at most 1 + 5 + 5 nodes. **Not reproduced** from the released
 # code: SEM's curvature proxy and DMSG's loss terms and backbone (`clkit.drift.authors`
 # says what runs instead).
+#
+# ### Budget
+#
+# Every model trains on `device` (the graph, the streams and the test nodes move there
+# once; `clkit.drift.budget` lists the few values the graph methods read back per
+# step). Before training, the run counts its work -- trainings, online steps,
+# evaluation passes, Joint steps -- and times a few real steps of every method, one
+# evaluation pass and one Joint step on this device at this graph's size.
 
 # %%
 record.log(eval_every=intervals, eval_every_notes=interval_notes)
 display(Markdown(report.intervals_markdown(intervals, interval_notes)))
 learner_kw = dict(hidden=hidden, lr=lr, memory_size=memory_size, eval_every=intervals,
                   learner_kwargs=LS)
-grid_kw = dict(**learner_kw, joint_epochs=joint_epochs, tau=tau, dataset=name)
+grid_kw = dict(**learner_kw, joint_epochs=joint_epochs, tau=tau, dataset=name,
+               device=rd.device, precision=rd.precision)
+budget = drift_budget.estimate(data, configs, methods, sweep_methods, seeds, null_configs=null_cfg,
+                               null_offset=report.NULL_SEED_OFFSET, describe=rd.describe(), **grid_kw)
+record.log(budget=budget.record())
+display(Markdown(budget.text()))
+
+# %%
 runs = drift.run_protocols(data, configs, methods, sweep_methods, seeds, **grid_kw)
 stats_by = {pr: report.summarise(runs[pr][0]) for pr in protocols}
 p0 = protocols[0]
@@ -368,12 +409,6 @@ cl_sweep = [m for m in sweep_methods if m != "bare"]
 fig_data = report.finding_series(
     runs, sweep_methods, sweep_sigmas, batch_size, sampling
 )
-null_cfg = {  # the null control runs Bare at each protocol's smallest sigma
-    pr: drift.StreamConfig(
-        "gaussian", sigma=min(sweep_sigmas[pr]), batch_size=batch_size, sampling=sampling
-    )
-    for pr in protocols
-}
 nulls = drift.run_null_control(
     data, null_cfg, seeds, report.NULL_SEED_OFFSET, **grid_kw
 )
@@ -487,6 +522,8 @@ summary = report.closing_text(
     batch_size=batch_size,
     n_seeds=len(seeds),
 )
+if rh is not None:
+    summary = f"{rh.note()}\n\n{summary}"
 record.log(summary=summary)
 display(Markdown(summary))
 

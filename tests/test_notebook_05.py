@@ -1,6 +1,11 @@
-"""Notebook 05_drift runs with its smoke parameters under both protocols and records the findings."""
+"""Notebook 05_drift runs with its smoke parameters under both protocols and records the findings; it takes
+its device, and its ``paper`` set rehearses end to end on fabricated CoraFull."""
+
+import json
+import time
 
 import pytest
+import torch
 
 pytestmark = pytest.mark.notebook
 
@@ -78,3 +83,59 @@ def test_bad_p_fails_naming_it(run_smoke):
 def test_bad_learner_kwargs_fail_naming_the_learner(run_smoke):
     with pytest.raises(RuntimeError, match=r"learner_kwargs\['er'\]: unknown keyword 'lam'"):
         run_smoke("05_drift", learner_kwargs={"er": {"lam": 1.0}})
+
+
+# ------------------------------------------------------------------------------ device, budget, rehearsal
+
+def test_device_is_taken_and_recorded(run_smoke):
+    auto, _ = run_smoke("05_drift")   # the default: device auto
+    cpu, _ = run_smoke("05_drift", device="cpu")
+    for results, requested in ((auto, "auto"), (cpu, "cpu")):
+        dev = results["results"]["device"]
+        assert dev["requested"] == requested and dev["precision"] == "fp32" and dev["deterministic"] is False
+        assert dev["device"] == ("cuda:0" if requested == "auto" and torch.cuda.is_available() else "cpu")
+        assert dev["device_name"] and dev["device_torch"] == torch.__version__
+        assert results["params"]["device"] == requested
+    # the same numbers on the CPU whichever way it was chosen
+    if not torch.cuda.is_available():
+        assert auto["results"]["results"] == cpu["results"]["results"]
+    budget = auto["results"]["budget"]
+    assert budget["trainings"] > 0 and budget["estimated_seconds"] > 0
+    assert {w["name"] for w in budget["work"]} >= {"online steps", "evaluation passes", "Joint steps"}
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is for machines without CUDA")
+def test_cuda_without_cuda_is_refused_naming_the_parameter(run_smoke):
+    with pytest.raises(RuntimeError, match=r"device 'cuda' needs CUDA.*available: cpu"):
+        run_smoke("05_drift", device="cuda")
+
+
+def test_fp16_on_the_cpu_is_refused(run_smoke):
+    with pytest.raises(RuntimeError, match="precision 'fp16' needs a CUDA device"):
+        run_smoke("05_drift", device="cpu", precision="fp16")
+
+
+def test_paper_set_rehearses_end_to_end(tmp_path):
+    """``clkit run 05 --params paper -p rehearse true``: CoraFull's loader on the fabricated cora.npz, every
+    method of the paper set under both protocols, figures, verdicts, budget (about a minute on 2 cores)."""
+    from clkit.run import run_notebook
+
+    start = time.perf_counter()
+    path = run_notebook("05_drift", "paper", [("rehearse", True)], out=tmp_path, progress=False)
+    seconds = time.perf_counter() - start
+    results = json.loads((path / "results.json").read_text())
+    r, params = results["results"], results["params"]
+    assert r["dataset_used"] == "corafull" and "via CoraFull" in r["data_source"]
+    assert "rehearsal-data" in r["data_source"]   # the real loader read the fabricated files
+    reh = r["rehearsal"]
+    assert reh["files"]["corafull"].endswith("corafull/cora/raw/cora.npz")
+    assert {row["parameter"] for row in reh["cut"]} >= {"joint_epochs", "memory_size"}
+    assert params["methods"] == ["bare", "joint", "er", "agem", "gss", "mas_star", "ssm", "sem", "dmsg"]
+    assert params["hidden"] == 256 and params["joint_epochs"] == 5 and len(params["seeds"]) == 4
+    assert set(r["results_by_protocol"]) == {"text", "authors"}
+    assert len(r["verdicts"]) == 10 and isinstance(r["controls_hold"], bool)
+    assert r["summary"].startswith("**Rehearsal run**")
+    assert set(results["figures"]) == {"mixing_curves.png", "dynamics.png", "protocol_findings.png",
+                                       "replacement_scatter.png", "advantage_vs_overlap.png"}
+    assert r["budget"]["trainings"] == 384 and r["device"]["device"] in ("cpu", "cuda:0")
+    assert seconds < 240, f"the rehearsal took {seconds:.0f} s"

@@ -118,7 +118,7 @@ def propagate(crow, col, val, row, h: torch.Tensor, num_rows: int) -> torch.Tens
     """``A h`` for the CSR matrix ``A`` (``crow``, ``col``, ``val``; ``row``: the row of each nonzero).
 
     A CSR product on the CPU and CUDA; elsewhere (``meta``, MPS: no sparse kernels) the
-    same sum over the nonzeros with ``index_add_``. ``h`` is propagated in float32.
+    same sum over the nonzeros with ``index_add_``. ``h`` is propagated in float32, outside autocast.
 
     Examples
     --------
@@ -128,7 +128,8 @@ def propagate(crow, col, val, row, h: torch.Tensor, num_rows: int) -> torch.Tens
     """
     h = h.float()
     if h.device.type in ("cpu", "cuda"):
-        return torch.sparse.mm(_csr(crow, col, val, num_rows), h)
+        with torch.autocast(h.device.type, enabled=False):   # autocast would cast the product to bf16/fp16
+            return torch.sparse.mm(_csr(crow, col, val, num_rows), h)
     out = torch.zeros((num_rows, h.shape[1]), dtype=h.dtype, device=h.device)
     return out.index_add_(0, row, val[:, None] * h[col])
 
