@@ -86,23 +86,46 @@ image_size: int = 8  # side of the square images (paper: 64)
 channels: int = 3  # 3: grey images replicated to RGB (paper) | 1: RGB averaged to grey
 seed: int = 0  # first seed (subsampling, initialisation, batch order, memories)
 seeds: int = 6  # seed, seed+1, ...: pairs per verdict (fewer than 4: no conclusion)
-workers: int = 2  # processes for the training runs (results do not depend on it)
+workers: int = 2  # processes for the training runs on the CPU (results do not depend on it)
 num_threads: int = 1  # torch CPU threads per process (0: torch's default)
+device: str = "auto"  # auto (CUDA when available, else CPU) | cpu | cuda | cuda:N | mps
+precision: str = "fp32"  # fp32 | bf16 | fp16: autocast of the forward passes (fp16 needs CUDA)
+deterministic: bool = False  # PyTorch's deterministic algorithms (reproducible on CUDA; slower)
+rehearse: bool = False  # the parameter set on fabricated files in the real formats, sizes cut (clkit.rehearsal)
+
+# %% [markdown]
+# **Rehearsal.** With `rehearse = true` the run keeps this parameter set's structure (with
+# `--params paper`: the six datasets through their real loaders, WideVGG9, the twelve
+# strategies, the whole protocol) on fabricated files in each dataset's own format, with every
+# size, count and number of epochs cut by one rule (`cur.rehearsal.PLAN`); the table shows what
+# was cut.
+
+# %%
+from IPython.display import Markdown, display
+
+import clkit.curriculum as cur
+
+rh = None
+if rehearse:
+    rh = cur.rehearsal.prepare(globals())  # writes the fabricated files, points the loaders at them
+    globals().update(rh.changes)
+    display(Markdown(rh.note()), rh.table())
 
 # %%
 import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
-from IPython.display import Markdown, display
 import torch
-from clkit.progress import tqdm
 
-import clkit.curriculum as cur
+import clkit.device
 from clkit.curriculum import plots, report
 from clkit.data.user import is_user_path, load_image_folder
 from clkit.plugins import resolve_factory, use_strategies
+from clkit.progress import tqdm
 from clkit.results import RunRecord
 
+rd = clkit.device.setup(device, precision, deterministic)  # refuses a device this machine lacks
+print(rd.describe())
 params = dict(datasets=datasets, num_tasks=num_tasks, download=download,
               skip_missing=skip_missing, scenario=scenario, strategies=strategies,
               backbone=backbone, memory_format=memory_format, epochs=epochs,
@@ -112,7 +135,8 @@ params = dict(datasets=datasets, num_tasks=num_tasks, download=download,
               gem_patterns_per_task=gem_patterns_per_task,
               learner_kwargs=learner_kwargs, per_class_train=per_class_train,
               per_class_test=per_class_test, image_size=image_size, channels=channels,
-              seed=seed, seeds=seeds, workers=workers, num_threads=num_threads)
+              seed=seed, seeds=seeds, workers=workers, num_threads=num_threads, device=device,
+              precision=precision, deterministic=deterministic, rehearse=rehearse)
 use_strategies(strategies, notebook="04_curriculum",
                extra_needs=[f"{scenario}_scenario"])  # plugins: resolved, checked
 if ":" in backbone:
@@ -126,6 +150,7 @@ cur.check_params(**params | dict(  # learner_kwargs: against each strategy's con
 if num_threads:
     torch.set_num_threads(num_threads)  # this kernel only
 record = RunRecord("04_curriculum", params=params)
+record.log(device=rd.record(), **({"rehearsal": rh.record()} if rh else {}))
 # settings every strategy may take (each picks those its constructor accepts)
 hyper = dict(optimizer=optimizer, lr=lr, momentum=momentum, batch_size=batch_size,
              memory_size=memory_size, agem_sample_size=agem_sample_size,
@@ -155,6 +180,24 @@ cur.check_loaded(bench0, datasets)
 record.log(**report.data_record(bench0, seed_list))
 
 # %% [markdown]
+# ## Budget
+#
+# Before training, the run counts its work -- the single-task runs and the streams, their
+# optimisation steps, the memory rows the replay and projection strategies stack into their
+# steps, per-sample gradients, and the test rows evaluated after every task -- and times a few
+# real steps of its backbone on its device (`cur.budget.estimate`). The estimate is what those
+# counts cost at the timed speed, divided by the worker processes.
+
+# %%
+budget = cur.budget.estimate(bench0.per_class, strategies, device=rd, seeds=seeds, epochs=epochs,
+                             difficulty_epochs=difficulty_epochs, batch_size=batch_size,
+                             backbone=backbone, image_size=image_size, channels=channels,
+                             memory_format=memory_format, workers=rd.workers(workers),
+                             hyper=hyper, learner_kwargs=learner_kwargs)
+display(Markdown(budget.text()))
+record.log(budget=budget.record())
+
+# %% [markdown]
 # ## Difficulty and the choice of tasks (the paper's Table 2)
 #
 # The backbone is trained on each dataset alone (`difficulty_epochs` epochs, the naive
@@ -168,8 +211,9 @@ record.log(**report.data_record(bench0, seed_list))
 # %%
 progress = tqdm(total=len(seed_list) * len(bench0.names), desc="single-task runs")
 acc_single = cur.measure_difficulty(benches, backbone=backbone, memory_format=memory_format,
-                                    epochs=difficulty_epochs, workers=workers,
-                                    num_threads=num_threads, progress=progress, **hyper)
+                                    epochs=difficulty_epochs, device=rd,
+                                    workers=rd.workers(workers), num_threads=num_threads,
+                                    progress=progress, **hyper)
 progress.close()
 curriculum = cur.choose_curriculum(acc_single, num_tasks)
 orders, T = curriculum.orders, len(curriculum.tasks)
@@ -202,8 +246,8 @@ record.figure(plots.difficulty(curriculum), "difficulty")
 progress = tqdm(total=len(seed_list) * 2 * len(strategies),
                 desc="seed x order x strategy")
 R = cur.run_streams(benches, orders, strategies, scenario=scenario,
-                    backbone=backbone, memory_format=memory_format, epochs=epochs,
-                    workers=workers, num_threads=num_threads, progress=progress,
+                    backbone=backbone, memory_format=memory_format, epochs=epochs, device=rd,
+                    workers=rd.workers(workers), num_threads=num_threads, progress=progress,
                     learner_kwargs=learner_kwargs, **hyper)
 progress.close()
 
@@ -322,7 +366,7 @@ summary, facts = report.summary(c=curriculum, metrics=metrics, verdicts=verdicts
                                 bounds=bounds, strategies=strategies, scenario=scenario,
                                 backbone=backbone, image_size=image_size,
                                 per_class_train=per_class_train, epochs=epochs,
-                                memory_format=memory_format)
+                                memory_format=memory_format, note=rh.note() if rh else None)
 display(Markdown(summary))
 record.log(**facts, summary=summary,
            bound_verdicts={ref: {o: [v.to_dict() for v in vs] for o, vs in b.items()}

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from clkit import curriculum as cur
 from clkit import metrics as m
@@ -100,3 +101,89 @@ def test_bad_parameters_fail_naming_the_parameter(run_smoke):
         run_smoke("04_curriculum", num_tasks=1)
     with pytest.raises(RuntimeError, match=r"learner_kwargs\['replay'\]: unknown keyword 'memory'"):
         run_smoke("04_curriculum", learner_kwargs={"replay": {"memory": 5}})
+
+
+# ------------------------------------------------------------------ device, budget, rehearsal (issue 37)
+def test_device_cpu_gives_the_auto_run_and_records_the_device(smoke, run_smoke):
+    """``-p device cpu`` on this machine is what ``auto`` chose: the same numbers; both record the
+    device, precision and budget."""
+    results, _ = smoke
+    cpu, _ = run_smoke("04_curriculum", device="cpu")
+    for res in (results, cpu):
+        d = res["results"]["device"]
+        assert d["precision"] == "fp32" and d["deterministic"] is False and d["device_name"]
+    if torch.cuda.is_available():
+        pytest.skip("auto chose CUDA here: the comparison is the GPU check's (benchmarks/gpu_check.py)")
+    assert results["results"]["device"]["device"] == "cpu" and results["results"]["device"]["requested"] == "auto"
+    assert cpu["results"]["device"]["requested"] == "cpu" and results["params"]["device"] == "auto"
+    for key in ("acc_matrix_per_seed", "difficulty_per_seed", "verdicts", "metrics"):
+        assert cpu["results"][key] == results["results"][key]
+
+
+def test_budget_is_printed_and_recorded_with_a_hand_count(smoke):
+    """The smoke set: 3 datasets of 200 training rows (20 per class), batch 32 (7 steps per epoch),
+    2 seeds; 6 single-task runs of 2 epochs; naive, cumulative, mste and replay under both orders."""
+    results, out = smoke
+    b = results["results"]["budget"]
+    per_epoch = 7                                     # ceil(200 / 32)
+    single = 6 * 2 * per_epoch
+    plain = 3 * 2 * per_epoch                         # naive, mste, replay: 3 tasks x 2 epochs
+    cumulative = 2 * (7 + 13 + 19)                    # 200, 400, 600 rows
+    assert b["trainings"] == 6 + 4 * 2 * 2
+    work = {w["name"]: w for w in b["work"]}
+    assert work["training steps"]["count"] == single + 2 * 2 * (3 * plain + cumulative)
+    assert "mlp on 1x8x8 images, batch 32, fp32, timed on cpu" in work["training steps"]["calibration"]
+    assert all(w["seconds_each"] > 0 for w in b["work"]) and b["estimated_seconds"] > 0
+    nb = (out / "04_curriculum.ipynb").read_text()
+    assert "**Budget:** 22 trainings" in nb
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is for machines without CUDA")
+def test_cuda_without_cuda_and_fp16_on_the_cpu_are_refused(run_smoke):
+    with pytest.raises(RuntimeError, match=r"device 'cuda' needs CUDA.*available: cpu"):
+        run_smoke("04_curriculum", device="cuda")
+    with pytest.raises(RuntimeError, match="precision 'fp16' needs a CUDA device"):
+        run_smoke("04_curriculum", device="cpu", precision="fp16")
+
+
+def test_paper_set_has_the_seeds_its_verdicts_need():
+    from clkit.notebooks import load_params
+    from clkit.rehearsal import MIN_SEEDS
+
+    assert load_params("04_curriculum", "paper")["seeds"] >= MIN_SEEDS == cur.report.SMALL_N
+
+
+def test_paper_set_rehearsed_end_to_end(tmp_path):
+    """``--params paper -p rehearse true``: the six datasets through clkit's real loaders, reading the
+    files fabricated in their own formats; WideVGG9, the class scenario, the twelve strategies; then
+    verdicts, figures, and the rehearsal, budget and device in results.json."""
+    import json
+
+    from clkit.run import run_notebook
+
+    out = run_notebook("04_curriculum", "paper", [("rehearse", True)], out=tmp_path, progress=False)
+    results = json.loads((out / "results.json").read_text())
+    p, r = results["params"], results["results"]
+    six = ["mnist", "omniglot", "fashion_mnist", "svhn", "cifar10", "tinyimagenet"]
+    assert r["datasets_loaded"] == six and r["datasets_missing"] == []
+    layout = {"mnist": "MNIST/raw", "omniglot": "omniglot-py/images_background/Alphabet_of_the_Magi",
+              "fashion_mnist": "fashion-mnist", "svhn": "svhn", "cifar10": "cifar-10-batches-py",
+              "tinyimagenet": "tiny-imagenet-200"}
+    for name, folder in layout.items():          # each real loader read its own fabricated layout
+        assert r["data_source"][name].endswith(f"rehearsal-data/{folder}")
+    assert (p["backbone"], p["scenario"], p["optimizer"], p["download"]) == ("wide_vgg9", "class", "sgd", False)
+    assert len(p["strategies"]) == 12 and p["image_size"] == 16 and p["seeds"] == 4 and r["seeds"] == [0, 1, 2, 3]
+    rh = r["rehearsal"]
+    cut = {row["parameter"]: (row["given"], row["used"]) for row in rh["cut"]}
+    assert cut["epochs"] == (50, 1) and cut["per_class_train"] == (500, 1) and cut["download"] == (True, False)
+    assert set(rh["files"]) == set(six) and "min(given, cap)" in rh["rule"]
+    assert r["summary"].startswith("**Rehearsal run** of the `paper` parameter set")
+    assert r["budget"]["trainings"] == 6 * 4 + 12 * 2 * 4 and r["device"]["device_type"] in ("cpu", "cuda")
+    judged = {v["comparison"] for v in r["verdicts"]}
+    for s in [*p["strategies"], "weighting only"]:   # every gap of every strategy, and the control
+        assert {f"{s}: M2I − I2M (final-row mean)", f"{s}: M2I − I2M (ACC)"} <= judged
+    assert isinstance(r["controls_hold"], bool) and isinstance(r["conclusive"], bool)
+    for s in p["strategies"]:
+        assert np.array(r["acc_matrix"]["M2I"][s]).shape == (len(r["tasks"]),) * 2
+    figures = {Path(f).name for f in results["figures"]}
+    assert {"difficulty.png", "m2i_vs_i2m.png"} | {f"acc_matrix_{s}.png" for s in p["strategies"]} <= figures

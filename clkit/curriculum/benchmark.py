@@ -18,7 +18,7 @@ over ``10 T`` outputs (:meth:`Benchmark.tasks`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -26,6 +26,7 @@ import torch.nn.functional as F
 
 from .._validate import check_choice, check_choices, check_int
 from ..data._cache import DatasetNotFoundError
+from ..device import as_device, move
 from ..data.images import IMAGE_DATASETS, ImageDataset, load_image_dataset
 from ..strategies import Task
 
@@ -145,8 +146,46 @@ class Benchmark:
             classes = tuple(range(10 * b, 10 * b + 10))
             for split, out in ((self.train, train), (self.test, test)):
                 x, y = split[name]
-                out.append(Task(x, y + 10 * b, task_id=k, classes=classes, meta={"dataset": name}))
+                # the labels are kept on the host: Task.to moves them (a small copy) next to the
+                # images and remembers their host values, so no memory reads them from the device
+                out.append(Task(x, y + 10 * b, task_id=k, classes=classes, meta={"dataset": name}).to(x.device))
         return train, test
+
+    @property
+    def device(self) -> torch.device:
+        """Where the images are (the labels stay on the host; :meth:`to`)."""
+        first = next(iter(self.train.values()), None)
+        return first[0].device if first is not None else torch.device("cpu")
+
+    def to(self, device) -> "Benchmark":
+        """This benchmark with its images on ``device``: ``self`` when they are there already, else
+        a copy whose images moved once (pinned, non-blocking from the CPU to CUDA;
+        :func:`clkit.device.move`).
+
+        The labels stay on the host: :meth:`tasks` builds every task from the images already on the
+        device and moves only its labels (``N`` integers), so the tasks of every stream of a seed
+        share one copy of the images on the device, and the strategies' memories read their
+        labels' values from the host (:meth:`clkit.strategies.Task.labels_host`).
+
+        Parameters
+        ----------
+        device : str, torch.device or clkit.device.RunDevice
+
+        Examples
+        --------
+        >>> b = build_benchmark(["digits", "mnist_subset"], per_class_train=3, per_class_test=2, image_size=8)
+        >>> m = b.to(torch.device("meta"))
+        >>> m.device, m.train["digits"][1].device, b.to("cpu") is b
+        (device(type='meta'), device(type='cpu'), True)
+        >>> train, _ = m.tasks(["digits", "mnist_subset"])
+        >>> train[1].x.device, train[1].y.device, train[1].labels_host()[:3].tolist()
+        (device(type='meta'), device(type='meta'), [10, 10, 10])
+        """
+        device = as_device(device)
+        if self.device == device or (device.index is None and self.device.type == device.type):
+            return self
+        return replace(self, train={n: (move(x, device), y) for n, (x, y) in self.train.items()},
+                       test={n: (move(x, device), y) for n, (x, y) in self.test.items()})
 
 
 def _load(name: str, download: bool, cache: dict | None) -> ImageDataset:

@@ -13,7 +13,7 @@ from .streams import strategy_kwargs
 __all__ = ["check_params", "SUPPLIED", "allowed_learner_keywords", "check_learner_settings"]
 
 #: keywords the notebook gives every strategy itself: not per-learner settings
-SUPPLIED = ("model", "scenario", "epochs", "seed", "loss", "device")
+SUPPLIED = ("model", "scenario", "epochs", "seed", "loss", "device", "precision")
 
 
 def allowed_learner_keywords(strategies) -> dict:

@@ -168,7 +168,8 @@ def _listing(vs) -> str:
 
 
 def summary(*, c: Curriculum, metrics: dict, verdicts, bounds: dict, strategies, scenario: str, backbone: str,
-            image_size: int, per_class_train: int, epochs: int, memory_format: str = "contiguous") -> tuple[str, dict]:
+            image_size: int, per_class_train: int, epochs: int, memory_format: str = "contiguous",
+            note: str | None = None) -> tuple[str, dict]:
     """The closing Markdown of the notebook, generated from its verdicts, and the facts it states.
 
     The order of the text: the setting; the difficulty of the chosen tasks; the
@@ -187,6 +188,8 @@ def summary(*, c: Curriculum, metrics: dict, verdicts, bounds: dict, strategies,
         :func:`clkit.curriculum.verdicts.bound_verdicts` (``cumulative``, ``mste`` when run).
     memory_format : str
         The backbone's layout; named in the setting where it is not the default.
+    note : str, optional
+        A paragraph the text starts with (a rehearsal's :meth:`clkit.rehearsal.Rehearsal.note`).
 
     Returns
     -------
@@ -206,7 +209,8 @@ def summary(*, c: Curriculum, metrics: dict, verdicts, bounds: dict, strategies,
     none = {f: [v for v in fam[f] if v.decision == stats.NO_DIFFERENCE] for f in FAMILIES}
     power = detectable(n, len(fam["order"]))
     mde = [v.mde for v in fam["order"] if np.isfinite(v.mde)]
-    lines = [
+    lines = [note] if note else []
+    lines += [
         f"**Setting.** {T} tasks ({', '.join(m2i)}, easiest first), {scenario}-incremental, backbone "
         f"`{backbone}`{'' if memory_format == 'contiguous' else f' ({memory_format})'} on {image_size}x{image_size} "
         f"images, {per_class_train} training images per class, "

@@ -11,6 +11,7 @@ Table 2 (single-task accuracy, the difficulty of each dataset) is
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import zlib
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -18,8 +19,9 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 import numpy as np
 import torch
 
-from .._seed import torch_seeded
+from .._seed import torch_seeded, torch_threads
 from .._validate import check_choice, check_int
+from ..device import RunDevice, as_device, check_precision, set_deterministic
 from ..models.cnn import laid_out
 from ..models.cnn import make_backbone as _builtin_backbone
 from ..strategies import available_strategies, make_strategy
@@ -27,8 +29,8 @@ from ..learner_kwargs import settings_for
 from ..strategies.base import _REGISTRY
 from .benchmark import Benchmark, build_benchmark  # noqa: F401  (doctests)
 
-__all__ = ["PAIRINGS", "task_seed", "strategy_kwargs", "single_task_accuracy", "run_stream", "run_streams",
-           "measure_difficulty"]
+__all__ = ["PAIRINGS", "task_seed", "strategy_kwargs", "single_task_accuracy", "run_setting", "run_stream",
+           "run_streams", "worker_pool", "measure_difficulty"]
 
 
 def strategy_kwargs(name: str, hyper: dict) -> dict:
@@ -86,11 +88,13 @@ def make_backbone(name: str, in_channels: int, num_classes: int, image_size: int
 
 
 def _train_eval(strategy_name, order, train, test, *, backbone, scenario, epochs, seed, settings, pairing,
-                progress=None, memory_format="contiguous"):
+                progress=None, memory_format="contiguous", device=torch.device("cpu"), precision="fp32"):
     channels, size = train[0].x.shape[1], train[0].x.shape[-1]
-    with torch_seeded(seed):
+    with torch_seeded(seed):   # built on the CPU under the seed: the same initial weights on every device
         model = make_backbone(backbone, channels, 10 * len(order), size, memory_format)
-    strat = make_strategy(strategy_name, model, scenario=scenario, epochs=epochs, seed=seed, **settings)
+    # the strategy moves the model to the device (its layout kept: Module.to preserves strides)
+    strat = make_strategy(strategy_name, model, scenario=scenario, epochs=epochs, seed=seed, device=device,
+                          precision=precision, **settings)
     T = len(order)
     R = np.full((T, T), np.nan)
     for i, task in enumerate(train):
@@ -106,7 +110,7 @@ def _train_eval(strategy_name, order, train, test, *, backbone, scenario, epochs
 
 
 def single_task_accuracy(bench: Benchmark, *, backbone: str = "small_cnn", epochs: int = 5, seed: int = 0,
-                         progress=None, **hyper) -> dict:
+                         progress=None, device="cpu", precision: str | None = None, **hyper) -> dict:
     """The paper's Table 2: test accuracy of the backbone trained on each dataset alone.
 
     Parameters
@@ -116,6 +120,8 @@ def single_task_accuracy(bench: Benchmark, *, backbone: str = "small_cnn", epoch
         See :func:`make_backbone` (built-in name or plugin factory).
     epochs : int
     seed : int
+    device, precision
+        As for :func:`run_stream`.
     **hyper
         Optimiser settings passed to the naive strategy (``lr``, ``momentum``, ``batch_size``).
 
@@ -123,9 +129,43 @@ def single_task_accuracy(bench: Benchmark, *, backbone: str = "small_cnn", epoch
     -------
     dict name -> accuracy
     """
+    bench = bench.to(device)
     return {name: float(run_stream(bench, [name], "naive", scenario="class", backbone=backbone, epochs=epochs,
-                                   seed=seed, progress=progress, **hyper)[0, 0])
+                                   seed=seed, progress=progress, device=device, precision=precision, **hyper)[0, 0])
             for name in bench.names}
+
+
+def run_setting(device="cpu", precision: str | None = None, deterministic: bool | None = None):
+    """``(torch.device, precision, deterministic)`` of a run from a :class:`~clkit.device.RunDevice` or a device.
+
+    A :class:`~clkit.device.RunDevice` (what ``clkit.device.setup`` returns in the notebook)
+    gives all three; ``precision`` and ``deterministic`` given here override it. With a
+    ``torch.device`` or a name, ``precision`` defaults to ``"fp32"`` and ``deterministic`` to
+    this process's setting (``torch.are_deterministic_algorithms_enabled()``), which worker
+    processes then take over.
+
+    Examples
+    --------
+    >>> from clkit.device import setup
+    >>> run_setting(setup("cpu", "bf16"))
+    (device(type='cpu'), 'bf16', False)
+    >>> run_setting(torch.device("meta"), deterministic=True)
+    (device(type='meta'), 'fp32', True)
+    >>> run_setting("cpu", precision="fp16")
+    Traceback (most recent call last):
+    ...
+    ValueError: precision 'fp16' needs a CUDA device (loss scaling), got device cpu; use fp32 or bf16 there
+    """
+    if isinstance(device, RunDevice):
+        precision = device.precision if precision is None else precision
+        deterministic = device.deterministic if deterministic is None else deterministic
+    dev = as_device(device)
+    precision = check_precision("fp32" if precision is None else precision, dev)
+    if deterministic is None:
+        deterministic = torch.are_deterministic_algorithms_enabled()
+    if not isinstance(deterministic, bool):
+        raise TypeError(f"deterministic must be true or false, got {type(deterministic).__name__} {deterministic!r}")
+    return dev, precision, deterministic
 
 
 PAIRINGS = ("task", "stream")
@@ -133,7 +173,8 @@ PAIRINGS = ("task", "stream")
 
 def run_stream(bench: Benchmark, order, strategy: str, *, scenario: str = "class", backbone: str = "small_cnn",
                epochs: int = 5, seed: int = 0, pairing: str = "task", learner_kwargs: dict | None = None,
-               progress=None, memory_format: str = "contiguous", **hyper) -> np.ndarray:
+               progress=None, memory_format: str = "contiguous", device="cpu", precision: str | None = None,
+               **hyper) -> np.ndarray:
     """Train ``strategy`` through the datasets in ``order``; return ``R`` (accuracy matrix).
 
     Pairing. Two orders of the same datasets are compared seed by seed, so everything
@@ -170,6 +211,13 @@ def run_stream(bench: Benchmark, order, strategy: str, *, scenario: str = "class
     memory_format : {"contiguous", "channels_last"}
         The backbone's layout (:func:`make_backbone`): channels_last is faster on CPU and gives the
         same results to float rounding, which training amplifies (so not the same numbers).
+    device : str, torch.device or clkit.device.RunDevice
+        Where the stream trains (:func:`run_setting`). The model is built on the CPU under the
+        seed and then moved (the same initial weights on every device); the benchmark's images
+        move there once (:meth:`Benchmark.to`; :func:`run_streams` moves them once per seed for
+        all its streams); batch orders come from CPU generators (the same on every device).
+    precision : {"fp32", "bf16", "fp16"}, optional
+        Autocast of the forward passes (default: the RunDevice's, else fp32).
     **hyper
         Strategy and optimiser settings; each strategy takes the ones it accepts
         (:func:`strategy_kwargs`).
@@ -191,9 +239,10 @@ def run_stream(bench: Benchmark, order, strategy: str, *, scenario: str = "class
     True
     """
     check_choice("pairing", pairing, PAIRINGS)
+    device, precision, _ = run_setting(device, precision, False)
     order = list(order)
     blocks = sorted(order) if pairing == "task" else order
-    train, test = bench.tasks(order, scenario, blocks=blocks)
+    train, test = bench.to(device).tasks(order, scenario, blocks=blocks)
     settings = settings_for(strategy, strategy_kwargs(strategy, hyper), learner_kwargs)
     # torch's global generator is seeded for the whole stream as well, so code that draws from it
     # (e.g. layers a strategy adds while it trains) gives the same R whatever ran before in this
@@ -201,18 +250,55 @@ def run_stream(bench: Benchmark, order, strategy: str, *, scenario: str = "class
     with torch_seeded(seed):
         return _train_eval(strategy, order, train, test, backbone=backbone, scenario=scenario, epochs=epochs,
                            seed=seed, settings=settings, pairing=pairing, progress=progress,
-                           memory_format=memory_format)
+                           memory_format=memory_format, device=device, precision=precision)
+
+
+def _init_worker(num_threads: int, deterministic: bool) -> None:
+    """Initializer of :func:`run_streams`' worker processes: the parent run's torch threads and
+    deterministic algorithms (spawned processes start with torch's defaults)."""
+    if num_threads:
+        torch.set_num_threads(num_threads)
+    set_deterministic(deterministic)
+
+
+@contextlib.contextmanager
+def _in_process(num_threads: int, deterministic: bool):
+    """The worker set-up of :func:`_init_worker` for streams run in this process, undone afterwards."""
+    was = torch.are_deterministic_algorithms_enabled()
+    if was != deterministic:
+        set_deterministic(deterministic)
+    try:
+        with torch_threads(num_threads or None):
+            yield
+    finally:
+        if was != deterministic:
+            set_deterministic(was)
 
 
 def _stream_job(job):
     """Worker body of :func:`run_streams` (module level so worker processes can import it)."""
-    key, bench, order, strategy, kwargs, num_threads = job
-    if num_threads:
-        torch.set_num_threads(num_threads)
+    key, bench, order, strategy, kwargs = job
     return key, run_stream(bench, order, strategy, **kwargs)
 
 
-def run_streams(benches: dict, orders: dict, strategies, *, workers: int = 1, num_threads: int = 1, progress=None,
+def worker_pool(workers: int, *, num_threads: int = 1, deterministic: bool = False) -> ProcessPoolExecutor:
+    """The processes :func:`run_streams` trains in: ``workers`` spawned processes, each set up by
+    :func:`_init_worker` (torch threads, deterministic algorithms) before its first stream.
+
+    Examples
+    --------
+    >>> with worker_pool(1, deterministic=True) as pool:
+    ...     pool.submit(torch.are_deterministic_algorithms_enabled).result()
+    True
+    """
+    import multiprocessing as mp
+
+    return ProcessPoolExecutor(max_workers=check_int("workers", workers, low=1), mp_context=mp.get_context("spawn"),
+                               initializer=_init_worker, initargs=(num_threads, deterministic))
+
+
+def run_streams(benches: dict, orders: dict, strategies, *, device="cpu", precision: str | None = None,
+                deterministic: bool | None = None, workers: int = 1, num_threads: int = 1, progress=None,
                 **kwargs) -> dict:
     """Every (seed, order, strategy) stream; optionally in worker processes.
 
@@ -222,9 +308,19 @@ def run_streams(benches: dict, orders: dict, strategies, *, workers: int = 1, nu
         One benchmark per seed (the seed also drives :func:`run_stream`).
     orders : dict order name -> list of dataset names
     strategies : list of str
+    device : str, torch.device or clkit.device.RunDevice
+        Where the streams train (:func:`run_setting`). In this process, each seed's images move
+        to the device once, for all the streams of that seed, and leave it before the next seed.
+    precision : {"fp32", "bf16", "fp16"}, optional
+        Autocast of the forward passes (default: the RunDevice's, else fp32).
+    deterministic : bool, optional
+        PyTorch's deterministic algorithms, in this process and in every worker process
+        (default: the RunDevice's, else this process's setting).
     workers : int
-        Processes to use; ``1`` runs in this process. Every stream seeds its own model,
-        batches and memories, so the results do not depend on ``workers``.
+        Processes to use on the CPU; ``1`` runs in this process. On any other device the
+        streams run in this process (one process drives an accelerator; CUDA does not survive
+        a fork): ``workers`` is taken as 1 (:meth:`clkit.device.RunDevice.workers`). Every stream
+        seeds its own model, batches and memories, so the results do not depend on ``workers``.
     num_threads : int
         torch threads in each worker (0: leave torch's default).
     progress : tqdm-like, optional
@@ -237,8 +333,10 @@ def run_streams(benches: dict, orders: dict, strategies, *, workers: int = 1, nu
     dict seed -> order -> strategy -> R
     """
     workers = check_int("workers", workers, low=1)
-    jobs = [((seed, o, s), bench, orders[o], s, {**kwargs, "seed": seed}, num_threads)
-            for seed, bench in benches.items() for o in orders for s in strategies]
+    device, precision, deterministic = run_setting(device, precision, deterministic)
+    if device.type != "cpu":
+        workers = 1
+    kwargs = {**kwargs, "device": device, "precision": precision}
     out = {seed: {o: {} for o in orders} for seed in benches}
 
     def keep(key, R):
@@ -247,20 +345,26 @@ def run_streams(benches: dict, orders: dict, strategies, *, workers: int = 1, nu
         if progress is not None:
             progress.update(1)
 
-    if workers == 1:
-        for job in jobs:
-            keep(*_stream_job(job))
-        return out
-    import multiprocessing as mp
+    def jobs(seed, bench):
+        return [((seed, o, s), bench, orders[o], s, {**kwargs, "seed": seed}) for o in orders for s in strategies]
 
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
-        futures = [pool.submit(_stream_job, job) for job in jobs]
+    if workers == 1:
+        with _in_process(num_threads, deterministic):
+            for seed, bench in benches.items():
+                on_device = bench.to(device)   # once per seed, for all its streams
+                for job in jobs(seed, on_device):
+                    keep(*_stream_job(job))
+                del on_device
+        return out
+    with worker_pool(workers, num_threads=num_threads, deterministic=deterministic) as pool:
+        futures = [pool.submit(_stream_job, job) for seed, bench in benches.items() for job in jobs(seed, bench)]
         for fut in as_completed(futures):
             keep(*fut.result())
     return out
 
 
-def measure_difficulty(benches: dict, *, backbone: str = "small_cnn", epochs: int = 5, workers: int = 1,
+def measure_difficulty(benches: dict, *, backbone: str = "small_cnn", epochs: int = 5, device="cpu",
+                       precision: str | None = None, deterministic: bool | None = None, workers: int = 1,
                        num_threads: int = 1, progress=None, **hyper) -> dict:
     """Single-task accuracy of every dataset for every seed (the paper's Table 2, over seeds).
 
@@ -270,7 +374,7 @@ def measure_difficulty(benches: dict, *, backbone: str = "small_cnn", epochs: in
     Parameters
     ----------
     benches : dict seed -> Benchmark
-    backbone, epochs, workers, num_threads, progress
+    backbone, epochs, device, precision, deterministic, workers, num_threads, progress
         As for :func:`run_streams`.
     **hyper
         Optimiser settings.
@@ -281,5 +385,6 @@ def measure_difficulty(benches: dict, *, backbone: str = "small_cnn", epochs: in
     """
     names = next(iter(benches.values())).names
     runs = run_streams(benches, {n: [n] for n in names}, ["naive"], scenario="class", backbone=backbone,
-                       epochs=epochs, workers=workers, num_threads=num_threads, progress=progress, **hyper)
+                       epochs=epochs, device=device, precision=precision, deterministic=deterministic,
+                       workers=workers, num_threads=num_threads, progress=progress, **hyper)
     return {s: {n: float(runs[s][n]["naive"][0, 0]) for n in names} for s in benches}

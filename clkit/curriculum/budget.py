@@ -1,0 +1,405 @@
+"""Notebook 04's budget: the trainings, steps and evaluations a run will do, and their time here.
+
+Before its first training the notebook counts its work (:func:`count_work`) and times a few
+real steps of its own backbone on its own device (:func:`calibrate`); :func:`estimate` puts the
+two into a :class:`clkit.budget.Budget`, which prints one paragraph and goes into
+``results.json``.
+
+**What is counted.** The trainings are the single-task runs that measure difficulty (naive,
+``difficulty_epochs``, one per dataset and seed) and the streams (every strategy under M2I and
+I2M, one per seed). The streams are counted over every loaded dataset: with ``num_tasks = 0``
+the curriculum may keep fewer tasks, so the count is an upper bound until the difficulties are
+known. Each strategy's work follows its own loop over the data (:func:`stream_work`):
+
+- **training steps**, ``ceil(rows / batch_size)`` per epoch over the task's rows -- over every
+  row so far for Cumulative, over its memory (``min(memory_size, rows seen)``) for GDumb, which
+  retrains from scratch after each task -- and the **rows** they take (forward and backward);
+- **memory rows stacked into steps** beside the incoming rows: Replay's memory batch (as many
+  rows as the incoming batch, at most the memory), A-GEM's ``agem_sample_size`` rows, GEM's
+  ``gem_patterns_per_task`` rows of every earlier task, generative replay's generated batch --
+  all from the second task on;
+- **per-sample gradient rows**: EWC's Fisher and MAS's importance over each task's rows;
+- **forward rows**: the evaluations (after every task, every task's test set: ``T x T`` test
+  passes per stream), LwF's teacher outputs on each later task, generative replay's old solver
+  on its generated rows.
+
+**What is timed** (:func:`calibrate`, on the run's device, precision, backbone, layout, image
+size and batch size, a warm-up call and the median of three): naive training steps of
+``batch_size`` rows and of a quarter of them, which give a step's cost as a fixed part plus a
+part per row (:func:`step_model`), so a partial last batch and stacked memory rows are costed
+by their rows; a no-gradient forward pass of a batch (evaluation rows at its time per row;
+evaluation runs in chunks of up to 4096 rows, often cheaper per row on an accelerator); and,
+when EWC or MAS runs, EWC's per-sample Fisher on a few rows.
+
+**What is left out** (:data:`LEFT_OUT`, said with every budget): loading and resizing the data,
+figures and verdicts; the strategies' work that is not a pass over rows (penalty terms, GEM's
+quadratic program, A-GEM's projection, SI's path integral, CWR*'s consolidation), generative
+replay's VAE training, PNN's earlier columns, and worker start-up. So the estimate is low for
+GEM and generative replay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import astuple, dataclass
+
+import numpy as np
+import torch
+
+from .._seed import torch_seeded
+from ..budget import Budget, Work, time_per_call
+from ..learner_kwargs import settings_for
+from .streams import make_backbone, run_setting, strategy_kwargs
+
+__all__ = ["CurriculumBudget", "LEFT_OUT", "StreamWork", "count_work", "stream_work", "step_model", "calibrate",
+           "estimate", "nominal_per_class",
+           "REAL_PER_CLASS", "MEMORY_STRATEGIES"]
+
+#: per-class images of the paper's datasets where their real files hold fewer than the paper's 500
+#: (train, test): Omniglot's Alphabet of the Magi has 20 drawings per character, split 10/10;
+#: TinyImageNet's validation split, the test set, has 50 images per class
+REAL_PER_CLASS = {"omniglot": (10, 10), "tinyimagenet": (500, 50)}
+
+#: strategies whose steps stack extra rows, and which setting sizes them
+MEMORY_STRATEGIES = {"replay": "memory_size", "agem": "agem_sample_size", "gem": "gem_patterns_per_task",
+                     "generative_replay": None}
+
+#: strategy defaults the counts fall back on when a setting is not given (the constructors')
+_DEFAULTS = {"memory_size": 200, "agem_sample_size": 256, "gem_patterns_per_task": 256}
+
+
+#: what the estimate leaves out beyond loading, figures and verdicts (said with every budget)
+LEFT_OUT = ("Not counted: the strategies' work that is no pass over rows (penalties, GEM's quadratic program, "
+            "A-GEM's projection, SI's path integral, CWR*'s consolidation), generative replay's VAE training, "
+            "PNN's earlier columns and worker start-up, so GEM and generative replay take longer than estimated; "
+            "with num_tasks = 0 the streams are counted over every loaded dataset, an upper bound.")
+
+
+@dataclass
+class CurriculumBudget(Budget):
+    """A :class:`clkit.budget.Budget` that also says what notebook 04's count leaves out (:data:`LEFT_OUT`)."""
+
+    def text(self) -> str:
+        return f"{super().text()} {LEFT_OUT}"
+
+    def record(self) -> dict:
+        return {**super().record(), "left_out": LEFT_OUT}
+
+
+@dataclass(frozen=True)
+class StreamWork:
+    """The work of one training (one stream, or one single-task run).
+
+    Attributes
+    ----------
+    steps : int
+        Optimisation steps of up to ``batch_size`` rows.
+    rows : int
+        Incoming rows through those steps (forward and backward), summed over the steps.
+    memory_rows : int
+        Rows stacked into those steps besides the incoming batch (forward and backward).
+    sample_rows : int
+        Rows of per-sample gradients (EWC's Fisher, MAS's importance).
+    forward_rows : int
+        Rows through a forward pass without gradients (evaluation, teachers).
+    test_passes : int
+        Evaluations of one task's test set.
+    """
+
+    steps: int = 0
+    rows: int = 0
+    memory_rows: int = 0
+    sample_rows: int = 0
+    forward_rows: int = 0
+    test_passes: int = 0
+
+    def __add__(self, other: "StreamWork") -> "StreamWork":
+        return StreamWork(*(a + b for a, b in zip(astuple(self), astuple(other))))
+
+    def __mul__(self, k: int) -> "StreamWork":
+        return StreamWork(*(a * k for a in astuple(self)))
+
+
+def _batches(n: int, batch_size: int) -> list:
+    """Sizes of the mini-batches of one epoch over ``n`` rows."""
+    full, rest = divmod(int(n), batch_size)
+    return [batch_size] * full + ([rest] if rest else [])
+
+
+def stream_work(strategy: str, train_rows, test_rows, *, epochs: int, batch_size: int, settings: dict | None = None
+                ) -> StreamWork:
+    """The work of one stream of ``strategy`` over tasks of ``train_rows`` / ``test_rows`` rows, in order.
+
+    Follows each strategy's loop over its data (see the module docstring); a strategy this
+    module does not know (a plugin) is counted as naive fine-tuning.
+
+    Parameters
+    ----------
+    strategy : str
+    train_rows, test_rows : list of int
+        Rows of each task, in the order of the stream.
+    epochs, batch_size : int
+    settings : dict, optional
+        The strategy's settings (``memory_size``, ``agem_sample_size``, ``gem_patterns_per_task``).
+
+    Returns
+    -------
+    StreamWork
+
+    Examples
+    --------
+    Two tasks of 100 and 50 rows, batch 32, 2 epochs: naive takes (4 + 2) x 2 steps; Cumulative
+    trains the second task on all 150 rows (5 batches); Replay stacks a memory batch onto each of
+    the second task's steps, as many rows as the incoming batch and at most the 20 of memory
+    (20 + 18 per epoch); every stream evaluates both test sets after each task.
+
+    >>> stream_work("naive", [100, 50], [10, 10], epochs=2, batch_size=32)
+    StreamWork(steps=12, rows=300, memory_rows=0, sample_rows=0, forward_rows=40, test_passes=4)
+    >>> stream_work("cumulative", [100, 50], [10, 10], epochs=2, batch_size=32).steps
+    18
+    >>> stream_work("replay", [100, 50], [10, 10], epochs=2, batch_size=32, settings={"memory_size": 20}).memory_rows
+    76
+    >>> stream_work("gdumb", [100, 50], [10, 10], epochs=1, batch_size=32, settings={"memory_size": 20}).steps
+    2
+    """
+    settings = settings or {}
+    size = {k: settings.get(k, v) for k, v in _DEFAULTS.items()}
+    T = len(train_rows)
+    steps = rows = memory = sample = forward = 0
+    seen = 0
+    for t, n in enumerate(train_rows):
+        before, seen = seen, seen + n
+        if strategy == "cumulative":
+            batches = _batches(seen, batch_size)
+        elif strategy == "gdumb":
+            batches = _batches(min(size["memory_size"], seen), batch_size)
+        else:
+            batches = _batches(n, batch_size)
+        steps += epochs * len(batches)
+        rows += epochs * sum(batches)
+        if t > 0:
+            if strategy == "replay":
+                stored = min(size["memory_size"], before)
+                memory += epochs * sum(min(b, stored) for b in batches)
+            elif strategy == "agem":
+                memory += epochs * len(batches) * min(size["agem_sample_size"], size["memory_size"], before)
+            elif strategy == "gem":
+                memory += epochs * len(batches) * sum(min(size["gem_patterns_per_task"], m) for m in train_rows[:t])
+            elif strategy == "generative_replay":
+                memory += epochs * n          # a generated row per incoming row
+                forward += epochs * n         # the old solver labels them
+            elif strategy == "lwf":
+                forward += n                  # the teacher's outputs on the task, once
+        if strategy in ("ewc", "mas"):
+            sample += n                       # importance after the task, per sample
+        forward += sum(test_rows)             # R[t, :]: every test set
+    return StreamWork(steps, rows, memory, sample, forward, T * T)
+
+
+def nominal_per_class(datasets, per_class_train: int, per_class_test: int) -> dict:
+    """Per-class counts the real datasets give for ``per_class_train`` / ``per_class_test``
+    (:data:`REAL_PER_CLASS` where a dataset holds fewer), for a budget without the data at hand.
+
+    Examples
+    --------
+    >>> nominal_per_class(["mnist", "omniglot", "tinyimagenet"], 500, 500)
+    {'mnist': (500, 500), 'omniglot': (10, 10), 'tinyimagenet': (500, 50)}
+    """
+    out = {}
+    for d in datasets:
+        tr, te = REAL_PER_CLASS.get(d, (per_class_train, per_class_test))
+        out[d] = (min(per_class_train, tr), min(per_class_test, te))
+    return out
+
+
+def count_work(per_class: dict, strategies, *, seeds: int, epochs: int, difficulty_epochs: int, batch_size: int,
+               hyper: dict | None = None, learner_kwargs: dict | None = None, num_classes: int = 10) -> dict:
+    """Every training of a run and its work: the single-task runs and the M2I / I2M streams.
+
+    Parameters
+    ----------
+    per_class : dict dataset -> (train images per class, test images per class)
+        The loaded datasets, in their given order (:attr:`Benchmark.per_class`).
+    strategies : list of str
+    seeds, epochs, difficulty_epochs, batch_size : int
+    hyper : dict, optional
+        The settings every strategy may take (``memory_size``, ...).
+    learner_kwargs : dict, optional
+        Per-learner settings over ``hyper``.
+    num_classes : int
+        Classes per dataset.
+
+    Returns
+    -------
+    dict
+        ``difficulty`` and ``streams``: (trainings, :class:`StreamWork` summed over them);
+        ``per_strategy``: strategy -> StreamWork of its streams (both orders, all seeds);
+        ``tasks``: the datasets the streams are counted over.
+
+    Examples
+    --------
+    Two datasets of 20 + 10 images (2 + 1 per class), batch 8, 1 epoch, 2 seeds: each
+    single-task run takes 3 steps; a naive stream 3 + 3 steps; both orders of both seeds.
+
+    >>> w = count_work({"a": (2, 1), "b": (2, 1)}, ["naive"], seeds=2, epochs=1, difficulty_epochs=1, batch_size=8)
+    >>> w["difficulty"][0], w["difficulty"][1].steps, w["streams"][0], w["streams"][1].steps
+    (4, 12, 4, 24)
+    """
+    hyper = dict(hyper or {})
+    names = list(per_class)
+    train = [num_classes * per_class[n][0] for n in names]
+    test = [num_classes * per_class[n][1] for n in names]
+    single = sum((stream_work("naive", [a], [b], epochs=difficulty_epochs, batch_size=batch_size)
+                  for a, b in zip(train, test)), StreamWork())
+    per_strategy = {}
+    for s in strategies:
+        settings = settings_for(s, {k: v for k, v in hyper.items() if k in _DEFAULTS}, learner_kwargs)
+        kw = dict(epochs=epochs, batch_size=batch_size, settings=settings)
+        both = stream_work(s, train, test, **kw) + stream_work(s, train[::-1], test[::-1], **kw)
+        per_strategy[s] = both * seeds
+    streams = sum(per_strategy.values(), StreamWork())
+    return {"difficulty": (seeds * len(names), single * seeds), "streams": (2 * seeds * len(strategies), streams),
+            "per_strategy": per_strategy, "tasks": names}
+
+
+def step_model(t_full: float, t_part: float, full: int, part: int) -> tuple[float, float]:
+    """``(seconds per step, seconds per row)`` of a step time ``a + c * rows`` through two timed steps.
+
+    ``t_full`` and ``t_part`` are the times of steps of ``full`` and ``part`` rows. When the
+    two do not give a positive slope and intercept (timing noise, or ``full == part``), all of
+    the full step's time is taken per row (``a = 0``).
+
+    Examples
+    --------
+    >>> step_model(0.5, 0.2, 16, 4)
+    (0.1, 0.025)
+    >>> step_model(0.5, 0.6, 16, 4)
+    (0.0, 0.03125)
+    """
+    if full > part:
+        c = (t_full - t_part) / (full - part)
+        a = t_full - c * full
+        if c > 0 and a >= 0:
+            return round(a, 12), round(c, 12)
+    return 0.0, t_full / full
+
+
+def calibrate(device="cpu", precision: str | None = None, *, backbone: str, image_size: int, channels: int,
+              batch_size: int, num_classes: int, memory_format: str = "contiguous", optimizer: str = "sgd",
+              lr: float = 0.001, momentum: float = 0.9, per_sample: bool = False, per_sample_rows: int = 2,
+              seed: int = 0) -> dict:
+    """Seconds of training steps, forward passes and (optionally) per-sample gradients, timed on ``device``.
+
+    The backbone is built as the streams build it (on the CPU under ``seed``, then moved by the
+    strategy), with random images of the run's shape already on the device, so only the work
+    is timed (:func:`clkit.budget.time_per_call`: a warm-up call, CUDA synchronised, the median
+    of three). Naive steps of ``batch_size`` rows and of a quarter of them give the step's cost
+    ``per_step + per_row * rows`` (:func:`step_model`): a task's last, partial batch and the
+    memory rows stacked into a step are costed by their rows.
+
+    Returns
+    -------
+    dict
+        ``step`` (one naive step of ``batch_size`` rows), ``per_step`` and ``per_row`` (its
+        model), ``forward`` (a no-gradient forward pass of ``batch_size`` rows), ``per_sample``
+        (EWC's Fisher per row; only with ``per_sample``), ``what`` (a description).
+
+    Examples
+    --------
+    >>> t = calibrate("cpu", backbone="mlp", image_size=8, channels=1, batch_size=4, num_classes=20)
+    >>> t["step"] > 0 and t["forward"] > 0 and t["per_row"] > 0, t["what"]
+    (True, 'mlp on 1x8x8 images, batch 4, fp32, timed on cpu')
+    """
+    from ..strategies import Task, make_strategy
+
+    dev, precision, _ = run_setting(device, precision, False)
+    with torch_seeded(seed):
+        model = make_backbone(backbone, channels, num_classes, image_size, memory_format)
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(batch_size, channels, image_size, image_size, generator=g).to(dev)
+    y = torch.randint(0, num_classes, (batch_size,), generator=g).to(dev)
+    common = dict(optimizer=optimizer, lr=lr, momentum=momentum, batch_size=batch_size, device=dev,
+                  precision=precision, seed=seed)
+    strat = make_strategy("naive", model, **common)
+    part = max(1, batch_size // 4)
+    timing = dict(device=dev, warmup=1, repeats=3, max_seconds=8.0)
+    out = {"step": time_per_call(lambda: strat.train_step(x, y), **timing)}
+    t_part = time_per_call(lambda: strat.train_step(x[:part], y[:part]), **timing) if part < batch_size else out["step"]
+    out["per_step"], out["per_row"] = step_model(out["step"], t_part, batch_size, part)
+    out["forward"] = time_per_call(lambda: strat.predict(x), **timing)
+    if per_sample:
+        with torch_seeded(seed):
+            ewc = make_strategy("ewc", make_backbone(backbone, channels, num_classes, image_size, memory_format),
+                                **common)
+        k = max(1, min(per_sample_rows, batch_size))
+        task = Task(x[:k], y[:k], classes=tuple(range(num_classes)))
+        out["per_sample"] = time_per_call(lambda: ewc.fisher(task), **{**timing, "repeats": 2}) / k
+    layout = "" if memory_format == "contiguous" else f" ({memory_format})"
+    out["what"] = (f"{backbone}{layout} on {channels}x{image_size}x{image_size} images, batch {batch_size}, "
+                   f"{precision}, timed on {dev}")
+    return out
+
+
+def estimate(per_class: dict, strategies, *, device="cpu", precision: str | None = None, seeds: int, epochs: int,
+             difficulty_epochs: int, batch_size: int, backbone: str, image_size: int, channels: int,
+             memory_format: str = "contiguous", workers: int = 1, hyper: dict | None = None,
+             learner_kwargs: dict | None = None, timings: dict | None = None) -> CurriculumBudget:
+    """The run's budget (a :class:`clkit.budget.Budget`): :func:`count_work` costed by :func:`calibrate`.
+
+    Parameters
+    ----------
+    per_class : dict dataset -> (train, test images per class)
+        ``bench.per_class`` of the loaded benchmark, or :func:`nominal_per_class` for a run
+        whose data are not at hand.
+    strategies : list of str
+    device : str, torch.device or clkit.device.RunDevice
+    workers : int
+        Processes sharing the trainings (``rd.workers(workers)``): the estimate divides by it.
+    timings : dict, optional
+        :func:`calibrate`'s result, to cost other counts without timing again.
+    Other parameters
+        The notebook's (optimiser settings in ``hyper``).
+
+    Examples
+    --------
+    Two datasets of 20 + 10 images, batch 8, one seed: two single-task runs of 3 steps (8 + 8 + 4
+    rows); a naive and an EWC stream under both orders, each of 3 + 3 steps; EWC's Fisher over
+    each task's 20 rows; every stream evaluates both test sets (10 rows each) after each task,
+    every single-task run its own.
+
+    >>> b = estimate({"a": (2, 1), "b": (2, 1)}, ["naive", "ewc"], seeds=1, epochs=1, difficulty_epochs=1,
+    ...              batch_size=8, backbone="mlp", image_size=8, channels=1,
+    ...              timings={"per_step": 0.002, "per_row": 0.001, "forward": 0.004, "per_sample": 0.002,
+    ...                       "what": "given"})
+    >>> b.trainings, [(w.name, w.count) for w in b.work]
+    (6, [('training steps', 30), ('rows through training steps', 200), ('per-sample gradient rows', 80), ('test rows evaluated', 180)])
+    >>> round(b.seconds, 3)   # 30 x 0.002 + 200 x 0.001 + 80 x 0.002 + 180 x 0.004 / 8
+    0.51
+    """
+    hyper = dict(hyper or {})
+    dev, precision, _ = run_setting(device, precision, False)
+    work = count_work(per_class, strategies, seeds=seeds, epochs=epochs, difficulty_epochs=difficulty_epochs,
+                      batch_size=batch_size, hyper=hyper, learner_kwargs=learner_kwargs)
+    T = len(work["tasks"])
+    if timings is None:
+        timings = calibrate(dev, precision, backbone=backbone, image_size=image_size, channels=channels,
+                            batch_size=batch_size, num_classes=10 * T, memory_format=memory_format,
+                            per_sample=any(s in ("ewc", "mas") for s in strategies),
+                            **{k: hyper[k] for k in ("optimizer", "lr", "momentum") if k in hyper})
+    (n_single, single), (n_streams, streams) = work["difficulty"], work["streams"]
+    total = single + streams
+    memory = f", {total.memory_rows:,} of them memory rows" if total.memory_rows else ""
+    items = [Work("training steps", total.steps, timings["per_step"],
+                  f"the fixed part of naive steps of {timings['what']}"),
+             Work("rows through training steps", total.rows + total.memory_rows, timings["per_row"],
+                  f"forward and backward{memory}; the step's time per row"),
+             Work("per-sample gradient rows", total.sample_rows, timings.get("per_sample", np.nan),
+                  "EWC's Fisher, timed per row"),
+             Work("test rows evaluated", total.forward_rows, timings["forward"] / batch_size,
+                  f"{total.test_passes:,} test passes and teacher outputs; a forward pass's time per row")]
+    items = [w for w in items if w.count]
+    detail = (f"{n_single} single-task runs ({len(per_class)} datasets x {seeds} seeds, {difficulty_epochs} "
+              f"epoch{'s' * (difficulty_epochs != 1)}) + {n_streams} streams ({len(strategies)} strategies x 2 "
+              f"orders x {seeds} seeds, {epochs} epoch{'s' * (epochs != 1)} per task, over the {T} loaded "
+              "datasets)")
+    return CurriculumBudget("04_curriculum", f"{dev}, {precision}", n_single + n_streams, items,
+                            parallel=max(1, workers), detail=detail)
