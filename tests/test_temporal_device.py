@@ -246,9 +246,10 @@ def test_paper_set_rehearsed_end_to_end(tmp_path, dataset, periods):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_A_matches_the_cpu(stream):
-    """On CUDA every learner gives the CPU's accuracies up to a few test samples (kernels round
-    differently; 20 test samples per period, so one sample is 0.05)."""
+    """On CUDA every learner gives the CPU's accuracies up to a few test samples: same initial weights
+    and batch orders, kernels that round differently (20 test samples per period, one is 0.05): every
+    cell within 0.15, the mean of A within 0.05."""
     for learner in tm.LEARNERS:
         cpu = tm.accuracy_matrix(stream, learner, backward=True, **TRAIN)
         gpu = tm.accuracy_matrix(tm.period_tasks(stream, dv.setup("cuda").device), learner, backward=True, **TRAIN)
-        assert np.nanmax(np.abs(cpu - gpu)) <= 0.1, learner
+        assert np.nanmax(np.abs(cpu - gpu)) <= 0.15 and abs(np.nanmean(cpu) - np.nanmean(gpu)) <= 0.05, learner
