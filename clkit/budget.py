@@ -112,6 +112,8 @@ class Budget:
         Processes sharing the work (the estimate divides by it).
     detail : str
         How the trainings are counted, e.g. ``"14 strategies x 2 orders x 6 seeds"``.
+    leaves_out : str
+        What the estimate does not count (said in the text).
 
     Examples
     --------
@@ -129,6 +131,7 @@ class Budget:
     work: list = field(default_factory=list)
     parallel: int = 1
     detail: str = ""
+    leaves_out: str = "loading, figures and verdicts"
 
     @property
     def seconds(self) -> float:
@@ -141,8 +144,8 @@ class Budget:
                  for w in self.work]
         workers = f" with {self.parallel} worker processes" if self.parallel > 1 else ""
         return (f"**Budget:** {self.trainings:,} trainings{what}: {'; '.join(parts)}; about "
-                f"{format_duration(self.seconds)} on {self.device}{workers}. An estimate from timed steps; "
-                "loading, figures and verdicts are not in it.")
+                f"{format_duration(self.seconds)} on {self.device}{workers}. An estimate from timed steps"
+                + (f"; {self.leaves_out} are not in it." if self.leaves_out else "."))
 
     def record(self) -> dict:
         """For ``results.json``: counts, unit costs and the estimate in seconds."""

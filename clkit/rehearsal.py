@@ -65,11 +65,35 @@ def cut_value(value, cap):
     return value
 
 
-def default_root(notebook: str) -> Path:
-    """Where a rehearsal writes its fabricated files: ``<the run's results folder>/rehearsal-data``."""
-    from .results import results_dir
+_CACHE_BEFORE = "CLKIT_DATA_BEFORE_REHEARSAL"
 
-    return results_dir(notebook) / "rehearsal-data"
+
+def default_root(notebook: str) -> Path:
+    """Where a rehearsal writes its fabricated files: ``<clkit data cache>/rehearsal/<notebook>``.
+
+    The user's data cache (:func:`clkit.data._cache.data_root`, as it was before any rehearsal
+    in this process pointed ``CLKIT_DATA`` elsewhere), so the paths a run records stay valid
+    after the run (a run's own folder is renamed when it ends); the files are the same for
+    the same seed and sizes, so a second rehearsal writes them again in place.
+
+    Examples
+    --------
+    >>> default_root("04_curriculum").parts[-2:]
+    ('rehearsal', '04_curriculum')
+    """
+    from .data._cache import data_root
+
+    before = os.environ.get(_CACHE_BEFORE)   # set by this process's first rehearsal
+    if before:
+        return Path(before) / "rehearsal" / notebook
+    if before is None:
+        return data_root() / "rehearsal" / notebook
+    current = os.environ.pop("CLKIT_DATA", None)   # there was no CLKIT_DATA before: the default cache
+    try:
+        return data_root() / "rehearsal" / notebook
+    finally:
+        if current is not None:
+            os.environ["CLKIT_DATA"] = current
 
 
 @dataclass
@@ -172,7 +196,7 @@ class Plan:
 
         ``root`` defaults to :func:`default_root`; ``CLKIT_DATA`` is set to it in this process
         (the loaders read their cache from it), so the kernel that runs the notebook reads the
-        fabricated files.
+        fabricated files; the cache it replaced is remembered for :func:`default_root`.
         """
         from .data.fixtures import write
 
@@ -181,6 +205,7 @@ class Plan:
         root = Path(root) if root is not None else default_root(self.notebook)
         root.mkdir(parents=True, exist_ok=True)
         files = {name: write(name, root, seed=seed, **sizes) for name, sizes in self.fixtures(used).items()}
+        os.environ.setdefault(_CACHE_BEFORE, os.environ.get("CLKIT_DATA", ""))   # the user's cache, once
         os.environ["CLKIT_DATA"] = str(root)
         if self.after is not None:
             extra = self.after(used, files)

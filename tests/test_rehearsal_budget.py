@@ -72,3 +72,17 @@ def test_format_duration_and_timing():
     assert len(calls) == 5 and t >= 0
     x = torch.randn(64, 64)
     assert time_per_call(lambda: x @ x, device="cpu", repeats=2) > 0
+
+
+def test_default_root_is_in_the_users_cache_and_stays_there(tmp_path, monkeypatch):
+    """Rehearsal files go to <cache>/rehearsal/<notebook> (paths stay valid after the run); a second
+    rehearsal in the same process still finds the user's cache, not the first rehearsal's folder."""
+    from clkit.rehearsal import default_root
+
+    monkeypatch.setenv("CLKIT_DATA", str(tmp_path / "cache"))
+    monkeypatch.delenv("CLKIT_DATA_BEFORE_REHEARSAL", raising=False)
+    first = default_root("01_x")
+    assert first == tmp_path / "cache" / "rehearsal" / "01_x"
+    Plan("01_x", ()).prepare({}, first)
+    assert os.environ["CLKIT_DATA"] == str(first)
+    assert default_root("02_y") == tmp_path / "cache" / "rehearsal" / "02_y"
