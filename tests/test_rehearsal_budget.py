@@ -10,6 +10,12 @@ from clkit.budget import Budget, Work, format_duration, time_per_call
 from clkit.rehearsal import MIN_SEEDS, RULE, Cap, Plan, cut_value
 
 
+def _forget_rehearsals(monkeypatch):
+    """No earlier rehearsal in this process; whatever the test's rehearsal sets is undone after it."""
+    monkeypatch.setenv("CLKIT_DATA_BEFORE_REHEARSAL", "")
+    monkeypatch.delenv("CLKIT_DATA_BEFORE_REHEARSAL")
+
+
 def test_the_rule_caps_sizes_and_keeps_everything_else():
     plan = Plan("nb", (Cap("epochs", 2, "epochs per task"), Cap("seeds", MIN_SEEDS, "seeds"),
                        Cap("sigmas", 2, "stream widths")), {"download": False})
@@ -31,6 +37,7 @@ def test_cut_value_never_raises_a_value_and_keeps_types():
 
 def test_prepare_writes_fixtures_points_the_cache_and_records(tmp_path, monkeypatch):
     monkeypatch.setenv("CLKIT_DATA", "/nonexistent")
+    _forget_rehearsals(monkeypatch)
     calls = []
 
     def fixtures(values):
@@ -80,7 +87,7 @@ def test_default_root_is_in_the_users_cache_and_stays_there(tmp_path, monkeypatc
     from clkit.rehearsal import default_root
 
     monkeypatch.setenv("CLKIT_DATA", str(tmp_path / "cache"))
-    monkeypatch.delenv("CLKIT_DATA_BEFORE_REHEARSAL", raising=False)
+    _forget_rehearsals(monkeypatch)
     first = default_root("01_x")
     assert first == tmp_path / "cache" / "rehearsal" / "01_x"
     Plan("01_x", ()).prepare({}, first)
