@@ -1,9 +1,11 @@
 """Notebook 02_edge executed with smoke parameters through papermill."""
 
 import json
+import time
 
 import numpy as np
 import pytest
+import torch
 
 from clkit.run import run_notebook
 
@@ -82,6 +84,83 @@ def test_smoke_run_records_the_edge_experiment(run_smoke):
     for fig in ("similarity_heatmap", "distributions_rs_vs_edge", "similarity_vs_accuracy", "similarity_sources"):
         assert (out / "figures" / f"{fig}.png").stat().st_size > 1000
     assert json.loads((out / "run.json").read_text())["status"] == "ok"
+    # the device the run chose, and the budget printed before the ground truth
+    dev = r["device"]
+    assert dev["requested"] == "auto" and dev["precision"] == "fp32" and dev["deterministic"] is False
+    assert dev["device"] == ("cuda:0" if torch.cuda.is_available() else "cpu") and dev["device_name"]
+    b = r["budget"]
+    assert b["trainings"] == 5 * (15 + 90 + 90) and b["levels"] == [15, 90, 90] and b["estimated_seconds"] > 0
+    steps = {w["name"]: w["count"] for w in b["work"]}
+    # 2 epochs x ceil(2 classes x 100 images / 32) = 7 steps per task, 3 levels; iCaRL's memory adds rows
+    assert steps["finetune batched steps"] == 3 * 2 * 7 and steps["ewc Fisher passes"] == 3 * 7
+    assert steps["icarl batched steps"] == 2 * (7 + 8 + 9)       # 200, 240, 280 rows
+    assert all(c["num_chunks"] == 1 for c in b["chunks"].values())
+    text = (out / "02_edge.ipynb").read_text()
+    assert "**Budget:** 975 trainings" in text and "Not in it:" in text
+
+
+def test_device_cpu_runs_and_is_recorded(run_smoke):
+    over = dict(device="cpu", learners="[finetune, ncm]", similarity_sources="[names, random]", num_null="2",
+                classic_datasets="[]", num_draws="4")
+    res, out = run_smoke("02_edge", **over)
+    r = res["results"]
+    assert r["device"]["device"] == "cpu" and r["device"]["requested"] == "cpu"
+    assert r["device"]["precision"] == "fp32" and res["params"]["device"] == "cpu"
+    assert r["budget"]["trainings"] == 2 * 195 and "cpu" in r["budget"]["device"]
+    assert set(r["true_accuracy"]) == {"finetune", "ncm"}
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is for machines without CUDA")
+def test_cuda_without_cuda_is_refused_in_the_validation_cell(tmp_path):
+    with pytest.raises(RuntimeError, match=r"device 'cuda' needs CUDA.*available: cpu"):
+        run_notebook("02_edge", "smoke", [("device", "cuda")], out=tmp_path, progress=False)
+
+
+def test_fp16_on_the_cpu_is_refused(tmp_path):
+    with pytest.raises(RuntimeError, match="precision 'fp16' needs a CUDA device"):
+        run_notebook("02_edge", "smoke", [("device", "cpu"), ("precision", "fp16")], out=tmp_path, progress=False)
+
+
+def test_paper_set_rehearses_end_to_end(tmp_path):
+    """The paper set (CLIP ViT-B-16, n_train 6000, 10 epochs, 100k random sequences, five learners on all
+    90 orders) on fabricated Fashion-MNIST IDX files and a tiny open_clip folder, read by the real
+    loaders; sizes cut by the rule. About 50 s of CPU on 2 cores."""
+    from clkit.rehearsal import MIN_SEEDS
+
+    start = time.perf_counter()
+    out = run_notebook("02_edge", "paper", [("rehearse", True)], out=tmp_path, progress=False)
+    took = time.perf_counter() - start
+    res = json.loads((out / "results.json").read_text())
+    r = res["results"]
+    # the real loader read the fabricated files from the rehearsal's cache
+    assert "rehearsal-data" in r["data_source"] and "fashion-mnist" in r["data_source"]
+    assert r["encoder_used"].startswith("clip:local-dir:") and "rehearsal-data" in r["encoder_used"]
+    rh = r["rehearsal"]
+    cut = {row["parameter"]: (row["given"], row["used"]) for row in rh["cut"]}
+    assert cut["n_train"] == (6000, 100) and cut["epochs"] == (10, 1) and cut["num_random"] == (100000, 2000)
+    assert cut["num_draws"] == (30, MIN_SEEDS) and cut["clip_model"][0] == "ViT-B-16"
+    assert set(rh["files"]) == {"fashion_mnist", "clip"}
+    # the paper's structure kept: every order of 6 classes in 3 tasks, five learners, hidden 128
+    assert res["params"]["hidden"] == 128 and r["num_enumerated"] == 90
+    assert set(r["true_accuracy"]) == {"finetune", "ewc", "lwf", "icarl", "ncm"}
+    assert set(r["classic"]) == {"cifar100", "cub200", "imagenet_r"}
+    assert len(r["verdicts"]) > 0 and r["summary"]
+    for fig in ("similarity_heatmap", "distributions_rs_vs_edge", "similarity_vs_accuracy", "similarity_sources"):
+        assert (out / "figures" / f"{fig}.png").stat().st_size > 1000
+    assert r["budget"]["trainings"] == 5 * 195 and r["device"]["precision"] == "fp32"
+    text = (out / "02_edge.ipynb").read_text()
+    assert text.count("**Rehearsal run** of the `paper` parameter set") >= 2     # first, and before the closing text
+    assert took < 600
+
+
+def test_paper_set_pairs_enough_draws_for_its_verdicts():
+    """02's verdicts pair random draws (num_draws), not seeds: the paper set must give the rule's minimum.
+    Its seeds are the RS protocol's three sequences (the paper's protocol), not verdict seeds."""
+    from clkit.notebooks import load_params
+    from clkit.rehearsal import MIN_SEEDS
+
+    p = load_params("02_edge", "paper")
+    assert p["num_draws"] >= MIN_SEEDS and p["seeds"] == [0, 42, 1993]
 
 
 def test_bad_parameter_fails_in_the_validation_cell(tmp_path):

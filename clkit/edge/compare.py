@@ -46,6 +46,10 @@ def accuracy_percentile(acc, value) -> float:
     return float(midrank_percentiles(acc, value)[0])
 
 
+#: rows of the W1 integrand computed at once (about 4 MB with 4,000 quantiles)
+_W1_ROWS = 128
+
+
 def distances_many(true_values, samples, *, num_bins: int = 10, quantiles: int = 4000) -> dict:
     """JSD / W1 of many Gaussian estimates at once (each row of ``samples`` is one protocol run).
 
@@ -94,8 +98,15 @@ def distances_many(true_values, samples, *, num_bins: int = 10, quantiles: int =
     mid, width = (br[:-1] + br[1:]) / 2, np.diff(br)
     iu = np.minimum((mid * n).astype(int), n - 1)
     iv = np.minimum((mid * quantiles).astype(int), quantiles - 1)
-    est = mean[:, None] + std[:, None] * z[iv][None, :]
-    w1 = (np.abs(v[iu][None, :] - est) * width[None, :]).sum(axis=1)
+    zi, vu = z[iv], v[iu]
+    w1 = np.empty(len(X))
+    for s in range(0, len(X), _W1_ROWS):   # rows in blocks that stay in cache; each row's sum is unchanged
+        est = std[s:s + _W1_ROWS, None] * zi[None, :]
+        est += mean[s:s + _W1_ROWS, None]
+        np.subtract(vu[None, :], est, out=est)
+        np.abs(est, out=est)
+        est *= width[None, :]
+        w1[s:s + _W1_ROWS] = est.sum(axis=1)
     return {"jsd": np.maximum(jsd, 0.0), "wasserstein": w1}
 
 

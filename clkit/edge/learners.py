@@ -308,12 +308,12 @@ class _NodeScaler:
 class _Batched:
     """The batched learners: state = tensors with a leading node dimension, on ``device``."""
 
-    def __init__(self, learner, config, seed, xtr, device=_CPU, precision="fp32", eval_nodes=None):
+    def __init__(self, learner, config, seed, xtr, device=_CPU, precision="fp32", herd_nodes=None):
         self.learner, self.cfg, self.seed = learner, config, seed
         self.device, self.precision = device, precision
         self.xtr = move(xtr, device)                                      # once per run
         self.C, self.ntr = xtr.shape[0], xtr.shape[1]
-        self.eval_nodes = eval_nodes
+        self.herd_nodes = herd_nodes
         self.fp16 = precision == "fp16"
         if learner == "ncm":
             self.means = _unit(_unit(self.xtr).mean(dim=1))                # (C, D)
@@ -449,10 +449,10 @@ class _Batched:
         return [f / nb for f in fisher]
 
     def _exemplars(self, params, classes):
-        """iCaRL's herding on the new classes (float32), in groups of ``eval_nodes`` nodes."""
+        """iCaRL's herding on the new classes (float32), in groups of ``herd_nodes`` nodes."""
         n, M = classes.shape
         m = self.cfg.memory_per_class
-        group = self.eval_nodes or n
+        group = self.herd_nodes or n
         ex, ey = [], []
         with torch.no_grad():
             for s in range(0, n, group):
@@ -717,7 +717,7 @@ def train_sequences(x_train, x_test, sequences, learner: str, config: LearnerCon
     if plan.num_sequences != len(seqs):
         raise ValueError(f"chunks plans {plan.num_sequences} sequences, got {len(seqs)}")
     with torch_threads(num_threads):
-        backend = _Batched(learner, config, seed, xtr, dev, precision, plan.eval_nodes)
+        backend = _Batched(learner, config, seed, xtr, dev, precision, plan.herd_nodes)
         return _walk(backend, xte, np.sort(seqs, axis=-1), progress, share_prefixes, plan)
 
 

@@ -11,8 +11,8 @@ working set of a step -- and :func:`memory_budget` what a run may use on its dev
 that many, and the prefix tree of each chunk is walked on its own. Sorted chunks share
 almost no prefix: at a boundary at most one node per level is trained in both chunks (and
 gives both the same state: every random choice is keyed by the prefix). Evaluation and
-iCaRL's herding run over a level's nodes in their own, smaller groups (``eval_nodes``);
-neither changes a number.
+iCaRL's herding run over a level's nodes in their own, smaller groups (``eval_nodes``,
+``herd_nodes``); neither changes a number.
 
 The estimate counts float32 tensors only (autocast's low-precision copies of the weights
 are small beside them) and leaves room for the allocator, cuBLAS and the test set in the
@@ -171,7 +171,7 @@ class ChunkPlan:
         Sequences per chunk (the widest level of a chunk has at most this many nodes).
     num_chunks : int
     eval_nodes : int
-        Nodes per evaluation (and herding) group.
+        Nodes per evaluation group.
     node : NodeBytes
     budget : int
         Bytes the plan may use.
@@ -186,6 +186,7 @@ class ChunkPlan:
     node: NodeBytes
     budget: int
     how: str
+    herd_nodes: int = 0
 
     def describe(self, budget: bool = True) -> str:
         """One clause: chunks, sizes and (``budget=True``) where the budget comes from.
@@ -247,8 +248,9 @@ def chunk_plan(node: NodeBytes, num_sequences: int, device, *, budget: int | Non
     chunks = 1 if fit >= num_sequences else math.ceil(num_sequences / fit)
     max_nodes = math.ceil(num_sequences / chunks)
     group_bytes = EVAL_BYTES_CPU if device.type in ("cpu", "meta") else max(EVAL_BYTES_CPU, budget // 8)
-    eval_nodes = max(1, group_bytes // max(1, node.eval, node.herd))
-    return ChunkPlan(num_sequences, max_nodes, chunks, int(eval_nodes), node, int(budget), how)
+    eval_nodes = max(1, group_bytes // max(1, node.eval))
+    herd_nodes = max(1, group_bytes // max(1, node.herd))
+    return ChunkPlan(num_sequences, max_nodes, chunks, int(eval_nodes), node, int(budget), how, int(herd_nodes))
 
 
 def sequence_chunks(sequences, num_chunks: int) -> list[np.ndarray]:
