@@ -174,7 +174,7 @@ def _model(graph, protocol, hidden: int, seed: int):
 
 def calibrate(data: dict, study: StudyCount, *, hidden: int, lr: float = 5e-3, memory_size: int = 100,
               learner_kwargs: dict | None = None, device="cpu", precision: str = "fp32", seed: int = 0,
-              steps: int = 5, warmup: int = 3) -> dict:
+              steps: int = 8, warmup: int | None = None) -> dict:
     """Seconds per unit of work on ``device``, timed at the run's graph size.
 
     For each protocol: ``observe`` steps of every method the study runs (``steps`` timed
@@ -183,7 +183,10 @@ def calibrate(data: dict, study: StudyCount, *, hidden: int, lr: float = 5e-3, m
     batch of the protocol's Joint batch size) and, under the authors' protocol, one graph
     swap (:meth:`~clkit.models.gcn.GCN.set_graph` to a task's subgraph). One model per
     protocol serves every method (timing does not depend on its weights). Timed with one
-    torch thread, as the runs train (:func:`clkit.drift.evaluate.run_stream`).
+    torch thread, as the runs train (:func:`clkit.drift.evaluate.run_stream`). ``warmup``
+    defaults to the steps that fill a replay memory of ``memory_size`` nodes, plus two:
+    while a memory fills, every step stores (SSM, SEM: draws the subgraphs of) a whole
+    batch, about twice a later step's cost.
 
     Returns
     -------
@@ -213,6 +216,7 @@ def _calibrate(data, study, hidden, lr, memory_size, learner_kwargs, device, pre
         stream = next((s for (q, _), s in study.streams.items() if q == pr), None)
         if stream is None:
             continue
+        fill = warmup if warmup is not None else math.ceil(memory_size / stream.batch_size) + 2
         model = _model(graph, pr, hidden, seed)
         y = move(torch.as_tensor(graph.y, dtype=torch.int64), device)
         rows = torch.as_tensor(stream.batches[np.all(stream.batches >= 0, axis=1)], dtype=torch.int64)
@@ -230,7 +234,7 @@ def _calibrate(data, study, hidden, lr, memory_size, learner_kwargs, device, pre
                 i = next(t) % len(batches)
                 learner.observe(batches[i], y[batches[i]])
 
-            out["step"][(pr, m)] = time_per_call(step, device=device, warmup=warmup, repeats=steps)
+            out["step"][(pr, m)] = time_per_call(step, device=device, warmup=fill, repeats=steps, max_seconds=60)
         evaluator = TaskEvaluator(graph.edge_index, graph.y, split, p, device=device, precision=precision)
         out["eval"][pr] = time_per_call(lambda: evaluator(model), device=device, warmup=1, repeats=3)
         if study.joint:
@@ -255,7 +259,7 @@ def _ms_list(times: dict) -> str:
 def estimate(data: dict, configs: dict, methods, sweep_methods, seeds, *, eval_every, joint_epochs: int,
              hidden: int, lr: float = 5e-3, memory_size: int = 100, learner_kwargs: dict | None = None,
              null_configs=None, null_offset: int | None = None, dataset: str = "graph", cache: bool = True,
-             device="cpu", precision: str = "fp32", describe: str | None = None, steps: int = 5, **_) -> Budget:
+             device="cpu", precision: str = "fp32", describe: str | None = None, steps: int = 8, **_) -> Budget:
     """Count the study's work (:func:`count`), time it on ``device`` (:func:`calibrate`): a :class:`clkit.budget.Budget`.
 
     ``describe`` names the device in the text (``rd.describe()``); other keywords of the
@@ -273,7 +277,8 @@ def estimate(data: dict, configs: dict, methods, sweep_methods, seeds, *, eval_e
     n_steps = study.steps()
     per = {f"{pr} {m}": s for (pr, m), s in t["step"].items()}
     work = [Work("online steps", n_steps, step_s / max(n_steps, 1),
-                 f"{steps} timed observe steps per method and protocol at {size}: {_ms_list(per)}")]
+                 f"median of {steps} timed observe steps per method and protocol, after the memory filled, at "
+                 f"{size}: {_ms_list(per)}")]
     n_eval = {pr: study.evaluations(pr) for pr in t["eval"]}
     total_eval = sum(n_eval.values())
     work.append(Work("evaluation passes", total_eval,

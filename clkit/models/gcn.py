@@ -40,7 +40,7 @@ from torch import nn
 
 from .._validate import check_int
 
-__all__ = ["GCN", "AuthorsGCN", "Adjacency", "normalized_adjacency", "sum_adjacency", "propagate"]
+__all__ = ["GCN", "AuthorsGCN", "Adjacency", "normalized_adjacency", "sum_adjacency", "propagate", "rows_of"]
 
 
 def normalized_adjacency(edge_index: torch.Tensor, num_nodes: int):
