@@ -29,7 +29,8 @@ size and batch size, a warm-up call and the median of three): naive training ste
 part per row (:func:`step_model`), so a partial last batch and stacked memory rows are costed
 by their rows; a no-gradient forward pass of a batch (evaluation rows at its time per row;
 evaluation runs in chunks of up to 4096 rows, often cheaper per row on an accelerator); and,
-when EWC or MAS runs, EWC's per-sample Fisher on a few rows.
+when EWC or MAS runs, EWC's per-sample Fisher on as many rows as one of its chunks holds
+(per-sample gradients are formed a memory-bounded chunk at a time).
 
 **What is left out** (:data:`LEFT_OUT`, said with every budget): loading and resizing the data,
 figures and verdicts; the strategies' work that is not a pass over rows (penalty terms, GEM's
@@ -283,9 +284,22 @@ def step_model(t_full: float, t_part: float, full: int, part: int) -> tuple[floa
     return 0.0, t_full / full
 
 
+def _per_sample_chunk(model, most: int = 32) -> int:
+    """Rows to time per-sample gradients on: as many as one chunk of
+    :func:`clkit.strategies._common.per_sample_mean` holds (its memory budget over the model's
+    per-sample gradient), between 2 and ``most`` -- a chunk's cost per row is what a task pays."""
+    import inspect
+
+    from ..strategies._common import per_sample_mean
+
+    budget = inspect.signature(per_sample_mean).parameters["budget_bytes"].default
+    numel = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    return int(max(2, min(most, budget // (4 * max(numel, 1)))))
+
+
 def calibrate(device="cpu", precision: str | None = None, *, backbone: str, image_size: int, channels: int,
               batch_size: int, num_classes: int, memory_format: str = "contiguous", optimizer: str = "sgd",
-              lr: float = 0.001, momentum: float = 0.9, per_sample: bool = False, per_sample_rows: int = 2,
+              lr: float = 0.001, momentum: float = 0.9, per_sample: bool = False, per_sample_rows: int = 0,
               seed: int = 0) -> dict:
     """Seconds of training steps, forward passes and (optionally) per-sample gradients, timed on ``device``.
 
@@ -294,7 +308,8 @@ def calibrate(device="cpu", precision: str | None = None, *, backbone: str, imag
     is timed (:func:`clkit.budget.time_per_call`: a warm-up call, CUDA synchronised, the median
     of three). Naive steps of ``batch_size`` rows and of a quarter of them give the step's cost
     ``per_step + per_row * rows`` (:func:`step_model`): a task's last, partial batch and the
-    memory rows stacked into a step are costed by their rows.
+    memory rows stacked into a step are costed by their rows. Per-sample gradients are timed on
+    ``per_sample_rows`` rows (0: as many as one chunk of them holds, 2 to 32).
 
     Returns
     -------
@@ -330,8 +345,9 @@ def calibrate(device="cpu", precision: str | None = None, *, backbone: str, imag
         with torch_seeded(seed):
             ewc = make_strategy("ewc", make_backbone(backbone, channels, num_classes, image_size, memory_format),
                                 **common)
-        k = max(1, min(per_sample_rows, batch_size))
-        task = Task(x[:k], y[:k], classes=tuple(range(num_classes)))
+        k = per_sample_rows or _per_sample_chunk(ewc.model)
+        xs = torch.rand(k, channels, image_size, image_size, generator=g).to(dev)
+        task = Task(xs, torch.randint(0, num_classes, (k,), generator=g).to(dev), classes=tuple(range(num_classes)))
         out["per_sample"] = time_per_call(lambda: ewc.fisher(task), **{**timing, "repeats": 2}) / k
     layout = "" if memory_format == "contiguous" else f" ({memory_format})"
     out["what"] = (f"{backbone}{layout} on {channels}x{image_size}x{image_size} images, batch {batch_size}, "

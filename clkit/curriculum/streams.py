@@ -283,14 +283,8 @@ def _stream_job(job):
 
 def worker_pool(workers: int, *, num_threads: int = 1, deterministic: bool = False) -> ProcessPoolExecutor:
     """The processes :func:`run_streams` trains in: ``workers`` spawned processes, each set up by
-    :func:`_init_worker` (torch threads, deterministic algorithms) before its first stream.
-
-    Examples
-    --------
-    >>> with worker_pool(1, deterministic=True) as pool:
-    ...     pool.submit(torch.are_deterministic_algorithms_enabled).result()
-    True
-    """
+    :func:`_init_worker` (torch threads, deterministic algorithms) before its first stream
+    (tests/test_curriculum_device.py asks a worker for both)."""
     import multiprocessing as mp
 
     return ProcessPoolExecutor(max_workers=check_int("workers", workers, low=1), mp_context=mp.get_context("spawn"),
