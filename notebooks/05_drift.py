@@ -265,9 +265,9 @@ display(Markdown(f"Stream of {T} batches ({protocols[0]} protocol). "
 #
 # ### Budget
 #
-# Every model trains on `device` (the graph, the streams and the test nodes move there
-# once; `clkit.drift.budget` lists the few values the graph methods read back per
-# step). Before training, the run counts its work -- trainings, online steps,
+# Every model trains on `device`: the graph, the streams and the test nodes move there
+# once, and only a few host-side decisions read a value back per step (docs/05_drift.md
+# names them). Before training, the run counts its work -- trainings, online steps,
 # evaluation passes, Joint steps -- and times a few real steps of every method, one
 # evaluation pass and one Joint step on this device at this graph's size.
 

@@ -124,6 +124,21 @@ def test_value_driven_branches_on_meta(graph, monkeypatch):
     assert keep.shape == (9,) and keep.device == META
 
 
+@pytest.mark.parametrize("name", ["gss", "mas_star"])
+def test_task_free_strategies_on_vector_inputs_on_meta(name):
+    """GSS and MAS* on an MLP (GSS's per-row gradients without a graph model's head), on meta
+    (tests/test_device.py leaves the graph and task-free DRIFT strategies to this file)."""
+    from clkit.models import MLP
+    from clkit.strategies import make_strategy
+
+    s = make_strategy(name, MLP(6, 4, hidden=(8,)), device=META, memory_size=8)
+    g = torch.Generator().manual_seed(1)
+    with dv.DeviceAudit(META):
+        for _ in range(5):
+            s.observe(torch.randn(4, 6, generator=g).to(META), torch.tensor([0, 1, 2, 3]).to(META))
+    assert s.steps == 5 and all(p.device == META for p in s.model.parameters())
+
+
 # ------------------------------------------------------------- the accelerator paths, on the CPU
 
 class _AcceleratorGCN(GCN):
