@@ -169,8 +169,10 @@ def test_paper_set_rehearsed_end_to_end(tmp_path):
     layout = {"mnist": "MNIST/raw", "omniglot": "omniglot-py/images_background/Alphabet_of_the_Magi",
               "fashion_mnist": "fashion-mnist", "svhn": "svhn", "cifar10": "cifar-10-batches-py",
               "tinyimagenet": "tiny-imagenet-200"}
+    root = r["rehearsal"]["data_root"]
     for name, folder in layout.items():          # each real loader read its own fabricated layout
-        assert r["data_source"][name].endswith(f"rehearsal-data/{folder}")
+        assert r["data_source"][name] == str(Path(root) / folder)
+    assert Path(root).parts[-2:] == ("rehearsal", "04_curriculum")
     assert (p["backbone"], p["scenario"], p["optimizer"], p["download"]) == ("wide_vgg9", "class", "sgd", False)
     assert len(p["strategies"]) == 12 and p["image_size"] == 16 and p["seeds"] == 4 and r["seeds"] == [0, 1, 2, 3]
     rh = r["rehearsal"]

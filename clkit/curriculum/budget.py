@@ -7,9 +7,9 @@ two into a :class:`clkit.budget.Budget`, which prints one paragraph and goes int
 
 **What is counted.** The trainings are the single-task runs that measure difficulty (naive,
 ``difficulty_epochs``, one per dataset and seed) and the streams (every strategy under M2I and
-I2M, one per seed). The streams are counted over every loaded dataset: with ``num_tasks = 0``
-the curriculum may keep fewer tasks, so the count is an upper bound until the difficulties are
-known. Each strategy's work follows its own loop over the data (:func:`stream_work`):
+I2M, one per seed). The streams are counted over every loaded dataset: the curriculum may keep
+fewer tasks (``num_tasks``, or those separated in difficulty), so the count is an upper bound
+until the difficulties are known. Each strategy's work follows its own loop over the data (:func:`stream_work`):
 
 - **training steps**, ``ceil(rows / batch_size)`` per epoch over the task's rows -- over every
   row so far for Cumulative, over its memory (``min(memory_size, rows seen)``) for GDumb, which
@@ -51,7 +51,7 @@ from ..budget import Budget, Work, time_per_call
 from ..learner_kwargs import settings_for
 from .streams import make_backbone, run_setting, strategy_kwargs
 
-__all__ = ["CurriculumBudget", "LEFT_OUT", "StreamWork", "count_work", "stream_work", "step_model", "calibrate",
+__all__ = ["LEFT_OUT", "StreamWork", "count_work", "stream_work", "step_model", "calibrate",
            "estimate", "nominal_per_class",
            "REAL_PER_CLASS", "MEMORY_STRATEGIES"]
 
@@ -68,22 +68,11 @@ MEMORY_STRATEGIES = {"replay": "memory_size", "agem": "agem_sample_size", "gem":
 _DEFAULTS = {"memory_size": 200, "agem_sample_size": 256, "gem_patterns_per_task": 256}
 
 
-#: what the estimate leaves out beyond loading, figures and verdicts (said with every budget)
-LEFT_OUT = ("Not counted: the strategies' work that is no pass over rows (penalties, GEM's quadratic program, "
-            "A-GEM's projection, SI's path integral, CWR*'s consolidation), generative replay's VAE training, "
-            "PNN's earlier columns and worker start-up, so GEM and generative replay take longer than estimated; "
-            "with num_tasks = 0 the streams are counted over every loaded dataset, an upper bound.")
-
-
-@dataclass
-class CurriculumBudget(Budget):
-    """A :class:`clkit.budget.Budget` that also says what notebook 04's count leaves out (:data:`LEFT_OUT`)."""
-
-    def text(self) -> str:
-        return f"{super().text()} {LEFT_OUT}"
-
-    def record(self) -> dict:
-        return {**super().record(), "left_out": LEFT_OUT}
+#: what the estimate leaves out (:attr:`clkit.budget.Budget.leaves_out`, said with every budget)
+LEFT_OUT = ("loading and resizing the data, figures, verdicts, worker start-up and the strategies' work that is "
+            "no pass over rows (penalties, GEM's quadratic program, A-GEM's projection, SI's path integral, "
+            "CWR*'s consolidation, generative replay's VAE training, PNN's earlier columns: GEM and generative "
+            "replay take longer than estimated)")
 
 
 @dataclass(frozen=True)
@@ -358,7 +347,7 @@ def calibrate(device="cpu", precision: str | None = None, *, backbone: str, imag
 def estimate(per_class: dict, strategies, *, device="cpu", precision: str | None = None, seeds: int, epochs: int,
              difficulty_epochs: int, batch_size: int, backbone: str, image_size: int, channels: int,
              memory_format: str = "contiguous", workers: int = 1, hyper: dict | None = None,
-             learner_kwargs: dict | None = None, timings: dict | None = None) -> CurriculumBudget:
+             learner_kwargs: dict | None = None, timings: dict | None = None) -> Budget:
     """The run's budget (a :class:`clkit.budget.Budget`): :func:`count_work` costed by :func:`calibrate`.
 
     Parameters
@@ -415,7 +404,7 @@ def estimate(per_class: dict, strategies, *, device="cpu", precision: str | None
     items = [w for w in items if w.count]
     detail = (f"{n_single} single-task runs ({len(per_class)} datasets x {seeds} seeds, {difficulty_epochs} "
               f"epoch{'s' * (difficulty_epochs != 1)}) + {n_streams} streams ({len(strategies)} strategies x 2 "
-              f"orders x {seeds} seeds, {epochs} epoch{'s' * (epochs != 1)} per task, over the {T} loaded "
-              "datasets)")
-    return CurriculumBudget("04_curriculum", f"{dev}, {precision}", n_single + n_streams, items,
-                            parallel=max(1, workers), detail=detail)
+              f"orders x {seeds} seeds, {epochs} epoch{'s' * (epochs != 1)} per task, over all {T} loaded "
+              "datasets: an upper bound, the curriculum may keep fewer)")
+    return Budget("04_curriculum", f"{dev}, {precision}", n_single + n_streams, items, parallel=max(1, workers),
+                  detail=detail, leaves_out=LEFT_OUT)
