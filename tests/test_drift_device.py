@@ -302,6 +302,7 @@ def test_budget_counts_match_a_hand_count(graph):
                                                                          "Joint steps"]
     assert rec["work"][0]["count"] == study.steps() and rec["estimated_seconds"] > 0
     assert "22 trainings" in b.text() and "text bare" in rec["work"][0]["calibration"]
+    assert "the σ calibration" in b.text()   # what the estimate leaves out is said
 
 
 def test_budget_counts_the_authors_hard_loop(graph):

@@ -18,8 +18,9 @@ Each unit is timed on the run's device at the run's graph size
 (:func:`clkit.budget.time_per_call`: warm-up calls, CUDA synchronised, the median):
 a few real ``observe`` steps of every method under every protocol on the first
 stream's batches, one evaluation pass, one Joint step and one graph swap per protocol.
-Not in the estimate: loading the graph, building streams the first time, the σ
-calibration, figures and verdicts.
+Not in the estimate (:data:`LEAVES_OUT`, said in its text): loading the graph, building
+streams the first time, the σ calibration, the first steps' extra cost, figures and
+verdicts.
 
 Examples
 --------
@@ -49,7 +50,11 @@ from .cache import build_stream
 from .experiment import grid_plan
 from .protocol import get_protocol, protocol_eval_points
 
-__all__ = ["StudyCount", "count", "calibrate", "estimate"]
+__all__ = ["StudyCount", "count", "calibrate", "estimate", "LEAVES_OUT"]
+
+#: what :func:`estimate` does not count (said in the budget's text)
+LEAVES_OUT = ("loading the graph, building the streams the first time, the σ calibration, the first steps' "
+              "extra cost (caches, a memory filling), figures and verdicts")
 
 
 @dataclass
@@ -294,4 +299,4 @@ def estimate(data: dict, configs: dict, methods, sweep_methods, seeds, *, eval_e
         work.append(Work("graph swaps (authors' hard loop)", swaps, float(np.mean(list(t["swap"].values()))),
                          "one timed swap to a task's subgraph"))
     name = describe or str(as_device(device))
-    return Budget("05_drift", name, study.trainings, work, parallel=1, detail=study.detail())
+    return Budget("05_drift", name, study.trainings, work, parallel=1, detail=study.detail(), leaves_out=LEAVES_OUT)
