@@ -128,8 +128,8 @@ class ProgressiveNet(nn.Module):
         adapters = nn.ModuleList()
         for layer in entries:
             for _ in range(k):
-                adapters.append(nn.Linear(layer.in_features, layer.out_features, bias=False,
-                                          device=layer.weight.device))
+                # initialised on the CPU, then moved: the same initial weights on every device
+                adapters.append(nn.Linear(layer.in_features, layer.out_features, bias=False).to(layer.weight.device))
         self.columns.append(col)
         self.laterals.append(adapters)
 
