@@ -222,7 +222,7 @@ def test_budget_counts_match_a_hand_count(toy):
     assert w["icarl batched steps"] == 3 + 3 + 4
     assert w["ncm evaluation groups"] == 3 and "ncm batched steps" not in w
     assert w["thousand random sequences scored (host)"] == (2 + 3) * 1000 // 1000
-    assert tb.seconds > 0 and "Not in it" in tb.text() and "1 chunk of 30 sequences" in tb.text()
+    assert tb.seconds > 0 and "figures and verdicts are not in it" in tb.text() and "1 chunk of 30 sequences" in tb.text()
     rec = tb.record()
     assert rec["trainings"] == 4 * sum(levels) and rec["chunks"]["ewc"]["num_chunks"] == 1
 

@@ -24,7 +24,8 @@ the run's device (:func:`truth_budget`):
 The memory plan (:mod:`clkit.edge.memory`) says how many chunks each learner's sequences
 need on this device. Not in the estimate: data loading, the NCM features and the
 similarity-source probes (MLP trainings of seconds), iCaRL's herding, the prefix-tree
-bookkeeping, sequences a sampled truth trains on demand, the draws, figures and verdicts.
+bookkeeping and batch orders (host work), sequences a sampled truth trains on demand, the draws,
+figures and verdicts.
 """
 
 from __future__ import annotations
@@ -43,10 +44,10 @@ from .prefix import count_prefixes
 __all__ = ["TruthBudget", "truth_budget", "measure_truth", "prefix_work", "scoring_settings", "LEFT_OUT",
            "CPU_PROBE_WIDTH"]
 
-#: what the estimate leaves out (said after every budget)
-LEFT_OUT = ("Not in it: data loading, the NCM features and the similarity-source probes (MLP trainings of "
-            "seconds), iCaRL's herding, the prefix-tree bookkeeping, sequences a sampled truth trains on demand, "
-            "the draws, figures and verdicts.")
+#: what the estimate leaves out (:attr:`clkit.budget.Budget.leaves_out`, said after every budget)
+LEFT_OUT = ("data loading, the NCM features and the similarity-source probes (MLP trainings of seconds), "
+            "iCaRL's herding, the batch orders drawn on the host (one CPU generator per sequence and epoch), the "
+            "prefix-tree bookkeeping, sequences a sampled truth trains on demand, the draws, figures and verdicts")
 
 
 def prefix_work(sequences, num_chunks: int = 1) -> list[list[int]]:
@@ -188,7 +189,7 @@ class TruthBudget:
             first = next(iter(self.plans.values()))
             memory = (f"Memory (budget {_size(first.budget)}: {first.how}): "
                       + "; ".join(f"{name} {plan.describe(budget=False)}" for name, plan in self.plans.items()) + ".")
-        return " ".join(p for p in (self.budget.text(), memory, " ".join(self.notes), LEFT_OUT) if p)
+        return " ".join(p for p in (self.budget.text(), memory, " ".join(self.notes)) if p)
 
     def record(self) -> dict:
         """For ``results.json``: the budget's record plus chunks, levels and what it leaves out."""
@@ -352,7 +353,7 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
               f"{'all ' if mode == 'exact' else 'a uniform sample of '}{L:,} sequences), {config.epochs} "
               f"epoch{'s' if config.epochs != 1 else ''} of {per_task:,} steps per task"
               f"{' (iCaRL more: its memory)' if 'icarl' in learners else ''}")
-    budget = Budget("02_edge", _device_label(device), trainings, work, parallel=1, detail=detail)
+    budget = Budget("02_edge", _device_label(device), trainings, work, parallel=1, detail=detail, leaves_out=LEFT_OUT)
     if precision != "fp32":
         notes.append(f"Steps timed in {precision} (autocast).")
     return TruthBudget(budget, plans, levels, L, notes)

@@ -23,6 +23,15 @@ One driver, :func:`train_sequences`, walks the tree for both kinds of learner: t
 batched learners below, and any ``clkit.strategies.Strategy`` (registry name, entry
 point or import path) through :func:`clkit.plugins.train_sequences_sequentially`.
 
+**Device.** Both train on the ``device`` they are given (a ``RunDevice``, a
+``torch.device`` or a name; default the CPU) in its ``precision``: the data move there
+once, the initial weights are drawn on the CPU under the seed and moved, the minibatch
+orders come from CPU generators keyed by the prefix and move once per epoch, so every
+device trains on the same numbers; no value is read inside a step, and the accuracies of a
+level come back to the host once (``tests/test_edge_device.py`` runs every learner on the
+``meta`` device). The sequence dimension is cut into chunks that fit the device's memory
+(:mod:`clkit.edge.memory`); chunks change no number.
+
 Class-incremental protocol: one head over all ``C`` classes of the experiment; at task
 ``t`` the logits of classes not yet seen in that sequence are masked to ``-1e9``
 (softmax weight exactly 0, so they get no gradient: the same as a head that grows with

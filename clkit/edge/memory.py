@@ -37,8 +37,10 @@ _I = 8                         # bytes of an int64
 #: parameter-sized tensors in a node's state: params and momentum; EWC adds the Fisher sums,
 #: LwF / iCaRL the old model
 _STATE = {"finetune": 2, "ewc": 4, "lwf": 3, "icarl": 3, "ncm": 0}
-#: bytes of one evaluation or herding group on the CPU (the groups run one after the other)
-EVAL_BYTES_CPU = 2 ** 26
+#: bytes of one evaluation or herding group on the CPU (the groups run one after the other; small
+#: enough that a group's activations stay in cache: 16 MiB groups evaluate 2,520 sequences at 8 / 4
+#: about 40 % faster than 64 MiB ones on an AMD EPYC)
+EVAL_BYTES_CPU = 2 ** 24
 
 
 @dataclass(frozen=True)
