@@ -38,7 +38,9 @@
 # values in a random time order: no structure at all), and every learner beside two
 # **no-learning forecasters** (the task's training mean, and persistence).
 #
-# Run it headless: `clkit run 01 --params smoke|default|paper [-p NAME VALUE]`.
+# Run it headless: `clkit run 01 --params smoke|default|paper [-p NAME VALUE]`; `-p device
+# cuda` trains the forecasters on a GPU, and `--params paper -p rehearse true` rehearses the
+# paper set on a fabricated CESNET database in minutes.
 
 # %% tags=["parameters"]
 # Parameters: edit a value, then Run All. Headless: clkit run 01 -p NAME VALUE
@@ -89,16 +91,38 @@ batch_size: int = 64  # mini-batch size (paper: 256; smaller: more steps per tas
 cl_seeds: int = 4  # seeds per method and split, paired; 4 or more conclude
 torch_threads: int = 1  # torch CPU threads per CL run (1 is fastest here)
 cl_workers: int = 2  # CL runs in parallel processes (one per core)
+device: str = "auto"  # auto (CUDA when available, else CPU) | cpu | cuda | cuda:N | mps
+precision: str = "fp32"  # fp32 | bf16 | fp16: autocast of the forward passes (fp16 needs CUDA)
+deterministic: bool = False  # PyTorch's deterministic algorithms (reproducible on CUDA; slower)
+rehearse: bool = False  # the parameter set on fabricated files in the real formats, sizes cut (clkit.rehearsal)
 seed: int = 0  # seeds data generation, neighbourhood draws, model init, batch order
+
+# %% [markdown]
+# **Rehearsal.** `rehearse: true` runs this parameter set end to end on a fabricated
+# CESNET-TimeSeries24 database written in cesnet-tszoo's own layout, read by the real
+# loader, with sizes, counts and epochs cut by one rule (`clkit.taskification.rehearsal`);
+# the transformer keeps its architecture. It checks that the paper's code paths run: its
+# numbers describe fabricated data.
+
+# %%
+from IPython.display import Markdown, display
+
+rh = None
+if rehearse:
+    from clkit.taskification import rehearsal
+
+    rh = rehearsal.prepare(globals(), seed=seed)
+    globals().update(rh.changes)
+    display(Markdown(rh.note()), rh.table())
 
 # %%
 import pandas as pd
-from IPython.display import Markdown, display
 from clkit.progress import tqdm
 
+import clkit.device
 import clkit.taskification as tk
 from clkit import stats
-from clkit.taskification import plots, report, verdicts
+from clkit.taskification import budget as cl_budget, plots, report, verdicts
 from clkit.taskification.params import METHOD_LABELS, check_learner_settings, check_params
 from clkit.plugins import split_learners
 from clkit.data.user import is_user_path
@@ -126,8 +150,12 @@ P = check_params(
 learner_kwargs, settings = check_learner_settings(learner_kwargs, methods)
 P.update(dataset=dataset, methods=methods, time_column=time_column,
          value_columns=value_columns, interval_minutes=interval_minutes,
-         learner_kwargs=learner_kwargs, learner_settings=settings)
+         learner_kwargs=learner_kwargs, learner_settings=settings, device=device,
+         precision=precision, deterministic=deterministic, rehearse=rehearse)
 record = RunRecord("01_taskification", params={**P, "case_length": case_length})
+rd = clkit.device.setup(device, precision, deterministic)
+print(rd.describe())
+record.log(device=rd.record(), **({"rehearsal": rh.record()} if rh else {}))
 DIST = dict(method=discrepancy, num_quantiles=num_quantiles, seed=seed)
 
 # %% [markdown]
@@ -196,6 +224,34 @@ display(Markdown(
 ))
 day = tk.days_to_steps(1, data.interval_minutes)
 record.figure(plots.stream(data, splits[names[0]].boundaries, day, names[0]), "stream")
+
+# %% [markdown]
+# ### Where this run computes, and what it will cost
+#
+# Only the continual forecasting of section 7 uses `device` (the transformer's training,
+# its validation MSE after every epoch and the test MSE after every task, in `precision`);
+# each run moves its windows there once. The case studies, W1 matrices, profiles, BPS
+# and the no-learning baselines (sections 1-6 and 8) are NumPy analyses on the CPU on
+# every device. The budget counts the CL trainings, their steps (an upper bound: early
+# stopping ends most tasks sooner) and the windows evaluated, and prices them by timing
+# a few real steps of the transformer on this run's device (`clkit.taskification.budget`).
+
+# %%
+def model_fn():  # the forecaster of section 7, built on the CPU under each run's seed
+    return TimeSeriesTransformer(
+        num_features=len(data.features), context=context_steps, d_model=d_model,
+        num_layers=num_layers, num_heads=num_heads, target_index=ti,
+    )
+
+
+budget = cl_budget.cl_budget(
+    splits, methods=methods, cl_seeds=cl_seeds, cl_series=cl_series, context=context_steps,
+    stride=stride, context_across_tasks=context_across_tasks, epochs=epochs,
+    batch_size=batch_size, model_fn=model_fn, num_features=len(data.features), device=rd,
+    seed=seed, workers=rd.workers(cl_workers), num_threads=torch_threads, settings=settings,
+)
+record.log(budget=budget.record())
+display(Markdown(budget.text()))
 
 # %% [markdown]
 # ## 3. Task-to-task Wasserstein matrices and their comparison (Fig. 2)
@@ -295,8 +351,12 @@ pd.DataFrame(river_rows).T.round(4)
 # each task the target steps are split 80/10/10 (`split_order`), contexts stay inside
 # their task unless `context_across_tasks`, and the target (and the input's target
 # channel) is divided by the series' maximum over the task's training steps
-# (`target_scaling="task"`, the paper's choice). $M_{i,j}$ is the test MSE $\times 10^3$
-# on task $j$ after task $i$, and with $T$ tasks
+# (`target_scaling="task"`, the paper's choice). Each run trains on `device`: its windows
+# move there once, batch orders come from CPU generators (the same on every device), and
+# the host reads one validation MSE per epoch and one row of $M$ per task, nothing inside
+# a step; `cl_workers` processes share the runs on the CPU only (one process drives an
+# accelerator). $M_{i,j}$ is the test MSE $\times 10^3$ on task $j$ after task $i$, and
+# with $T$ tasks
 #
 # $$\text{Average MSE} = \tfrac1T \textstyle\sum_j M_{T,j},\quad
 # \mathrm{BWT} = \tfrac{1}{T-1}\textstyle\sum_{j<T} (M_{j,j} - M_{T,j}),$$
@@ -324,21 +384,13 @@ record.log(
 for n in names:
     print(f"{n}: test windows per task (all {cl_series} series) {test_windows[n]}")
 
-
-def model_fn():
-    return TimeSeriesTransformer(
-        num_features=len(data.features), context=context_steps, d_model=d_model,
-        num_layers=num_layers, num_heads=num_heads, target_index=ti,
-    )
-
-
 num_runs = (len(methods) * len(names) + ("naive" in methods)) * cl_seeds  # + null control
 bar = tqdm(total=num_runs, desc="CL runs (method, split, seed)")
 cl = report.run_cl(
-    cl_tasks, model_fn, methods, cl_seeds, seed=seed, workers=cl_workers, progress=bar.update,
-    strategy_kwargs=settings, null_control=True,
-    max_epochs=epochs, patience=patience, lr_patience=lr_patience, lr=lr,
-    batch_size=batch_size, num_threads=torch_threads,
+    cl_tasks, model_fn, methods, cl_seeds, seed=seed, workers=rd.workers(cl_workers),
+    progress=bar.update, strategy_kwargs=settings, null_control=True, device=rd.device,
+    precision=rd.precision, max_epochs=epochs, patience=patience, lr_patience=lr_patience,
+    lr=lr, batch_size=batch_size, num_threads=torch_threads,
 )
 bar.close()
 cl_mean, cl_sd = report.cl_summary(cl, methods, names, cl_seeds)
@@ -436,6 +488,7 @@ text, logs = report.closing_text(
     baselines=baselines, proto=proto, river_rows=river_rows, verdicts=all_vs,
     settings=settings,
 )
+text = f"{rh.note()}\n\n{text}" if rh else text
 record.log(summary=text, **logs)
 display(Markdown(text))
 

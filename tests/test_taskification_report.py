@@ -37,14 +37,17 @@ def _smoke_tasks(values):
 
 
 def test_settings_reach_the_strategy(monkeypatch):
-    """A recording stand-in for make_strategy sees each method's own settings, nothing else's."""
+    """A recording stand-in for make_strategy sees each method's own settings, nothing else's, and the
+    run's device and precision (run-wide, never per learner)."""
     import clkit.taskification.forecasting as fc
 
-    seen = []
+    seen, run_wide = [], set()
     real = fc.make_strategy
+    common = ("loss", "optimizer", "lr", "batch_size", "seed", "device", "precision")
 
     def recording(name, model, **kw):
-        seen.append((name, {k: kw[k] for k in kw if k not in ("loss", "optimizer", "lr", "batch_size", "seed")}))
+        seen.append((name, {k: kw[k] for k in kw if k not in common}))
+        run_wide.add((str(kw["device"]), kw["precision"]))
         return real(name, model, **kw)
 
     monkeypatch.setattr(fc, "make_strategy", recording)
@@ -60,6 +63,7 @@ def test_settings_reach_the_strategy(monkeypatch):
                                          ["naive", "ewc", "replay"])
     report.run_cl(tasks, model_fn, ["naive", "ewc", "replay"], 1, seed=0, strategy_kwargs=settings, max_epochs=1)
     assert seen == [("naive", {}), ("ewc", {"ewc_lambda": 7.0}), ("replay", {"memory_size": 33})]
+    assert run_wide == {("cpu", "fp32")}
 
 
 def test_ewc_calibration_grid_runs_at_smoke_scale():

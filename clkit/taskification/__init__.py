@@ -10,7 +10,11 @@
 - :mod:`~clkit.taskification.compare` -- comparing task-to-task matrices of different sizes;
 - :mod:`~clkit.taskification.case_studies` -- the synthetic streams of Eqs. 3-5;
 - :mod:`~clkit.taskification.forecasting` -- continual forecasting under a taskification
-  (error matrix ``M``, average MSE, BWT, forgetting, no-learning baselines).
+  (error matrix ``M``, average MSE, BWT, forgetting, no-learning baselines) on the run's device;
+- :mod:`~clkit.taskification.budget` -- the CL part's trainings, steps and passes, counted and
+  timed on the run's device before it trains;
+- :mod:`~clkit.taskification.rehearsal` -- the ``paper`` set's rehearsal plan (fabricated CESNET
+  database, sizes cut by :data:`clkit.rehearsal.RULE`).
 """
 
 from .boundaries import Taskification, check_delta, days_to_steps, fixed_windows, perturb_boundaries

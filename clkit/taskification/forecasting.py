@@ -34,6 +34,16 @@ restored before ``after_task``). ``M[i, j]`` is the test MSE x 10^3 on task ``j`
 after training on task ``i``; average MSE is the mean of the last row, and BWT
 and forgetting are the paper's regression forms (:mod:`clkit.metrics` with
 ``higher_is_better=False``).
+
+**Device.** The training loop runs on the strategy's device (``device=``: a
+``torch.device`` or :class:`clkit.device.RunDevice`; the model is built on the CPU
+under the run's seed and moved there by the strategy, so its initial weights are the
+same on every device). A run moves every task's windows to the device once, before the
+first task; batch orders come from the strategy's CPU generator and move once per
+epoch; no step reads a value back. The host reads the device at evaluation
+boundaries only: one validation MSE per epoch (early stopping and the LR schedule
+need it) and one row of ``M`` per task. ``precision`` is the strategy's autocast
+(:class:`clkit.device.Amp`), which the transformer's forward passes run under.
 """
 
 from __future__ import annotations
@@ -46,12 +56,14 @@ import torch
 
 from .._seed import torch_seeded, torch_threads
 from .._validate import check_choice, check_int, check_real
+from ..device import to_host
 from ..metrics import average_accuracy, backward_transfer, forgetting
 from ..strategies import Task, make_strategy, take
 from .boundaries import Taskification
 
-__all__ = ["ForecastTask", "make_forecast_tasks", "train_with_early_stopping", "continual_forecasting",
-           "regression_cl_metrics", "baseline_mse", "run_jobs", "TARGET_SCALINGS", "SPLIT_ORDERS"]
+__all__ = ["ForecastTask", "make_forecast_tasks", "forecast_task_sizes", "train_with_early_stopping",
+           "continual_forecasting", "mse_row", "regression_cl_metrics", "baseline_mse", "run_jobs",
+           "TARGET_SCALINGS", "SPLIT_ORDERS"]
 
 TARGET_SCALINGS = ["task", "stream"]
 SPLIT_ORDERS = ["chronological", "random"]
@@ -64,6 +76,12 @@ class ForecastTask:
     train: Task
     val: Task
     test: Task
+
+    def to(self, device) -> "ForecastTask":
+        """The three parts on ``device`` (each moved once; ``self`` when they are there already)."""
+        moved = ForecastTask(self.train.to(device), self.val.to(device), self.test.to(device))
+        return self if all(a is b for a, b in zip((moved.train, moved.val, moved.test),
+                                                   (self.train, self.val, self.test))) else moved
 
 
 def make_forecast_tasks(values, taskification: Taskification, context: int, target_index: int, *,
@@ -124,20 +142,11 @@ def make_forecast_tasks(values, taskification: Taskification, context: int, targ
     if not isinstance(context_across_tasks, (bool, np.bool_)):
         raise TypeError(f"context_across_tasks must be True or False, got {context_across_tasks!r}")
     rng = np.random.default_rng(check_int("seed", seed))
-    split = np.asarray(split, dtype=float)
-    if split.shape != (3,) or (split <= 0).any() or abs(split.sum() - 1) > 1e-9:
-        raise ValueError(f"split must be three positive shares summing to 1, got {split.tolist()}")
+    split = _check_split(split)
     if taskification.boundaries[-1] > T:
         raise ValueError(f"taskification ends at {int(taskification.boundaries[-1])}, beyond T={T}")
     b = taskification.boundaries
-    starts = np.array([a + context if (k == 0 or not context_across_tasks) else max(a, context)
-                       for k, a in enumerate(b[:-1])])
-    usable = b[1:] - starts
-    if usable.min() < 10 * stride:
-        k = int(np.argmin(usable))
-        raise ValueError(f"context={context} (stride={stride}) leaves too few windows: task {k} has "
-                         f"{int(taskification.lengths[k])} steps and {max(int(usable[k]), 0)} target steps "
-                         f"(need at least 10 * stride)")
+    starts = _target_starts(taskification, context, stride, context_across_tasks)
     lo, hi = taskification.span
     stream_scale = arr[:, lo:hi, target_index].max(axis=1)                          # (S,) whole-span maximum
     windows = np.lib.stride_tricks.sliding_window_view(arr, context, axis=1)     # (S, T-context+1, F, context)
@@ -145,7 +154,7 @@ def make_forecast_tasks(values, taskification: Taskification, context: int, targ
     for k, (start, end) in enumerate(zip(starts, b[1:])):
         targets = np.arange(start, end, stride)                                   # target steps in the task
         n = targets.size
-        cut1, cut2 = int(round(split[0] * n)), int(round((split[0] + split[1]) * n))
+        cut1, cut2 = _cuts(n, split)
         if split_order == "random":
             perm = rng.permutation(n)
             parts = tuple(np.sort(targets[perm[i:j]]) for i, j in ((0, cut1), (cut1, cut2), (cut2, n)))
@@ -162,6 +171,70 @@ def make_forecast_tasks(values, taskification: Taskification, context: int, targ
             made.append(Task(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(y), task_id=k))
         out.append(ForecastTask(*made))
     return out
+
+
+def _check_split(split) -> np.ndarray:
+    split = np.asarray(split, dtype=float)
+    if split.shape != (3,) or (split <= 0).any() or abs(split.sum() - 1) > 1e-9:
+        raise ValueError(f"split must be three positive shares summing to 1, got {split.tolist()}")
+    return split
+
+
+def _cuts(n: int, split: np.ndarray) -> tuple[int, int]:
+    """Where the validation and the test part of ``n`` target steps begin."""
+    return int(round(split[0] * n)), int(round((split[0] + split[1]) * n))
+
+
+def _target_starts(taskification: Taskification, context: int, stride: int, context_across_tasks: bool):
+    """The first target step of every task (shape (K,)); refuses tasks with fewer than ``10 * stride``
+    target steps."""
+    b = taskification.boundaries
+    starts = np.array([a + context if (k == 0 or not context_across_tasks) else max(a, context)
+                       for k, a in enumerate(b[:-1])])
+    usable = b[1:] - starts
+    if usable.min() < 10 * stride:
+        k = int(np.argmin(usable))
+        raise ValueError(f"context={context} (stride={stride}) leaves too few windows: task {k} has "
+                         f"{int(taskification.lengths[k])} steps and {max(int(usable[k]), 0)} target steps "
+                         f"(need at least 10 * stride)")
+    return starts
+
+
+def forecast_task_sizes(taskification: Taskification, context: int, *, num_series: int = 1, stride: int = 1,
+                        split=(0.8, 0.1, 0.1), context_across_tasks: bool = False) -> np.ndarray:
+    """Windows per task and part that :func:`make_forecast_tasks` cuts, counted without building them.
+
+    The same arithmetic as :func:`make_forecast_tasks` (targets every ``stride``-th step
+    from each task's first target step, 80/10/10 cuts; the random split order draws the
+    same sizes), for budgets of runs whose windows would not fit in memory.
+
+    Returns
+    -------
+    ndarray of int, shape (num_tasks, 3)
+        Train, validation and test windows of every task, all ``num_series`` series.
+
+    Examples
+    --------
+    >>> from clkit.taskification import fixed_windows
+    >>> forecast_task_sizes(fixed_windows(100, 50), context=10, num_series=2).tolist()
+    [[64, 8, 8], [64, 8, 8]]
+    >>> v = np.zeros((2, 100, 3))
+    >>> [len(t.train) for t in make_forecast_tasks(v, fixed_windows(100, 50), 10, 0)]
+    [64, 64]
+    """
+    if not isinstance(taskification, Taskification):
+        raise TypeError(f"taskification must be a Taskification, got {type(taskification).__name__}")
+    context = check_int("context", context, low=1)
+    num_series = check_int("num_series", num_series, low=1)
+    stride = check_int("stride", stride, low=1)
+    split = _check_split(split)
+    starts = _target_starts(taskification, context, stride, bool(context_across_tasks))
+    out = []
+    for start, end in zip(starts, taskification.boundaries[1:]):
+        n = len(range(int(start), int(end), stride))
+        cut1, cut2 = _cuts(n, split)
+        out.append([cut1, cut2 - cut1, n - cut2])
+    return num_series * np.array(out, dtype=np.int64).reshape(-1, 3)
 
 
 def baseline_mse(tasks: list[ForecastTask], target_index: int) -> dict:
@@ -210,7 +283,41 @@ def baseline_mse(tasks: list[ForecastTask], target_index: int) -> dict:
 
 
 def _mse(strategy, task: Task) -> float:
+    """Test MSE of ``strategy`` on ``task``: one value read from the device (NaN for an empty task)."""
     return strategy.evaluate(task, metric="mse") if len(task) else float("nan")
+
+
+def mse_row(strategy, tasks: list[ForecastTask]) -> np.ndarray:
+    """Test MSE x 10^3 of ``strategy`` on every task's test windows: one row of ``M``, read from the
+    device once (an evaluation boundary).
+
+    The same numbers as :meth:`~clkit.strategies.Strategy.evaluate` with ``metric="mse"`` task by
+    task (the strategy's :meth:`~clkit.strategies.Strategy.predict` in its precision, the MSE on
+    the device); an empty test part gives NaN.
+
+    Returns
+    -------
+    ndarray, shape (len(tasks),)
+
+    Examples
+    --------
+    >>> from clkit.strategies import Strategy
+    >>> lin = torch.nn.Linear(1, 1)
+    >>> _ = torch.nn.init.ones_(lin.weight), torch.nn.init.zeros_(lin.bias)     # predicts x
+    >>> t = ForecastTask(*(Task(torch.ones(2, 1), torch.full((2, 1), 3.0)),) * 3)
+    >>> empty = ForecastTask(t.train, t.val, Task(torch.ones(0, 1), torch.ones(0, 1)))
+    >>> mse_row(Strategy(lin, loss="mse"), [t, empty]).tolist()     # (3 - 1)^2 x 10^3
+    [4000.0, nan]
+    """
+    out = np.full(len(tasks), np.nan)
+    mses = []
+    for t in tasks:
+        if len(t.test):
+            pred = strategy.predict(t.test.x, t.test)
+            mses.append(torch.nn.functional.mse_loss(pred, t.test.y.to(pred.device)))
+    if mses:
+        out[[k for k, t in enumerate(tasks) if len(t.test)]] = to_host(torch.stack(mses)).astype(np.float64)
+    return 1e3 * out
 
 
 def train_with_early_stopping(strategy, task: ForecastTask, max_epochs: int, patience: int = 10,
@@ -219,20 +326,26 @@ def train_with_early_stopping(strategy, task: ForecastTask, max_epochs: int, pat
 
     The strategy's hooks run as in :meth:`~clkit.strategies.Strategy.train_task`
     (``before_task`` once, ``train_step`` per batch, ``after_task`` once, after
-    the best-validation weights are restored). Returns the epochs run.
+    the best-validation weights are restored). The task is moved to the strategy's
+    device (once; nothing is moved when :func:`continual_forecasting` has moved it
+    already), the batch order of each epoch moves there once, and the only value read
+    from the device is the validation MSE after each epoch. Returns the epochs run.
     """
     max_epochs = check_int("max_epochs", max_epochs, low=1)
     patience = check_int("patience", patience, low=1)
     lr_patience = check_int("lr_patience", lr_patience, low=0)
     lr_factor = check_real("lr_factor", lr_factor, low=0, high=1, low_open=True)
+    task = task.to(strategy.device)
     train = task.train
     strategy.begin_task(train, max_epochs)
     sched = torch.optim.lr_scheduler.ReduceLROnPlateau(strategy.optimizer, factor=lr_factor, patience=lr_patience)
     best, best_state, stale, epoch = float("inf"), None, 0, 0
     for epoch in range(1, max_epochs + 1):
-        for idx in strategy.batches(len(train)):
-            strategy.train_step(take(train.x, idx), train.y[idx], train)
-        val = _mse(strategy, task.val)
+        for idx in strategy.batches(len(train), strategy.device):
+            # train_step, not train_batch: LwF's teacher runs on each batch, as before (its recorded
+            # outputs would round differently in the last bit)
+            strategy.train_step(take(train.x, idx), take(train.y, idx), train)
+        val = _mse(strategy, task.val)          # the epoch's one read: an evaluation boundary
         sched.step(val)
         if val < best:
             best, best_state, stale = val, copy.deepcopy(strategy.model.state_dict()), 0
@@ -261,7 +374,7 @@ def regression_cl_metrics(M) -> dict:
 def continual_forecasting(tasks: list[ForecastTask], model_fn, method: str, *, max_epochs: int = 1,
                           patience: int = 10, lr_patience: int = 5, lr: float = 1e-4, batch_size: int = 256,
                           seed: int = 0, strategy_kwargs: dict | None = None, num_threads: int | None = 1,
-                          progress=None) -> np.ndarray:
+                          progress=None, device="cpu", precision: str = "fp32") -> np.ndarray:
     """Train ``method`` over ``tasks`` in order; return ``M`` (num_tasks, num_tasks), test MSE x 10^3.
 
     Parameters
@@ -281,26 +394,43 @@ def continual_forecasting(tasks: list[ForecastTask], model_fn, method: str, *, m
         threads contend for cores; ``None`` leaves torch's setting alone.
     progress : callable, optional
         Called with no arguments after each task (e.g. a tqdm bar's ``update``).
+    device : str, torch.device or clkit.device.RunDevice
+        Where the model trains and every task's windows live (moved once, before the
+        first task). The model is built on the CPU by ``model_fn`` and moved by the strategy.
+    precision : {"fp32", "bf16", "fp16"}
+        The strategy's autocast (``fp16`` needs CUDA).
+
+    Examples
+    --------
+    >>> from clkit.taskification import fixed_windows
+    >>> from clkit.models.transformer import TimeSeriesTransformer
+    >>> v = np.random.default_rng(0).random((1, 120, 2)).astype(np.float32)
+    >>> tasks = make_forecast_tasks(v, fixed_windows(120, 60), context=8, target_index=0, stride=4)
+    >>> M = continual_forecasting(tasks, lambda: TimeSeriesTransformer(2, 8, 4, 1, 1, target_index=0),
+    ...                           "naive", max_epochs=2, batch_size=4)
+    >>> M.shape, bool(np.isfinite(M).all())
+    ((2, 2), True)
     """
     seed = check_int("seed", seed)
     with torch_threads(num_threads):
         return _continual(tasks, model_fn, method, max_epochs, patience, lr_patience, lr, batch_size, seed,
-                          strategy_kwargs, progress)
+                          strategy_kwargs, progress, device, precision)
 
 
 def _continual(tasks, model_fn, method, max_epochs, patience, lr_patience, lr, batch_size, seed, strategy_kwargs,
-               progress):
+               progress, device, precision):
     # the whole run inside torch_seeded: model init *and* dropout draw from a generator seeded here,
     # and the caller's global torch state is restored afterwards
     with torch_seeded(seed):
-        model = model_fn()
+        model = model_fn()                      # on the CPU under the seed: the same weights on every device
         strategy = make_strategy(method, model, loss="mse", optimizer="adamw", lr=lr, batch_size=batch_size,
-                                 seed=seed, **(strategy_kwargs or {}))
+                                 seed=seed, device=device, precision=precision, **(strategy_kwargs or {}))
+        tasks = [t.to(strategy.device) for t in tasks]     # every window moves once per run
         K = len(tasks)
         M = np.full((K, K), np.nan)
         for i, task in enumerate(tasks):
             train_with_early_stopping(strategy, task, max_epochs, patience, lr_patience)
-            M[i] = [1e3 * _mse(strategy, t.test) for t in tasks]
+            M[i] = mse_row(strategy, tasks)    # one read per task: an evaluation boundary
             if progress is not None:
                 progress()
     return M

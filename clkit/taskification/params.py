@@ -19,7 +19,8 @@ METHOD_LABELS = {"naive": "Finetune", "replay": "ER", "ewc": "EWC", "lwf": "LwF"
 EWC_LAMBDA = 1e6
 LEARNER_DEFAULTS = {"ewc": {"ewc_lambda": EWC_LAMBDA}}
 #: keywords the notebook supplies itself (not per-learner settings)
-SUPPLIED_KEYWORDS = ("model", "loss", "optimizer", "lr", "batch_size", "seed", "epochs", "scenario", "device")
+SUPPLIED_KEYWORDS = ("model", "loss", "optimizer", "lr", "batch_size", "seed", "epochs", "scenario", "device",
+                     "precision")
 
 
 def check_params(*, dataset, num_series, num_weeks, window_days, offset_days, delta_days, num_perturbations, l_min,

@@ -32,6 +32,7 @@ def load_data(dataset: str, *, num_series: int, cl_series: int, num_weeks: int, 
     -------
     (data, num_series, cl_series)
         A user file may hold fewer series than asked for; both counts are capped at it.
+        CESNET's source names the data cache it was read from.
     """
     from ..data.timeseries import load_cesnet_timeseries24, synthetic_network_traffic
     from ..data.user import is_user_path, load_stream_table
@@ -41,7 +42,12 @@ def load_data(dataset: str, *, num_series: int, cl_series: int, num_weeks: int, 
                                  interval_minutes=interval_minutes or None)
         return data, min(num_series, data.num_series), min(cl_series, data.num_series)
     if dataset == "cesnet":
-        return load_cesnet_timeseries24(max(num_series, cl_series)), num_series, cl_series
+        from dataclasses import replace
+
+        from ..data._cache import data_root
+
+        data = load_cesnet_timeseries24(max(num_series, cl_series))
+        return replace(data, source=f"{data.source} in {data_root()}"), num_series, cl_series
     data = synthetic_network_traffic(num_series=max(num_series, cl_series), num_weeks=num_weeks, seed=seed)
     return data, num_series, cl_series
 
@@ -214,7 +220,8 @@ def cl_tasks(cl_values, splits: dict, context_steps: int, target_index: int, **t
 
 
 def run_cl(tasks: dict, model_fn, methods, cl_seeds: int, *, seed: int, workers: int = 1, progress=None,
-           strategy_kwargs: dict | None = None, null_control: bool = False, **train_kw) -> dict:
+           strategy_kwargs: dict | None = None, null_control: bool = False, device="cpu", precision: str = "fp32",
+           **train_kw) -> dict:
     """Every (method, split, seed) CL run; ``{(m, n, s): {"M", "avg_mse", "bwt", "forgetting"}}``.
 
     Run ``s`` uses seed ``seed + s`` (model initialisation and batch order), the same for
@@ -223,7 +230,18 @@ def run_cl(tasks: dict, model_fn, methods, cl_seeds: int, *, seed: int, workers:
     (``naive``) on the first split under seeds ``seed + cl_seeds + s`` as runs
     ``("naive", first, cl_seeds + s)``: the seed-offset null control of
     :func:`clkit.taskification.verdicts.cl_verdicts`.
+
+    Every run trains on ``device`` in ``precision``
+    (:func:`~clkit.taskification.forecasting.continual_forecasting`). ``workers > 1`` forks
+    processes, which only the CPU allows (CUDA does not survive a fork): on another device
+    pass ``RunDevice.workers(workers)``, which is 1 there.
     """
+    from ..device import as_device
+
+    if workers > 1 and as_device(device).type != "cpu":
+        raise ValueError(f"workers must be 1 on device {as_device(device)} (the runs would fork and CUDA does not "
+                         f"survive a fork), got {workers}; pass RunDevice.workers(cl_workers)")
+    train_kw.update(device=device, precision=precision)
     runs = [(m, n, s) for m in methods for n in tasks for s in range(cl_seeds)]
     if null_control and "naive" in methods:
         runs += [("naive", next(iter(tasks)), cl_seeds + s) for s in range(cl_seeds)]

@@ -1,0 +1,377 @@
+"""The 01_taskification run's budget: its continual-forecasting work, counted and timed on its device.
+
+Only the CL part (section 7 of the notebook) trains, and it dominates a paper-scale run.
+:func:`cl_work` counts it from the task sizes alone (:func:`~clkit.taskification.forecasting.forecast_task_sizes`,
+so a budget never builds windows that might not fit in memory):
+
+- **trainings**: ``(len(methods) * len(splits) + null control) * cl_seeds`` runs, the null control
+  being Finetune on the first split under ``cl_seeds`` further seeds (when ``naive`` is among the
+  methods);
+- **training steps**: per run, ``epochs * sum_k ceil(train_k / batch_size)``, an *upper bound*
+  (early stopping on the validation MSE ends most tasks sooner);
+- **training windows** (one forward and backward each): the steps' rows, plus Replay's memory
+  rows (up to one memory row per incoming row from the second task on, at most ``memory_size``
+  per step); EWC's Fisher passes (one per task, one gradient per training window);
+- **forward passes** and their windows (no gradient): validation after every epoch, the test
+  windows of every task after every task (``K`` rows of ``M``), and LwF's teacher (once per task
+  to record, then on every batch from the second task on).
+
+:func:`calibrate` times a few real steps of the notebook's own model with a strategy on the
+run's device (:func:`clkit.budget.time_per_call`) on windows of the real shape (random
+values: the cost of a step does not depend on them), at the largest batch the run will
+use and at one window (a fixed part per call and a part per window), and a forward pass
+the same way; :func:`task_overheads` times a two-task run of each method for the work at
+task boundaries (set-up, weight copies, EWC's Fisher set-up, LwF's teacher, Replay's
+memory). :func:`cl_budget` multiplies and prints a :class:`clkit.budget.Budget`
+paragraph with the memory the windows take.
+
+The profile, BPS and discrepancy analyses (sections 1-6) are NumPy on the CPU and not in
+the estimate.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .._seed import torch_seeded, torch_threads
+from .._validate import check_int
+from ..budget import Budget, Work, time_per_call
+from ..device import as_device, move
+from .forecasting import forecast_task_sizes
+
+__all__ = ["cl_work", "calibrate", "task_overheads", "cl_budget", "CLBudget", "window_bytes"]
+
+
+def _replay_memory(settings: dict | None) -> int:
+    """Replay's ``memory_size`` in this run (its settings, else the strategy's default)."""
+    from ..strategies import Replay
+
+    given = (settings or {}).get("replay", {}).get("memory_size")
+    return int(given if given is not None else inspect.signature(Replay.__init__).parameters["memory_size"].default)
+
+
+def _batches(rows: int, batch_size: int) -> list[int]:
+    """The rows of each step over ``rows`` windows (the last batch may be short)."""
+    full, rest = divmod(int(rows), batch_size)
+    return [batch_size] * full + ([rest] if rest else [])
+
+
+def cl_work(sizes: dict, methods, cl_seeds: int, *, epochs: int, batch_size: int, null_control: bool = True,
+            settings: dict | None = None) -> dict:
+    """Count the CL runs, steps, evaluation passes and windows of a run from its task sizes.
+
+    Parameters
+    ----------
+    sizes : dict
+        ``{split: array (num_tasks, 3)}``: train, validation and test windows per task, all
+        series (:func:`~clkit.taskification.forecasting.forecast_task_sizes`).
+    methods : list of str
+    cl_seeds : int
+    epochs : int
+        Maximum epochs per task (an upper bound: early stopping).
+    batch_size : int
+    null_control : bool
+        Finetune on the first split under ``cl_seeds`` further seeds (with ``naive`` in ``methods``).
+    settings : dict, optional
+        ``{method: keyword arguments}``: Replay's ``memory_size``.
+
+    Returns
+    -------
+    dict
+        ``trainings``; ``runs`` (``{(method, split): count}``); ``steps`` and ``train_windows``
+        (the rows they train on, Replay's memory rows included); ``fisher_passes`` and
+        ``fisher_windows`` (EWC, one pass over each task's training windows); ``passes`` and
+        ``forward_windows`` (evaluation and LwF's teacher: forward passes without a gradient);
+        ``steps_per_run`` (``{split: steps of one run}``); ``task_trainings`` (``{method: tasks
+        trained over all its runs}``). Steps, windows and validation passes are upper bounds
+        (every epoch run).
+
+    Examples
+    --------
+    Two splits (2 tasks of 10/2/2 windows, 1 task of 20/3/3), batch 4, 2 epochs, one seed:
+
+    >>> sizes = {"a": np.array([[10, 2, 2], [10, 2, 2]]), "b": np.array([[20, 3, 3]])}
+    >>> w = cl_work(sizes, ["naive"], 1, epochs=2, batch_size=4)
+    >>> w["trainings"], w["runs"], w["steps_per_run"]
+    (3, {('naive', 'a'): 2, ('naive', 'b'): 1}, {'a': 12, 'b': 10})
+    >>> w["steps"], w["train_windows"]          # 2 * 12 + 10 steps; 2 * (2 * 20) + 2 * 20 rows
+    (34, 120)
+    >>> w["passes"], w["forward_windows"], w["task_trainings"]   # a run of a: 2 * 2 validation + 2 * 2 test passes
+    (19, 41, {'naive': 5})
+    """
+    cl_seeds = check_int("cl_seeds", cl_seeds, low=1)
+    epochs = check_int("epochs", epochs, low=1)
+    batch_size = check_int("batch_size", batch_size, low=1)
+    names = list(sizes)
+    runs = {(m, n): cl_seeds for m in methods for n in names}
+    if null_control and "naive" in methods and names:
+        runs[("naive", names[0])] += cl_seeds
+    memory = _replay_memory(settings) if "replay" in methods else 0
+    out = dict.fromkeys(("steps", "train_windows", "fisher_passes", "fisher_windows", "passes", "forward_windows"), 0)
+    steps_per_run, tasks = {}, dict.fromkeys(methods, 0)
+    for n in names:
+        s = np.asarray(sizes[n], dtype=np.int64).reshape(-1, 3)
+        tr, va, te = s[:, 0], s[:, 1], s[:, 2]
+        K = len(s)
+        batches = [_batches(v, batch_size) for v in tr]
+        run_steps = epochs * sum(len(b) for b in batches)
+        steps_per_run[n] = run_steps
+        later_steps = epochs * sum(len(b) for b in batches[1:])     # steps from the second task on
+        later_rows = int(tr[1:].sum())
+        base = {"steps": run_steps, "train_windows": epochs * int(tr.sum()),
+                # validation after every epoch, then every task's test windows after each task (a row of M)
+                "passes": epochs * int((va > 0).sum()) + K * int((te > 0).sum()),
+                "forward_windows": epochs * int(va.sum()) + K * int(te.sum())}
+        for m in methods:
+            tasks[m] += runs[(m, n)] * K
+            work = dict(base)
+            if m == "replay":      # a memory row per incoming row from the second task on, at most memory_size
+                work["train_windows"] += epochs * sum(min(r, memory) for b in batches[1:] for r in b)
+            elif m == "ewc":       # the Fisher after each task: one gradient per training window
+                work["fisher_passes"] = K
+                work["fisher_windows"] = int(tr.sum())
+            elif m == "lwf":       # the teacher records each later task once, then runs on every batch
+                work["passes"] += (K - 1) + later_steps
+                work["forward_windows"] += later_rows + epochs * later_rows
+            for k, v in work.items():
+                out[k] += runs[(m, n)] * v
+    return {"trainings": sum(runs.values()), "runs": runs, **out, "steps_per_run": steps_per_run,
+            "task_trainings": tasks}
+
+
+def window_bytes(num_windows: int, context: int, num_features: int) -> int:
+    """Bytes of ``num_windows`` float32 windows ``(context, num_features)`` and their targets.
+
+    Examples
+    --------
+    >>> window_bytes(1000, 288, 12)
+    13828000
+    """
+    return int(num_windows) * (int(context) * int(num_features) + 1) * 4
+
+
+def _linear(t_one: float, t_batch: float, batch: int) -> tuple[float, float]:
+    """``(fixed, per_window)`` of ``t(n) = fixed + per_window * n`` through ``t(1)`` and ``t(batch)`` (both >= 0).
+
+    Examples
+    --------
+    >>> _linear(3.0, 21.0, 10)
+    (1.0, 2.0)
+    """
+    if batch <= 1:
+        return 0.0, t_batch
+    per = max(t_batch - t_one, 0.0) / (batch - 1)
+    return max(t_one - per, 0.0), per
+
+
+def calibrate(model_fn, *, num_features: int, context: int, batch: int, device="cpu", precision: str = "fp32",
+              seed: int = 0, method: str = "naive", num_threads: int | None = 1, repeats: int = 3,
+              max_seconds: float = 10.0) -> dict:
+    """Seconds of a real training step and of a forward pass of ``model_fn()`` on ``device``: fixed + per window.
+
+    The model is built on the CPU under ``seed`` (the run's global random state is left as it
+    was) and trained by ``method`` on random windows of shape ``(n, context, num_features)``
+    moved to the device once; :func:`clkit.budget.time_per_call` gives the median of
+    ``repeats`` steps after a warm-up step (CUDA synchronised), at ``n = 1`` and at
+    ``n = batch``. A straight line through the two gives each call's fixed part (the
+    kernels of eight blocks, the optimizer) and its part per window.
+
+    Returns
+    -------
+    dict
+        ``step_fixed``, ``step_window``, ``forward_fixed``, ``forward_window`` (seconds),
+        ``step`` and ``forward`` (seconds per call at ``batch``), ``batch``, ``method``,
+        ``text`` (what was timed).
+
+    Examples
+    --------
+    >>> from clkit.models.transformer import TimeSeriesTransformer
+    >>> c = calibrate(lambda: TimeSeriesTransformer(3, 8, 4, 1, 1, target_index=0), num_features=3, context=8,
+    ...               batch=4, repeats=1)
+    >>> c["step"] > 0 and c["forward"] > 0, c["text"][:7]
+    (True, '1 steps')
+    """
+    from ..strategies import make_strategy
+
+    batch = check_int("batch", batch, low=1)
+    device = as_device(device)
+    gen = torch.Generator().manual_seed(int(seed))
+    x = move(torch.randn(batch, context, num_features, generator=gen), device)
+    y = move(torch.randn(batch, 1, generator=gen), device)
+    timed = {}
+    with torch_threads(num_threads), torch_seeded(seed):
+        strategy = make_strategy(method, model_fn(), loss="mse", optimizer="adamw", batch_size=batch, seed=seed,
+                                 device=device, precision=precision)
+        for n in sorted({1, batch}):
+            xb, yb = x[:n], y[:n]
+            timed[n] = (time_per_call(lambda: strategy.train_step(xb, yb), device=device, warmup=1, repeats=repeats,
+                                      max_seconds=max_seconds),
+                        time_per_call(lambda: strategy.predict(xb), device=device, warmup=1, repeats=repeats,
+                                      max_seconds=max_seconds))
+    step_fixed, step_window = _linear(timed[1][0], timed[batch][0], batch)
+    fwd_fixed, fwd_window = _linear(timed[1][1], timed[batch][1], batch)
+    model = strategy.model
+    size = sum(p.numel() for p in model.parameters())
+    text = (f"{repeats} steps of {type(model).__name__} ({size:,} parameters) with {method} at batch 1 and "
+            f"{batch} on {device} ({precision}): a step {_ms(step_fixed)} + {_ms(step_window)} per window, a "
+            f"forward pass {_ms(fwd_fixed)} + {_ms(fwd_window)} per window")
+    return {"step_fixed": step_fixed, "step_window": step_window, "forward_fixed": fwd_fixed,
+            "forward_window": fwd_window, "step": timed[batch][0], "forward": timed[batch][1], "batch": batch,
+            "method": method, "text": text}
+
+
+def _priced(work: dict, cal: dict) -> tuple[float, float]:
+    """Seconds of the counted training (steps, Fisher passes) and forward work at the calibrated unit costs."""
+    train = ((work["steps"] + work["fisher_passes"]) * cal["step_fixed"]
+             + (work["train_windows"] + work["fisher_windows"]) * cal["step_window"])
+    return train, work["passes"] * cal["forward_fixed"] + work["forward_windows"] * cal["forward_window"]
+
+
+def task_overheads(model_fn, methods, cal: dict, *, num_features: int, context: int, batch_size: int, device="cpu",
+                   precision: str = "fp32", seed: int = 0, num_threads: int | None = 1,
+                   settings: dict | None = None) -> dict:
+    """Seconds per task that each method spends besides its steps and forward passes.
+
+    Runs :func:`~clkit.taskification.forecasting.continual_forecasting` on two tasks of
+    two training, one validation and one test window (random values of the real shape),
+    twice per method, and subtracts what ``cal`` (:func:`calibrate`) prices its steps and
+    passes at: what remains is the work at a task boundary -- building the model and the
+    strategy, copying the best weights, EWC's Fisher set-up, LwF's teacher copy, Replay's
+    memory -- split over the two tasks.
+
+    Returns
+    -------
+    dict
+        ``{method: seconds per task}`` (>= 0).
+    """
+    from ..strategies import Task
+    from .forecasting import ForecastTask, continual_forecasting
+
+    gen = torch.Generator().manual_seed(int(seed))
+
+    def part(n):
+        return Task(torch.randn(n, context, num_features, generator=gen), torch.randn(n, 1, generator=gen))
+
+    tasks = [ForecastTask(part(2), part(1), part(1)) for _ in range(2)]
+    sizes = {"two tasks": np.array([[2, 1, 1], [2, 1, 1]])}
+    out = {}
+    for m in methods:
+        times = []
+        for _ in range(2):    # the first run pays one-off costs (allocations, imports)
+            start = time.perf_counter()
+            continual_forecasting(tasks, model_fn, m, max_epochs=1, batch_size=batch_size, seed=seed,
+                                  strategy_kwargs=(settings or {}).get(m), num_threads=num_threads, device=device,
+                                  precision=precision)
+            times.append(time.perf_counter() - start)
+        work = cl_work(sizes, [m], 1, epochs=1, batch_size=batch_size, null_control=False, settings=settings)
+        out[m] = max(min(times) - sum(_priced(work, cal)), 0.0) / 2
+    return out
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
+
+
+@dataclass
+class CLBudget(Budget):
+    """A :class:`clkit.budget.Budget` that also states the memory the windows take."""
+
+    host_bytes: int = 0
+    device_bytes: int = 0
+    host_memory_gib: float | None = None
+    device_memory_gib: float | None = None
+
+    def text(self) -> str:
+        gib = lambda b: f"{b / 2 ** 30:.3g} GiB"  # noqa: E731
+        mem = (f" The windows take {gib(self.host_bytes)} of host memory (every split at once)"
+               + (f" of this machine's {self.host_memory_gib:g} GiB" if self.host_memory_gib else "")
+               + (f" and {gib(self.device_bytes)} on the device (one split per run, moved once)"
+                  + (f" of its {self.device_memory_gib:g} GiB" if self.device_memory_gib else "")
+                  if self.device_bytes else "") + ".")
+        over = [what for what, need, have in (("host", self.host_bytes, self.host_memory_gib),
+                                              ("device", self.device_bytes, self.device_memory_gib))
+                if have and need > have * 2 ** 30]
+        if over:
+            mem += (f" That exceeds the {' and the '.join(over)} memory: raise `stride` or lower `cl_series` "
+                    "to run here.")
+        return super().text() + mem
+
+    def record(self) -> dict:
+        return {**super().record(), "window_bytes_host": self.host_bytes, "window_bytes_device": self.device_bytes}
+
+
+def cl_budget(splits: dict, *, methods, cl_seeds: int, cl_series: int, context: int, stride: int,
+              context_across_tasks: bool, epochs: int, batch_size: int, model_fn, num_features: int, device,
+              seed: int = 0, workers: int = 1, num_threads: int | None = 1, null_control: bool = True,
+              settings: dict | None = None, max_seconds: float = 10.0) -> CLBudget:
+    """The budget of the notebook's CL part: counted (:func:`cl_work`), timed (:func:`calibrate`), priced.
+
+    Parameters
+    ----------
+    splits : dict
+        ``{name: Taskification}``.
+    device : clkit.device.RunDevice
+        The run's device and precision (a ``torch.device`` or name is taken as fp32).
+    workers : int
+        Processes sharing the runs (``RunDevice.workers(cl_workers)``).
+    Other parameters
+        As the notebook's (``cl_series`` series, ``stride``, ...); ``settings`` are the
+        learners' settings (Replay's ``memory_size``).
+
+    Returns
+    -------
+    CLBudget
+    """
+    from ..device import RunDevice
+
+    precision = device.precision if isinstance(device, RunDevice) else "fp32"
+    info = device.info if isinstance(device, RunDevice) else {}
+    dev = as_device(device)
+    sizes = {n: forecast_task_sizes(tau, context, num_series=cl_series, stride=stride,
+                                    context_across_tasks=context_across_tasks) for n, tau in splits.items()}
+    work = cl_work(sizes, methods, cl_seeds, epochs=epochs, batch_size=batch_size, null_control=null_control,
+                   settings=settings)
+    largest = max(int(s[:, 0].max()) for s in sizes.values())
+    cal = calibrate(model_fn, num_features=num_features, context=context, batch=max(1, min(batch_size, largest)),
+                    device=dev, precision=precision, seed=seed, num_threads=num_threads, max_seconds=max_seconds)
+    train_s, eval_s = _priced(work, cal)
+    overhead = task_overheads(model_fn, methods, cal, num_features=num_features, context=context,
+                              batch_size=batch_size, device=dev, precision=precision, seed=seed,
+                              num_threads=num_threads, settings=settings)
+    boundaries = sum(work["task_trainings"].values())
+    boundary_s = sum(work["task_trainings"][m] * overhead[m] for m in methods)
+    counts = {n: len(s) for n, s in sizes.items()}
+    windows = {n: "/".join(str(int(v)) for v in s.sum(axis=0)) for n, s in sizes.items()}
+    null = "naive" in methods and null_control
+    detail = (f"({len(methods)} methods x {len(splits)} splits{' + 1 null control' if null else ''}) x "
+              f"{cl_seeds} seeds; tasks per split " + ", ".join(f"{n}: {k}" for n, k in counts.items())
+              + "; train/validation/test windows per split (all tasks, " + f"{cl_series} series) "
+              + ", ".join(f"{n}: {w}" for n, w in windows.items())
+              + f"; at most {epochs} epoch{'s' if epochs != 1 else ''} per task (early stopping ends most tasks "
+              "sooner)")
+    total = {n: int(s.sum()) for n, s in sizes.items()}
+    host = window_bytes(sum(total.values()), context, num_features)
+    on_device = window_bytes(max(total.values()), context, num_features) if dev.type != "cpu" else 0
+    return CLBudget(
+        "01_taskification", f"{dev} ({info.get('name', dev.type)})", work["trainings"],
+        [Work("training steps (an upper bound)", work["steps"], train_s / max(work["steps"], 1),
+              cal["text"] + f"; {work['train_windows']:,} windows in the steps (Replay's memory rows included) "
+              f"and EWC's {work['fisher_passes']:,} Fisher passes over {work['fisher_windows']:,} windows priced "
+              "as steps"),
+         Work("forward passes (validation every epoch, every task's test windows after each task, LwF's "
+              "teacher)", work["passes"], eval_s / max(work["passes"], 1),
+              f"{work['forward_windows']:,} windows, priced as the timed forward passes"),
+         Work("task boundaries (model and strategy set-up, best-weight copies, Fisher set-up, teacher copies, "
+              "memory updates)", boundaries, boundary_s / max(boundaries, 1),
+              "a two-task run of each method timed, less its steps and passes: "
+              + ", ".join(f"{m} {_ms(v)}" for m, v in overhead.items()) + " per task")],
+        parallel=max(int(workers), 1), detail=detail,
+        leaves_out="loading, figures, verdicts and the profile, BPS and baseline analyses (NumPy on the CPU "
+                   "whatever the device)", host_bytes=host, device_bytes=on_device,
+        host_memory_gib=info.get("memory_gib") if dev.type == "cpu" else None,
+        device_memory_gib=info.get("memory_gib") if dev.type == "cuda" else None)
