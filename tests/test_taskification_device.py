@@ -109,14 +109,17 @@ def test_tasks_move_once_per_run():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("method", METHODS)
-def test_cuda_forecasting_runs_and_stays_near_the_cpu(method):
-    """A CL run on CUDA gives finite errors of the CPU's size. Not equal: dropout draws from CUDA's
-    generator, so the runs differ by their dropout masks, not only by rounding."""
+def test_cuda_forecasting_matches_the_cpu(method):
+    """A CL run on CUDA ends within float32 rounding of the CPU's (same initial weights, same batch
+    orders from the CPU generators). Without dropout: with it, CUDA's generator would draw other masks."""
+    def model():
+        return TimeSeriesTransformer(3, 8, 8, 2, 2, target_index=0, dropout=0.0)
+
     tasks = _tasks(num_series=2)
-    kw = dict(max_epochs=3, batch_size=8, strategy_kwargs=LEARNER_DEFAULTS.get(method))
-    cpu = continual_forecasting(tasks, _model, method, **kw)
-    cuda = continual_forecasting(tasks, _model, method, device="cuda", **kw)
-    assert np.isfinite(cuda).all() and np.allclose(cuda, cpu, rtol=0.5, atol=5.0)
+    kw = dict(max_epochs=2, batch_size=8, strategy_kwargs=LEARNER_DEFAULTS.get(method))
+    cpu = continual_forecasting(tasks, model, method, **kw)
+    cuda = continual_forecasting(tasks, model, method, device="cuda", **kw)
+    assert np.isfinite(cuda).all() and np.allclose(cuda, cpu, rtol=0.05, atol=1e-3)
 
 
 # ------------------------------------------------------------------------------------ budget
