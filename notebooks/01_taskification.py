@@ -101,8 +101,8 @@ seed: int = 0  # seeds data generation, neighbourhood draws, model init, batch o
 # **Rehearsal.** `rehearse: true` runs this parameter set end to end on a fabricated
 # CESNET-TimeSeries24 database written in cesnet-tszoo's own layout, read by the real
 # loader, with sizes, counts and epochs cut by one rule (`clkit.taskification.rehearsal`);
-# the transformer keeps its architecture. It checks that the paper's code paths run: its
-# numbers describe fabricated data.
+# the transformer keeps its blocks, width and heads (its context, an input length, is
+# cut). It checks that the paper's code paths run: its numbers describe fabricated data.
 
 # %%
 from IPython.display import Markdown, display
