@@ -91,10 +91,10 @@ batch_size: int = 64  # mini-batch size (paper: 256; smaller: more steps per tas
 cl_seeds: int = 4  # seeds per method and split, paired; 4 or more conclude
 torch_threads: int = 1  # torch CPU threads per CL run (1 is fastest here)
 cl_workers: int = 2  # CL runs in parallel processes (one per core)
-device: str = "auto"  # auto (CUDA when available, else CPU) | cpu | cuda | cuda:N | mps
-precision: str = "fp32"  # fp32 | bf16 | fp16: autocast of the forward passes (fp16 needs CUDA)
-deterministic: bool = False  # PyTorch's deterministic algorithms (reproducible on CUDA; slower)
-rehearse: bool = False  # the parameter set on fabricated files in the real formats, sizes cut (clkit.rehearsal)
+device: str = "auto"  # auto (CUDA if available, else CPU) | cpu | cuda | cuda:N | mps
+precision: str = "fp32"  # fp32 | bf16 | fp16: autocast dtype (fp16 needs CUDA)
+deterministic: bool = False  # PyTorch deterministic algorithms (reproducible, slower)
+rehearse: bool = False  # the paper set on fabricated files, sizes cut (clkit.rehearsal)
 seed: int = 0  # seeds data generation, neighbourhood draws, model init, batch order
 
 # %% [markdown]

@@ -90,10 +90,10 @@ intra_weight: float = -1.0
 # a text file with one name per line or of a YAML list)
 classic_datasets: list = ["cifar100", "cub200", "imagenet_r"]
 classic_num_tasks: int = 10  # tasks in the classic settings
-device: str = "auto"  # auto (CUDA when available, else CPU) | cpu | cuda | cuda:N | mps
-precision: str = "fp32"  # fp32 | bf16 | fp16: autocast of the forward passes (fp16 needs CUDA)
-deterministic: bool = False  # PyTorch's deterministic algorithms (reproducible on CUDA; slower)
-rehearse: bool = False  # the parameter set on fabricated files in the real formats, sizes cut (clkit.rehearsal)
+device: str = "auto"  # auto (CUDA if available, else CPU) | cpu | cuda | cuda:N | mps
+precision: str = "fp32"  # fp32 | bf16 | fp16: autocast dtype (fp16 needs CUDA)
+deterministic: bool = False  # PyTorch deterministic algorithms (reproducible, slower)
+rehearse: bool = False  # the paper set on fabricated files, sizes cut (clkit.rehearsal)
 
 # %% [markdown]
 # **Rehearsal.** With `rehearse: true` the same cells run on fabricated files in the real

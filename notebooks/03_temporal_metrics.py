@@ -76,10 +76,10 @@ separation_start: float = 4.0  # synthetic difficulty: class-mean distance, firs
 separation_end: float = 1.0  # synthetic difficulty: class-mean distance, last period
 seed: int = 0  # one seed for data splits, model initialisation and batch order
 verdict_seeds: int = 4  # seeds seed, seed+1, ... paired in the verdicts (0: none)
-device: str = "auto"  # auto (CUDA when available, else CPU) | cpu | cuda | cuda:N | mps
-precision: str = "fp32"  # fp32 | bf16 | fp16: autocast of the forward passes (fp16 needs CUDA)
-deterministic: bool = False  # PyTorch's deterministic algorithms (reproducible on CUDA; slower)
-rehearse: bool = False  # the parameter set on fabricated files in the real formats, sizes cut (clkit.rehearsal)
+device: str = "auto"  # auto (CUDA if available, else CPU) | cpu | cuda | cuda:N | mps
+precision: str = "fp32"  # fp32 | bf16 | fp16: autocast dtype (fp16 needs CUDA)
+deterministic: bool = False  # PyTorch deterministic algorithms (reproducible, slower)
+rehearse: bool = False  # the paper set on fabricated files, sizes cut (clkit.rehearsal)
 
 # %% [markdown]
 # **Rehearsal.** With `rehearse: true` the run goes on exactly as a `paper` run does (the

@@ -86,12 +86,12 @@ image_size: int = 8  # side of the square images (paper: 64)
 channels: int = 3  # 3: grey images replicated to RGB (paper) | 1: RGB averaged to grey
 seed: int = 0  # first seed (subsampling, initialisation, batch order, memories)
 seeds: int = 6  # seed, seed+1, ...: pairs per verdict (fewer than 4: no conclusion)
-workers: int = 2  # processes for the training runs on the CPU (results do not depend on it)
+workers: int = 2  # CPU processes for the training runs (results do not depend on it)
 num_threads: int = 1  # torch CPU threads per process (0: torch's default)
-device: str = "auto"  # auto (CUDA when available, else CPU) | cpu | cuda | cuda:N | mps
-precision: str = "fp32"  # fp32 | bf16 | fp16: autocast of the forward passes (fp16 needs CUDA)
-deterministic: bool = False  # PyTorch's deterministic algorithms (reproducible on CUDA; slower)
-rehearse: bool = False  # the parameter set on fabricated files in the real formats, sizes cut (clkit.rehearsal)
+device: str = "auto"  # auto (CUDA if available, else CPU) | cpu | cuda | cuda:N | mps
+precision: str = "fp32"  # fp32 | bf16 | fp16: autocast dtype (fp16 needs CUDA)
+deterministic: bool = False  # PyTorch deterministic algorithms (reproducible, slower)
+rehearse: bool = False  # the paper set on fabricated files, sizes cut (clkit.rehearsal)
 
 # %% [markdown]
 # **Rehearsal.** With `rehearse = true` the run keeps this parameter set's structure (with

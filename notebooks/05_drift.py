@@ -97,10 +97,10 @@ eval_every_authors: int = 100  # Delta of the authors protocol (their code: 100;
 joint_epochs: int = 10  # epochs of the offline Joint bound (text protocol; authors: 1)
 tau: float = 0.9  # overlap-index dominance threshold (the authors' value)
 seeds: list = [1, 2, 3, 4]  # stream, model and method seeds (verdicts need 4 or more)
-device: str = "auto"  # auto (CUDA when available, else CPU) | cpu | cuda | cuda:N | mps
-precision: str = "fp32"  # fp32 | bf16 | fp16: autocast of the forward passes (fp16 needs CUDA)
-deterministic: bool = False  # PyTorch's deterministic algorithms (reproducible on CUDA; slower)
-rehearse: bool = False  # the parameter set on fabricated files in the real formats, sizes cut (clkit.rehearsal)
+device: str = "auto"  # auto (CUDA if available, else CPU) | cpu | cuda | cuda:N | mps
+precision: str = "fp32"  # fp32 | bf16 | fp16: autocast dtype (fp16 needs CUDA)
+deterministic: bool = False  # PyTorch deterministic algorithms (reproducible, slower)
+rehearse: bool = False  # the paper set on fabricated files, sizes cut (clkit.rehearsal)
 
 # %% [markdown]
 # **Rehearsal.** With `rehearse = True` the parameter set runs on fabricated files written
