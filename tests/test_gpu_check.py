@@ -42,3 +42,27 @@ def test_the_script_runs_its_timed_units_on_the_cpu(tmp_path):
     for unit in ("WideVGG9 SGD step", "transformer AdamW step", "GCN online step", "GCN evaluation", "EDGE truth"):
         assert unit in text
     assert "error" not in text and "| nan" not in text
+
+
+def test_paper_sized_models_take_a_step_on_the_cpu(one_torch_thread):
+    """The paper-only architectures at their paper sizes -- WideVGG9 on 64x64 images, the 8-block
+    forecaster on 288 steps of context -- take a training step (a small batch) on the CPU and on meta,
+    so the sizes the GPU check times are ones the code runs."""
+    import torch
+
+    from clkit.device import DeviceAudit
+    from clkit.models.cnn import make_backbone
+    from clkit.models.transformer import TimeSeriesTransformer
+    from clkit.strategies import Task, make_strategy
+
+    cases = [(lambda: make_backbone("wide_vgg9", 3, 60, 64), (3, 64, 64), "cross_entropy", torch.tensor([0, 1, 2, 3])),
+             (lambda: TimeSeriesTransformer(num_features=12, context=288, d_model=32, num_layers=8, num_heads=4,
+                                            target_index=0), (288, 12), "mse", torch.zeros(4, 1))]
+    for build, shape, loss, y in cases:
+        for device in ("cpu", "meta"):
+            torch.manual_seed(0)
+            s = make_strategy("naive", build(), device=device, loss=loss, batch_size=4)
+            task = Task(torch.randn(4, *shape), y)
+            with DeviceAudit(device):
+                history = s.train_task(task)
+            assert len(history) == 1 and (device == "meta" or math.isfinite(history[0]))

@@ -225,7 +225,8 @@ def test_paper_set_rehearsed_end_to_end(tmp_path, dataset, periods):
     res = json.loads((path / "results.json").read_text())
     r = res["results"]
     assert f"Wild-Time {dataset} via wild-time-data" in r["data_source"]
-    assert f"rehearsal-data/wild-time/{dataset}.hdf5" in r["data_source"]
+    assert f"{r['rehearsal']['data_root']}/wild-time/{dataset}.hdf5" in r["data_source"]
+    assert r["rehearsal"]["data_root"].endswith("rehearsal/03_temporal_metrics")
     assert r["num_periods"] == periods and res["params"]["hidden"] == [256, 128]
     cut = {c["parameter"]: (c["given"], c["used"]) for c in r["rehearsal"]["cut"]}
     assert cut["epochs"] == (20, 2) and cut["verdict_seeds"] == (6, trh.MIN_SEEDS)
