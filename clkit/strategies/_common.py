@@ -177,7 +177,8 @@ def per_sample_mean(model: nn.Module, sample_loss, x, y, transform=torch.square,
     Per-sample gradients come from ``torch.func`` (``vmap(grad(...))``) in chunks
     sized to stay within ``budget_bytes`` (32 MiB by default: measured 1.2-1.5x faster than
     256 MiB chunks for a CNN and the transformer, whose per-sample gradients then stay nearer
-    the caches); with ``transform=torch.square`` the result is the diagonal empirical Fisher of
+    the caches), and of at least 8 rows (a model of millions of parameters goes 8 rows at a
+    time rather than one); with ``transform=torch.square`` the result is the diagonal empirical Fisher of
     ``sample_loss``.
 
     Models whose trainable parameters all sit in ``nn.Linear`` layers applied once to
@@ -238,7 +239,9 @@ def per_sample_mean(model: nn.Module, sample_loss, x, y, transform=torch.square,
     g = vmap(grad(one), in_dims=(None, 0, 0), randomness="different")
     n = len(y)
     numel = sum(p.numel() for p in params.values())
-    chunk = max(1, min(n, budget_bytes // (4 * max(numel, 1))))
+    # at least 8 rows per chunk: a model of millions of parameters (WideVGG9: 4.6 M) would otherwise go
+    # row by row, twice as slow (measured: 24 rows at 16x16 on one core, 2.05 s against 1.03 s)
+    chunk = max(min(n, 8), min(n, budget_bytes // (4 * max(numel, 1))))
     keys = list(params)
     total = [torch.zeros_like(params[k]) for k in keys]
     # A model with attention that reaches this path (clkit's transformer takes the hooked one) runs
