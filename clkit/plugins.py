@@ -433,7 +433,8 @@ def _example_mlp(in_features: int, num_classes: int):
 
 def train_sequences_sequentially(x_train, x_test, sequences, learner: str, config=None, *, seed: int = 0,
                                  model_factory=None, progress=None, num_threads: int | None = 1,
-                                 strategy_kwargs: dict | None = None) -> dict:
+                                 strategy_kwargs: dict | None = None, device=None,
+                                 precision: str | None = None) -> dict:
     """Train an ordinary ``Strategy`` on every class sequence, one sequence after the other.
 
     The drop-in for ``clkit.edge.learners.train_sequences`` for learners that are not
@@ -465,6 +466,10 @@ def train_sequences_sequentially(x_train, x_test, sequences, learner: str, confi
     strategy_kwargs : dict, optional
         Extra keyword arguments of the strategy (they may override ``lr``, ``momentum``,
         ``epochs`` and ``batch_size``).
+    device, precision : optional
+        Where and in which autocast dtype the strategy trains (a ``clkit.device.RunDevice``, a
+        ``torch.device`` or a name; default the CPU, fp32), as in
+        :func:`clkit.edge.learners.train_strategy_sequences`.
 
     Returns
     -------
@@ -485,4 +490,4 @@ def train_sequences_sequentially(x_train, x_test, sequences, learner: str, confi
     return train_strategy_sequences(x_train, x_test, sequences, strategy_class,
                                     LearnerConfig() if config is None else config, seed=seed,
                                     model_factory=model_factory, progress=progress, num_threads=num_threads,
-                                    strategy_kwargs=strategy_kwargs)
+                                    strategy_kwargs=strategy_kwargs, device=device, precision=precision)

@@ -219,3 +219,17 @@ def test_strategy_on_cuda_matches_cpu(name):
         runs[dev] = [p.detach().cpu() for p in s.model.parameters()]
     for a, b in zip(runs["cpu"], runs["cuda"]):
         torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-4)
+
+
+def test_plugin_sequence_training_takes_the_device():
+    """clkit.plugins.train_sequences_sequentially (EDGE's truth for any Strategy) trains on the device it
+    is given: on meta every accuracy is NaN and no CPU tensor meets the device."""
+    from clkit.plugins import train_sequences_sequentially
+
+    rng = np.random.default_rng(0)
+    x = (rng.normal(size=(4, 20, 3)) + 3 * np.eye(4, 3)[:, None, :]).astype("float32")
+    with dv.DeviceAudit(META):
+        out = train_sequences_sequentially(x, x, [[[0, 1], [2, 3]], [[2, 3], [0, 1]]], "ewc", device=META)
+    assert out["acc_matrix"].shape == (2, 2, 2) and np.isnan(out["avg_acc"]).all()
+    cpu = train_sequences_sequentially(x, x, [[[0, 1], [2, 3]]], "naive", device="cpu", precision="bf16")
+    assert 0.0 <= cpu["avg_acc"][0] <= 1.0
