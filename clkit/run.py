@@ -25,7 +25,7 @@ from ._io import atomic_write_json, replace_dir
 from .notebooks import (PARAM_SETS, check_values, list_notebooks, load_params, notebook_parameters,  # noqa: F401
                         notebook_path, notebooks_dir, param_sets, resolve_notebook)
 
-__all__ = ["execute", "run_notebook", "write_timings", "read_timings", "KERNEL_ARGS", "TIMINGS",
+__all__ = ["execute", "run_notebook", "write_timings", "read_timings", "kernel_did_not_start", "KERNEL_ARGS", "TIMINGS",
            "notebooks_dir", "notebook_path", "list_notebooks", "resolve_notebook", "param_sets",
            "notebook_parameters", "load_params", "check_values"]
 
@@ -47,7 +47,8 @@ def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) ->
     sees ``CLKIT_OUT_DIR=outdir`` and ``CLKIT_FIGURES_DIR`` (``figdir``, default
     ``outdir/figures``); a process-wide lock keeps concurrent calls from seeing
     each other's folders. ``progress=True`` shows a live line on stderr (cells
-    done / total, section, elapsed; see :mod:`clkit._progress`).
+    done / total, section, elapsed; see :mod:`clkit._progress`). A kernel that does not start
+    (:func:`kernel_did_not_start`) is started once more.
 
     Returns
     -------
@@ -87,10 +88,16 @@ def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) ->
             bar = contextlib.nullcontext()
         try:
             with bar:
-                pm.execute_notebook(str(notebook_path), str(partial), parameters=params,
-                                    kernel_name="python3", cwd=str(notebook_path.parent),
-                                    progress_bar=False, extra_arguments=KERNEL_ARGS,
-                                    engine_name=engine)
+                for attempt in (1, 2):
+                    try:
+                        pm.execute_notebook(str(notebook_path), str(partial), parameters=params,
+                                            kernel_name="python3", cwd=str(notebook_path.parent),
+                                            progress_bar=False, extra_arguments=KERNEL_ARGS,
+                                            engine_name=engine)
+                        break
+                    except RuntimeError as exc:
+                        if attempt == 2 or not kernel_did_not_start(exc):
+                            raise
             final = outdir / f"{stem}.ipynb"
             os.replace(partial, final)
         except pm.PapermillExecutionError as exc:
@@ -108,6 +115,22 @@ def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) ->
     out["runtime_s"] = round(time.perf_counter() - t0, 2)
     write_timings(final, outdir / TIMINGS)
     return out
+
+
+def kernel_did_not_start(exc: BaseException) -> bool:
+    """Whether ``exc`` says the kernel never started (no cell ran), so starting it again is safe.
+
+    It happens on a loaded machine, and when two kernels start at once and jupyter_client hands
+    both the same free port (the second one's bind fails: ``Address already in use``, then
+    ``Kernel didn't respond in 60 seconds``); :func:`execute` then starts the kernel once more.
+
+    Examples
+    --------
+    >>> kernel_did_not_start(RuntimeError("Kernel didn't respond in 60 seconds")), kernel_did_not_start(ValueError("x"))
+    (True, False)
+    """
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and ("Kernel didn't respond" in text or "Kernel died before replying" in text)
 
 
 def write_timings(executed, path) -> Path:

@@ -234,3 +234,35 @@ def test_ctrl_c_during_a_rerun_keeps_the_previous_result(tmp_path, monkeypatch, 
     assert json.loads((out / "00_tiny" / "run.json").read_text())["status"] == "failed"
     assert sorted(p.name for p in (out / "00_tiny").iterdir()) == ["00_tiny.failed.ipynb", "run.json",
                                                                   "timings.csv"]
+
+
+def test_a_kernel_that_does_not_start_is_started_once_more(tmp_path, monkeypatch):
+    """Two kernels starting at once can be handed the same port (jupyter_client), and then one never
+    answers: execute starts it once more instead of failing the run; a cell's error is not retried."""
+    import papermill as pm
+
+    from clkit.run import execute
+
+    calls = []
+    real = pm.execute_notebook
+
+    def flaky(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("Kernel didn't respond in 60 seconds")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pm, "execute_notebook", flaky)
+    nb = Path(__file__).with_name("tiny_notebook.py")
+    import jupytext
+
+    path = tmp_path / "00_tiny.ipynb"
+    jupytext.write(jupytext.read(nb), path)
+    out = execute(path, tmp_path / "out", {})
+    assert len(calls) == 2 and out["status"] == "ok"
+    calls.clear()
+    monkeypatch.setattr(pm, "execute_notebook", lambda *a, **k: (calls.append(1), (_ for _ in ()).throw(
+        RuntimeError("some other failure")))[0])
+    with pytest.raises(RuntimeError, match="some other failure"):
+        execute(path, tmp_path / "out2", {})
+    assert len(calls) == 1
