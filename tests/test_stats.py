@@ -48,8 +48,13 @@ def test_not_testable_and_degenerate_cases():
     assert stats.paired([1.0], [0.0]).decision == stats.NOT_TESTABLE
     same = stats.paired([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])
     assert same.decision == "no difference" and same.p == 1.0
+    # the same difference in every pair is no certainty: exact sign-flip, p = 2 / 2**n
     shift = stats.paired([1.5, 2.5, 3.5], [1.0, 2.0, 3.0])
-    assert shift.decision == "higher" and shift.p == 0.0
+    assert shift.decision == "no difference" and shift.p == 0.25 and "same difference in every pair" in shift.note
+    assert not np.isfinite(shift.ci_low) and "unbounded" in shift.wording
+    six = stats.paired([0.51, 0.52, 0.53, 0.54, 0.55, 0.56], [0.50, 0.51, 0.52, 0.53, 0.54, 0.55])
+    assert six.decision == "higher" and six.p == pytest.approx(2 / 2 ** 6) and six.ci_low == pytest.approx(0.01)
+    assert stats.paired([0.51, 0.52], [0.50, 0.51]).decision == "no difference"   # the n = 2 case
     holm = stats.holm([stats.paired([1.0], [0.0]), shift])
     assert holm[0].decision == stats.NOT_TESTABLE and holm[1].family == 1
 

@@ -10,6 +10,7 @@ Usage
     clkit sweep NOTEBOOK --grid GRID.yaml [--params BASE] [--out DIR] [--workers N]
                 [--scheduler ADDRESS] [--retry-failed]
     clkit summary DIR [--group-by COLUMN ...] [--columns PATTERN ...]
+    clkit plan RESULTS.json [--effect-sds K] [--effect X] [--power P] [--family M]
     clkit edge orders | metrics cl|temporal | drift stream | taskify bps ...
     clkit course build | grade ...
 
@@ -38,12 +39,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import course, drift, edge, metrics, run, summary, sweep, taskify
+from . import course, drift, edge, metrics, plan, run, summary, sweep, taskify
 
 __all__ = ["main", "build_parser", "SUBCOMMANDS"]
 
 #: subcommand modules, in the order ``clkit --help`` lists them
-SUBCOMMANDS = (run, sweep, summary, edge, metrics, drift, taskify, course)
+SUBCOMMANDS = (run, sweep, summary, plan, edge, metrics, drift, taskify, course)
 
 
 def build_parser() -> argparse.ArgumentParser:

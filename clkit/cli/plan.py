@@ -1,0 +1,39 @@
+"""``clkit plan``: how many seeds a study needs, from a pilot run's verdicts (:mod:`clkit.plan`)."""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["register"]
+
+
+def register(sub) -> None:
+    """Add ``plan`` to ``clkit``'s subparsers."""
+    s = sub.add_parser("plan", help="pairs (seeds, series, orders) a study needs, planned from a pilot run")
+    s.add_argument("results", help="a pilot run's results.json (e.g. runs/default/04_curriculum/results.json)")
+    s.add_argument("--effect-sds", type=float, default=2.0,
+                   help="effect to detect, in spreads of each row's paired differences (default 2)")
+    s.add_argument("--effect", type=float, default=None, help="an effect in the metric's own units, too")
+    s.add_argument("--power", type=float, default=0.8, help="target power (default 0.8)")
+    s.add_argument("--family", type=int, default=None,
+                   help="plan at this Holm family size (default: each row's own family)")
+    s.set_defaults(func=_cmd_plan)
+
+
+def _cmd_plan(args) -> int:
+    import pandas as pd
+
+    from ..plan import plan
+
+    try:
+        table = plan(args.results, effect=args.effect, effect_sds=args.effect_sds, power=args.power,
+                     family=args.family)
+    except ValueError as exc:
+        print(f"[clkit] ERROR: {exc}", file=sys.stderr)
+        return 1
+    with pd.option_context("display.max_rows", 500, "display.width", 200, "display.max_colwidth", 60,
+                           "display.float_format", "{:.4g}".format):
+        print(table.to_string())
+    print(f"\npairs needed for {round(100 * args.power)} % power at each row's level (alpha / family: the "
+          "family's strictest Holm step); blank: no effect to detect, or more than 100,000")
+    return 0

@@ -1,0 +1,107 @@
+"""How many seeds a study needs: the verdict rule's power, planned from a pilot run.
+
+A pilot run (any notebook's ``results.json``; ``smoke`` or ``default`` sizes) records every
+verdict with its per-seed values (:class:`clkit.stats.Verdict`: ``a``, ``b``). From each row's
+spread of paired differences, :func:`plan` says how many pairs (seeds, series, orders) the same
+rule needs to detect a stated effect -- or the effect the pilot observed -- with the stated power
+at the row's Holm level (``alpha / family``: the family's strictest step, a sure bound).
+``clkit plan RESULTS.json`` prints the table.
+
+Examples
+--------
+>>> rows = [{"comparison": "ewc − finetune", "a": [0.52, 0.48, 0.55, 0.50], "b": [0.50, 0.47, 0.51, 0.49],
+...          "family": 3, "alpha": 0.05, "role": "finding", "decision": "no difference"}]
+>>> t = plan(rows, effect_sds=2.0)
+>>> int(t.loc["ewc − finetune", "pairs for 2 spreads"]), int(t.loc["ewc − finetune", "pairs for the observed"])
+(6, 9)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .stats import ALPHA, NOT_TESTABLE, POWER, pairs_needed
+
+__all__ = ["plan", "verdict_rows"]
+
+
+def verdict_rows(results) -> list[dict]:
+    """The verdict dicts of a ``results.json`` (a path or its loaded dict): every list of dicts with
+    ``comparison``, ``a`` and ``decision`` under ``results`` (``verdicts``, and lists nested in dicts)."""
+    if not isinstance(results, dict):
+        path = Path(results)
+        if not path.is_file():
+            raise ValueError(f"results must be a results.json file or its dict, got {str(results)!r} (no such file)")
+        results = json.loads(path.read_text())
+    found = []
+
+    def walk(obj):
+        if isinstance(obj, list):
+            if obj and all(isinstance(v, dict) and {"comparison", "decision"} <= set(v) for v in obj):
+                found.extend(obj)
+            else:
+                for v in obj:
+                    walk(v)
+        elif isinstance(obj, dict):
+            for v in obj.values():
+                walk(v)
+
+    walk(results.get("results", results))
+    return found
+
+
+def plan(results, *, effect: float | None = None, effect_sds: float | None = 2.0, power: float = POWER,
+         family: int | None = None):
+    """Pairs needed per verdict row of a pilot run.
+
+    Parameters
+    ----------
+    results : path, dict or list of dict
+        A ``results.json`` (path or loaded), or verdict dicts.
+    effect : float, optional
+        An effect in the metric's own units to plan for (as ``effect - 0``).
+    effect_sds : float, optional
+        An effect in spreads of the row's paired differences (default 2).
+    power : float
+        Target power (default 0.8).
+    family : int, optional
+        The family size to plan at (default: each row's own Holm family).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per finding verdict: family, pairs in the pilot, sd of the differences, the
+        observed effect, and the pairs needed for the stated effect(s) and for the observed one.
+    """
+    import pandas as pd
+
+    if not (0 < power < 1):
+        raise ValueError(f"power must be in (0, 1), got {power!r}")
+    rows = results if isinstance(results, list) else verdict_rows(results)
+    out = []
+    for v in rows:
+        if v.get("role", "finding") != "finding" or v.get("decision") == NOT_TESTABLE or not v.get("a"):
+            continue
+        a = np.asarray(v["a"], dtype=float)
+        d = a - np.asarray(v["b"], dtype=float) if v.get("b") else a
+        if d.size < 2:
+            continue
+        sd, mean = float(d.std(ddof=1)), float(d.mean())
+        m = family or int(v.get("family", 1) or 1)
+        alpha = float(v.get("alpha", ALPHA) or ALPHA)
+        row = {"comparison": v["comparison"], "family": m, "pairs now": int(d.size), "sd of differences": sd,
+               "observed effect": mean}
+        if effect_sds is not None:
+            row[f"pairs for {effect_sds:g} spreads"] = pairs_needed(effect_sds, 1.0, family=m, alpha=alpha,
+                                                                   power_target=power)
+        if effect is not None:
+            row[f"pairs for effect {effect:g}"] = pairs_needed(effect, sd, family=m, alpha=alpha, power_target=power)
+        row["pairs for the observed"] = pairs_needed(mean, sd, family=m, alpha=alpha, power_target=power)
+        out.append(row)
+    if not out:
+        raise ValueError("no finding verdict with per-pair values (a, b) found; run the notebook with this "
+                         "version of clkit first")
+    return pd.DataFrame(out).set_index("comparison")

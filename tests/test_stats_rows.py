@@ -1,0 +1,132 @@
+"""clkit.stats for issue 38: rows that never contradict their decision, controls outside the findings'
+family, degenerate differences, per-row gates, primary and exploratory rows, power and planning, and
+verdicts derived again from their record."""
+
+import math
+
+import numpy as np
+import pytest
+
+from clkit import stats
+from clkit.plan import plan, verdict_rows
+
+
+def _family(seed=0, m=8, n=4, shift=0.6):
+    rng = np.random.default_rng(seed)
+    rows = [stats.paired(rng.normal(shift * (j % 3 == 0), 1.0, n), np.zeros(n), comparison=f"c{j}")
+            for j in range(m)]
+    return stats.holm(rows, name="fam")
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_no_row_reads_no_difference_beside_an_interval_that_excludes_zero(seed):
+    """The interval is taken at the level the (Holm-adjusted) decision uses: it excludes 0 exactly
+    when the row is a finding. Before, 95 % intervals sat beside Holm decisions and contradicted them."""
+    for v in _family(seed, n=4 + seed % 4):
+        excludes = v.ci_low > 0 or v.ci_high < 0
+        assert excludes == v.significant, (v.comparison, v.ci_low, v.ci_high, v.p, v.decision)
+        assert v.ci_level == pytest.approx(1 - v.alpha * v.p_raw / v.p)
+        if v.family > 1:
+            assert v.ci_level >= 0.95 - 1e-12
+
+
+def test_detectable_effect_is_at_the_decisions_level():
+    v = _family(1, m=6)[2]
+    level = 1 - v.ci_level
+    assert v.mde == pytest.approx(stats.min_detectable_effect(v.n, v.sd, level))
+    assert v.mde >= stats.min_detectable_effect(v.n, v.sd, 0.05)
+
+
+def test_controls_stay_outside_the_findings_family_at_their_own_level():
+    n = 5
+    rows = [stats.paired([0.3, 0.2, 0.25, 0.35, 0.3], [0.0] * n, comparison="a"),
+            stats.paired([0.1, -0.1, 0.2, 0.0, 0.1], [0.0] * n, comparison="b"),
+            stats.paired([0.02, 0.05, -0.01, 0.03, 0.04], [0.0] * n, comparison="null", role="null control",
+                         expect="no difference")]
+    adj = stats.holm(rows, name="f")
+    assert [v.family for v in adj] == [2, 2, 1]
+    assert adj[2] == rows[2] and adj[2].p == adj[2].p_raw        # the control is untouched
+
+
+def test_a_null_control_fails_when_the_rule_treats_items_as_independent_pairs():
+    """A rule that pools seeds x items as if every item were a pair finds the 'difference' between two
+    seed offsets of one learner (the items share each seed's offset); the rule over seeds does not."""
+    rng = np.random.default_rng(3)
+    seeds, items = 4, 50
+    offsets = rng.normal(0, 1, size=(2, seeds, 1))                   # per-seed shifts of each arm
+    a = offsets[0] + rng.normal(0, 0.1, size=(seeds, items))
+    b = offsets[1] + rng.normal(0, 0.1, size=(seeds, items))
+    wrong = stats.paired(a.ravel(), b.ravel(), comparison="pooled", role="null control", expect="no difference")
+    right = stats.paired(a.mean(1), b.mean(1), comparison="by seed", role="null control", expect="no difference")
+    assert wrong.control_ok is False and right.control_ok is True
+
+
+def test_zero_spread_is_decided_exactly_and_said():
+    same = stats.paired([0.5, 0.6, 0.7, 0.8], [0.5, 0.6, 0.7, 0.8])
+    assert same.p == 1.0 and same.note == "(identical in every pair)" and same.decision == "no difference"
+    four = stats.paired([0.51, 0.61, 0.71, 0.81], [0.50, 0.60, 0.70, 0.80])
+    assert four.p == pytest.approx(2 / 16) and four.decision == "no difference" and four.mde == math.inf
+    assert "unbounded" in stats.verdict_table([four]).iloc[0]["CI (level of the decision)"]
+    assert stats.sign_flip_p([1.0, 2.0, -1.0]) == pytest.approx(6 / 8)
+
+
+def test_the_gate_is_per_row_and_exploratory_rows_are_never_findings():
+    big = stats.paired([0.3, 0.32, 0.31, 0.29, 0.3], [0.0] * 5, comparison="enough", higher="A")
+    few = stats.paired([0.3, 0.32, 0.31], [0.0] * 3, comparison="few", higher="A")
+    side = stats.paired([0.3, 0.32, 0.31, 0.29, 0.3], [0.0] * 5, comparison="side", higher="A", scope="exploratory")
+    text = stats.closing_text([big, few, side], small_n=4)
+    assert "**Findings** (1 of 1): enough" in text
+    assert "**Too few pairs** (fewer than 4; shown, not findings): few" in text
+    assert "**Exploratory** (shown beside the claims, not findings): side" in text
+    assert stats.verdict_table([side]).iloc[0]["role"] == "exploratory"
+    with pytest.raises(ValueError, match="scope must be one of"):
+        stats.paired([1, 2], [0, 0], scope="secondary")
+
+
+def test_power_and_pairs_needed_agree():
+    for m in (1, 3, 13):
+        n = stats.pairs_needed(2.0, 1.0, family=m)
+        assert stats.power(n, 2.0, 0.05 / m) >= 0.8 > stats.power(n - 1, 2.0, 0.05 / m)
+    assert stats.pairs_needed(0.0, 1.0) is None and stats.pairs_needed(1.0, 0.0) == 2
+    v = stats.paired([0.02, -0.01, 0.03, 0.00], [0.0] * 4, comparison="small")
+    assert v.decision == "no difference" and v.pairs_for_observed > 4
+    assert f"about {v.pairs_for_observed} pairs would detect" in v.wording
+    text = stats.family_power_text(_family(2, m=3, n=4))
+    assert text.startswith("**What the run could detect**: fam (3 comparisons, 4 pairs)") and "6 pairs" in text
+
+
+def test_every_verdict_derives_again_from_its_record():
+    rows = _family(4, m=5) + [stats.paired([0.1, 0.0, 0.05, 0.02], [0.0] * 4, comparison="alone",
+                                           role="null control", expect="no difference")]
+    again = stats.rederive([v.to_dict() for v in rows])
+    for v, w in zip(rows, again):
+        assert (w.comparison, w.decision, w.family, w.family_name) == (v.comparison, v.decision, v.family, v.family_name)
+        assert w.p == pytest.approx(v.p) and w.ci_low == pytest.approx(v.ci_low)
+
+
+def test_plan_reads_a_results_record(tmp_path):
+    import json
+
+    rows = [v.to_dict() for v in _family(5, m=3, n=5)]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"results": {"verdicts": rows, "other": {"nested": rows[:1]}}}))
+    assert len(verdict_rows(path)) == 4
+    t = plan(path, effect_sds=2.0, effect=0.5)
+    assert list(t.columns) == ["family", "pairs now", "sd of differences", "observed effect", "pairs for 2 spreads",
+                               "pairs for effect 0.5", "pairs for the observed"]
+    assert (t["pairs for 2 spreads"] == stats.pairs_needed(2.0, 1.0, family=3)).all()
+    with pytest.raises(ValueError, match="no such file"):
+        plan(tmp_path / "missing.json")
+
+
+def test_clkit_plan_prints_the_table(tmp_path, capsys):
+    import json
+
+    from clkit.cli import main
+
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"results": {"verdicts": [v.to_dict() for v in _family(6, m=2)]}}))
+    assert main(["plan", str(path), "--effect-sds", "1.5"]) == 0
+    out = capsys.readouterr().out
+    assert "pairs for 1.5 spreads" in out and "c0" in out and "80 % power" in out
+    assert main(["plan", str(tmp_path / "none.json")]) == 1
