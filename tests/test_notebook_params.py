@@ -20,3 +20,18 @@ def test_papermill_sees_every_declared_parameter(notebook):
     assert set(seen) == set(declared), (
         f"{notebook}: papermill cannot parse {sorted(set(declared) - set(seen))} "
         f"(check the comment on that line of the parameters cell)")
+
+
+@pytest.mark.parametrize("notebook", list_notebooks())
+def test_the_parameters_cell_is_the_default_set(notebook):
+    """Run All in JupyterLab runs the experiment `make run` runs: every value of params/default.yaml
+    is the parameters cell's own default (issue 38: 05's cell had overlaps [], default.yaml [0.1, 0.4,
+    0.8]; 03's epochs and lr differed)."""
+    import yaml
+
+    from clkit.notebooks import notebooks_dir
+
+    declared = notebook_parameters(notebook)
+    default = yaml.safe_load((notebooks_dir() / "params" / notebook / "default.yaml").read_text()) or {}
+    differ = {k: (declared[k]["default"], v) for k, v in default.items() if declared[k]["default"] != v}
+    assert not differ, f"{notebook}: parameters cell vs default.yaml: {differ}"
