@@ -30,11 +30,13 @@ def test_no_row_reads_no_difference_beside_an_interval_that_excludes_zero(seed):
             assert v.ci_level >= 0.95 - 1e-12
 
 
-def test_detectable_effect_is_at_the_decisions_level():
-    v = _family(1, m=6)[2]
-    level = 1 - v.ci_level
-    assert v.mde == pytest.approx(stats.min_detectable_effect(v.n, v.sd, level))
-    assert v.mde >= stats.min_detectable_effect(v.n, v.sd, 0.05)
+def test_detectable_effect_is_at_the_rows_holm_step():
+    rows = _family(1, m=6)
+    order = np.argsort([v.p_raw for v in rows], kind="stable")
+    for i, k in enumerate(order):
+        v = rows[k]
+        assert v.mde == pytest.approx(stats.min_detectable_effect(v.n, v.sd, 0.05 / (6 - i)))
+        assert v.mde >= stats.min_detectable_effect(v.n, v.sd, 0.05)
 
 
 def test_controls_stay_outside_the_findings_family_at_their_own_level():
