@@ -478,7 +478,8 @@ def test_findings_block_is_generated_from_results(tmp_path):
     doc.write_text("intro\n<!-- BEGIN generated: findings-05_drift -->\nold\n<!-- END generated: findings-05_drift -->\nend\n")
     text = report.update_findings_block(doc, results)
     assert "\nold\n" not in text and text.startswith("intro\n") and text.endswith("end\n")
-    assert "| text: (3a) er − Bare | higher | +1.4 |" in text or "| text: (3a) er − Bare | higher | +1.3 |" in text and "Controls hold: **True**" in text
+    assert "| text: (3a) er − Bare | primary | higher | +1.4 | +0.7 … +2.0 (95 %) |" in text   # the row's role and level
+    assert "Controls hold: **True**" in text
     assert doc.read_text() == text
     with pytest.raises(ValueError, match="no generated block"):
         report.update_findings_block(tmp_path / "05.md", results, name="other")

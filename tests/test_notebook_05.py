@@ -4,6 +4,7 @@ its device, and its ``paper`` set rehearses end to end on fabricated CoraFull.""
 import json
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -45,24 +46,63 @@ def test_smoke_results(run_smoke):
     # the main settings again under sweep-stable keys
     assert set(r["main"]) == {"hard", "gaussian", "boundary_local", "global"}
     assert r["main"]["hard"]["bare"] == text[f"{hard} | bare"]
-    # verdicts through clkit.stats (issue 23): per protocol (1), (2), (3a), (3b) and the null control
+    # verdicts through clkit.stats (issues 23, 38): per protocol (1), (2), (3a), (3b) and two null controls
     verdicts = r["verdicts"]
-    assert len(verdicts) == 10 and isinstance(r["controls_hold"], bool)
+    assert len(verdicts) == 12 and isinstance(r["controls_hold"], bool)
     nulls = [v for v in verdicts if v["role"] == "null control"]
-    assert len(nulls) == 2
-    for v in nulls:  # the null control is never a finding
+    assert len(nulls) == 4 and sorted(v["scope"] for v in nulls) == ["exploratory", "exploratory", "primary",
+                                                                     "primary"]
+    for v in nulls:  # a null control is never a finding
         assert v["expect"] == "no difference" and not v["significant"] and v["control_ok"]
     assert r["controls_hold"] is True
-    # two seeds: the closing text draws no conclusion, and finding 3 is not judged
+    # pipeline checks: recorded, and they hold on the smoke run (MAS* never fires there: it is Bare)
+    names = [c["name"] for c in r["pipeline_checks"]]
+    assert r["pipeline_checks_hold"] is True and all(c["holds"] for c in r["pipeline_checks"])
+    assert "text: MAS* is Bare wherever its detector never fired" in names and len(names) == 8
+    # two seeds: the closing text draws no conclusion, and findings 2 and 3 are not judged
     assert "Too few pairs to conclude" in r["summary"]
     for prot in ("text", "authors"):
-        assert r["findings"][prot]["(3) verdict: CL advantage contracts with overlap"].startswith("not judged")
+        assert r["findings"][prot]["(3) verdict: CL advantage contracts with overlap [primary]"].startswith(
+            "not judged")
         assert "(3) The CL advantage contracts with overlap: not judged" in r["summary"]
+        # finding 2 is said beside the paper's own two sweeps (CoraFull: grows; Roman-Empire: shrinks)
+        two = r["findings"][prot]["(2) verdict beside the paper's two σ sweeps [exploratory]"]
+        assert two.startswith("not judged: 2 seed(s)") and "Roman-Empire sweep (ER AF_s -23.1 → -6.4" in two
+        assert f"(2) Forgetting with σ: {two}." in r["summary"]
     figs = set(results["figures"])
     assert figs == {"mixing_curves.png", "dynamics.png", "protocol_findings.png", "replacement_scatter.png",
                     "advantage_vs_overlap.png"}
     for f in figs:
         assert (out / "figures" / f).stat().st_size > 1000
+
+
+def test_smoke_verdicts_rederive_from_results_json_alone(run_smoke):
+    """Every verdict of the smoke run decided again from its recorded values (issue 38): the same decision,
+    p, interval, family and family name; every row's interval at its decision's level; primary and
+    exploratory as designed; controls judged alone."""
+    from clkit import stats
+    from clkit.drift import report
+
+    results, _ = run_smoke("05_drift")
+    rows = results["results"]["verdicts"]
+    again = stats.rederive(rows)
+    primary, exploratory = report.family_names(["text", "authors"])
+    for r, v in zip(rows, again):
+        assert len(r["a"]) == r["n"] == 2 and (r["b"] == [] or len(r["b"]) == 2)
+        assert (v.decision, v.family, v.family_name, v.scope, v.role) == (
+            r["decision"], r["family"], r["family_name"], r["scope"], r["role"])
+        assert v.p == pytest.approx(r["p"]) and v.ci_level == pytest.approx(r["ci_level"])
+        for key in ("ci_low", "ci_high"):
+            assert (r[key] is None and not np.isfinite(getattr(v, key))) or getattr(v, key) == pytest.approx(r[key])
+        if r["ci_low"] is not None and r["ci_high"] is not None:   # finite: excludes 0 exactly when significant
+            assert (r["ci_low"] > 0 or r["ci_high"] < 0) == r["significant"], r["comparison"]
+        tag = r["comparison"].split(": ", 1)[1][:4]
+        if r["role"] == "null control":
+            assert r["family"] == 1 and r["family_name"] == ""
+        elif tag.startswith("(2)"):
+            assert (r["scope"], r["family"], r["family_name"]) == ("exploratory", 2, exploratory)
+        else:
+            assert (r["scope"], r["family"], r["family_name"]) == ("primary", 6, primary)
 
 
 def test_bad_protocol_fails_naming_it(run_smoke):
@@ -133,9 +173,10 @@ def test_paper_set_rehearses_end_to_end(tmp_path):
     assert params["methods"] == ["bare", "joint", "er", "agem", "gss", "mas_star", "ssm", "sem", "dmsg"]
     assert params["hidden"] == 256 and params["joint_epochs"] == 5 and len(params["seeds"]) == 4
     assert set(r["results_by_protocol"]) == {"text", "authors"}
-    assert len(r["verdicts"]) == 10 and isinstance(r["controls_hold"], bool)
+    assert len(r["verdicts"]) == 12 and isinstance(r["controls_hold"], bool)
     assert r["summary"].startswith("**Rehearsal run**")
     assert set(results["figures"]) == {"mixing_curves.png", "dynamics.png", "protocol_findings.png",
                                        "replacement_scatter.png", "advantage_vs_overlap.png"}
-    assert r["budget"]["trainings"] == 384 and r["device"]["device"] in ("cpu", "cuda:0")
+    # 384 trainings + ER on the null controls' seeds (4 seeds x 2 protocols): the exploratory family's control
+    assert r["budget"]["trainings"] == 392 and r["device"]["device"] in ("cpu", "cuda:0")
     assert seconds < 240, f"the rehearsal took {seconds:.0f} s"

@@ -23,7 +23,7 @@ authors -> experiment -> budget, report, plots; rehearsal stands alone.
 """
 
 from .experiment import (NOTEBOOK_PARAMETERS, GridPart, LatentTaskSplit, StreamConfig, check_learner_settings, check_params, grid_plan,
-                         null_control_configs, protocol_data, run_grid, run_null_control, run_protocols,
+                         null_control_configs, null_control_methods, protocol_data, run_grid, run_null_control, run_protocols,
                          split_tasks, stream_metrics, study_configs)
 from .protocol import (AUTHORS_EVAL_EVERY, AUTHORS_TAU, eval_intervals, PROTOCOLS, Protocol, TaskEvaluator, get_protocol, protocol_eval_points,
                        protocol_metrics)
@@ -36,7 +36,7 @@ from .streams import (SAMPLINGS, SETTINGS, Stream, boundary_local_stream, fill_c
 
 __all__ = [
     "NOTEBOOK_PARAMETERS", "GridPart", "LatentTaskSplit", "StreamConfig", "check_learner_settings", "check_params", "grid_plan",
-    "null_control_configs", "protocol_data", "run_grid", "run_null_control", "run_protocols", "study_configs",
+    "null_control_configs", "null_control_methods", "protocol_data", "run_grid", "run_null_control", "run_protocols", "study_configs",
     "AUTHORS_EVAL_EVERY", "eval_intervals", "AUTHORS_TAU", "PROTOCOLS", "Protocol", "TaskEvaluator", "get_protocol", "protocol_eval_points",
     "protocol_metrics", "split_tasks", "stream_metrics", "METHODS",
     "StreamRun", "eval_points", "make_learner", "run_stream", "task_accuracy", "train_joint",

@@ -110,7 +110,8 @@ class StudyCount:
                 cfgs = len({r["config"] for r in rows})
                 meths = len({r["method"] for r in rows})
                 seeds = rows[0]["seeds"]
-                label = "Bare (null control)" if role == "null" else f"{meths} {what}"
+                label = (" and ".join(dict.fromkeys(r["method"] for r in rows)) + " (null controls)" if role == "null"
+                         else f"{meths} {what}")
                 roles.append(f"{label} x {cfgs} configuration{'s' * (cfgs > 1)} x {seeds} seeds")
             parts.append(f"{pr}: " + " + ".join(roles))
         joint = f"; Joint {self.joint_trainings} trainings (once per seed and protocol)" if self.joint else ""

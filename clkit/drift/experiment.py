@@ -29,7 +29,7 @@ NOTEBOOK_PARAMETERS = ("dataset", "data_dir", "protocol", "num_nodes", "num_clas
                        "deterministic", "rehearse")
 
 __all__ = ["NOTEBOOK_PARAMETERS", "check_learner_settings", "LatentTaskSplit", "split_tasks", "protocol_data", "stream_metrics", "StreamConfig", "run_grid",
-           "study_configs", "GridPart", "grid_plan", "null_control_configs", "run_protocols", "run_null_control",
+           "study_configs", "GridPart", "grid_plan", "null_control_configs", "null_control_methods", "run_protocols", "run_null_control",
            "check_params"]
 
 
@@ -455,7 +455,8 @@ class GridPart:
 
     ``role`` is ``"main"`` (every method on the main settings, plus the other sampling under
     the first protocol), ``"sweep"`` (the sweep methods on the σ sweep and, under the first
-    protocol, the batch-size study) or ``"null"`` (Bare on shifted seeds, the null control).
+    protocol, the batch-size study) or ``"null"`` (Bare and the sweep's CL method on shifted seeds,
+    the null controls; :func:`null_control_methods`).
     """
 
     protocol: str
@@ -478,7 +479,8 @@ def grid_plan(protocols, configs: dict, methods, sweep_methods, seeds, *, null_c
     configs : dict -- :func:`study_configs`, or ``protocol -> study_configs(...)``
     methods, sweep_methods, seeds : list
     null_configs : StreamConfig or dict ``protocol -> StreamConfig``, optional
-        With ``null_offset``: the null control's configuration (Bare on seeds ``s + null_offset``).
+        With ``null_offset``: the null controls' configuration (Bare and the sweep's CL method,
+        :func:`null_control_methods`, on seeds ``s + null_offset``).
 
     Returns
     -------
@@ -505,8 +507,22 @@ def grid_plan(protocols, configs: dict, methods, sweep_methods, seeds, *, null_c
     if null_configs is not None and null_offset is not None:
         for pr in protocols:
             cfg = null_configs[pr] if isinstance(null_configs, dict) else null_configs
-            parts.append(GridPart(pr, "null", (cfg,), ("bare",), tuple(s + null_offset for s in seeds)))
+            parts.append(GridPart(pr, "null", (cfg,), tuple(null_control_methods(sweep_methods)),
+                                  tuple(s + null_offset for s in seeds)))
     return parts
+
+
+def null_control_methods(sweep_methods) -> list:
+    """The learners the null controls run on shifted seeds: Bare (the control of the primary family,
+    of Bare's A_AUC) and the σ sweep's CL method when there is one (the control of the exploratory
+    family, of its AF_s).
+
+    Examples
+    --------
+    >>> null_control_methods(["bare", "er", "agem"]), null_control_methods(["bare"]), null_control_methods([])
+    (['bare', 'er'], ['bare'], ['bare'])
+    """
+    return ["bare"] + [m for m in sweep_methods if m != "bare"][:1]
 
 
 def null_control_configs(sweep_sigmas: dict, batch_size: int, sampling: str) -> dict:
@@ -560,14 +576,15 @@ def run_protocols(data: dict, configs: dict, methods, sweep_methods, seeds, **kw
     return {pr: (pd.DataFrame(r), c, s) for pr, (r, c, s) in out.items()}
 
 
-def run_null_control(data: dict, config, seeds, offset: int, **kwargs) -> dict:
-    """Bare on ``config`` with seeds ``s + offset`` under every protocol of ``data`` (the null control's runs).
+def run_null_control(data: dict, config, seeds, offset: int, sweep_methods=("bare",), **kwargs) -> dict:
+    """The null controls' runs: Bare and the sweep's CL method (:func:`null_control_methods`) on ``config``
+    with seeds ``s + offset`` under every protocol of ``data``.
 
     ``config`` may be a dict ``protocol -> StreamConfig`` (σ solved per protocol;
     :func:`null_control_configs`).
 
-    Compared with Bare on seeds ``s`` (:func:`clkit.drift.report.sweep_verdicts`), the
-    two conditions differ only in the seed, so the rule must find no difference.
+    Compared with the same learner on seeds ``s`` (:func:`clkit.drift.report.sweep_verdicts`),
+    the two conditions differ only in the seed, so the rule must find no difference.
 
     Returns
     -------
@@ -578,9 +595,10 @@ def run_null_control(data: dict, config, seeds, offset: int, **kwargs) -> dict:
     every = kwargs.pop("eval_every", 10)
     out = {}
     empty = {"main": [], "sigma": [], "sampling": [], "batch": []}
-    for part in grid_plan(list(data), empty, [], [], seeds, null_configs=config, null_offset=offset):
+    for part in grid_plan(list(data), empty, [], sweep_methods, seeds, null_configs=config, null_offset=offset):
         g_pr, s_pr = data[part.protocol]
-        rows, _, _ = run_grid(g_pr, s_pr, list(part.configs), ["bare"], list(part.seeds), protocol=part.protocol,
+        rows, _, _ = run_grid(g_pr, s_pr, list(part.configs), list(part.methods), list(part.seeds),
+                              protocol=part.protocol,
                               eval_every=every[part.protocol] if isinstance(every, dict) else every, **kwargs)
         out[part.protocol] = pd.DataFrame(rows)
     return out
