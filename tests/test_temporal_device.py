@@ -232,7 +232,8 @@ def test_paper_set_rehearsed_end_to_end(tmp_path, dataset, periods):
     assert cut["epochs"] == (20, 2) and cut["verdict_seeds"] == (6, trh.MIN_SEEDS)
     assert cut.get("max_periods") == ((0, 16) if dataset == "yearbook" else None)
     assert list(r["rehearsal"]["files"]) == [dataset]
-    assert {v["n"] for v in r["verdicts"]} == {trh.MIN_SEEDS} and len(r["verdicts"]) == 5 + 15
+    # one null control per metric (6) and 3 learners x 6 metrics against finetune (issue 38: DH joined)
+    assert {v["n"] for v in r["verdicts"]} == {trh.MIN_SEEDS} and len(r["verdicts"]) == 6 + 18
     assert set(r["learners"]) == set(tm.LEARNERS) and r["budget"]["trainings"] > 0 and r["device"]["device"] == "cpu"
     for fig in ("part1_adaptation_vs_difficulty", "A_and_g_heatmaps", "id_ood_tas_over_time", "sh_dh_per_period"):
         assert (path / "figures" / f"{fig}.png").stat().st_size > 1000

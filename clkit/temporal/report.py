@@ -161,8 +161,14 @@ def stability_facts(rows: dict, baseline: dict, acc: dict, *, delta: float, orac
     return text
 
 
-def backward_text(summaries: dict, rows: dict, seeds: int = 1) -> str:
-    """Sentences on the backward view beside the forward TAS, from the numbers (descriptive).
+def backward_text(summaries: dict, rows: dict, verdicts=(), seed: int = 0, small_n: int = 4) -> str:
+    """Sentences on the backward view beside the forward TAS, from the numbers.
+
+    The ranges are seed ``seed``'s (the tables' run). Where ``verdicts`` hold the backward rows
+    (:func:`clkit.temporal.verdicts.verdicts`: backward accuracy and forgetting, exploratory), the
+    text says over how many seeds they were compared with finetune and which differ under the rule
+    (none is read when the exploratory controls fail, nor on fewer than ``small_n`` seeds); without
+    them it says that these are descriptions of one seed.
 
     Examples
     --------
@@ -172,9 +178,11 @@ def backward_text(summaries: dict, rows: dict, seeds: int = 1) -> str:
     >>> print(backward_text(b, r))  # doctest: +NORMALIZE_WHITESPACE
     Backward view (beyond the paper): mean accuracy on past periods ranges from 50.0% (finetune)
     to 80.0% (ewc), mean forgetting from 10.0% (ewc) to 40.0% (finetune); the forward TAS of the
-    same learners ranges from 55.0% (ewc) to 60.0% (finetune). With 1 seed these are
+    same learners ranges from 55.0% (ewc) to 60.0% (finetune). These are one seed's values (seed 0),
     descriptions, not tested differences.
     """
+    from .. import stats
+
     ok = {m: s for m, s in summaries.items() if s.get("evaluated") and m != "erm"}
     if not ok:
         return "No learner has backward cells (user matrices follow the paper's forward protocol)."
@@ -190,8 +198,19 @@ def backward_text(summaries: dict, rows: dict, seeds: int = 1) -> str:
         lo_t, hi_t = min(tas, key=tas.get), max(tas, key=tas.get)
         text += (f"; the forward TAS of the same learners ranges from {tas[lo_t]:.1%} ({lo_t}) to "
                  f"{tas[hi_t]:.1%} ({hi_t})")
-    return text + (f". With {seeds} seed{'s' if seeds != 1 else ''} these are descriptions, not tested "
-                   "differences." if seeds < 4 else ".")
+    judged = [v for v in verdicts if v.role == "finding" and v.comparison.startswith(("backward accuracy:",
+                                                                                      "forgetting:"))]
+    if not judged:
+        return text + f". These are one seed's values (seed {seed}), descriptions, not tested differences."
+    controls = [v for v in verdicts if v.role != "finding" and v.scope == judged[0].scope]
+    n = min(v.n for v in judged)
+    text += f". These are seed {seed}'s values; the {len(judged)} exploratory rows above compare them with finetune " \
+            f"over {n} seeds: "
+    if not stats.controls_hold(controls)[0]:
+        return text + "their null controls fail, so no difference is read there."
+    moved = [v for v in judged if v.significant and v.n >= small_n]
+    return text + ("; ".join(f"{v.comparison}: {v.decision}" for v in moved) if moved
+                   else "none differs under the rule") + " (exploratory, not findings)."
 
 
 def part1_table(part1: dict):
@@ -232,11 +251,12 @@ def learner_table(rows: dict, baseline: dict, chance: float):
 
 
 def closing_text(*, dataset_name: str, rows: dict, table, baseline: dict, chance: float, n: int, seed: int,
-                 delta: float, horizon: int) -> str:
+                 delta: float, horizon: int, verdict_seeds: int = 0) -> str:
     """Notebook 03's "What this run shows" paragraph, generated from its numbers.
 
     ``table`` is :func:`learner_table`'s DataFrame; ``rows`` the learners' summaries;
-    ``horizon`` the effective ``H`` (DH's sentinel is ``H + 1``).
+    ``horizon`` the effective ``H`` (DH's sentinel is ``H + 1``); ``verdict_seeds`` the seeds the
+    verdicts compared (0: none ran, and the differences are one seed's descriptions).
     """
     learned = table.loc[list(rows)]
     T = len(next(iter(rows.values()))["per_period"]["id"])
@@ -251,8 +271,9 @@ def closing_text(*, dataset_name: str, rows: dict, table, baseline: dict, chance
         f"{learned['OOD'].max():.1%}; the no-learning majority-class baseline reaches "
         f"{baseline['ood']:.1%} (chance {chance:.1%}), and {n_above} of {len(learned)} learners "
         f"are above it. TAS ranges from {learned['TAS'].min():.1%} (**{learned['TAS'].idxmin()}**) to "
-        f"{learned['TAS'].max():.1%} (**{learned['TAS'].idxmax()}**) on the next {n} periods (seed {seed}; "
-        "the verdicts above say which differences from finetune hold over seeds). "
+        f"{learned['TAS'].max():.1%} (**{learned['TAS'].idxmax()}**) on the next {n} periods "
+        + (f"(seed {seed}; the verdicts above test the differences from finetune over {verdict_seeds} seeds). "
+           if verdict_seeds >= 2 else f"(seed {seed} alone: descriptions, not tested differences). ") +
         f"First-crossing Stability Horizons average {learned['SH'].min():.2f}–"
         f"{learned['SH'].max():.2f} periods at δ = {delta} (Eq. 3 read literally: "
         f"{learned['SH (Eq. 3)'].min():.2f}–{learned['SH (Eq. 3)'].max():.2f}), and the Drift "
