@@ -79,3 +79,31 @@ def test_stratified_rs_is_unbiased_and_tighter_when_s_matters():
     assert est.std() < 0.5 * plain.std()                 # stratification removes most of the variance
     with pytest.raises(ValueError, match="empty stratum"):
         stratified_draws([0.1, 0.2], 3, 1)
+
+
+def test_the_ceiling_sentences_follow_the_numbers():
+    """Issue 38: "within 0.1 of its chance value: no similarity could rank these orders much better"
+    was printed for ncm at eta^2 0.22 (below chance 0.50), for ewc / lwf whatever their excess, and on a
+    sample where eta^2 is 0.93 by chance alone. Each sentence now holds for the learners it names."""
+    import pandas as pd
+
+    from clkit.edge.report import ceiling_text
+    from clkit.edge.structure import beyond_chance, ceiling
+
+    t = pd.DataFrame({"R^2": [0.004, 0.0004, 0.003, 0.003], "eta^2 S-classes": [0.224, 0.544, 0.628, 0.600],
+                      "eta^2 by chance": [0.4998] * 4, "eta^2 first task": [0.697, 0.433, 0.468, 0.450],
+                      "eta^2 first task by chance": [0.0107] * 4},
+                     index=["ncm", "ewc", "finetune", "lwf"])          # the default run's numbers
+    c = ceiling(t)
+    assert c["at_chance"] == ["ncm"] and c["near"] == ["ewc"] and c["room"] == ["finetune", "lwf"]
+    for name, row in t.iterrows():
+        b = beyond_chance(row["eta^2 S-classes"], row["eta^2 by chance"])
+        assert (name in c["at_chance"]) == (b <= 0) and (name in c["room"]) == (b - row["R^2"] >= 0.1)
+    text = ceiling_text(t, "minilm")
+    assert "For ncm the S-class eta^2 (0.22) is at or below its chance value (0.50)" in text
+    assert "For ewc a function of S could explain at most 0.09" in text and "much better" in text
+    assert "For finetune, lwf a function of S could explain up to 0.26, 0.20" in text
+    assert "within 0.1 of its chance value" not in text
+    sampled = t.assign(**{"eta^2 by chance": 0.93})
+    assert ceiling_text(sampled, "minilm").startswith("The S-class ceiling says nothing here")
+    assert not ceiling(sampled)["room"] and not ceiling(sampled)["near"]

@@ -10,7 +10,7 @@ from clkit.edge.params import check_params
 from clkit.edge.report import edge_verdicts, evaluate_protocols, ground_truth, structure_report
 from clkit.edge.structure import tie_percentiles
 from clkit.edge.structure import tie_members
-from clkit.edge.truth import GroundTruth, bootstrap, percentile_se
+from clkit.edge.truth import GroundTruth, bootstrap, percentile_interval, percentile_se
 
 
 def _planted(L, seed=0):
@@ -55,6 +55,23 @@ def test_sampled_percentile_within_its_reported_error_of_the_exact_one():
         worst = max(worst, z)
     assert 0.88 <= inside / trials <= 1.0
     assert worst < 4.0
+
+
+def test_wilson_interval_stays_open_at_the_boundary_and_covers_the_exact_percentile():
+    """Issue 38: a percentile of 0 in the sample read '0.0 ± 0.0' (its binomial SE is 0); the Wilson
+    interval is not of width 0 there, closes on the whole population and covers the exact percentile."""
+    low, high = percentile_interval(0.0, 256, 2520)
+    assert low == 0.0 and 1.0 < high < 2.0 and percentile_se(0.0, 256, 2520) == 0.0
+    assert percentile_interval(100.0, 40, 90)[0] < 100.0
+    assert percentile_interval(37.5, 90, 90) == (37.5, 37.5)
+    seqs, acc = _planted(90)
+    S = sequence_scores(_sim(), seqs)
+    h = int(np.argmin(S))
+    exact = tie_percentiles(acc, S, h)["pct"]
+    covered = [(lambda t: t["pct_low"] <= exact <= t["pct_high"])(
+        tie_percentiles(acc, S, h, population=np.sort(np.random.default_rng(seed).choice(90, 30, replace=False))))
+        for seed in range(300)]
+    assert np.mean(covered) >= 0.9
 
 
 def test_tie_members_share_one_percentile_range_under_a_sample():

@@ -11,7 +11,8 @@ Modules:
 - :mod:`clkit.edge.data_similarity` -- class similarity from data (class-mean features or
   confusions of a model; a random null);
 - :mod:`clkit.edge.compare` -- similarity sources compared on the enumerable setting;
-- :mod:`clkit.edge.sequences` -- S(O) (Eq. 5), hard / easy sequences, percentiles;
+- :mod:`clkit.edge.sequences` -- S(O) (Eq. 5), hard / easy sequences (S-ties broken by a canonical
+  rule), percentiles;
 - :mod:`clkit.edge.estimation` -- Gaussian estimates, JSD / W to the truth, extremes,
   ranking distance, Theorem 1-2 sample sizes, normality tests, correlations;
 - :mod:`clkit.edge.learners` -- batched class-incremental learners over many sequences, on any device;
@@ -21,7 +22,9 @@ Modules:
 - :mod:`clkit.edge.experiment` -- the enumerable experiment on Fashion-MNIST;
 - :mod:`clkit.edge.truth` -- its ground truth, exact or a uniform sample with sampling errors;
 - :mod:`clkit.edge.triples` -- RS, EDGE and the oracle over every draw (P(EDGE closer));
-- :mod:`clkit.edge.structure` -- what S(O) can explain: ties, the eta^2 ceiling, reversal.
+- :mod:`clkit.edge.structure` -- what S(O) can explain: ties, the eta^2 ceiling, reversal;
+- :mod:`clkit.edge.verdicts` -- section 6's verdicts: the paper's claim as the primary family,
+  exploratory rows, controls judged alone, pipeline checks.
 """
 
 from .combinatorics import (RS_SEEDS, canonical, check_sequence, enumerate_sequences, log_num_sequences,

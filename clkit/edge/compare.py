@@ -12,10 +12,12 @@ can be judged by what EDGE needs from it:
 * EDGE vs RS: JSD and W1 of the Gaussian estimated from hard + ``edge_num_random``
   random + easy, against RS's three random sequences, each over ``num_draws``
   random draws (the random sequences change from draw to draw, the extremes do
-  not; EDGE's random sequences are RS's first ones, so the draw pairs them). Who is
-  closer is decided by :mod:`clkit.stats`: the paired t-test over the draws,
-  Holm-adjusted over every (source, learner, metric) of one call; ``"tie"`` when the
-  difference is not significant.
+  not; EDGE's random sequences are RS's first ones, so the draw pairs them). EDGE's
+  distances are averaged over every (hard, easy) pair of the S-ties of its sequences
+  (:func:`~clkit.edge.structure.tie_pairs`), so no number depends on which tie member
+  the search returned. Who is closer is decided by :mod:`clkit.stats`: the paired
+  t-test over the draws, Holm-adjusted over every (source, learner, metric) of one call
+  (one exploratory family); ``"tie"`` when the difference is not significant.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from .estimation import similarity_correlation
 from .experiment import sequence_index
 from .sequences import check_similarity, easy_sequence, generalised_scores, hard_sequence
 
-__all__ = ["accuracy_percentile", "compare_sources", "distances_many", "paired_draws",
+__all__ = ["accuracy_percentile", "compare_sources", "distances_many", "gaussian_distances", "paired_draws",
            "stratified_draws", "stratified_mean"]
 
 
@@ -50,24 +52,50 @@ def accuracy_percentile(acc, value) -> float:
 _W1_ROWS = 128
 
 
-def distances_many(true_values, samples, *, num_bins: int = 10, quantiles: int = 4000) -> dict:
+def distances_many(true_values, samples, *, num_bins: int = 10, quantiles: int = 4000,
+                   estimator: str = "gaussian", population_size: int | None = None) -> dict:
     """JSD / W1 of many Gaussian estimates at once (each row of ``samples`` is one protocol run).
 
     The same quantities as :func:`clkit.edge.estimation.distribution_distances` applied to
     ``gaussian_estimate(row)`` (tested equal), vectorised over rows: the JSD on
     ``num_bins`` bins over the true range plus two open tails, and the exact W1 between the
     truth and ``quantiles`` Gaussian quantiles (integrated over the merged breakpoints of the
-    two quantile functions).
+    two quantile functions). ``estimator="range"`` takes each row's Gaussian from
+    :func:`~clkit.edge.estimation.range_estimate` instead (its lowest and highest values read
+    as the extremes of ``population_size`` values, default ``len(true_values)``).
 
     Returns ``{"jsd": (D,), "wasserstein": (D,)}``.
+    """
+    from .estimation import expected_extreme_z
+
+    X = np.atleast_2d(np.asarray(samples, dtype=float))
+    if estimator == "gaussian":
+        mean, std = X.mean(axis=1), X.std(axis=1)
+    elif estimator == "range":
+        z = expected_extreme_z(len(np.ravel(true_values)) if population_size is None else population_size)
+        mean, std = X.mean(axis=1), (X.max(axis=1) - X.min(axis=1)) / (2 * z)
+    else:
+        raise ValueError(f"estimator must be 'gaussian' or 'range', got {estimator!r}")
+    return gaussian_distances(true_values, mean, std, num_bins=num_bins, quantiles=quantiles)
+
+
+def gaussian_distances(true_values, mean, std, *, num_bins: int = 10, quantiles: int = 4000) -> dict:
+    """JSD / W1 between the truth and the Gaussians ``N(mean[d], std[d]^2)``, vectorised over ``d``.
+
+    See :func:`distances_many` (which calls it with each row's estimate).
+
+    Examples
+    --------
+    >>> d = gaussian_distances(np.arange(100.0), [49.5, 80.0], [28.9, 1.0])   # uniform truth
+    >>> d["wasserstein"].round(1).tolist(), d["jsd"].round(2).tolist()
+    ([4.4, 33.8], [0.07, 0.63])
     """
     from scipy.stats import norm
 
     from .estimation import _std_normal_quantiles
 
     v = np.sort(np.asarray(true_values, dtype=float))
-    X = np.atleast_2d(np.asarray(samples, dtype=float))
-    mean, std = X.mean(axis=1), X.std(axis=1)
+    mean, std = np.atleast_1d(np.asarray(mean, dtype=float)), np.atleast_1d(np.asarray(std, dtype=float))
     lo, hi = v[0], v[-1]
     if hi - lo <= 0:
         pad = 1e-9 * max(1.0, abs(lo))
@@ -99,8 +127,8 @@ def distances_many(true_values, samples, *, num_bins: int = 10, quantiles: int =
     iu = np.minimum((mid * n).astype(int), n - 1)
     iv = np.minimum((mid * quantiles).astype(int), quantiles - 1)
     zi, vu = z[iv], v[iu]
-    w1 = np.empty(len(X))
-    for s in range(0, len(X), _W1_ROWS):   # rows in blocks that stay in cache; each row's sum is unchanged
+    w1 = np.empty(len(mean))
+    for s in range(0, len(mean), _W1_ROWS):   # rows in blocks that stay in cache; each row's sum is unchanged
         est = std[s:s + _W1_ROWS, None] * zi[None, :]
         est += mean[s:s + _W1_ROWS, None]
         np.subtract(vu[None, :], est, out=est)
@@ -111,31 +139,49 @@ def distances_many(true_values, samples, *, num_bins: int = 10, quantiles: int =
 
 
 def paired_draws(acc, fixed_idx, num_random: int, num_draws: int, seed: int, num_bins: int = 10,
-                 population=None) -> dict:
+                 population=None, estimator: str = "gaussian") -> dict:
     """RS and a protocol with ``fixed_idx`` sequences over the *same* random draws.
 
-    Each draw lists ``max(3, num_random) + len(fixed_idx)`` distinct random sequences
-    (uniform from ``population``, a local generator; the same for any ``fixed_idx``): RS
-    takes the first three, the protocol ``fixed_idx`` plus the first ``num_random`` of the
-    list that are not in ``fixed_idx`` (common random numbers: the draw is the pairing
-    unit of :func:`clkit.stats.paired`, and RS's draws are identical for every source).
+    Each draw lists ``max(3, num_random) + F`` distinct random sequences (``F`` fixed ones;
+    uniform from ``population``, a local generator; the same for any ``fixed_idx``): RS
+    takes the first three, the protocol the fixed ones plus the first ``num_random`` of the
+    list that are not among them (common random numbers: the draw is the pairing unit of
+    :func:`clkit.stats.paired`, and RS's draws are identical for every source).
+
+    Parameters
+    ----------
+    fixed_idx : array_like of int, shape (F,) or (P, F)
+        The protocol's fixed sequences, or ``P`` alternatives for them (e.g. every (hard,
+        easy) pair of their S-ties, :func:`~clkit.edge.structure.tie_pairs`): the protocol's
+        distance in a draw is then the mean over the alternatives.
+    estimator : {"gaussian", "range"}
+        The protocol's estimate (:func:`distances_many`); RS always takes the paper's Gaussian.
+
     Returns ``{"rs": {"jsd", "wasserstein"}, "protocol": {...}}``, arrays of shape
     (num_draws,).
     """
     acc = np.asarray(acc, dtype=float)
     pop = np.arange(len(acc)) if population is None else np.asarray(population, dtype=np.int64)
     rng = np.random.default_rng(seed)
-    fixed = [int(i) for i in fixed_idx]
-    m = min(len(pop), max(3, num_random) + len(fixed))
+    fixed = np.asarray(fixed_idx, dtype=np.int64)
+    alts = fixed.reshape(1, -1) if fixed.ndim <= 1 else fixed
+    F = alts.shape[1]
+    m = min(len(pop), max(3, num_random) + F)
     draws = np.array([rng.choice(pop, size=m, replace=False) for _ in range(num_draws)])
-    proto = np.array([fixed + [int(i) for i in row if int(i) not in fixed][:num_random] for row in draws])
     true = acc[pop]
-    return {"rs": distances_many(true, acc[draws[:, :3]], num_bins=num_bins),
-            "protocol": distances_many(true, acc[proto], num_bins=num_bins)}
+    out = {"jsd": np.zeros(num_draws), "wasserstein": np.zeros(num_draws)}
+    for alt in alts:
+        fixed = [int(i) for i in alt]
+        proto = np.array([fixed + [int(i) for i in row if int(i) not in fixed][:num_random] for row in draws])
+        d = distances_many(true, acc[proto], num_bins=num_bins, estimator=estimator)
+        for k in out:
+            out[k] += d[k] / len(alts)
+    return {"rs": distances_many(true, acc[draws[:, :3]], num_bins=num_bins), "protocol": out}
 
 
 def compare_sources(sims: dict, truth, all_sequences, num_tasks: int, *, intra_weight: float = 0.0,
-                    edge_num_random: int = 1, num_draws: int = 30, num_bins: int = 10, seed: int = 0) -> list:
+                    edge_num_random: int = 1, num_draws: int = 30, num_bins: int = 10, seed: int = 0,
+                    family: str = "sources: EDGE − RS per source", return_verdicts: bool = False):
     """Judge every similarity source on every learner (see the module docstring).
 
     Parameters
@@ -156,22 +202,32 @@ def compare_sources(sims: dict, truth, all_sequences, num_tasks: int, *, intra_w
         Random draws for the EDGE / RS distances (same generator seed for every
         source, so RS's draws are identical across sources).
     seed : int
+    family : str
+        Name of the Holm family of the call's verdicts (every one exploratory: which source
+        makes EDGE work is a question beside the paper's claim, not the claim itself).
+    return_verdicts : bool
+        Also return the verdicts (:class:`clkit.stats.Verdict`, with their per-draw values).
 
     Returns
     -------
-    list of dict
+    rows : list of dict
         One row per (source, learner): ``source``, ``learner``, ``r``, ``r_p``,
         ``hard_pct``, ``easy_pct`` (averaged over the sequence's S-tie, since EDGE cannot
         tell tie-mates apart; :func:`~clkit.edge.structure.tie_percentiles`) with
         ``hard_pct_min`` / ``hard_pct_max`` / ``easy_pct_min`` / ``easy_pct_max`` (range
         over the tie) and ``pct_se`` (sampling error of a percentile; 0 for an exact
-        truth), ``hard_acc``, ``easy_acc`` (of the sequence the search returned),
-        ``edge_jsd`` / ``rs_jsd`` / ``edge_w1`` / ``rs_w1`` (means over draws),
+        truth), ``hard_acc``, ``easy_acc`` (averaged over the S-tie of the sequence the
+        search returned), ``tie_pairs`` (the (hard, easy) pairs EDGE's distances are averaged
+        over, :func:`~clkit.edge.structure.tie_pairs`: none of these numbers depends on which
+        tie member the search returned), ``edge_jsd`` / ``rs_jsd`` / ``edge_w1`` / ``rs_w1``
+        (means over draws),
         ``rs_jsd_sd`` / ``rs_w1_sd`` (RS's seed spread), ``jsd_winner`` / ``w1_winner``
         (``"EDGE"`` / ``"RS"`` / ``"tie"`` by :mod:`clkit.stats`, see the module docstring)
         and ``jsd_p`` / ``w1_p`` (Holm-adjusted p-values).
+    verdicts : list of Verdict
+        With ``return_verdicts``: source × learner × metric, in the order of ``rows``.
     """
-    from .structure import tie_members, tie_percentiles
+    from .structure import tie_members, tie_pairs, tie_percentiles
     from .truth import GroundTruth, resolve_truth
 
     check_type("sims", sims, dict, "a dict {source: similarity matrix}")
@@ -195,12 +251,13 @@ def compare_sources(sims: dict, truth, all_sequences, num_tasks: int, *, intra_w
         hard = hard_sequence(S, num_tasks, intra_weight=w)
         easy = easy_sequence(S, num_tasks, intra_weight=w)
         h, e = sequence_index(all_sequences, np.stack([hard, easy]))
+        pairs = tie_pairs(scores, h, e)
         needed = np.union1d(tie_members(scores, h), tie_members(scores, e))
         values, pop = resolve_truth(truth, all_sequences, needed)
         for name, acc in values.items():
             acc = np.asarray(acc, dtype=float)
             corr = similarity_correlation(scores[pop], acc[pop])
-            pd_ = paired_draws(acc, [h, e], edge_num_random, num_draws, seed, num_bins, population=pop)
+            pd_ = paired_draws(acc, pairs, edge_num_random, num_draws, seed, num_bins, population=pop)
             ed, rs = pd_["protocol"], pd_["rs"]
             th = tie_percentiles(acc, scores, int(h), population=pop)
             te = tie_percentiles(acc, scores, int(e), population=pop)
@@ -210,7 +267,8 @@ def compare_sources(sims: dict, truth, all_sequences, num_tasks: int, *, intra_w
                 "hard_pct_min": th["pct_min"], "hard_pct_max": th["pct_max"],
                 "easy_pct_min": te["pct_min"], "easy_pct_max": te["pct_max"],
                 "pct_se": max(th["pct_se"], te["pct_se"]),
-                "hard_acc": float(acc[h]), "easy_acc": float(acc[e]),
+                "hard_acc": float(acc[np.unique(pairs[:, 0])].mean()),
+                "easy_acc": float(acc[np.unique(pairs[:, 1])].mean()), "tie_pairs": int(len(pairs)),
                 "edge_jsd": float(ed["jsd"].mean()), "rs_jsd": float(rs["jsd"].mean()),
                 "rs_jsd_sd": float(rs["jsd"].std()),
                 "edge_w1": float(ed["wasserstein"].mean()), "rs_w1": float(rs["wasserstein"].mean()),
@@ -218,25 +276,31 @@ def compare_sources(sims: dict, truth, all_sequences, num_tasks: int, *, intra_w
             })
             for metric, key in (("jsd", "jsd"), ("w1", "wasserstein")):
                 tests.append((len(rows) - 1, metric, stats.paired(
-                    ed[key], rs[key], comparison=f"{label} / {name}: {metric} EDGE − RS",
-                    higher="RS closer", lower="EDGE closer")))
-    adjusted = stats.holm([v for _, _, v in tests])
+                    ed[key], rs[key], comparison=f"{label} / {name}: {metric.upper()} EDGE − RS",
+                    higher="RS closer", lower="EDGE closer", scope="exploratory")))
+    adjusted = stats.holm([v for _, _, v in tests], name=family)
     for (i, metric, _), v in zip(tests, adjusted):
         rows[i][f"{metric}_winner"] = ("tie" if not v.significant else "EDGE" if v.effect < 0 else "RS")
         rows[i][f"{metric}_p"] = float(v.p)
-    return rows
+    return (rows, adjusted) if return_verdicts else rows
 
 
 def _strata(scores, num_strata: int):
-    order = np.argsort(np.asarray(scores, dtype=float), kind="stable")
+    """Positions sorted by score, equal scores (within the tie tolerance, in position order) kept in
+    that order whatever their last bits, then cut into ``num_strata`` near-equal strata."""
+    from .structure import score_classes
+
+    order = np.argsort(score_classes(scores), kind="stable")
     return np.array_split(order, num_strata)
 
 
 def stratified_draws(scores, num_strata: int, num_draws: int, seed: int = 0, exclude=()) -> np.ndarray:
     """RS stratified by S(O) quantiles: one uniform sequence from each of ``num_strata`` strata.
 
-    The sequences are sorted by ``scores`` and cut into ``num_strata`` strata of (near)
-    equal size (``np.array_split``); each draw takes one sequence uniformly from every
+    The sequences are sorted by ``scores`` (ties, within the tolerance of
+    :func:`~clkit.edge.structure.score_classes`, in position order, so the strata do not
+    depend on float rounding) and cut into ``num_strata`` strata of (near) equal size
+    (``np.array_split``); each draw takes one sequence uniformly from every
     stratum (beyond the paper: it uses the similarity without EDGE's three-point
     Gaussian). Returns indices of shape ``(num_draws, num_strata)``.
 

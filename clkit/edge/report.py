@@ -14,9 +14,10 @@ from .combinatorics import num_sequences
 from .._validate import check_int
 
 __all__ = ["SEQUENCE_COUNT_SETTINGS", "sequence_count_table", "sample_size_text", "extreme_sequences",
-           "truth_table", "evaluate_protocols", "normality_table", "rankings", "correlations",
+           "truth_table", "protocol_ties", "evaluate_protocols", "normality_table", "rankings", "correlations",
            "classic_settings", "similarity_sources", "summarise_sources", "source_text",
-           "source_claim", "closing_text"]
+           "source_claim", "claim_text", "spread_text", "ceiling_text", "closing_text", "edge_verdicts",
+           "draws_report", "draws_text", "structure_report", "findings_markdown", "write_findings"]
 
 #: (N, K) settings of Table A2 plus the classic 100 / 10 and 200 / 10
 SEQUENCE_COUNT_SETTINGS = ((4, 2), (6, 2), (8, 2), (10, 2), (6, 3), (9, 3), (8, 4), (100, 10), (200, 10))
@@ -196,6 +197,35 @@ def protocol_sequences(num_classes: int, num_tasks: int, hard, easy, image_sim=N
     return out
 
 
+def protocol_ties(all_sequences, protocol_sequences: dict, sims: dict) -> dict:
+    """Every (hard, easy) pair of the S-ties of each EDGE-like protocol's first and last sequence.
+
+    ``sims`` ``{protocol: similarity}`` names the protocols whose first and last sequences a
+    search returned from that similarity (EDGE: the names', EDGE-img: the images'); the result
+    is :func:`evaluate_protocols`' ``ties``.
+
+    Examples
+    --------
+    >>> from clkit.edge import enumerate_sequences
+    >>> s = enumerate_sequences(4, 2)
+    >>> sim = np.array([[1, .9, .1, .2], [.9, 1, .3, .4], [.1, .3, 1, .8], [.2, .4, .8, 1]])
+    >>> protocol_ties(s, {"EDGE": s[[0, 2, 1]]}, {"EDGE": sim})["EDGE"].tolist()   # 0 ties with its reverse 5
+    [[0, 1], [0, 2], [0, 3], [0, 4], [5, 1], [5, 2], [5, 3], [5, 4]]
+    """
+    from .experiment import sequence_index
+    from .sequences import sequence_scores
+    from .structure import tie_pairs
+
+    out = {}
+    for proto, sim in sims.items():
+        if sim is None or proto not in protocol_sequences:
+            continue
+        seqs = np.asarray(protocol_sequences[proto])
+        first, last = sequence_index(all_sequences, seqs[[0, -1]])
+        out[proto] = tie_pairs(sequence_scores(sim, all_sequences), int(first), int(last))
+    return out
+
+
 def correlation_table(**corrs):
     """Pearson R per learner (rows) for each named correlation dict (columns), rounded."""
     import pandas as pd
@@ -203,8 +233,8 @@ def correlation_table(**corrs):
     return pd.DataFrame({label: {n: c["r"] for n, c in corr.items()} for label, corr in corrs.items()}).round(3)
 
 
-def evaluate_protocols(truth, all_sequences, protocol_sequences: dict, *, num_bins: int = 10,
-                       num_boot: int = 200, seed: int = 0):
+def evaluate_protocols(truth, all_sequences, protocol_sequences: dict, *, ties: dict | None = None,
+                       num_bins: int = 10, num_boot: int = 200, seed: int = 0):
     """Every protocol's Gaussian estimate judged against every learner's truth.
 
     Parameters
@@ -215,6 +245,12 @@ def evaluate_protocols(truth, all_sequences, protocol_sequences: dict, *, num_bi
     all_sequences : ndarray, shape (L, K, M)
     protocol_sequences : dict
         ``{protocol: sequences (P, K, M)}``.
+    ties : dict, optional
+        ``{protocol: (V, 2) positions}``: for a protocol whose first and last sequences are a
+        search's hard and easy ones, every (hard, easy) pair of their S-ties
+        (:func:`~clkit.edge.structure.tie_pairs`). Its numbers are then averaged over these
+        variants (the search cannot tell tie-mates apart; which one it returned must not
+        change a number) and its accuracies listed are the tie means per position.
     num_boot, seed : int
         Bootstrap resamples of a sampled population for the sampling error of JSD / W1
         (``jsd_se`` / ``wasserstein_se``) and their plug-in bias (``jsd_bias`` /
@@ -225,8 +261,11 @@ def evaluate_protocols(truth, all_sequences, protocol_sequences: dict, *, num_bi
     -------
     dict
         ``table`` ``{(learner, protocol): evaluate_protocol(...)}`` plus ``(learner,
-        "truth")`` rows; ``values`` ``{(learner, protocol): sampled accuracies}``;
-        ``frame`` (DataFrame for display); ``log`` (the values the notebook records).
+        "truth")`` rows; ``values`` ``{(learner, protocol): sampled accuracies}`` (tie means);
+        ``variants`` ``{(learner, protocol): (V, P) accuracies}`` (one row per tie variant);
+        ``frame`` (DataFrame for display); ``log`` (the values the notebook records);
+        ``note`` (Markdown: with a sampled truth, that its JSD is not comparable with an exact
+        run's; else empty).
     """
     import pandas as pd
 
@@ -234,20 +273,31 @@ def evaluate_protocols(truth, all_sequences, protocol_sequences: dict, *, num_bi
     from .experiment import evaluate_protocol, sequence_index
     from .truth import bootstrap, resolve_truth
 
-    protocols = {p: sequence_index(all_sequences, s) for p, s in protocol_sequences.items()}
-    needed = np.concatenate(list(protocols.values())) if protocols else None
+    protocols = {}
+    for p, seqs_ in protocol_sequences.items():
+        idx = sequence_index(all_sequences, seqs_)
+        alt = np.asarray((ties or {}).get(p, np.empty((0, 2))), dtype=np.int64).reshape(-1, 2)
+        if len(alt):                     # every (hard, easy) pair of the ties, the middle kept
+            rows = np.repeat(idx[None], len(alt), axis=0)
+            rows[:, 0], rows[:, -1] = alt[:, 0], alt[:, 1]
+            protocols[p] = rows
+        else:
+            protocols[p] = idx[None]
+    needed = np.unique(np.concatenate([r.ravel() for r in protocols.values()])) if protocols else None
     values_all, pop = resolve_truth(truth, all_sequences, needed)
     sampled = len(pop) < len(all_sequences)
-    table, values = {}, {}
+    table, values, variants = {}, {}, {}
     for name, acc in values_all.items():
         true = acc[pop]
-        for proto, idx in protocols.items():
-            table[(name, proto)] = evaluate_protocol(true, acc[idx], num_bins=num_bins)
-            values[(name, proto)] = acc[idx]
+        for proto, rows in protocols.items():
+            each = [evaluate_protocol(true, acc[r], num_bins=num_bins) for r in rows]
+            table[(name, proto)] = {k: float(np.mean([e[k] for e in each])) for k in each[0]}
+            variants[(name, proto)] = acc[rows]
+            values[(name, proto)] = acc[rows].mean(axis=0)
             if sampled:
-                def both(t, x=acc[idx]):
-                    d = distances_many(t, x, num_bins=num_bins)
-                    return [float(d["jsd"][0]), float(d["wasserstein"][0])]
+                def both(t, X=acc[rows]):
+                    d = distances_many(t, X, num_bins=num_bins)
+                    return [float(d["jsd"].mean()), float(d["wasserstein"].mean())]
 
                 bt = bootstrap(both, true, num_boot=num_boot, seed=seed)
                 table[(name, proto)].update(jsd_se=float(bt["se"][0]), wasserstein_se=float(bt["se"][1]),
@@ -256,16 +306,32 @@ def evaluate_protocols(truth, all_sequences, protocol_sequences: dict, *, num_bi
     cols = ["mean", "std", "min", "max", "jsd", "wasserstein"] + (
         ["jsd_se", "wasserstein_se", "jsd_bias", "wasserstein_bias"] if sampled else [])
     frame = pd.DataFrame(table).T[cols].round(3)
-    frame["accuracies (EDGE: hard, random, easy)"] = [
+    tied = [p for p, r in protocols.items() if len(r) > 1]
+    col = "accuracies (EDGE: hard, random, easy" + ("; tie means" if tied else "") + ")"
+    frame[col] = [
         ", ".join(f"{v:.1f}" for v in values[key]) if key in values else
         ("all" if not sampled else f"sample of {len(pop)}") for key in frame.index]
-    log = {"protocols": {f"{n}/{p}": {k: float(v) for k, v in row.items()} for (n, p), row in table.items()}}
+    log = {"protocols": {f"{n}/{p}": {k: float(v) for k, v in row.items()} for (n, p), row in table.items()},
+           "protocol_tie_variants": {p: int(len(r)) for p, r in protocols.items()}}
     # JSD and W1 of each protocol averaged over this run's learners, under keys that do not
     # name a learner, so the rows of a sweep over learners line up
     log_mean = {"protocol_mean": {p: {m: float(np.mean([table[(n, p)][m] for n in values_all]))
                                       for m in ("jsd", "wasserstein")} for p in protocols}}
-    return {"table": table, "values": values, "frame": frame, "log": log, "log_mean": log_mean,
-            "protocols": list(protocols)}
+    note = ""
+    if sampled:
+        bias = [table[(n, p)]["jsd_bias"] for n in values_all for p in protocols]
+        note = (f"**Sampled JSD is not comparable with an exact run's JSD.** Its bins span the sample's "
+                f"accuracy range (narrower than the true one) and a histogram of {len(pop):,} values is noisier, "
+                f"both of which raise it: the bootstrap puts the noise part alone at "
+                f"{min(bias):+.3f} to {max(bias):+.3f} bits here (column jsd_bias). Compare this run's JSDs with "
+                f"each other; W1 carries only its sampling error (wasserstein_se).")
+    if tied:
+        note = (note + "\n\n" if note else "") + (
+            "Rows of " + ", ".join(tied) + " are averaged over every (hard, easy) pair of the S-ties of their "
+            "hard and easy sequences (" + ", ".join(f"{p}: {len(protocols[p])}" for p in tied) + " pairs): the "
+            "search cannot tell tie-mates apart, so no number depends on which one it returned.")
+    return {"table": table, "values": values, "variants": variants, "frame": frame, "log": log,
+            "log_mean": log_mean, "protocols": list(protocols), "note": note}
 
 
 def normality_table(truth: dict):
@@ -278,23 +344,33 @@ def normality_table(truth: dict):
     return normal, pd.DataFrame(normal).T.round(4)
 
 
-def rankings(truth: dict, values: dict, protocols):
+def rankings(truth: dict, values: dict, protocols, variants: dict | None = None):
     """Rankings by lower / upper bound and stability under the truth and each protocol.
 
     Returns ``(rows, ranking_error)``: ``rows`` ``{(dimension, protocol): ranks}`` and the
-    total Spearman footrule per protocol (Tables A5/A6).
+    total Spearman footrule per protocol (Tables A5/A6). With ``variants``
+    (:func:`evaluate_protocols`' tie variants, the same number for every learner of a
+    protocol) ranks and errors are averaged over the variants.
     """
     from .estimation import rank_methods, ranking_distance
 
     rows, err = {}, {p: 0 for p in protocols}
-    if len(truth) >= 2:
-        for dim in ("lower", "upper", "stability"):
-            ref = rank_methods(truth, dim)
-            rows[(dim, "truth")] = ref
-            for proto in protocols:
-                r = rank_methods({n: values[(n, proto)] for n in truth}, dim)
-                rows[(dim, proto)] = r
-                err[proto] += ranking_distance(ref, r)
+    if len(truth) < 2:
+        return rows, err
+    first = next(iter(truth))
+    for dim in ("lower", "upper", "stability"):
+        ref = rank_methods(truth, dim)
+        rows[(dim, "truth")] = ref
+        for proto in protocols:
+            runs = ([{n: variants[(n, proto)][v] for n in truth} for v in range(len(variants[(first, proto)]))]
+                    if variants else [{n: values[(n, proto)] for n in truth}])
+            each = [rank_methods(r, dim) for r in runs]
+            if len(each) == 1:
+                rows[(dim, proto)] = each[0]
+                err[proto] += ranking_distance(ref, each[0])
+            else:
+                rows[(dim, proto)] = {n: float(np.mean([r[n] for r in each])) for n in truth}
+                err[proto] += float(np.mean([ranking_distance(ref, r) for r in each]))
     return rows, err
 
 
@@ -451,8 +527,8 @@ def source_text(summary, label: str, num_null: int, num_learners: int):
                and summary.loc[g, "EDGE wins W1"] > summary.loc[g, "cases"] / 2]
     wins = "; ".join(f"{g} JSD {S_.loc[g, 'EDGE wins JSD']}/{S_.loc[g, 'RS wins JSD']}, "
                      f"W1 {S_.loc[g, 'EDGE wins W1']}/{S_.loc[g, 'RS wins W1']}" for g in real)
-    lines.append(f"learners where EDGE / RS is significantly closer (paired t over the draws, Holm; of "
-                 f"{num_learners}): {wins}")
+    lines.append(f"learners where EDGE / RS is closer (exploratory: paired t over the draws, Holm over the "
+                 f"section's family; of {num_learners}): {wins}")
     return f"*{label}:* " + "; ".join(lines) + ".", winners
 
 
@@ -478,16 +554,21 @@ def source_study(sims: dict, null_labels, truth, all_sequences, num_tasks: int, 
 
     from .compare import compare_sources
 
-    kw = dict(edge_num_random=edge_num_random, num_draws=num_draws, num_bins=num_bins, seed=seed)
-    rows = compare_sources(sims, truth, all_sequences, num_tasks, **kw)
-    gen_rows = compare_sources(sims, truth, all_sequences, num_tasks, intra_weight=intra_weight, **kw) \
-        if intra_weight else []
+    kw = dict(edge_num_random=edge_num_random, num_draws=num_draws, num_bins=num_bins, seed=seed,
+              return_verdicts=True)
+    rows, verdicts = compare_sources(sims, truth, all_sequences, num_tasks,
+                                     family="section 9: EDGE − RS per source, paper's S (exploratory)", **kw)
+    gen_rows, gen_verdicts = compare_sources(
+        sims, truth, all_sequences, num_tasks, intra_weight=intra_weight,
+        family=f"section 9: EDGE − RS per source, {score_label(intra_weight)} (exploratory)", **kw) \
+        if intra_weight else ([], [])
     summary = summarise_sources(rows, null_labels)
     gen_summary = summarise_sources(gen_rows, null_labels) if gen_rows else None
     learners = list(dict.fromkeys(r["learner"] for r in rows))
     per_learner = pd.DataFrame(rows).pivot(index="source", columns="learner", values="r")[learners]
     tables = [("**Paper's score S(O)** (means over learners; wins counted over learners (x null seeds), "
-               "significant by paired t over the draws, Holm)", summary.round(3)),
+               "significant by paired t over the draws, Holm over the section's exploratory family)",
+               summary.round(3)),
               ("Pearson R(S(O), A(O)) per source and learner", per_learner.round(2))]
     text, winners = source_text(summary, "paper's S", num_null, len(learners))
     gen_text, gen_winners = "", []
@@ -498,45 +579,146 @@ def source_study(sims: dict, null_labels, truth, all_sequences, num_tasks: int, 
     N = int(np.asarray(all_sequences).shape[1] * np.asarray(all_sequences).shape[2])
     claim = source_claim(winners + gen_winners, names_labels, N, num_tasks)
     log = {"source_comparison": rows, "source_comparison_generalised": gen_rows,
+           "source_verdicts": [v.to_dict() for v in verdicts + gen_verdicts],
            "source_summary": summary.to_dict(orient="index"),
            "source_summary_generalised": gen_summary.to_dict(orient="index") if gen_summary is not None else {},
            "source_mean": source_means(summary),
            "paper_claim_supported_by": sorted(set(winners + gen_winners))}
     return {"rows": rows, "gen_rows": gen_rows, "summary": summary, "gen_summary": gen_summary, "tables": tables,
-            "text": text, "gen_text": gen_text, "claim": claim, "log": log}
+            "text": text, "gen_text": gen_text, "claim": claim, "log": log, "verdicts": verdicts + gen_verdicts}
 
 
 def source_claim(winners, names_labels, N: int, K: int) -> str:
-    """The sentence on the paper's claim, from the sources whose EDGE beat RS."""
+    """Section 9's sentence on the sources whose EDGE beat RS (exploratory: beside the claim, never a finding)."""
     if winners:
-        return ("EDGE's estimate is significantly closer to the truth than RS's (paired t over the draws, Holm) "
-                "for most learners on both metrics with: "
-                f"{', '.join(sorted(set(winners)))}. "
-                + ("That includes a class-name similarity, as the paper proposes."
-                   if any(g in names_labels for g in winners)
-                   else "None of them is a class-name similarity, the paper's choice: with "
-                        "names the claim is not reproduced here."))
-    return ("No similarity source made EDGE's estimate significantly closer to the truth than RS's "
-            "(paired t over the draws, Holm) for most learners on both JSD and W1. On this setting "
-            f"({N} Fashion-MNIST classes in {K} tasks, small MLP learners) the run does "
-            "not support the paper's claim that EDGE approximates the accuracy "
-            "distribution better than RS; what differs between sources is how close their "
-            "hard/easy sequences come to the accuracy extremes and how well their score "
-            "tracks accuracy (above).")
+        return ("Beyond the claim (section 9, exploratory), EDGE's estimate is closer than RS's for most learners on "
+                f"both metrics with: {', '.join(sorted(set(winners)))}"
+                + (" (a class-name similarity among them)." if any(g in names_labels for g in winners)
+                   else " (no class-name similarity among them)."))
+    return ("Beyond the claim (section 9, exploratory), no similarity source made EDGE's estimate closer than RS's "
+            f"for most learners on both JSD and W1 ({N} classes in {K} tasks); the sources differ in how close their "
+            "hard/easy sequences come to the accuracy extremes and how well their score tracks accuracy.")
+
+
+def claim_text(verdicts, checks=(), *, N: int, K: int) -> str:
+    """The paper's claim as section 6's primary family decided it (findings only from primary rows).
+
+    Examples
+    --------
+    >>> from clkit import stats
+    >>> v = stats.holm([stats.paired([1.0, 1.2, 0.9, 1.1], [2.0, 2.1, 2.2, 2.0], comparison="a: W1 EDGE − RS",
+    ...                              higher="RS closer", lower="EDGE closer")], name="claim")
+    >>> print(claim_text(v, N=8, K=4))
+    Section 6's primary family (1 comparison, Holm, 4 paired draws): EDGE is closer than RS in 1 of its 1 comparison (a: W1 EDGE − RS). The run supports the paper's claim for most comparisons.
+    """
+    from .. import stats
+    from .verdicts import checks_hold
+
+    verdicts = list(verdicts)
+    primary = [v for v in verdicts if v.role == "finding" and v.scope == "primary" and v.decision != "not testable"]
+    if not primary:
+        return "Not judged: no primary comparison ran."
+    if not stats.controls_hold(verdicts)[0] or not checks_hold(checks):
+        return ("Not judged: a control or pipeline check of section 6 failed, so no difference is read as a "
+                "finding (the numbers are in its table).")
+    m, n = len(primary), min(v.n for v in primary)
+    closer = [v.comparison for v in primary if v.decision == v.lower]
+    farther = [v.comparison for v in primary if v.decision == v.higher]
+    what = (f"Section 6's primary family ({m} comparison{'s' if m != 1 else ''}, Holm, {n} paired draws): EDGE is "
+            f"closer than RS in "
+            f"{len(closer)} of its {m} comparison{'s' if m != 1 else ''}" + (f" ({', '.join(closer)})" if closer else ""))
+    if farther:
+        what += f"; RS is closer in {len(farther)} ({', '.join(farther)})"
+    what += "; no difference detected in the rest" if m - len(closer) - len(farther) else ""
+    verdict = ("The run supports the paper's claim for most comparisons." if len(closer) > m / 2 else
+               f"On this setting ({N} classes in {K} tasks) the run does not support the paper's claim that "
+               "EDGE approximates the accuracy distribution better than RS." if not closer else
+               "The run supports the claim for some comparisons only.")
+    return what + ". " + verdict
+
+
+def spread_text(truth: dict) -> str:
+    """How far each learner's accuracy moves with the order (true std and range over the orders), from the numbers.
+
+    NCM on frozen features trains nothing and forgets nothing: its *final* accuracy is the same
+    for every order, but Eq. 1's average incremental accuracy tests different classes at each
+    step, so it is not an order-insensitive control; the sentence says where its spread ranks.
+
+    Examples
+    --------
+    >>> print(spread_text({"finetune": np.array([40.0, 44.0]), "ncm": np.array([60.0, 70.0])}))
+    Spread over the orders (true std / range, points): finetune 2.00 / 4.0, ncm 5.00 / 10.0; widest: ncm. ncm (frozen features, nothing trained or forgotten) has the same final accuracy in every order, yet its average incremental accuracy moves with the order (std 5.00, rank 1 of 2): it is no order-insensitive control.
+    """
+    sd = {n: float(np.std(v)) for n, v in truth.items()}
+    order = sorted(sd, key=lambda n: -sd[n])
+    text = ("Spread over the orders (true std / range, points): "
+            + ", ".join(f"{n} {sd[n]:.2f} / {np.ptp(truth[n]):.1f}" for n in truth) + f"; widest: {order[0]}.")
+    if "ncm" in sd and len(sd) > 1:
+        rank = order.index("ncm") + 1
+        least = min((n for n in sd if n != "ncm"), key=lambda n: sd[n])
+        text += (f" ncm (frozen features, nothing trained or forgotten) has the same final accuracy in every order, yet "
+                 f"its average incremental accuracy moves with the order (std {sd['ncm']:.2f}, rank {rank} of "
+                 f"{len(sd)}): " + ("it is no order-insensitive control." if sd["ncm"] >= sd[least] else
+                                    f"it moves less than every other learner here (least of the others: {least} "
+                                    f"{sd[least]:.2f})."))
+    return text
+
+
+def ceiling_text(structure, encoder: str) -> str:
+    """The sentences on what S(O) can rank, per learner, only where each holds (:func:`clkit.edge.structure.ceiling`).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"R^2": [0.0, 0.0], "eta^2 S-classes": [0.22, 0.63], "eta^2 by chance": [0.5] * 2,
+    ...                   "eta^2 first task": [0.7, 0.2], "eta^2 first task by chance": [0.01] * 2},
+    ...                  index=["ncm", "finetune"])
+    >>> print(ceiling_text(t, "glove").split(". ")[0])
+    For ncm the S-class eta^2 (0.22) is at or below its chance value (0.50): sequences with equal S differ at least as much as random ones, so no function of S ranks these orders
+    """
+    from .structure import ROOM, ceiling
+
+    c = ceiling(structure)
+    if not c["informative"]:
+        return (f"The S-class ceiling says nothing here: with most S-classes holding one or two sequences eta^2 is "
+                f"{c['chance']:.2f} by chance alone.")
+    def listed(names, value):
+        return ", ".join(f"{value(n):.2f}" for n in names)
+
+    eta, r2, beyond = structure["eta^2 S-classes"].get, structure["R^2"].get, c["beyond"].get
+    parts = []
+    if c["at_chance"]:
+        parts.append(f"For {', '.join(c['at_chance'])} the S-class eta^2 ({listed(c['at_chance'], eta)}) is at or "
+                     f"below its chance value ({c['chance']:.2f}): sequences with equal S differ at least as much "
+                     "as random ones, so no function of S ranks these orders.")
+    if c["near"]:
+        parts.append(f"For {', '.join(c['near'])} a function of S could explain at most {listed(c['near'], beyond)} "
+                     f"of the variance beyond chance, within {ROOM:g} of the {encoder} names' R^2 "
+                     f"({listed(c['near'], r2)}): no similarity scored through S(O) could rank these orders much "
+                     "better.")
+    if c["room"]:
+        parts.append(f"For {', '.join(c['room'])} a function of S could explain up to {listed(c['room'], beyond)} "
+                     f"of the variance beyond chance against the {encoder} names' R^2 of {listed(c['room'], r2)}: "
+                     "another similarity scored through S(O) could rank these orders better.")
+    if c["first"]:
+        parts.append(f"The first task alone explains more of the spread beyond chance than any function of S for "
+                     + ", ".join(f"{n} ({c['first_beyond'][n]:.2f})" for n in c["first"]) + ".")
+    return " ".join(parts)
 
 
 def closing_text(*, truth, table, corr, corr_img, corr_intra, normal, rank_err, agree, seq_rows, hard_info,
                  easy_info, encoder, num_sequences_run, N, K, L1, num_draws, src_text, gen_text, claim,
-                 structure=None, truth_text: str = "", draws=None):
+                 structure=None, truth_text: str = "", draws=None, verdicts=None, checks=()):
     """The 'What this run shows' Markdown and the lists the notebook records.
 
-    ``structure`` is :func:`structure_report`'s ``table``: with it, a weak correlation is
-    attributed from the numbers -- to the S-class ceiling (eta^2 near its chance value:
-    no similarity scored through S(O) could do better) or to the similarity (eta^2 well
-    above R^2) -- instead of to the similarity by default. ``truth_text`` says which
-    ground truth the numbers come from (:meth:`~clkit.edge.truth.GroundTruth.describe`).
-    ``draws`` is :func:`draws_report`'s ``frame``: with it the RS-vs-EDGE bullet leads with
-    P(EDGE closer) over every draw (and the oracle's), the paper's single seeds second.
+    Every sentence is generated from the numbers it cites. ``structure`` is
+    :func:`structure_report`'s ``table``: with it, what S(O) can rank is said per learner only
+    where it holds (:func:`ceiling_text`). ``truth_text`` says which ground truth the numbers
+    come from (:meth:`~clkit.edge.truth.GroundTruth.describe`). ``draws`` is
+    :func:`draws_report`'s ``frame``: with it the RS-vs-EDGE bullet leads with P(EDGE closer)
+    over every draw (and the oracles'), the paper's single seeds second. ``verdicts`` and
+    ``checks`` are section 6's (:func:`edge_verdicts`): the paper's claim is read from its
+    primary family (:func:`claim_text`); ``claim`` is section 9's exploratory sentence beside it.
 
     Returns ``(markdown, log)``.
     """
@@ -554,29 +736,11 @@ def closing_text(*, truth, table, corr, corr_img, corr_intra, normal, rank_err, 
     clear = [n for n in learners if corr[n]["r"] > 0.2 and corr[n]["p"] < 0.05]
     if len(clear) > len(learners) / 2:
         verdict = "Accuracy rises clearly with S(O) for most learners, as in the paper's Fig. 2c."
-    elif structure is None:
+    else:
         verdict = (f"Only {len(clear)} of {len(learners)} learners show a clear positive correlation "
                    "(R > 0.2, p < 0.05).")
-    else:
-        capped = [n for n in learners if n in structure.index and
-                  structure.loc[n, "eta^2 S-classes"] - structure.loc[n, "eta^2 by chance"] < 0.1]
-        room = [n for n in learners if n in structure.index and n not in capped and
-                structure.loc[n, "eta^2 S-classes"] - structure.loc[n, "R^2"] >= 0.1]
-        parts = [f"Only {len(clear)} of {len(learners)} learners show a clear positive correlation "
-                 "(R > 0.2, p < 0.05)."]
-        if capped:
-            parts.append(f"For {', '.join(capped)} the S-class ceiling eta^2 is within 0.1 of its chance value "
-                         f"({structure['eta^2 by chance'].iloc[0]:.2f}): no similarity scored through S(O) "
-                         "could rank these orders much better, whatever its source.")
-        if room:
-            parts.append(f"For {', '.join(room)} eta^2 exceeds R^2 by 0.1 or more: a function of S could "
-                         f"explain more than the {encoder} names' S does, so there the similarity is the limit.")
-        first = [n for n in learners if n in structure.index and
-                 structure.loc[n, "eta^2 first task"] > structure.loc[n, "eta^2 S-classes"]]
-        if first:
-            parts.append(f"The first task alone explains more of the spread than any function of S for "
-                         f"{', '.join(first)}.")
-        verdict = " ".join(parts)
+    if structure is not None:
+        verdict += " " + ceiling_text(structure.loc[[n for n in learners if n in structure.index]], encoder)
     narrow = [n for n in learners if table[(n, "EDGE")]["std"] < truth[n].std()]
     log = {"edge_std_below_truth": narrow, "edge_better_jsd": better_jsd, "edge_better_w": better_w,
            "edge_img_better_jsd": img_better_jsd, "edge_img_better_w": img_better_w,
@@ -589,7 +753,13 @@ def closing_text(*, truth, table, corr, corr_img, corr_intra, normal, rank_err, 
         over_draws = ("Over every draw, P(EDGE's W1 < RS's) is "
                       + ", ".join(f"{n} {p(n, 'EDGE'):.2f}" for n in learners)
                       + "; handed the true extremes (oracle): "
-                      + ", ".join(f"{n} {p(n, 'oracle'):.2f}" for n in learners) + ". ")
+                      + ", ".join(f"{n} {p(n, 'oracle'):.2f}" for n in learners)
+                      + ". Read by the range estimator (the lowest and highest accuracy taken as the extremes): "
+                        "EDGE " + ", ".join(f"{n} {p(n, 'EDGE-range'):.2f}" for n in learners)
+                      + ", oracle " + ", ".join(f"{n} {p(n, 'oracle-range'):.2f}" for n in learners)
+                      + " (what each says about the estimator and the similarity: section 6). ")
+    primary_claim = claim_text(verdicts, checks, N=N, K=K) if verdicts is not None else ""
+    log["paper_claim"] = primary_claim
     truth_line = f"* **Ground truth.** {truth_text[0].upper() + truth_text[1:]}.\n" if truth_text else ""
     text = f"""
 {truth_line}* **Combinatorics.** {N} classes in {K} tasks give {num_sequences_run} sequences; 100
@@ -608,17 +778,19 @@ def closing_text(*, truth, table, corr, corr_img, corr_intra, normal, rank_err, 
   distance for {len(better_w)} ({', '.join(better_w) or 'none'}); its sampled range is
   wider than RS's for {len(wider)}. RS underestimates the true standard deviation for
   {len(rs_std_under)} of {len(learners)} learners. Total ranking error: RS
-  {rank_err['RS']}, EDGE {rank_err['EDGE']}, EDGE-img {rank_err['EDGE-img']}. With the
+  {rank_err['RS']:.3g}, EDGE {rank_err['EDGE']:.3g}, EDGE-img {rank_err['EDGE-img']:.3g} (EDGE's averaged
+  over its tie variants). With the
   image-prototype similarity (MAE {agree['mae']:.2f}, Spearman {agree['spearman']:.2f}
   against the text similarity), EDGE-img beats RS in JSD for {len(img_better_jsd)} and
   in W for {len(img_better_w)} learners (single draws too; section 6's verdicts pair
-  {num_draws} draws, section 9 judges each source over them). EDGE's implied std (from the
-  accuracies listed in the table) is below the true std for {len(narrow)} of
-  {len(learners)} learners.
+  {num_draws} draws, section 9 judges each source over them). EDGE's implied std
+  (averaged over the S-ties of its hard and easy sequences) is below the true std for
+  {len(narrow)} of {len(learners)} learners.
+* **Order spread.** {spread_text(truth)}
 * **Similarity sources (section 9).** {src_text} {gen_text}
   Intra-task similarity I(O) of the {encoder} names vs accuracy:
   {', '.join(f"{n} {corr_intra[n]:+.2f}" for n in learners)}.
-* **The paper's claim.** {claim}
+* **The paper's claim.** {primary_claim} {claim}
 * **Near-Gaussian truth** (>= 2 of 3 tests with p > 0.05 after Box-Cox):
   {', '.join(gauss) or 'none'}.
 * **Similarity vs accuracy.** Pearson R is positive for {len(pos_corr)} of {len(learners)}
@@ -678,7 +850,7 @@ def structure_report(truth, scores, all_sequences, hard, easy) -> dict:
     import pandas as pd
 
     from .experiment import sequence_index
-    from .structure import structure_table, tie_members, tie_percentiles
+    from .structure import ceiling, structure_table, tie_members, tie_percentiles
     from .truth import resolve_truth
 
     scores = np.asarray(scores, dtype=float)
@@ -693,26 +865,35 @@ def structure_report(truth, scores, all_sequences, hard, easy) -> dict:
             ties[f"{name}/{role}"] = tie_percentiles(acc, scores, int(i), population=pop)
     ties_frame = pd.DataFrame(ties).T
     if not sampled:
-        ties_frame = ties_frame.drop(columns="pct_se")
+        ties_frame = ties_frame.drop(columns=["pct_se", "pct_low", "pct_high"])
     n_cls = int(table["S classes"].iloc[0]) if len(table) else 0
-    chance = float(table["eta^2 by chance"].iloc[0]) if len(table) else float("nan")
+    cl = ceiling(table)
+    chance = cl["chance"]
     where = (f"over all {len(scores):,} sequences" if not sampled else
-             f"over the uniform sample of {len(pop):,} of the {len(scores):,} sequences (so eta^2 by chance "
-             f"is high when most S-classes hold one sampled sequence)")
-    lines = [f"S(O) takes {n_cls} distinct values {where}; every sequence has the "
-             f"same S as its reverse, so S cannot tell them apart. With {n_cls} S-classes eta^2 is "
-             f"{chance:.2f} by chance alone (accuracy unrelated to S)."]
+             f"over the uniform sample of {len(pop):,} of the {len(scores):,} sequences")
+    lines = [f"S(O) takes {n_cls:,} distinct values {where}; every sequence has the same S as its reverse, so "
+             f"S cannot tell them apart. With {n_cls:,} S-classes eta^2 is {chance:.2f} by chance alone (accuracy "
+             "unrelated to S); beyond chance means (eta^2 - chance) / (1 - chance)."]
+    if not cl["informative"]:
+        lines.append(f"With eta^2 at {chance:.2f} by chance (most S-classes hold one or two sequences of the "
+                     "sample) the ceiling says nothing about what a function of S could explain here.")
     for name, row in table.iterrows():
         rev = row["mean |A(O) - A(reverse)|"]
         rev_text = (f"a sequence and its reverse differ by {rev:.2f} points on average" if np.isfinite(rev)
                     else "no sequence of the sample has its reverse in it (reversal gap not measured)")
-        lines.append(f"- {name}: R = {row['R']:.2f} (R^2 = {row['R^2']:.2f}); any function of S could explain at "
-                     f"most eta^2 = {row['eta^2 S-classes']:.2f} of the variance, the first task alone "
-                     f"{row['eta^2 first task']:.2f}; {rev_text}.")
+        b = cl["beyond"][name]
+        what = ("" if not cl["informative"] else
+                ": at or below chance, sequences of equal S differ at least as much as random ones" if b <= 0 else
+                f": beyond chance a function of S could explain about {b:.2f}")
+        lines.append(f"- {name}: R = {row['R']:.2f} (R^2 = {row['R^2']:.2f}); eta^2 of the S-classes "
+                     f"{row['eta^2 S-classes']:.2f}{what}; the first task alone {row['eta^2 first task']:.2f} "
+                     f"({cl['first_beyond'][name]:.2f} beyond chance); {rev_text}.")
     if sampled:
-        se = float(ties_frame["pct_se"].max())
-        lines.append(f"Percentiles are taken among the sample: each carries a sampling error of at most "
-                     f"{se:.1f} percentile points (column pct_se).")
+        widest = max(ties.items(), key=lambda kv: kv[1]["pct_high"] - kv[1]["pct_low"])
+        lines.append(f"Percentiles are taken among the sample: each carries a 95 % Wilson interval (columns "
+                     f"pct_low, pct_high), widest for {widest[0]}: {widest[1]['pct']:.1f} "
+                     f"({widest[1]['pct_low']:.1f} to {widest[1]['pct_high']:.1f}); a percentile of 0 or 100 "
+                     "in the sample is not one in all sequences.")
     log = {"structure": {n: {k: float(v) for k, v in r.items()} for n, r in table.iterrows()},
            "tie_percentiles": ties}
     return {"table": table, "ties": ties_frame, "text": "\n".join(lines), "log": log}
@@ -720,139 +901,112 @@ def structure_report(truth, scores, all_sequences, hard, easy) -> dict:
 
 def edge_verdicts(truth, all_sequences, hard, easy, *, num_draws: int = 30, num_bins: int = 10,
                   seed: int = 0, small_n: int = 4, scores=None) -> dict:
-    """RS versus EDGE judged by :mod:`clkit.stats`, paired over random draws, with controls.
+    """RS versus EDGE judged by :mod:`clkit.stats`, paired over random draws (section 6).
 
-    For each of ``num_draws`` draws, three random sequences ``r1, r2, r3`` (never EDGE's
-    hard/easy) form RS and ``hard, r1, easy`` forms EDGE (common random numbers: the
-    pairing unit is the draw). Per learner, two findings: the Wasserstein-1 distance of
-    each Gaussian estimate to the true distribution (EDGE - RS; lower is closer) and the
-    share of the true accuracy range the three accuracies span (EDGE - RS). Controls, on
-    the first learner: two *nulls* that must come out no difference -- RS versus RS on an
-    independent draw (W1), and a *random-similarity EDGE* (each draw takes the hard and
-    easy sequence of its own seeded random similarity matrix, a similarity that knows
-    nothing about the classes) versus RS (W1) -- and an *oracle* (EDGE handed the true
-    hardest and easiest sequence: its range coverage must exceed RS's). The family is Holm-adjusted.
-    With ``scores`` (S(O) of every sequence) a third finding per learner, beyond the
-    paper: RS stratified by S(O) terciles (:func:`~clkit.edge.compare.stratified_draws`,
-    three sequences like RS and EDGE) against RS, W1.
-
-    ``truth`` is a dict ``{learner: (L,)}`` over ``all_sequences`` or a
-    :class:`~clkit.edge.truth.GroundTruth`: random sequences are then drawn from its
-    population (a uniform sample of a uniform sample is uniform), distances are taken to
-    the population's distribution and the oracle is the population's hardest / easiest
-    sequence. The verdicts are conditional on that population (its own sampling error is
-    reported by :func:`evaluate_protocols` and :func:`structure_report`).
+    :func:`clkit.edge.verdicts.section6_draws` computes every row's per-draw values (EDGE
+    averaged over the S-ties of its sequences when ``scores`` is given),
+    :func:`~clkit.edge.verdicts.judge_section6` decides them: the primary family (the
+    paper's claim: JSD and W1 per learner, EDGE − RS), exploratory families (range coverage,
+    the range estimator, stratified RS), and controls judged alone (two nulls of the
+    primary kind, a random-similarity null, an oracle that can fail). See
+    :mod:`clkit.edge.verdicts` for why each row is there.
 
     Returns ``verdicts`` (list of Verdict), ``table`` (DataFrame), ``controls_hold``
-    (bool) and ``summary`` (Markdown, ``stats.closing_text``).
+    (bool), ``checks`` (the pipeline checks, ``{"check", "holds", "detail"}``),
+    ``checks_hold`` (bool), ``tie_pairs`` and ``summary`` (Markdown:
+    :func:`~clkit.edge.verdicts.verdict_summary`).
     """
     from .. import stats
-    from .compare import distances_many, stratified_draws
-    from .experiment import sequence_index
+    from .verdicts import checks_hold, judge_section6, section6_draws, verdict_summary
 
-    num_draws = check_int("num_draws", num_draws, low=2)
-    from .data_similarity import data_class_similarity
-    from .sequences import easy_sequence, hard_sequence
-    from .truth import resolve_truth
-
-    h, e = sequence_index(all_sequences, np.stack([hard, easy])).tolist()
-    all_sequences = np.asarray(all_sequences)
-    N, K = all_sequences.shape[1] * all_sequences.shape[2], all_sequences.shape[1]
-    rand_ext = []                                      # hard / easy of a fresh random similarity per draw
-    for d in range(num_draws):
-        rsim = data_class_similarity("random", num_classes=N, seed=seed + 7919 * (d + 1)).matrix
-        rand_ext.append([hard_sequence(rsim, K), easy_sequence(rsim, K)])
-    rand_idx = sequence_index(all_sequences, np.array(rand_ext).reshape(-1, *all_sequences.shape[1:]))
-    rand_idx = rand_idx.reshape(num_draws, 2)
-    values, pop = resolve_truth(truth, all_sequences, np.concatenate([[h, e], rand_idx.ravel()]))
-    rng = np.random.default_rng(seed)
-    pool = np.setdiff1d(pop, [h, e])
-    small = len(pool) < 3                               # tiny settings (e.g. 4 classes / 2 tasks)
-    rs = np.array([rng.choice(pool, size=3, replace=small) for _ in range(num_draws)])
-    rs2 = np.array([rng.choice(pool, size=3, replace=small) for _ in range(num_draws)])
-    verdicts = []
-
-    def coverage(acc, rows):
-        span = np.ptp(acc[pop])
-        return (acc[rows].max(axis=1) - acc[rows].min(axis=1)) / span if span > 0 else np.zeros(len(rows))
-
-    for i, (name, acc) in enumerate(values.items()):
-        acc = np.asarray(acc, dtype=float)
-        true = acc[pop]
-        edge_rows = np.column_stack([np.full(num_draws, h), rs[:, 0], np.full(num_draws, e)])
-        w_rs = distances_many(true, acc[rs], num_bins=num_bins)["wasserstein"]
-        w_edge = distances_many(true, acc[edge_rows], num_bins=num_bins)["wasserstein"]
-        verdicts.append(stats.paired(w_edge, w_rs, comparison=f"{name}: W1 EDGE − RS", higher="RS closer",
-                                     lower="EDGE closer"))
-        verdicts.append(stats.paired(coverage(acc, edge_rows), coverage(acc, rs),
-                                     comparison=f"{name}: range coverage EDGE − RS",
-                                     higher="EDGE spans more", lower="RS spans more"))
-        if scores is not None:
-            strat = pop[stratified_draws(np.asarray(scores, dtype=float)[pop], 3, num_draws, seed=seed + 1)]
-            w_st = distances_many(true, acc[strat], num_bins=num_bins)["wasserstein"]
-            verdicts.append(stats.paired(w_st, w_rs, comparison=f"{name}: W1 stratified RS − RS",
-                                         higher="RS closer", lower="stratified RS closer"))
-        if i == 0:
-            w_rs2 = distances_many(true, acc[rs2], num_bins=num_bins)["wasserstein"]
-            verdicts.append(stats.paired(w_rs2, w_rs, comparison=f"{name}: W1 RS' − RS (null)",
-                                         role="null control", expect="no difference"))
-            rand_rows = np.column_stack([rand_idx[:, 0], rs[:, 0], rand_idx[:, 1]])
-            w_rand = distances_many(true, acc[rand_rows], num_bins=num_bins)["wasserstein"]
-            verdicts.append(stats.paired(w_rand, w_rs, comparison=f"{name}: W1 random-similarity EDGE − RS (null)",
-                                         role="null control", expect="no difference"))
-            oracle = np.column_stack([np.full(num_draws, int(pop[np.argmin(true)])), rs[:, 0],
-                                      np.full(num_draws, int(pop[np.argmax(true)]))])
-            verdicts.append(stats.paired(coverage(acc, oracle), coverage(acc, rs),
-                                         comparison=f"{name}: range coverage oracle − RS",
-                                         higher="oracle spans more", lower="RS spans more",
-                                         role="oracle control", expect="oracle spans more"))
-    verdicts = stats.holm(verdicts)
+    draws = section6_draws(truth, all_sequences, hard, easy, num_draws=num_draws, num_bins=num_bins, seed=seed,
+                           scores=scores)
+    verdicts = judge_section6(draws)
     ok, _ = stats.controls_hold(verdicts)
     return {"verdicts": verdicts, "table": stats.verdict_table(verdicts), "controls_hold": bool(ok),
-            "summary": stats.closing_text(verdicts, subject="this run", small_n=small_n)}
+            "checks": draws["checks"], "checks_hold": checks_hold(draws["checks"]), "tie_pairs": draws["tie_pairs"],
+            "summary": verdict_summary(verdicts, draws["checks"], subject="this run", small_n=small_n)}
 
 
-def draws_report(truth, all_sequences, hard, easy, *, num_bins: int = 10, seed: int = 0,
+def draws_report(truth, all_sequences, hard, easy, *, scores=None, num_bins: int = 10, seed: int = 0,
                  max_triples: int = 200_000, num_samples: int = 10_000) -> dict:
     """RS, EDGE and the oracle over every draw (:mod:`clkit.edge.triples`), as a table and text.
 
-    Returns ``frame`` (DataFrame indexed by learner and protocol), ``text`` (Markdown
-    generated from the numbers: per learner P(EDGE closer) and the oracle's, and whether
-    the three-point estimator or the similarity is the limit) and ``log``.
+    With ``scores`` (S(O) of every sequence) EDGE runs over every (hard, easy) pair of its
+    S-ties. Returns ``frame`` (DataFrame indexed by learner and protocol), ``text``
+    (Markdown generated from the numbers, :func:`draws_text`) and ``log``.
     """
     import pandas as pd
 
     from .triples import protocol_distributions
 
-    out = protocol_distributions(truth, all_sequences, hard, easy, num_bins=num_bins, seed=seed,
+    out = protocol_distributions(truth, all_sequences, hard, easy, scores=scores, num_bins=num_bins, seed=seed,
                                  max_triples=max_triples, num_samples=num_samples)
     frame = pd.DataFrame(out["rows"]).set_index(["learner", "protocol"])
-    how = (f"all {out['num_triples']:,} triples" if out["exact_rs"]
-           else f"{out['num_triples']:,} uniformly drawn triples")
-    lines = [f"Over every draw (RS: {how} of the truth's sequences; EDGE and the oracle: every one of "
-             f"their {out['num_edge_draws']:,} choices of the random member), W1 to the truth:"]
-    limited, sim_limited = [], []
-    for name, g in frame.groupby(level=0, sort=False):
-        e, o = g.loc[(name, "EDGE")], g.loc[(name, "oracle")]
-        lines.append(f"- {name}: P(EDGE closer than RS) = {e['p_closer_w1']:.2f} (expected W1 difference "
-                     f"{e['d_w1']:+.2f}); with the true extremes (oracle) {o['p_closer_w1']:.2f} "
-                     f"({o['d_w1']:+.2f}).")
-        if o["p_closer_w1"] < 0.5:
-            limited.append(name)
-        elif e["p_closer_w1"] < 0.5:
-            sim_limited.append(name)
-    if limited:
-        lines.append(f"For {', '.join(limited)} even the true hardest and easiest sequences leave the "
-                     "three-point Gaussian farther from the truth than RS more often than not: there the "
-                     "estimator (two extremes and one draw fitted by one Gaussian), not the similarity, is "
-                     "the limit.")
-    if sim_limited:
-        lines.append(f"For {', '.join(sim_limited)} the oracle is closer than RS more often than not while "
-                     "EDGE is not: there the similarity's extremes are the limit.")
     log = {"draws": {f"{r['learner']}/{r['protocol']}": {k: v for k, v in r.items() if k not in ("learner", "protocol")}
                      for r in out["rows"]},
-           "draws_num_triples": out["num_triples"], "draws_exact_rs": out["exact_rs"]}
-    return {"frame": frame, "text": "\n".join(lines), "log": log}
+           "draws_num_triples": out["num_triples"], "draws_exact_rs": out["exact_rs"],
+           "draws_tie_pairs": out["num_tie_pairs"]}
+    return {"frame": frame, "text": draws_text(frame, out), "log": log}
+
+
+def draws_text(frame, out: dict) -> str:
+    """What the draws say, per learner, and which limit each number shows (from ``frame``'s P(closer)).
+
+    Two questions, each answered from its own rows: can an estimator beat RS with the *true*
+    extremes (the oracles), and do the similarity's extremes come close enough (EDGE against
+    its oracle, read by the same estimator)? Where both fail, both are limits. ``out`` is
+    :func:`~clkit.edge.triples.protocol_distributions`' result (counts and the truth's spread).
+    """
+    from .estimation import expected_extreme_z
+
+    how = (f"all {out['num_triples']:,} triples" if out["exact_rs"]
+           else f"{out['num_triples']:,} uniformly drawn triples")
+    ties = out.get("num_tie_pairs", 1)
+    lines = [f"Over every draw (RS: {how} of the truth's sequences; EDGE and the oracle: every choice of the "
+             f"random member" + (f", EDGE over the {ties} (hard, easy) pairs of its S-ties" if ties > 1 else "")
+             + "), P(closer to the truth than RS, W1) with the expected W1 difference; the paper's three-point "
+               "Gaussian, then the range estimator (lowest and highest accuracy read as the population's extremes):"]
+    gauss_limit, sim_limit, range_fails, edge_wins = [], [], [], []
+    for name, g in frame.groupby(level=0, sort=False):
+        p = {proto: g.loc[(name, proto)] for proto in ("EDGE", "oracle", "EDGE-range", "oracle-range")}
+        lines.append(f"- {name}: Gaussian: EDGE {p['EDGE']['p_closer_w1']:.2f} ({p['EDGE']['d_w1']:+.2f}), "
+                     f"oracle {p['oracle']['p_closer_w1']:.2f} ({p['oracle']['d_w1']:+.2f}); range estimator: "
+                     f"EDGE {p['EDGE-range']['p_closer_w1']:.2f} ({p['EDGE-range']['d_w1']:+.2f}), oracle "
+                     f"{p['oracle-range']['p_closer_w1']:.2f} ({p['oracle-range']['d_w1']:+.2f}).")
+        if p["oracle"]["p_closer_w1"] < 0.5:
+            gauss_limit.append(name)
+        if p["oracle-range"]["p_closer_w1"] > 0.5 and p["EDGE-range"]["p_closer_w1"] < 0.5:
+            sim_limit.append((name, p["oracle-range"]["p_closer_w1"], p["EDGE-range"]["p_closer_w1"]))
+        if p["oracle-range"]["p_closer_w1"] <= 0.5:
+            range_fails.append(name)
+        if p["EDGE"]["p_closer_w1"] > 0.5:
+            edge_wins.append(f"{name} ({p['EDGE']['p_closer_w1']:.2f})")
+    if gauss_limit:
+        lines.append(f"For {', '.join(gauss_limit)} even the true hardest and easiest sequences leave the paper's "
+                     "three-point Gaussian farther from the truth than RS more often than not: its estimator is a "
+                     "limit (two extremes and one draw make its standard deviation too wide).")
+    if sim_limit:
+        lines.append("With the true extremes the range estimator beats RS more often than not, with the "
+                     "similarity's it does not (" + "; ".join(f"{n} {o:.2f} against {e:.2f}" for n, o, e in sim_limit)
+                     + "): the similarity's hard and easy sequences, too far from the extremes, are a limit too.")
+    both = [n for n, _, _ in sim_limit if n in gauss_limit]
+    if both:
+        lines.append(f"So for {', '.join(both)} both the estimator and the similarity limit EDGE here.")
+    if range_fails:
+        z = expected_extreme_z(out["population_size"])
+        parts = []
+        for n in range_fails:
+            sp = out["spread"][n]
+            implied = sp["range"] / (2 * z)
+            parts.append(f"{n} (range / {2 * z:.2f} = {implied:.2f} against a true std of {sp['std']:.2f}: it "
+                         + ("overstates" if implied > sp["std"] else "understates") + " the spread)")
+        lines.append("Not even the range estimator with the true extremes beats RS more often than not for "
+                     + "; ".join(parts) + ": there the truth's extremes are not where a Gaussian's would be.")
+    if edge_wins:
+        lines.append(f"EDGE as the paper runs it is closer than RS in more than half of the draws for "
+                     f"{', '.join(edge_wins)}.")
+    return "\n".join(lines)
 
 
 def findings_markdown(results: dict) -> str:
@@ -873,10 +1027,14 @@ def findings_markdown(results: dict) -> str:
     >>> print(findings_markdown(r).splitlines()[0])
     Setting: toy; 90 sequences, all trained (exact ground truth).
     """
+    from .structure import beyond_chance
+
     r = results.get("results", results)
     truth = (f"{r['num_enumerated']:,} sequences, all trained (exact ground truth)." if r.get("truth_mode", "exact")
              == "exact" else r.get("truth_description", "sampled ground truth") + ".")
     lines = [f"Setting: {r['data_source']}; {truth}", "", r.get("summary", ""), ""]
+    if r.get("paper_claim"):
+        lines += [f"**The paper's claim.** {r['paper_claim']}", ""]
     if r.get("draws_text"):
         lines += [r["draws_text"], ""]
     st = r.get("structure", {})
@@ -885,18 +1043,24 @@ def findings_markdown(results: dict) -> str:
         chance = next(iter(st.values())).get("eta^2 by chance", float("nan"))
         lines += [f"What S(O) can explain ({n_cls:,} distinct S values, η² {chance:.2f} by chance alone; "
                   f"S(O) = S(reverse O) always):", "",
-                  "| learner | R | R² | η² S-classes (ceiling of R²) | η² first task | mean abs. A(O) − A(reverse) |",
-                  "|---|---|---|---|---|---|"]
+                  "| learner | R | R² | η² S-classes (ceiling of R²) | η² beyond chance | η² first task | "
+                  "mean abs. A(O) − A(reverse) |",
+                  "|---|---|---|---|---|---|---|"]
         for name, row in st.items():
+            beyond = beyond_chance(row["eta^2 S-classes"], row.get("eta^2 by chance", float("nan")))
             lines.append(f"| {name} | {row['R']:.3f} | {row['R^2']:.3f} | {row['eta^2 S-classes']:.3f} | "
-                         f"{row['eta^2 first task']:.3f} | {row['mean |A(O) - A(reverse)|']:.2f} |")
+                         f"{beyond:.3f} | {row['eta^2 first task']:.3f} | {row['mean |A(O) - A(reverse)|']:.2f} |")
         lines.append("")
     ties = r.get("tie_percentiles", {})
     if ties:
-        lines += ["Accuracy percentile of EDGE's sequences, averaged over their S-tie (range over the tie):", "",
-                  "| learner / sequence | percentile | range | tie size |", "|---|---|---|---|"]
+        sampled = any(t.get("pct_low", t["pct"]) != t.get("pct_high", t["pct"]) for t in ties.values())
+        lines += ["Accuracy percentile of EDGE's sequences, averaged over their S-tie (range over the tie"
+                  + ("; 95 % Wilson interval of the sampled percentile" if sampled else "") + "):", "",
+                  "| learner / sequence | percentile | range | tie size |" + (" 95 % interval |" if sampled else ""),
+                  "|---|---|---|---|" + ("---|" if sampled else "")]
         for key, t in ties.items():
-            lines.append(f"| {key} | {t['pct']:.1f} | {t['pct_min']:.1f}–{t['pct_max']:.1f} | {t['tie_size']} |")
+            lines.append(f"| {key} | {t['pct']:.1f} | {t['pct_min']:.1f}–{t['pct_max']:.1f} | {t['tie_size']} |"
+                         + (f" {t['pct_low']:.1f}–{t['pct_high']:.1f} |" if sampled else ""))
     return "\n".join(lines).rstrip() + "\n"
 
 

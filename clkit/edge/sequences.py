@@ -18,6 +18,14 @@ starts from the three best distinct candidates (``N <= 64``; the best one beyond
 every sequence is scored instead and the exact extreme is returned
 (``info["method"] == "exhaustive"``).
 
+**Ties.** Every sequence has the same S(O) as its reverse, and the floats of the two may
+differ in the last bits (the similarities are summed in another order), so which one a plain
+``argmin`` returns depends on the machine's rounding. Scores within a relative
+:data:`TIE_RTOL` are one tie, and the search returns its lexicographically smallest member
+(canonical form; :func:`canonical_order`), the same on every machine. Statistics of the
+returned sequences should still be averaged over the tie
+(:func:`clkit.edge.structure.tie_pairs`): a relabelling of the classes picks another member.
+
 Choices where the paper leaves details open (documented and tested):
 
 * clustering: average linkage on the dissimilarity ``1 - sim`` (diagonal 0);
@@ -57,7 +65,13 @@ __all__ = [
     "intra_task_scores",
     "generalised_scores",
     "default_granularities",
+    "TIE_RTOL",
+    "canonical_order",
 ]
+
+#: relative tolerance within which two scores are one tie: a sequence and its reverse have the same
+#: S(O) but sum the similarities in another order, so their floats may differ in the last bits
+TIE_RTOL = 1e-9
 
 
 def check_similarity(sim, name: str = "sim") -> np.ndarray:
@@ -84,6 +98,40 @@ def check_similarity(sim, name: str = "sim") -> np.ndarray:
         raise ValueError(f"{name} must be symmetric (sim[i, j] == sim[j, i]); largest asymmetry "
                          f"{asym[i, j]:.3g} at {(int(min(i, j)), int(max(i, j)))}")
     return (arr + arr.T) / 2
+
+
+def canonical_order(sequences, objective, rtol: float = TIE_RTOL) -> np.ndarray:
+    """Positions of ``sequences`` by increasing ``objective``, ties broken by a canonical rule.
+
+    Objectives within ``rtol * max(1, |value|)`` of each other (float rounding: a sequence and
+    its reverse have the same S(O) up to the last bits) form one tie, ordered by the
+    lexicographic order of the sequences in canonical form (classes sorted within a task). The
+    first position is the search's pick, the same on every machine whatever the rounding.
+
+    Examples
+    --------
+    >>> seqs = [[[2, 3], [0, 1]], [[0, 1], [2, 3]], [[0, 2], [1, 3]]]
+    >>> canonical_order(seqs, [0.5, 0.5 + 1e-15, 0.2]).tolist()   # 0 and 1 tie: [[0, 1], ...] first
+    [2, 1, 0]
+    """
+    obj = np.asarray(objective, dtype=float).ravel()
+    seqs = canonical(sequences).reshape(len(obj), -1)
+    order = np.argsort(obj, kind="stable")
+    srt = obj[order]
+    new = np.diff(srt) > rtol * np.maximum(1.0, np.abs(srt[1:]))     # a gap starts a new tie
+    group = np.concatenate([[0], np.cumsum(new)])
+    keys = [seqs[order][:, j] for j in range(seqs.shape[1] - 1, -1, -1)] + [group]
+    return order[np.lexsort(keys)]
+
+
+def _pick(sequences, objective) -> int:
+    """Position of the smallest ``objective``, ties by :func:`canonical_order`'s rule (only the tie sorted)."""
+    obj = np.asarray(objective, dtype=float).ravel()
+    best = obj.min()
+    cand = np.flatnonzero(obj <= best + TIE_RTOL * max(1.0, abs(best)))
+    if len(cand) == 1:
+        return int(cand[0])
+    return int(cand[canonical_order(np.asarray(sequences)[cand], obj[cand])[0]])
 
 
 def _coef(n, k):
@@ -600,19 +648,16 @@ def _extreme(sim, num_tasks, granularities, improve, sign, exact_limit, num_star
         for order in _greedy_orders(X, sign):
             seq = canonical(tasks[order])
             cands.append((_path_cost(X, order) * _coef(n, k), g, seq))
-    if w:                                # rank the candidates by the generalised score
-        objs = generalised_scores(sim, np.stack([c[2] for c in cands]), w)
-        order_c = np.argsort(sign * objs, kind="stable")
-        cands = [cands[i] for i in order_c]
-    else:
-        cands.sort(key=lambda c: sign * c[0])
+    # rank the candidates (by the generalised score when w != 0), ties by the canonical rule
+    objs = generalised_scores(sim, np.stack([c[2] for c in cands]), w) if w else np.array([c[0] for c in cands])
+    cands = [cands[i] for i in canonical_order(np.stack([c[2] for c in cands]), sign * objs)]
     best_s, best_g, best = cands[0]
     info = {"paper_sequence": best.tolist(), "paper_score": float(best_s), "granularity": best_g,
             "granularities": gs, "method": "paper", "intra_weight": w}
     if improve and num_sequences(n, k) <= exact_limit:
         allseq = enumerate_sequences(n, k)
         scores = generalised_scores(sim, allseq, w)
-        best = allseq[int(np.argmin(sign * scores))]
+        best = allseq[_pick(allseq, sign * scores)]
         info["method"] = "exhaustive"
     elif improve:
         info["method"] = "local search"
@@ -631,8 +676,8 @@ def _extreme(sim, num_tasks, granularities, improve, sign, exact_limit, num_star
             results = [canonical(_local_search_dense(sign * sim, st, T)) for st in starts]
         else:
             results = [canonical(_local_search(sign * sim, st)) for st in starts]
-        scores = generalised_scores(sim, np.stack(results), w)
-        best = results[int(np.argmin(sign * scores))]
+        results = np.stack(results + [r[::-1] for r in results])   # each ties with its reverse
+        best = results[_pick(results, sign * generalised_scores(sim, results, w))]
     info["score"] = float(sequence_scores(sim, best[None])[0])
     info["objective"] = float(generalised_scores(sim, best[None], w)[0])
     return best, info

@@ -16,7 +16,9 @@ Sampling error (reported beside every number computed from a sampled population)
 
 * a percentile ``p`` (0-100) of a value among ``n`` sampled sequences has standard error
   ``sqrt(p (100 - p) / n * (|Omega| - n) / (|Omega| - 1))`` (binomial with the finite-
-  population correction; :func:`percentile_se`);
+  population correction; :func:`percentile_se`) and a 95 % Wilson interval
+  (:func:`percentile_interval`), which, unlike ``p ± 2 se``, is not of width 0 when the
+  sample shows 0 or 100;
 * a distance (JSD, W1) to the sampled truth gets a bootstrap standard error and bias: the
   population is resampled with replacement ``num_boot`` times (:func:`bootstrap`).
 
@@ -43,7 +45,8 @@ import numpy as np
 
 from .._validate import check_choice, check_int
 
-__all__ = ["TRUTH_MODES", "GroundTruth", "sample_population", "percentile_se", "bootstrap", "resolve_truth"]
+__all__ = ["TRUTH_MODES", "GroundTruth", "sample_population", "percentile_se", "percentile_interval", "bootstrap",
+           "resolve_truth"]
 
 #: ground-truth modes of notebook 02 (parameter ``truth``)
 TRUTH_MODES = ("exact", "sample")
@@ -70,6 +73,42 @@ def percentile_se(pct, n: int, population_size: int | None = None) -> float:
         big = check_int("population_size", population_size, low=n)
         se *= math.sqrt((big - n) / (big - 1)) if big > 1 else 0.0
     return float(se)
+
+
+def percentile_interval(pct, n: int, population_size: int | None = None,
+                        confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval (percentage points) of a percentile estimated from ``n`` uniform draws.
+
+    The percentile is a proportion of the sample; its Wilson interval stays honest at the
+    boundary, where the standard error of :func:`percentile_se` is 0 (a sample in which no
+    sequence lies below the hard one reads "0.0 ± 0.0", yet the population may hold some).
+    Without replacement from ``N`` (``population_size``) the sample counts as
+    ``n (N - 1) / (N - n)`` draws (the finite-population correction); the whole population
+    gives the point itself.
+
+    Examples
+    --------
+    >>> [round(x, 1) for x in percentile_interval(0.0, 256, 2520)]
+    [0.0, 1.3]
+    >>> percentile_interval(37.5, 90, population_size=90)
+    (37.5, 37.5)
+    """
+    from scipy.stats import norm
+
+    n = check_int("n", n, low=1)
+    p = float(np.clip(pct, 0.0, 100.0)) / 100.0
+    if population_size is not None:
+        big = check_int("population_size", population_size, low=n)
+        if big == n:
+            return float(np.clip(pct, 0.0, 100.0)), float(np.clip(pct, 0.0, 100.0))
+        n_eff = n * (big - 1) / (big - n)
+    else:
+        n_eff = float(n)
+    z = float(norm.ppf(0.5 + confidence / 2))
+    denom = 1 + z * z / n_eff
+    centre = (p + z * z / (2 * n_eff)) / denom
+    half = z * math.sqrt(p * (1 - p) / n_eff + z * z / (4 * n_eff * n_eff)) / denom
+    return float(100.0 * max(0.0, centre - half)), float(100.0 * min(1.0, centre + half))
 
 
 def bootstrap(statistic, values, *, num_boot: int = 200, seed: int = 0) -> dict:
