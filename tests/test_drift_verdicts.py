@@ -77,6 +77,8 @@ def test_one_primary_family_over_both_protocols_and_an_exploratory_family():
     # the planted effects come out as the paper says, and finding 3 reads "reproduced"
     assert all(tags[c].decision == tags[c].higher for c in tags if ": (1)" in c or ": (3a)" in c)
     assert report.contraction_verdict(vs, "text").startswith("reproduced: the advantage contracts, -")
+    b = next(v for v in vs if v.comparison.startswith("text: (3b)"))   # a fall of ER − Bare, not yet "contracts"
+    assert b.decision == b.lower == "er − Bare falls with overlap (as the paper)"
     # the sentence cites the interval at the level of (3b)'s decision, not a 95 % one
     b = next(v for v in vs if v.comparison.startswith("text: (3b)"))
     assert f"{stats._level(b.ci_level)} % CI" in report.contraction_verdict(vs, "text") and b.ci_level > 0.95

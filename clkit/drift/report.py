@@ -398,7 +398,8 @@ def sweep_verdicts(df: pd.DataFrame, null_df: pd.DataFrame | None, protocol: str
     - (2) the CL method's AF_s at the largest σ minus at the smallest -- exploratory: the paper
       reports it growing on CoraFull and shrinking on Roman-Empire (:data:`PAPER_FORGETTING`);
     - (3a) CL − Bare at the lowest overlap (the advantage that could contract) -- primary;
-    - (3b) (CL − Bare) at the highest overlap minus at the lowest (the paper: contracts) -- primary.
+    - (3b) (CL − Bare) at the highest overlap minus at the lowest (the paper: falls; "contracts" only
+      with an advantage at low overlap, :func:`contraction_verdict`) -- primary.
 
     Null controls, each judged alone at α: Bare's A_AUC at the lowest-overlap σ on seeds
     ``s + NULL_SEED_OFFSET`` minus on seeds ``s`` (the primary family's), and the CL method's
@@ -453,8 +454,8 @@ def sweep_verdicts(df: pd.DataFrame, null_df: pd.DataFrame | None, protocol: str
                 out.append(stats.paired(adv_hi, adv_lo,
                                         comparison=f"{pr}: (3b) {cl} − Bare, highest − lowest overlap "
                                                    f"({at(o_hi)} − {at(o_lo)})",
-                                        higher="advantage grows with overlap",
-                                        lower="advantage contracts with overlap (as the paper)",
+                                        higher=f"{cl} − Bare rises with overlap",
+                                        lower=f"{cl} − Bare falls with overlap (as the paper)",
                                         scope=_scope("(3b)")))
     if adjust:
         out = judge_families(out, [protocol])
