@@ -63,25 +63,91 @@ def test_smoke_run_records_the_curriculum_study(smoke):
     assert "2/(T(T−1))" in r["summary"]
 
 
-def test_mste_is_a_null_control_never_a_finding(smoke):
-    """Paired per task, MSTE's accuracy on every dataset is the same under M2I and I2M, seed by seed."""
+def test_mste_and_the_weighting_reference_are_pipeline_checks_not_controls(smoke):
+    """Paired per task, MSTE's accuracy on every dataset is the same under M2I and I2M, seed by seed:
+    zero by construction, so a pipeline check (recorded, shown), never a control or a finding."""
     r = smoke[0]["results"]
     m2i, i2m = r["order_m2i"], r["order_i2m"]
     for s in r["seeds"]:
         A = np.array(r["acc_matrix_per_seed"][str(s)]["M2I"]["mste"])
         B = np.array(r["acc_matrix_per_seed"][str(s)]["I2M"]["mste"])
         assert [A[-1, m2i.index(n)] for n in m2i] == [B[-1, i2m.index(n)] for n in m2i]
+    checks = {k["name"].split(":")[0]: k for k in r["pipeline_checks"]}
+    assert set(checks) == {"MSTE", "weighting reference", "BWT (code)"} and all(k["holds"] for k in checks.values())
+    assert "**Pipeline checks hold** (3 of 3" in r["summary"] and r["pipeline_checks_hold"] is True
     verdicts = r["verdicts"]
-    nulls = [v for v in verdicts if v["role"] == "null control"]
-    assert {v["comparison"].split(":")[0] for v in nulls} == {"mste", "weighting only"}
-    for v in nulls:
-        assert not v["significant"] and v["decision"] == "no difference" and v["effect"] == 0.0
-    assert r["m2i_minus_i2m_final"]["mste"] == 0.0
-    assert not any(v["role"] == "finding" and v["comparison"].startswith("mste") for v in verdicts)
+    assert not any(v["comparison"].startswith(("mste", "weighting only")) and "(ACC)" not in v["comparison"]
+                   for v in verdicts)
+    assert r["m2i_minus_i2m_final"]["mste"] == 0.0 and r["m2i_minus_i2m_final"]["weighting only"] == 0.0
     # two seeds: the text draws no conclusion and lists no findings
     assert "Too few pairs to conclude" in r["summary"] and "**Findings**" not in r["summary"]
     assert r["strategies_better_under_m2i"] == [] and r["strategies_better_under_i2m"] == []
     assert isinstance(r["controls_hold"], bool) and r["detectable"]["d_z_alone"] > 3
+
+
+def test_verdicts_rederive_from_the_record_with_one_primary_family_and_controls_alone(smoke):
+    """Every verdict row of the smoke run (the bounds' too) is consistent and decided again from
+    results.json alone; replay's order verdict is the only primary row (gem and generative_replay do
+    not run in smoke); the three null controls are replay against itself on seeds 2-3, judged
+    alone, their arms the recorded per-seed metrics."""
+    from clkit import stats
+    from clkit.plan import verdict_rows
+
+    r = smoke[0]["results"]
+    rows = verdict_rows(smoke[0])
+    assert len(rows) == len(r["verdicts"]) + sum(len(vs) for b in r["bound_verdicts"].values() for vs in b.values())
+    for v, w in zip(rows, stats.rederive(rows)):
+        assert (w.decision, w.family, w.family_name, w.scope, w.role) == (
+            v["decision"], v["family"], v["family_name"], v["scope"], v["role"]), v["comparison"]
+        assert w.p == pytest.approx(v["p"]) and w.ci_level == pytest.approx(v["ci_level"])
+        if v["ci_low"] is not None and np.isfinite(v["ci_low"]):
+            assert w.ci_low == pytest.approx(v["ci_low"]) and w.ci_high == pytest.approx(v["ci_high"])
+            assert (v["ci_low"] > 0 or v["ci_high"] < 0) == v["significant"], v["comparison"]
+    prim = [v for v in rows if v["role"] == "finding" and v["scope"] == "primary"]
+    assert [v["comparison"] for v in prim] == ["replay: M2I − I2M (final-row mean)"]
+    assert prim[0]["family_name"] == cur.verdicts.FAMILY_NAMES[("order", "primary")]
+    names = {v["family_name"] for v in rows if v["role"] == "finding" and v["scope"] == "exploratory"}
+    assert len(names) == 3 + 4 and all("(exploratory)" in n for n in names)     # 3 gaps, 2 references x 2 orders
+    assert r["primary"] == ["replay"] and "Not run: generative_replay, gem." in r["summary"]
+    nulls = [v for v in rows if v["role"] == "null control"]
+    assert [v["comparison"] for v in nulls] == [
+        f"replay against itself: M2I, seeds 2–3 − seeds 0–1 ({m})"
+        for m in ("final-row mean", "ACC", "ACC gap − weighting gap")]
+    assert all(v["family"] == 1 and v["family_name"] == "" and v["expect"] == "no difference" for v in nulls)
+    assert {k: v for k, v in r["null_control"].items() if k != "difficulty_per_seed"} == {
+        "strategy": "replay", "order": "M2I", "seeds": [0, 1], "offset_seeds": [2, 3]}
+    ctrl = {row["seed"]: row for row in r["null_control_per_seed"]}
+    main = {row["seed"]: row for row in r["metrics_per_seed"] if row["strategy"] == "replay" and row["order"] == "M2I"}
+    assert nulls[0]["a"] == [ctrl[s]["final_acc"] for s in (2, 3)] and nulls[0]["b"] == [main[s]["final_acc"]
+                                                                                         for s in (0, 1)]
+    # the offset seeds' weighting reference comes from their own single-task runs (recorded), not the run's
+    acc = r["null_control"]["difficulty_per_seed"]
+    assert set(acc) == {"2", "3"} and set(r["difficulty_per_seed"]) == {"0", "1"}
+    assert ctrl[2]["ACC_ref"] == pytest.approx(cur.weighting_reference(acc["2"], r["order_m2i"])["ACC"])
+
+
+def test_the_null_control_trips_on_the_smoke_runs_when_an_arm_is_shifted(smoke):
+    """The verdict function over the smoke run's recorded per-seed metrics: with the control's arm
+    replaced by the run's own seeds shifted by 0.05 (a broken pairing that reuses the seeds and
+    favours one arm), the final-row null control fails and the findings are stopped."""
+    import pandas as pd
+
+    r = smoke[0]["results"]
+    per_seed = pd.DataFrame(r["metrics_per_seed"])
+    acc = {int(s): a for s, a in r["difficulty_per_seed"].items()}
+    c = cur.Curriculum(acc, cur.difficulty_table({n: [acc[s][n] for s in acc] for n in r["tasks"]}),
+                       r["order_m2i"], r["difficulty_gaps"])
+    strategies = smoke[0]["params"]["strategies"]
+    control = cur.controls.NullControl.plan(strategies, r["seeds"])
+    good = pd.DataFrame(r["null_control_per_seed"])
+    vs = cur.verdicts.order_verdicts(per_seed, c, strategies, control=control, control_per_seed=good)
+    assert [v.to_dict()["p"] for v in vs] == pytest.approx([v["p"] for v in r["verdicts"]])
+    assert all(v.control_ok for v in vs if v.role == "null control")
+    bad = per_seed[(per_seed.strategy == "replay") & (per_seed.order == "M2I")].copy()
+    bad["final_acc"] += 0.05 + np.array([0.0, 0.001])
+    vs = cur.verdicts.order_verdicts(per_seed, c, strategies, control=control, control_per_seed=bad)
+    failed = [v.comparison for v in vs if v.role == "null control" and v.control_ok is False]
+    assert failed == [control.label("final-row mean")]
 
 
 def test_smoke_figures(smoke):
@@ -122,20 +188,22 @@ def test_device_cpu_gives_the_auto_run_and_records_the_device(smoke, run_smoke):
 
 def test_budget_is_printed_and_recorded_with_a_hand_count(smoke):
     """The smoke set: 3 datasets of 200 training rows (20 per class), batch 32 (7 steps per epoch),
-    2 seeds; 6 single-task runs of 2 epochs; naive, cumulative, mste and replay under both orders."""
+    2 seeds; 6 single-task runs of 2 epochs; naive, cumulative, mste and replay under both orders;
+    the null control's 2 more seeds: their single-task runs and replay under M2I."""
     results, out = smoke
     b = results["results"]["budget"]
     per_epoch = 7                                     # ceil(200 / 32)
     single = 6 * 2 * per_epoch
     plain = 3 * 2 * per_epoch                         # naive, mste, replay: 3 tasks x 2 epochs
     cumulative = 2 * (7 + 13 + 19)                    # 200, 400, 600 rows
-    assert b["trainings"] == 6 + 4 * 2 * 2
+    # the null control: the offset seeds' 6 single-task runs and replay under M2I on 2 seeds
+    assert b["trainings"] == 6 + 4 * 2 * 2 + 6 + 2
     work = {w["name"]: w for w in b["work"]}
-    assert work["training steps"]["count"] == single + 2 * 2 * (3 * plain + cumulative)
+    assert work["training steps"]["count"] == 2 * single + 2 * 2 * (3 * plain + cumulative) + 2 * plain
     assert "mlp on 1x8x8 images, batch 32, fp32, timed on cpu" in work["training steps"]["calibration"]
     assert all(w["seconds_each"] > 0 for w in b["work"]) and b["estimated_seconds"] > 0
     nb = (out / "04_curriculum.ipynb").read_text()
-    assert "**Budget:** 22 trainings" in nb
+    assert "**Budget:** 30 trainings" in nb
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is for machines without CUDA")
@@ -180,10 +248,15 @@ def test_paper_set_rehearsed_end_to_end(tmp_path):
     assert cut["epochs"] == (50, 1) and cut["per_class_train"] == (500, 1) and cut["download"] == (True, False)
     assert set(rh["files"]) == set(six) and "min(given, cap)" in rh["rule"]
     assert r["summary"].startswith("**Rehearsal run** of the `paper` parameter set")
-    assert r["budget"]["trainings"] == 6 * 4 + 12 * 2 * 4 and r["device"]["device_type"] in ("cpu", "cuda")
+    # 6 x 4 single-task runs, 12 x 2 x 4 streams; the null control: 4 more seeds' single-task runs, 4 streams
+    assert r["budget"]["trainings"] == 6 * 4 * 2 + 12 * 2 * 4 + 4 and r["device"]["device_type"] in ("cpu", "cuda")
     judged = {v["comparison"] for v in r["verdicts"]}
-    for s in [*p["strategies"], "weighting only"]:   # every gap of every strategy, and the control
+    for s in p["strategies"]:   # every gap of every strategy, the weighting oracle, the null controls
         assert {f"{s}: M2I − I2M (final-row mean)", f"{s}: M2I − I2M (ACC)"} <= judged
+    assert "weighting only: M2I − I2M (ACC)" in judged and r["null_control"]["offset_seeds"] == [4, 5, 6, 7]
+    assert r["null_control"]["strategy"] == "replay" and set(r["null_control"]["difficulty_per_seed"]) == set("4567")
+    assert [v["comparison"] for v in r["verdicts"] if v["scope"] == "primary" and v["role"] == "finding"] == [
+        f"{s}: M2I − I2M (final-row mean)" for s in ("replay", "gem", "generative_replay")]
     assert isinstance(r["controls_hold"], bool) and isinstance(r["conclusive"], bool)
     for s in p["strategies"]:
         assert np.array(r["acc_matrix"]["M2I"][s]).shape == (len(r["tasks"]),) * 2

@@ -13,8 +13,11 @@ and from hard to easy (I2M, the inverse one). The package imports in one directi
   final-row mean and the weighting reference;
 - :mod:`clkit.curriculum.params` -- validation of the notebook's parameters;
 - :mod:`clkit.curriculum.analysis` -- per-seed metrics and their means;
-- :mod:`clkit.curriculum.verdicts` -- every M2I − I2M verdict through :mod:`clkit.stats`, with
-  the control rows (MSTE, the weighting reference);
+- :mod:`clkit.curriculum.controls` -- the stochastic null control (one strategy against itself,
+  seeds offset) and the pipeline checks (comparisons zero by construction);
+- :mod:`clkit.curriculum.verdicts` -- every M2I − I2M verdict through :mod:`clkit.stats`: the
+  primary family (the order verdict of the paper's headline strategies), the exploratory
+  families, the controls;
 - :mod:`clkit.curriculum.budget` -- the trainings, steps and evaluations of a run, and their
   time on its device, timed on a few steps before the first training;
 - :mod:`clkit.curriculum.rehearsal` -- the ``paper`` set's rehearsal on fabricated files
@@ -36,7 +39,7 @@ from .evaluate import stream_metrics, weighting_reference
 from .params import check_learner_settings, check_params
 from .streams import (PAIRINGS, measure_difficulty, run_setting, run_stream, run_streams, single_task_accuracy,
                       strategy_kwargs, task_seed)
-from . import analysis, budget, rehearsal, verdicts
+from . import analysis, budget, controls, rehearsal, verdicts
 from ..data.images import IMAGE_DATASETS
 from . import plots, report  # noqa: E402  (presentation, on top of the above)
 
@@ -44,5 +47,5 @@ __all__ = ["PAPER_ORDER", "Benchmark", "prepare_images", "balanced_indices", "bu
            "single_task_accuracy", "curriculum_orders", "run_stream", "stream_metrics", "strategy_kwargs",
            "check_params", "check_learner_settings", "weighting_reference", "difficulty_table", "select_tasks", "run_streams",
            "IMAGE_DATASETS", "build_benchmarks", "check_loaded", "Curriculum",
-           "choose_curriculum", "measure_difficulty", "PAIRINGS", "task_seed", "run_setting", "analysis", "budget", "rehearsal", "verdicts", "report",
+           "choose_curriculum", "measure_difficulty", "PAIRINGS", "task_seed", "run_setting", "analysis", "budget", "controls", "rehearsal", "verdicts", "report",
            "plots"]

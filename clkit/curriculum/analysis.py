@@ -21,8 +21,20 @@ __all__ = ["METRIC_COLUMNS", "metrics_per_seed", "metrics_summary", "seed_values
 METRIC_COLUMNS = ["ACC", "ACC_ref", "final_acc", "BWT_eq2", "BWT_code", "FWT", "rank"]
 
 
-def metrics_per_seed(R: dict, curriculum: Curriculum, strategies, scenario: str):
+def metrics_per_seed(R: dict, curriculum: Curriculum, strategies, scenario: str, accuracy: dict | None = None):
     """One row per (seed, order, strategy): :func:`stream_metrics` and the weighting reference ``ACC_ref``.
+
+    Parameters
+    ----------
+    R : dict seed -> order -> strategy -> ndarray (T, T)
+        :func:`clkit.curriculum.streams.run_streams`; only the orders present are read (a null
+        control runs one).
+    curriculum : Curriculum
+    strategies : list of str
+    scenario : str
+    accuracy : dict seed -> dataset -> float, optional
+        Single-task accuracies of seeds the curriculum was not chosen on (a null control's offset
+        seeds), for their weighting reference (default: ``curriculum.accuracy``).
 
     Returns
     -------
@@ -31,10 +43,13 @@ def metrics_per_seed(R: dict, curriculum: Curriculum, strategies, scenario: str)
     """
     import pandas as pd
 
+    accuracy = curriculum.accuracy if accuracy is None else accuracy
     rows = []
     for s in R:
         for o, order in curriculum.orders.items():
-            ref = weighting_reference(curriculum.accuracy[s], order)
+            if o not in R[s]:
+                continue
+            ref = weighting_reference(accuracy[s], order)
             for k in strategies:
                 rows.append({"seed": s, "order": o, "strategy": k, "ACC_ref": ref["ACC"],
                              **stream_metrics(R[s][o][k], scenario)})

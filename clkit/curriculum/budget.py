@@ -202,7 +202,8 @@ def nominal_per_class(datasets, per_class_train: int, per_class_test: int) -> di
 
 
 def count_work(per_class: dict, strategies, *, seeds: int, epochs: int, difficulty_epochs: int, batch_size: int,
-               hyper: dict | None = None, learner_kwargs: dict | None = None, num_classes: int = 10) -> dict:
+               hyper: dict | None = None, learner_kwargs: dict | None = None, num_classes: int = 10,
+               control: str | None = None) -> dict:
     """Every training of a run and its work: the single-task runs and the M2I / I2M streams.
 
     Parameters
@@ -217,12 +218,16 @@ def count_work(per_class: dict, strategies, *, seeds: int, epochs: int, difficul
         Per-learner settings over ``hyper``.
     num_classes : int
         Classes per dataset.
+    control : str, optional
+        The strategy of the stochastic null control (:class:`clkit.curriculum.controls.NullControl`):
+        its streams under one order on ``seeds`` more seeds, and those seeds' single-task runs.
 
     Returns
     -------
     dict
-        ``difficulty`` and ``streams``: (trainings, :class:`StreamWork` summed over them);
-        ``per_strategy``: strategy -> StreamWork of its streams (both orders, all seeds);
+        ``difficulty`` and ``streams``: (trainings, :class:`StreamWork` summed over them), the
+        null control's included; ``per_strategy``: strategy -> StreamWork of its streams (both
+        orders, all seeds); ``control``: (trainings, StreamWork) of the null control's streams;
         ``tasks``: the datasets the streams are counted over.
 
     Examples
@@ -233,6 +238,13 @@ def count_work(per_class: dict, strategies, *, seeds: int, epochs: int, difficul
     >>> w = count_work({"a": (2, 1), "b": (2, 1)}, ["naive"], seeds=2, epochs=1, difficulty_epochs=1, batch_size=8)
     >>> w["difficulty"][0], w["difficulty"][1].steps, w["streams"][0], w["streams"][1].steps
     (4, 12, 4, 24)
+
+    With the null control on naive: 2 more seeds' single-task runs, and one order of naive on them.
+
+    >>> w = count_work({"a": (2, 1), "b": (2, 1)}, ["naive"], seeds=2, epochs=1, difficulty_epochs=1, batch_size=8,
+    ...                control="naive")
+    >>> w["difficulty"][0], w["difficulty"][1].steps, w["streams"][0], w["streams"][1].steps, w["control"][0]
+    (8, 24, 6, 36, 2)
     """
     hyper = dict(hyper or {})
     names = list(per_class)
@@ -241,14 +253,20 @@ def count_work(per_class: dict, strategies, *, seeds: int, epochs: int, difficul
     single = sum((stream_work("naive", [a], [b], epochs=difficulty_epochs, batch_size=batch_size)
                   for a, b in zip(train, test)), StreamWork())
     per_strategy = {}
+
+    def kw(s):
+        return dict(epochs=epochs, batch_size=batch_size,
+                    settings=settings_for(s, {k: v for k, v in hyper.items() if k in _DEFAULTS}, learner_kwargs))
+
     for s in strategies:
-        settings = settings_for(s, {k: v for k, v in hyper.items() if k in _DEFAULTS}, learner_kwargs)
-        kw = dict(epochs=epochs, batch_size=batch_size, settings=settings)
-        both = stream_work(s, train, test, **kw) + stream_work(s, train[::-1], test[::-1], **kw)
+        both = stream_work(s, train, test, **kw(s)) + stream_work(s, train[::-1], test[::-1], **kw(s))
         per_strategy[s] = both * seeds
     streams = sum(per_strategy.values(), StreamWork())
-    return {"difficulty": (seeds * len(names), single * seeds), "streams": (2 * seeds * len(strategies), streams),
-            "per_strategy": per_strategy, "tasks": names}
+    runs = 2 * seeds if control is not None else seeds   # the null control's seeds need their single-task runs
+    extra = (seeds, stream_work(control, train, test, **kw(control)) * seeds) if control else (0, StreamWork())
+    return {"difficulty": (runs * len(names), single * runs),
+            "streams": (2 * seeds * len(strategies) + extra[0], streams + extra[1]),
+            "per_strategy": per_strategy, "control": extra, "tasks": names}
 
 
 def step_model(t_full: float, t_part: float, full: int, part: int) -> tuple[float, float]:
@@ -347,7 +365,8 @@ def calibrate(device="cpu", precision: str | None = None, *, backbone: str, imag
 def estimate(per_class: dict, strategies, *, device="cpu", precision: str | None = None, seeds: int, epochs: int,
              difficulty_epochs: int, batch_size: int, backbone: str, image_size: int, channels: int,
              memory_format: str = "contiguous", workers: int = 1, hyper: dict | None = None,
-             learner_kwargs: dict | None = None, timings: dict | None = None) -> Budget:
+             learner_kwargs: dict | None = None, timings: dict | None = None,
+             control: str | None = None) -> Budget:
     """The run's budget (a :class:`clkit.budget.Budget`): :func:`count_work` costed by :func:`calibrate`.
 
     Parameters
@@ -361,6 +380,8 @@ def estimate(per_class: dict, strategies, *, device="cpu", precision: str | None
         Processes sharing the trainings (``rd.workers(workers)``): the estimate divides by it.
     timings : dict, optional
         :func:`calibrate`'s result, to cost other counts without timing again.
+    control : str, optional
+        The null control's strategy (:func:`count_work`).
     Other parameters
         The notebook's (optimiser settings in ``hyper``).
 
@@ -383,7 +404,7 @@ def estimate(per_class: dict, strategies, *, device="cpu", precision: str | None
     hyper = dict(hyper or {})
     dev, precision, _ = run_setting(device, precision, False)
     work = count_work(per_class, strategies, seeds=seeds, epochs=epochs, difficulty_epochs=difficulty_epochs,
-                      batch_size=batch_size, hyper=hyper, learner_kwargs=learner_kwargs)
+                      batch_size=batch_size, hyper=hyper, learner_kwargs=learner_kwargs, control=control)
     T = len(work["tasks"])
     if timings is None:
         timings = calibrate(dev, precision, backbone=backbone, image_size=image_size, channels=channels,
@@ -402,9 +423,12 @@ def estimate(per_class: dict, strategies, *, device="cpu", precision: str | None
              Work("test rows evaluated", total.forward_rows, timings["forward"] / batch_size,
                   f"{total.test_passes:,} test passes and teacher outputs; a forward pass's time per row")]
     items = [w for w in items if w.count]
-    detail = (f"{n_single} single-task runs ({len(per_class)} datasets x {seeds} seeds, {difficulty_epochs} "
+    runs = n_single // max(len(per_class), 1)
+    detail = (f"{n_single} single-task runs ({len(per_class)} datasets x {runs} seeds, {difficulty_epochs} "
               f"epoch{'s' * (difficulty_epochs != 1)}) + {n_streams} streams ({len(strategies)} strategies x 2 "
-              f"orders x {seeds} seeds, {epochs} epoch{'s' * (epochs != 1)} per task, over all {T} loaded "
+              f"orders x {seeds} seeds"
+              + (f", and the null control: {control} under one order on {seeds} more seeds" if control else "")
+              + f"; {epochs} epoch{'s' * (epochs != 1)} per task, over all {T} loaded "
               "datasets: an upper bound, the curriculum may keep fewer)")
     return Budget("04_curriculum", f"{dev}, {precision}", n_single + n_streams, items, parallel=max(1, workers),
                   detail=detail, leaves_out=LEFT_OUT)

@@ -18,7 +18,7 @@ import numpy as np
 from .._validate import check_choice, check_choices
 from ..metrics import average_accuracy, backward_transfer, forward_transfer
 
-__all__ = ["stream_metrics", "weighting_reference"]
+__all__ = ["stream_metrics", "weighting_reference", "bwt_identity"]
 
 
 def _order_free_mean(values) -> float:
@@ -114,3 +114,30 @@ def weighting_reference(accuracy: dict, order) -> dict:
     a = np.array([float(accuracy[n]) for n in order])
     weights = (T - np.arange(T)) / (T * (T + 1) / 2)
     return {"ACC": float(weights @ a), "final_acc": _order_free_mean(a)}
+
+
+def bwt_identity(R) -> dict:
+    """Both sides of the telescoping identity of the authors' BWT (code form).
+
+    ``BWT_code`` averages ``R[i, j] - R[i-1, j]`` over the ``T(T-1)/2`` cells ``i > j``;
+    each column ``j`` telescopes to ``R[T-1, j] - R[j, j]``, so
+    ``BWT_code = 2 / (T (T-1)) * sum_{j < T-1} (R[T-1, j] - R[j, j])`` -- that is ``2 / T``
+    times the final-row BWT (the mean of ``R[T-1, j] - R[j, j]`` over ``j < T-1``).
+
+    Returns
+    -------
+    dict with ``BWT_code`` (from :func:`clkit.metrics.backward_transfer`), ``identity``
+    (the right-hand side), ``final_row_BWT`` and ``factor`` (``2 / (T (T-1))``)
+
+    Examples
+    --------
+    >>> R = [[0.9, 0.1, 0.0], [0.5, 0.8, 0.2], [0.3, 0.6, 0.7]]
+    >>> {k: round(v, 4) for k, v in bwt_identity(R).items()}
+    {'BWT_code': -0.2667, 'identity': -0.2667, 'final_row_BWT': -0.4, 'factor': 0.3333}
+    """
+    R = np.asarray(R, dtype=float)
+    T = R.shape[0]
+    drops = [R[T - 1, j] - R[j, j] for j in range(T - 1)]
+    factor = 2 / (T * (T - 1))
+    return {"BWT_code": backward_transfer(R, mode="consecutive"), "identity": factor * float(np.sum(drops)),
+            "final_row_BWT": float(np.mean(drops)), "factor": factor}

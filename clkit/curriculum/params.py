@@ -8,9 +8,10 @@ from ..learner_kwargs import allowed_keywords, check_learner_kwargs, settings_fo
 from ..models.cnn import BACKBONES, MEMORY_FORMATS
 from ..strategies import available_strategies, make_strategy
 from ..strategies.base import _REGISTRY
+from .controls import NULL_LEARNERS, PRIMARY
 from .streams import strategy_kwargs
 
-__all__ = ["check_params", "SUPPLIED", "allowed_learner_keywords", "check_learner_settings"]
+__all__ = ["check_params", "check_primary", "SUPPLIED", "allowed_learner_keywords", "check_learner_settings"]
 
 #: keywords the notebook gives every strategy itself: not per-learner settings
 SUPPLIED = ("model", "scenario", "epochs", "seed", "loss", "device", "precision")
@@ -72,6 +73,30 @@ def check_learner_settings(learner_kwargs, strategies, *, scenario: str = "class
     return checked
 
 
+def check_primary(primary, strategies) -> list:
+    """The primary strategies of a run: a list of names, none of them a learner that cannot forget.
+
+    Names not among ``strategies`` are allowed (the closing text names them as not run); the
+    primary family is the order verdict of those the run has.
+
+    Examples
+    --------
+    >>> check_primary(["replay", "gem"], ["naive", "replay"])
+    ['replay']
+    >>> check_primary(["mste"], ["mste"])
+    Traceback (most recent call last):
+    ...
+    ValueError: primary: 'mste' cannot forget or transfer: its order gap is zero by construction (a pipeline check), never a claim; name strategies that can forget (default ['replay', 'generative_replay', 'gem'])
+    """
+    if not isinstance(primary, (list, tuple)) or not all(isinstance(k, str) for k in primary):
+        raise TypeError(f"primary must be a list of strategy names, got {primary!r}")
+    for k in primary:
+        if k in NULL_LEARNERS:
+            raise ValueError(f"primary: {k!r} cannot forget or transfer: its order gap is zero by construction (a "
+                             f"pipeline check), never a claim; name strategies that can forget (default {list(PRIMARY)})")
+    return [k for k in primary if k in strategies]
+
+
 def check_params(*, datasets, scenario, strategies, backbone, epochs, difficulty_epochs, memory_size,
                  per_class_train, per_class_test, image_size, channels, lr, momentum, batch_size, seed,
                  optimizer: str = "sgd", seeds: int = 1, num_tasks: int = 0, workers: int = 1,
@@ -117,6 +142,8 @@ def check_params(*, datasets, scenario, strategies, backbone, epochs, difficulty
     if num_tasks == 1:
         raise ValueError(f"num_tasks must be 0 (as many tasks as differ in difficulty beyond the seed spread) "
                          f"or 2..{len(datasets)} (len(datasets)), got 1")
+    if "primary" in others:
+        check_primary(others.pop("primary"), strategies)
     if "num_threads" in others:
         check_int("num_threads", others.pop("num_threads"), low=0)
     if "learner_kwargs" in others:
