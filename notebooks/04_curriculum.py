@@ -125,6 +125,7 @@ import torch
 import clkit.device
 from clkit.curriculum import plots, report
 from clkit.data.user import is_user_path, load_image_folder
+from clkit.plan import plan
 from clkit.plugins import resolve_factory, use_strategies
 from clkit.progress import tqdm
 from clkit.results import RunRecord
@@ -405,7 +406,9 @@ record.figure(plots.gaps(verdicts, scenario=scenario), "m2i_vs_i2m")
 # first; findings only from the primary family, where the checks and controls hold and
 # there are at least 4 seeds; the exploratory families in words, never as findings.
 # Cumulative (all data so far) and MSTE are the paper's upper bounds; whether a strategy
-# ends above them is an exploratory family per order (`cur.verdicts.bound_verdicts`).
+# ends above them is an exploratory family per order (`cur.verdicts.bound_verdicts`). Last,
+# how many seeds the primary comparisons would need (`clkit.plan`, from this run's per-seed
+# differences; `clkit plan <results.json>` does it for every row).
 
 # %%
 bounds = {ref: cur.verdicts.bound_verdicts(per_seed, ref, strategies, orders)
@@ -419,6 +422,7 @@ summary, facts = report.summary(c=curriculum, metrics=metrics, verdicts=verdicts
                                 memory_format=memory_format, note=rh.note() if rh else None,
                                 checks=checks, control=control, primary=primary)
 display(Markdown(summary))
+display(plan([v.to_dict() for v in verdicts if v.role == "finding" and v.scope == "primary"]))
 record.log(**facts, summary=summary,
            bound_verdicts={ref: {o: [v.to_dict() for v in vs] for o, vs in b.items()}
                            for ref, b in bounds.items()})
