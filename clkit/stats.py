@@ -768,7 +768,9 @@ def closing_text(verdicts: Sequence[Verdict], *, subject: str = "this run",
                  small_n: int | None = None, effect_sds: float = 2.0) -> str:
     """Markdown for a notebook's closing paragraph, generated from its verdicts.
 
-    Controls are checked first: when one fails the text says so and lists no findings.
+    Controls are checked first: when a control of the primary comparisons (``scope="primary"``,
+    the default) fails, the text says so and lists no findings; when only a control of exploratory
+    comparisons (``scope="exploratory"``) fails, the exploratory differences are not listed.
     Otherwise the primary findings (significant primary rows) are listed with their numbers,
     then the primary comparisons with no detected difference, the smallest effect each could
     detect and how many pairs would detect the observed one; exploratory rows that differ are
@@ -798,6 +800,8 @@ def closing_text(verdicts: Sequence[Verdict], *, subject: str = "this run",
                      "the numbers below are shown, but no difference is read as a finding.")
         findings_ok = False
     ok, failed = controls_hold(verdicts)
+    guarding = [v for v in failed if v.scope == "primary"]   # a primary family's control guards the findings
+    exploring_ok = not any(v.scope == "exploratory" for v in failed)
     if controls:
         if ok:
             lines.append(f"**Controls hold** ({len(controls)} of {len(controls)}): "
@@ -806,11 +810,12 @@ def closing_text(verdicts: Sequence[Verdict], *, subject: str = "this run",
             lines.append(f"**Controls fail** ({len(failed)} of {len(controls)}): "
                          + "; ".join(f"{v.comparison} came out '{v.decision}', must be '{v.expect}'"
                                      for v in failed)
-                         + f". The rule cannot be trusted on {subject}, so no difference below is read "
-                           "as a finding.")
-            findings_ok = False
+                         + (f". The findings of {subject} cannot be read, so no difference below is read as a "
+                            "finding." if guarding else
+                            ". Only controls of exploratory comparisons failed: those comparisons are not read."))
+            findings_ok = findings_ok and not guarding
     primary = [v for v in findings if v.scope == "primary" and enough(v)]
-    exploratory = [v for v in findings if v.scope == "exploratory" and enough(v)]
+    exploratory = [v for v in findings if v.scope == "exploratory" and enough(v)] if exploring_ok else []
     small = [v for v in findings if not enough(v) and v.decision != NOT_TESTABLE]
     sig = [v for v in primary if v.significant]
     null = [v for v in primary if v.decision == NO_DIFFERENCE]

@@ -132,3 +132,17 @@ def test_clkit_plan_prints_the_table(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "pairs for 1.5 spreads" in out and "c0" in out and "80 % power" in out
     assert main(["plan", str(tmp_path / "none.json")]) == 1
+
+
+def test_a_failed_exploratory_control_keeps_the_findings_but_not_its_family():
+    main = stats.paired([0.3, 0.32, 0.31, 0.29, 0.3], [0.0] * 5, comparison="claim", higher="A")
+    side = stats.paired([0.3, 0.32, 0.31, 0.29, 0.3], [0.0] * 5, comparison="side", higher="A", scope="exploratory")
+    bad = dict(role="null control", expect="no difference")
+    side_control = stats.paired([0.2, 0.21, 0.19, 0.2, 0.22], [0.0] * 5, comparison="side null", scope="exploratory",
+                                **bad)
+    text = stats.closing_text([main, side, side_control])
+    assert "**Findings** (1 of 1): claim" in text and "Only controls of exploratory comparisons failed" in text
+    assert "**Exploratory**" not in text
+    main_control = stats.paired([0.2, 0.21, 0.19, 0.2, 0.22], [0.0] * 5, comparison="claim null", **bad)
+    text = stats.closing_text([main, main_control])
+    assert "**Findings**" not in text and "cannot be read" in text
