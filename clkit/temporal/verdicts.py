@@ -220,7 +220,7 @@ def verdict_text(vs, checks=(), *, small_n: int = 4, subject: str = "this run") 
     parts = [stats.closing_text([v for v in vs if v.scope == "primary"], subject=subject, small_n=small_n)]
     explo = [v for v in vs if v.scope == "exploratory"]
     if explo:
-        text = stats.closing_text(explo, subject="the exploratory comparisons", small_n=small_n)
+        text = stats.closing_text(explo, subject="the exploratory part", small_n=small_n)
         rows = [v for v in explo if v.role == "finding"]
         if stats.controls_hold(explo)[0] and not any(v.significant for v in rows):
             text += f"\n\nNone of the {len(rows)} exploratory comparisons differs under the rule."
