@@ -49,7 +49,7 @@ def test_smoke_run_records_results_and_figures(run_smoke):
             M = np.array(cell["M"], dtype=float)
             assert M.shape == (r["num_tasks"][n],) * 2 and np.isfinite(M).all()
             assert cell["avg_mse"] == pytest.approx(M[-1].mean())
-    assert r["river_bps"] and "BPS ranks the splits" in r["summary"]
+    assert r["river_bps"] and "the means over series order BPS" in r["summary"]
     # null-stream BPS beside every BPS: case studies, Tables 3-4, river; structure lifts BPS above it
     for row in r["case_studies"].values():
         assert 0 < row["null BPS"] < row["near BPS"]
@@ -73,17 +73,15 @@ def test_smoke_run_records_results_and_figures(run_smoke):
     for variant in ("stream max", "per-task max, random split", "per-task max, contexts across tasks"):
         assert all(f"{variant}|{n}" in r["protocol"] for n in names)
     assert "(method, split) cells have a seed-mean average MSE below both" in r["summary"]
-    # verdicts (issue 23): one rule, controls present, the null controls never a finding; two seeds
-    # per cell in the smoke run, so the closing text draws no conclusion
+    # verdicts (issues 23, 38): one rule, controls present and judged alone; two seeds and two series
+    # in the smoke run, so the closing text draws no conclusion (the rows: test_smoke_verdicts_...)
     vs = r["verdicts"]
     roles = [v["role"] for v in vs]
-    assert roles.count("null control") == 2  # BPS on two shuffles; Finetune under other seeds
+    assert roles.count("null control") == 3  # BPS on two shuffles; Finetune under other seeds (MSE, forgetting)
     for v in vs:
-        if v["role"] == "null control":
-            assert v["decision"] == "no difference" and not v["significant"], v["wording"]
-        assert v["rule"].startswith("paired t")
+        assert v["rule"].startswith(("paired t", "exact sign-flip")), v["rule"]
     assert {v["comparison"] for v in vs} >= {"BPS/null 2d − 4d", "Finetune 2d − best baseline (avg MSE)",
-                                              "EWC − Finetune 6d (forgetting)"}
+                                              "EWC − Finetune 6d (forgetting)", "Finetune avg MSE 2d − 4d"}
     assert isinstance(r["controls_hold"], bool)
     assert "Too few pairs to conclude" in r["summary"] and "Findings" not in r["summary"]
     # the null control's extra Finetune runs: seeds cl_seeds.. on the first split only
@@ -101,6 +99,40 @@ def test_smoke_run_records_results_and_figures(run_smoke):
                 "cl_vs_baselines"):
         assert (out / "figures" / f"{fig}.png").stat().st_size > 1000
     assert json.loads((out / "run.json").read_text())["status"] == "ok"
+
+
+def test_smoke_verdicts_rederive_from_results_json_alone(run_smoke):
+    """Issue 38: every verdict row records both arms' per-pair values, reads the same as its decision and
+    is decided again from results.json alone; the primary families are the paper's two claims (BPS and
+    average MSE of adjacent splits), the rest exploratory; controls are judged alone; the pipeline checks
+    are recorded; the texts cite the per-pair EWC numbers and no ranking the rule does not support."""
+    from clkit import stats
+    from clkit.taskification.verdicts import FAMILIES
+
+    r = run_smoke(NB)[0]["results"]
+    rows = r["verdicts"]
+    for v in rows:
+        assert len(v["a"]) == v["n"] and len(v["b"]) in (0, v["n"]), v["comparison"]
+        lo, hi = v["ci_low"], v["ci_high"]
+        if lo is not None and hi is not None and np.isfinite([lo, hi]).all():
+            assert (lo > 0 or hi < 0) == v["significant"], v["comparison"]
+        if v["role"] != "finding":
+            assert v["family"] == 1 and v["family_name"] == "" and v["ci_level"] == pytest.approx(0.95)
+    primary = {v["comparison"]: v["family_name"] for v in rows if v["role"] == "finding" and v["scope"] == "primary"}
+    assert primary == {**{f"BPS {a} − {b}": FAMILIES["bps"] for a, b in (("2d", "4d"), ("4d", "6d"))},
+                       **{f"{m} avg MSE {a} − {b}": FAMILIES["cl"] for m in ("Finetune", "ER", "EWC", "LwF")
+                          for a, b in (("2d", "4d"), ("4d", "6d"))}}
+    again = stats.rederive(rows)
+    keys = ("comparison", "decision", "family", "family_name", "scope", "role")
+    assert [tuple(getattr(w, k) for k in keys) for w in again] == [tuple(v[k] for k in keys) for v in rows]
+    recorded = np.array([[v[k] if v[k] is not None else np.nan for k in ("p", "ci_low", "ci_high")] for v in rows])
+    derived = np.array([[w.p, w.ci_low, w.ci_high] for w in again])
+    derived[~np.isfinite(derived)] = np.nan                 # an unbounded interval is recorded as None
+    np.testing.assert_allclose(derived, recorded, rtol=1e-6, atol=1e-12)
+    assert [c["holds"] for c in r["pipeline_checks"]] == [True, True]
+    ewc = r["ewc_vs_finetune_avg_mse"]
+    assert ewc["pairs"] == 6 and f"in {ewc['higher']} of 6 seed x split pairs" in r["summary"]
+    assert "by ratio the splits rank" not in r["summary"]
 
 
 def _untimed(res):

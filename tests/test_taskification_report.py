@@ -98,37 +98,108 @@ def test_ewc_calibration_grid_runs_at_smoke_scale():
     assert np.abs(strong["ewc"] - strong["naive"]).max() > np.abs(weak["ewc"] - weak["naive"]).max()
 
 
-def test_split_verdicts_controls():
+def test_split_verdicts_primary_adjacent_splits_and_controls_alone():
     rng = np.random.default_rng(0)
-    aligned = {"2d": 1.0 + 0.05 * rng.normal(size=6), "4d": 0.6 + 0.05 * rng.normal(size=6)}
-    null = {"2d": 0.1 + 0.01 * rng.normal(size=6), "4d": 0.08 + 0.01 * rng.normal(size=6)}
+    aligned = {n: m + 0.05 * rng.normal(size=6) for n, m in (("2d", 1.0), ("4d", 0.6), ("6d", 0.4))}
+    null = {n: m + 0.01 * rng.normal(size=6) for n, m in (("2d", 0.1), ("4d", 0.08), ("6d", 0.07))}
     vs = verdicts.split_verdicts(aligned, null, 0.1 + 0.01 * rng.normal(size=6))
     by = {v.comparison: v for v in vs}
     assert by["BPS 2d − 4d"].decision == "2d more fragile"
     assert by["null BPS 2d: shuffle − another shuffle"].decision == "no difference"
     assert by["BPS 2d: stream − shuffled stream"].control_ok is True
-    assert all(v.family == len(vs) for v in vs)  # one Holm family, controls included
-    # with fewer pairs than the rule needs, the oracle is reported as a finding, not a failed control
+    # issue 38: the paper's ranking (adjacent splits) is the primary family; the rest exploratory, apart
+    primary = [v.comparison for v in vs if v.role == "finding" and v.scope == "primary"]
+    assert primary == ["BPS 2d − 4d", "BPS 4d − 6d"]
+    assert {v.family_name for v in vs if v.comparison in primary} == {verdicts.FAMILIES["bps"]}
+    explo = [v for v in vs if v.scope == "exploratory"]
+    assert {v.comparison for v in explo} == {"BPS 2d − 6d", "BPS/null 2d − 4d", "BPS/null 4d − 6d",
+                                             "BPS/null 2d − 6d"}
+    assert all(v.family == 4 and v.family_name == verdicts.FAMILIES["bps_other"] for v in explo)
+    controls = [v for v in vs if v.role != "finding"]
+    assert len(controls) == 2 and all(v.family == 1 and v.p == v.p_raw for v in controls)   # judged alone
+    # with fewer pairs than the rule needs, the oracle is reported as an exploratory row, not a failed control
     small = verdicts.split_verdicts({k: v[:2] for k, v in aligned.items()}, {k: v[:2] for k, v in null.items()},
                                     [0.1, 0.11])
     assert [v.role for v in small].count("oracle control") == 0
+    assert {v.scope for v in small if v.comparison == "BPS 2d: stream − shuffled stream"} == {"exploratory"}
     # on a user's stream there is no oracle
     assert "oracle control" not in [v.role for v in verdicts.split_verdicts(aligned, null, null["2d"], oracle=False)]
 
 
-def test_cl_verdicts_families_and_null_control():
+def test_the_bps_null_control_trips_when_series_x_perturbations_are_pooled_as_pairs():
+    """The BPS rows pair series. A broken pipeline that hands the rule every (series, perturbation) profile
+    distance as a pair finds a 'difference' between two shuffles of the same values: each shuffle moves a
+    series' distances together."""
+    rng = np.random.default_rng(4)
+    tripped = {"series": 0, "pooled": 0}
+    for _ in range(8):
+        series, draws = 6, 30
+        arms = [0.1 + rng.normal(0, 0.01, size=(series, 1)) + rng.normal(0, 0.002, size=(series, draws))
+                for _ in range(2)]
+        for how, (a, b) in {"series": (arms[0].mean(1), arms[1].mean(1)),
+                            "pooled": (arms[0].ravel(), arms[1].ravel())}.items():
+            al = {"2d": a + 1.0, "4d": a + 0.5}
+            vs = verdicts.split_verdicts(al, {"2d": a, "4d": a * 0.9}, b)
+            tripped[how] += not stats.controls_hold(vs)[0]
+    assert tripped["pooled"] >= 5 and tripped["series"] <= 2
+
+
+def test_cl_verdicts_families_and_null_controls():
     rng = np.random.default_rng(2)
     cl = {}
     for s in range(8):
         for m, shift in (("naive", 0.0), ("ewc", 0.5)):
-            cl[(m, "2d", s)] = {"avg_mse": 5 + shift + 0.1 * rng.normal(), "forgetting": 0.01 * rng.normal()}
-    cl = {k: v for k, v in cl.items() if k[2] < 4 or k[0] == "naive"}
-    base = {"2d": {"constant_mean": 50.0, "persistence_mean": 6.0}}
-    vs = verdicts.cl_verdicts(cl, base, ["naive", "ewc"], ["2d"], {"naive": "Finetune", "ewc": "EWC"}, 4)
+            for n, level in (("2d", 5.0), ("4d", 3.0)):
+                cl[(m, n, s)] = {"avg_mse": level + shift + 0.1 * rng.normal(), "forgetting": 0.01 * rng.normal()}
+    cl = {k: v for k, v in cl.items() if k[2] < 4 or (k[0] == "naive" and k[1] == "2d")}
+    base = {"2d": {"constant_mean": 50.0, "persistence_mean": 6.0}, "4d": {"constant_mean": 9.0,
+                                                                            "persistence_mean": 4.0}}
+    vs = verdicts.cl_verdicts(cl, base, ["naive", "ewc"], ["2d", "4d"], {"naive": "Finetune", "ewc": "EWC"}, 4)
     by = {v.comparison: v for v in vs}
+    # primary: each method's average MSE on adjacent splits (the paper's "the CL metrics differ across splits")
+    primary = [v for v in vs if v.role == "finding" and v.scope == "primary"]
+    assert [v.comparison for v in primary] == ["Finetune avg MSE 2d − 4d", "EWC avg MSE 2d − 4d"]
+    assert by["Finetune avg MSE 2d − 4d"].decision == "Finetune higher on 2d"
+    assert all(v.family == 2 and v.family_name == verdicts.FAMILIES["cl"] for v in primary)
     assert by["Finetune 2d − best baseline (avg MSE)"].decision == "Finetune beats both baselines"
-    assert by["Finetune 2d: seeds − other seeds (avg MSE)"].role == "null control"
+    assert by["Finetune 2d − best baseline (avg MSE)"].scope == "exploratory"
+    controls = [v for v in vs if v.role == "null control"]
+    assert [(v.comparison, v.scope, v.family) for v in controls] == [
+        ("Finetune 2d: seeds − other seeds (avg MSE)", "primary", 1),
+        ("Finetune 2d: seeds − other seeds (forgetting)", "exploratory", 1)]
     assert by["EWC − Finetune 2d (avg MSE)"].decision == "EWC worse"
-    assert by["EWC − Finetune 2d (avg MSE)"].family == 2 and by["Finetune 2d − best baseline (avg MSE)"].family == 3
+    rel = by["EWC / Finetune − 1 (avg MSE, mean over splits)"]
+    assert rel.b == () and rel.n == 4 and rel.effect > 0.1 and rel.family_name == verdicts.FAMILIES["ewc"]
+    assert by["EWC − Finetune 2d (avg MSE)"].family == 5 and by["Finetune 2d − best baseline (avg MSE)"].family == 4
+    # an arm shifted: the seed-offset control trips, and the text lists no findings
+    shifted = {k: ({**v, "avg_mse": v["avg_mse"] + 1.0} if k[2] >= 4 else v) for k, v in cl.items()}
+    vs2 = verdicts.cl_verdicts(shifted, base, ["naive", "ewc"], ["2d", "4d"], {"naive": "Finetune", "ewc": "EWC"}, 4)
+    assert not stats.controls_hold(vs2)[0]
+    text = report.verdict_text(vs2)
+    assert "**Controls fail**" in text and "**Findings**" not in text and "not read: a control fails" in text
+    pairs = verdicts.ewc_pairs(cl, ["2d", "4d"], 4)
+    assert pairs["pairs"] == 8 and pairs["higher"] == 8 and 0 < pairs["low"] <= pairs["high"]
+
+
+def test_pipeline_checks_stop_the_findings():
+    x = np.random.default_rng(0).normal(size=(2, 40, 3))
+    cl = {(m, n, s): {"M": [[1.0, 2.0], [1.5, 1.0]]} for m in ("naive",) for n in ("2d",) for s in range(4)}
+    assert all(c["holds"] for c in verdicts.pipeline_checks(x, 0, cl, 4))
+    broken = verdicts.pipeline_checks(x, 0, {k: v for k, v in cl.items() if k[2] != 2}, 4)
+    assert [c["holds"] for c in broken] == [True, False] and "seeds [0, 1, 3] of 4" in broken[1]["detail"]
+    v = stats.paired([1.0, 1.2, 1.1, 1.3], [0.0] * 4, comparison="BPS 2d − 4d", higher="2d more fragile")
+    assert "**Findings** (1 of 1)" in report.verdict_text([v], verdicts.pipeline_checks(x, 0, cl, 4))
+    text = report.verdict_text([v], broken)
+    assert text.startswith("**Pipeline checks fail**") and "**Findings**" not in text
+
+
+def test_findings_table_shows_the_level_of_each_decision():
+    rows = [v.to_dict() for v in stats.holm([stats.paired([1.0, 1.2, 1.1, 1.3], [0.0] * 4, comparison=c)
+                                             for c in ("a", "b")], name="f")]
+    text = report.findings_markdown({"verdicts": rows, "controls_hold": True, "summary": ""})
+    assert "95 % CI" not in text and "CI (level of the decision)" in text and "(97.5 %)" in text
+
+
+def test_forgetting_share():
     share = verdicts.forgetting_share({("naive", "2d"): {"forgetting": 0.02, "avg_mse": 4.0}}, "naive", ["2d"])
     assert share == {"2d": pytest.approx(0.5)}

@@ -17,8 +17,8 @@ from .discrepancy import distance_matrix
 
 __all__ = ["load_data", "make_splits", "case_study_table", "recurrence_move", "mean_matrices",
            "profile_distance_table", "bps_tables", "river_bps", "cl_tasks", "run_cl", "cl_summary", "table1",
-           "protocol_table", "closing_text", "findings_markdown", "write_findings", "replace_block",
-           "CL_KEYS"]
+           "protocol_table", "checks_line", "verdict_text", "closing_text", "findings_markdown", "write_findings",
+           "replace_block", "CL_KEYS"]
 
 #: the CL metrics of Table 1 and their column labels
 CL_KEYS = [("avg_mse", "Avg MSE"), ("bwt", "BWT"), ("forgetting", "Forgetting")]
@@ -316,23 +316,95 @@ def protocol_table(target_only, splits: dict, context_steps: int, stride: int, s
     return proto, log
 
 
-def _supported(vs, what: str) -> str:
+def _supported(vs, what: str, scope: str = "") -> str:
+    """What the rule says of ``vs`` (rows already gated), in words.
+
+    Examples
+    --------
+    >>> from clkit import stats
+    >>> v = stats.paired([1.0, 1.2, 1.1, 1.3], [0.0] * 4, comparison="BPS 9d − 30d", higher="9d more fragile")
+    >>> _supported([v], "adjacent-split", "primary")
+    'the rule supports 1 of 1 adjacent-split differences (primary; BPS 9d − 30d: 9d more fragile)'
+    """
     sig = [v for v in vs if v.significant]
+    tag = f"{scope}; " if scope else ""
+    if not vs:
+        return f"too few pairs to judge the {what} differences"
     if not sig:
-        return f"the rule supports none of the {len(vs)} {what} differences"
-    return (f"the rule supports {len(sig)} of {len(vs)} {what} differences ("
+        return f"the rule supports none of the {len(vs)} {what} differences" + (f" ({scope})" if scope else "")
+    return (f"the rule supports {len(sig)} of {len(vs)} {what} differences ({tag}"
             + "; ".join(f"{v.comparison}: {v.decision}" for v in sig) + ")")
+
+
+def checks_line(checks) -> str:
+    """The pipeline checks in one Markdown line (they hold by construction unless the pipeline is broken).
+
+    Examples
+    --------
+    >>> checks_line([{"check": "x", "holds": False, "detail": "a vs b"}])[:45]
+    '**Pipeline checks fail** (1 of 1): x (a vs b)'
+    """
+    failed = [c for c in checks if not c["holds"]]
+    if not checks:
+        return ""
+    if failed:
+        return (f"**Pipeline checks fail** ({len(failed)} of {len(checks)}): "
+                + "; ".join(f"{c['check']} ({c['detail']})" for c in failed)
+                + ". The pipeline cannot be trusted, so no difference is read as a finding.")
+    return f"**Pipeline checks hold** ({len(checks)} of {len(checks)}): " + "; ".join(c["check"] for c in checks) + "."
+
+
+def verdict_text(verdicts, checks=(), *, small_n: int = 4) -> str:
+    """The verdicts' Markdown: pipeline checks, the primary families, then the exploratory ones.
+
+    A failed pipeline check lists the differences as measured, not judged. Otherwise the primary
+    rows with their controls go through :func:`clkit.stats.closing_text` (controls first, findings
+    only from primary rows with at least ``small_n`` pairs, what the run could detect); the
+    exploratory rows are listed apart with their own controls, and only while every control holds.
+
+    Examples
+    --------
+    >>> from clkit import stats
+    >>> vs = [stats.paired([1.0, 1.2, 1.1, 1.3], [0.0] * 4, comparison="BPS 9d − 30d", higher="9d more fragile"),
+    ...       stats.paired([0.1, -0.1, 0.2, 0.0], [0.0] * 4, comparison="BPS/null 9d − 30d", scope="exploratory")]
+    >>> print(verdict_text(vs, [{"check": "x", "holds": True, "detail": ""}]).splitlines()[0])
+    **Pipeline checks hold** (1 of 1): x.
+    """
+    from .. import stats
+
+    verdicts, checks = list(verdicts), list(checks)
+    head = checks_line(checks)
+    if any(not c["holds"] for c in checks):
+        return head + "\n\nMeasured differences (not findings): " + "; ".join(
+            f"{v.comparison} {v.effect:+.3g}" for v in verdicts if v.role == "finding" and v.n) + "."
+    parts = [head, stats.closing_text([v for v in verdicts if v.scope == "primary"], subject="this run",
+                                      small_n=small_n)]
+    explo = [v for v in verdicts if v.scope == "exploratory"]
+    if explo:
+        if not stats.controls_hold(verdicts)[0]:
+            text = "not read: a control fails (above)."
+        else:
+            text = stats.closing_text(explo, subject="the exploratory part", small_n=small_n)
+            rows = [v for v in explo if v.role == "finding" and v.n >= small_n]
+            if rows and not any(v.significant for v in rows):
+                text += f"\n\nNone of the {len(rows)} exploratory comparisons differs under the rule."
+        names = sorted({v.family_name for v in explo if v.family_name})
+        parts.append(f"*Exploratory* ({'; '.join(names)}; never findings):\n\n{text}")
+    return "\n\n".join(p for p in parts if p)
 
 
 def closing_text(*, source: str, num_series: int, names, offset_days: float, bps: dict, case_rows: dict,
                  rec_move: dict, mse_table, methods, labels: dict, cl_mean: dict, cl_sd: dict, cl_seeds: int,
-                 baselines: dict, proto: dict, river_rows: dict, verdicts=None, settings=None, small_n: int = 4):
+                 baselines: dict, proto: dict, river_rows: dict, verdicts=None, settings=None, small_n: int = 4,
+                 checks=(), cl=None):
     """The closing text of the notebook, generated from the verdicts and the numbers.
 
-    The first part is :func:`clkit.stats.closing_text` over ``verdicts`` (controls, then
-    findings, with "too few pairs" below ``small_n``); the second the paper's sentences,
-    which state means as means and name only the differences the rule supports. Where a
-    control fails, or pairs are too few, no difference is called supported.
+    The first part is :func:`verdict_text` over ``verdicts`` and the pipeline ``checks``
+    (controls, then the primary findings, with "too few pairs" below ``small_n`` per row; the
+    exploratory rows apart); the second the paper's sentences, which state means as means and
+    name only the differences the rule supports, each beside the verdicts of its own rows. Where
+    a control or a pipeline check fails, no difference is called supported. ``cl`` (the per-seed
+    runs) gives EWC's per-pair numbers against Finetune.
 
     Returns
     -------
@@ -344,8 +416,10 @@ def closing_text(*, source: str, num_series: int, names, offset_days: float, bps
     from .. import stats
 
     verdicts = list(verdicts or [])
-    trusted = (stats.controls_hold(verdicts)[0] and bool(verdicts) and max(v.n for v in verdicts) >= small_n)
-    judged = verdicts if trusted else []
+    checks = list(checks)
+    trusted = stats.controls_hold(verdicts)[0] and bool(verdicts) and all(c["holds"] for c in checks)
+    judged = [v for v in verdicts if v.n >= small_n] if trusted else []   # the gate is per row
+    trusted = trusted and bool(judged)
     fmt = lambda v: f"{v:.3g}"  # noqa: E731
     t3, t4, null_res = bps["aligned"], bps["shifted"], bps["null"]
     order = sorted(names, key=lambda n: -t3[n]["bps"])
@@ -356,16 +430,39 @@ def closing_text(*, source: str, num_series: int, names, offset_days: float, bps
     pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
     closest = min(pairs, key=lambda p: mse_table.loc[p[0], p[1]]) if pairs else None
     logs = {}
+
+    def rows(prefix, scope=None):
+        return [v for v in judged if v.role == "finding" and v.comparison.startswith(prefix)
+                and (scope is None or v.scope == scope)]
+
+    not_judged = "no difference is judged (see above)"
     text = (
-        f"On {source} ({num_series} series), BPS ranks the splits {' > '.join(order)} "
+        f"On {source} ({num_series} series), the means over series order BPS {' > '.join(order)} "
         f"(aligned) and {' > '.join(order_s)} (shifted by {offset_days:g} days); the paper "
-        f"finds 9d > 30d > 44d for both on CESNET-TimeSeries24. The null stream (same "
-        f"values, shuffled in time) ranks them {' > '.join(order_null)} as well "
+        f"finds 9d > 30d > 44d for both on CESNET-TimeSeries24. ")
+    if verdicts:
+        text += ("Paired over the series, " + (_supported(rows("BPS ", "primary"), "adjacent-split", "primary")
+                                               if trusted else not_judged) + ". ")
+    text += (
+        f"The null stream (same values, shuffled in time) ranks them {' > '.join(order_null)} "
         f"(null BPS " + ", ".join(f"{n} {fmt(null_res[n]['bps'])}" for n in names)
-        + "), so the ordering alone is partly mechanical: with delta fixed, shorter tasks "
-        "are noisier. The structure of the stream lifts BPS above the null by "
+        + ")" + (", the same order: the ordering alone is partly mechanical (with delta fixed, shorter "
+                 "tasks are noisier). " if order_null == order else ". ")
+        + "The structure of the stream lifts BPS above the null by "
         + ", ".join(f"{t3[n]['ratio_to_null']:.1f}x ({n})" for n in names)
-        + f"; by that ratio (means over series) the splits rank {' > '.join(order_ratio)}. "
+        + f"; by that ratio the means over series order the splits {' > '.join(order_ratio)}")
+    if verdicts:
+        ratio = rows("BPS/null ")
+        if not trusted:
+            text += f"; per series, {not_judged}. "
+        elif not ratio or any(v.significant for v in ratio):
+            text += f", and per series {_supported(ratio, 'ratio', 'exploratory')}. "
+        else:
+            text += (f", but per series the rule finds no difference between the splits' ratios in any of the "
+                     f"{len(ratio)} pairs (exploratory), so that order is not established. ")
+    else:
+        text += " (means, not tested). "
+    text += (
         f"In the case studies, the boundary placed at the structure has the higher BPS in "
         f"{len(near_wins)} of {len(case_rows)} streams ({', '.join(near_wins) or 'none'}), at "
         + ", ".join(f"{r['near / null']:.1f}x" for r in case_rows.values()) + " the null. ")
@@ -378,11 +475,6 @@ def closing_text(*, source: str, num_series: int, names, offset_days: float, bps
         + (" (agreeing with the paper). " if bigger == "stability"
            else " (not what the paper describes: with boundaries on the extremes, a small shift "
            "makes neighbouring tasks alternate, which is an adjacent-task effect). "))
-    if verdicts:
-        ranks = [v for v in judged if v.comparison.startswith(("BPS ", "BPS/null ")) and v.role == "finding"
-                 and ":" not in v.comparison]
-        text += ("Paired over the series (BPS and BPS / null per series, Holm), "
-                 + (_supported(ranks, "split") if trusted else "no difference is judged (see above)") + ". ")
     if closest:
         text += (f"The most similar task-to-task matrices (smallest upsampled MSE) are "
                  f"{closest[0]} and {closest[1]}. ")
@@ -395,17 +487,21 @@ def closing_text(*, source: str, num_series: int, names, offset_days: float, bps
         text += (
             f"Forecasting: {len(beat)} of {len(cells)} (method, split) cells have a seed-mean average MSE "
             f"below both no-learning baselines (constant and persistence); "
-            + (f"paired over {cl_seeds} seeds (Holm), {len(won)} of {len(cells)} cells beat both baselines "
-               "under the rule" if trusted else "no cell is judged to beat them (see above)")
+            + (f"paired over {cl_seeds} seeds (exploratory), {len(won)} of {len(judged_cells)} cells beat both "
+               "baselines under the rule" if trusted else "no cell is judged to beat them (see above)")
             + "; per split, "
             "persistence scores " + ", ".join(f"{fmt(baselines[n]['persistence_mean'])} ({n})" for n in names)
             + " and the best method "
             + ", ".join(f"{fmt(min(cl_mean[(m, n)]['avg_mse'] for m in methods))} ({n})" for n in names) + ". ")
         best = {labels[m]: min(names, key=lambda n: cl_mean[(m, n)]["avg_mse"]) for m in methods}
         worst = {labels[m]: max(names, key=lambda n: cl_mean[(m, n)]["avg_mse"]) for m in methods}
-        text += ("The lowest average MSE comes from the " + ", ".join(f"{n} split for {k}" for k, n in best.items())
+        text += ("By seed means, the lowest average MSE comes from the "
+                 + ", ".join(f"{n} split for {k}" for k, n in best.items())
                  + "; the highest from the " + ", ".join(f"{n} split for {k}" for k, n in worst.items())
-                 + " (the paper: 30d lowest and 44d highest for all four methods on CESNET). ")
+                 + " (the paper: 30d lowest and 44d highest for all four methods on CESNET)"
+                 + ((f"; paired over seeds, " + (_supported(rows(tuple(f"{labels[m]} avg MSE " for m in methods),
+                                                                  "primary"), "adjacent-split average-MSE", "primary")
+                                                 if trusted else not_judged)) if verdicts else "") + ". ")
         pt = [proto["per-task max (paper)"][("Persistence", n)] for n in names]
         ps = [proto["stream max"][("Persistence", n)] for n in names]
         text += ("Without any learning, persistence orders the splits "
@@ -463,19 +559,37 @@ def closing_text(*, source: str, num_series: int, names, offset_days: float, bps
                  + " of its average MSE" + (" (under 1 %: little to protect)" if little else ""))
         if "ewc" in methods:
             lam = (settings or {}).get("ewc", {}).get("ewc_lambda")
-            ewc_vs = [v for v in judged if v.comparison.startswith("EWC − Finetune")]
-            sig = [v for v in ewc_vs if v.significant]
-            text += (f". EWC (lambda = {lam:g}) against Finetune, paired over seeds: " if lam is not None
-                     else ". EWC against Finetune: ")
-            if not trusted:
+            text += f". EWC (lambda = {lam:g}) against Finetune" if lam is not None else ". EWC against Finetune"
+            if cl is not None:
+                from .verdicts import ewc_pairs
+
+                ep = ewc_pairs(cl, names, cl_seeds)
+                logs["ewc_vs_finetune_avg_mse"] = {k: ep[k] for k in ("higher", "pairs", "low", "high")}
+                text += (f": EWC's average MSE is higher than Finetune's in {ep['higher']} of {ep['pairs']} "
+                         f"seed x split pairs (EWC / Finetune − 1 from {ep['low']:+.1%} to {ep['high']:+.1%})")
+            ewc_vs = [v for v in judged if v.comparison.startswith("EWC ")]
+            rel = [v for v in ewc_vs if v.comparison.startswith("EWC / Finetune")]
+            split_rows = [v for v in ewc_vs if v.comparison.startswith("EWC − Finetune")]
+            sig = [v for v in split_rows if v.significant]
+            text += "; paired over seeds (exploratory): "
+            if not trusted or not ewc_vs:
                 text += "not judged (see above). "
-            elif sig:
-                text += "; ".join(f"{v.comparison}: {v.decision} ({v.effect:+.3g})" for v in sig) + "; "
-                text += f"no difference detected in the other {len(ewc_vs) - len(sig)} comparisons. "
             else:
-                text += (f"no difference detected in any of the {len(ewc_vs)} comparisons (forgetting, average "
-                         "MSE per split)" + (": with so little forgetting, the penalty has little to remove. "
-                                             if little else ". "))
+                if rel:
+                    v = rel[0]
+                    ci = (f"{100 * v.ci_level:.3g} % CI {v.ci_low:+.1%} to {v.ci_high:+.1%}"
+                          if np.isfinite(v.ci_low) and np.isfinite(v.ci_high) else "interval unbounded at this n")
+                    text += (f"EWC / Finetune − 1, averaged over the splits per seed, is {v.effect:+.1%} on average "
+                             f"({ci}; n = {v.n} seeds: the rule pairs seeds, not seed x split pairs, since the "
+                             "splits of one seed share its draw): "
+                             + (v.decision if v.significant else "no difference detected") + "; ")
+                if sig:
+                    text += ("per split, " + "; ".join(f"{v.comparison}: {v.decision} ({v.effect:+.3g})" for v in sig)
+                             + f"; no difference detected in the other {len(split_rows) - len(sig)}. ")
+                else:
+                    text += (f"per split, no difference detected in any of the {len(split_rows)} comparisons "
+                             "(forgetting, average MSE)" + (": with so little forgetting, the penalty has little to "
+                                                           "remove. " if little else ". "))
         else:
             text += ". "
     text += ("On the real occupancy stream, BPS / null per window length is "
@@ -483,7 +597,7 @@ def closing_text(*, source: str, num_series: int, names, offset_days: float, bps
              if river_rows else "")
     logs.update(bps_order=order, bps_order_shifted=order_s, bps_order_null=order_null)
     if verdicts:
-        text = stats.closing_text(verdicts, subject="this run", small_n=small_n) + "\n\n" + text
+        text = verdict_text(verdicts, checks, small_n=small_n) + "\n\n" + text
     return text, logs
 
 
@@ -520,15 +634,19 @@ def findings_markdown(results: dict) -> str:
                   + ", ".join(f"{n} {v:.2g} %" for n, v in r["forgetting_share"].items()) + ".", ""]
     vs = r.get("verdicts") or []
     if vs:
-        lines += [f"Controls hold: {'yes' if r.get('controls_hold') else 'NO'}.", "",
-                  "| comparison | role | effect | 95 % CI | p (Holm) | n | decision |", "|---|---|---|---|---|---|---|"]
+        checks = r.get("pipeline_checks") or []
+        lines += [f"Controls hold: {'yes' if r.get('controls_hold') else 'NO'}."
+                  + (f" Pipeline checks hold: {'yes' if all(c['holds'] for c in checks) else 'NO'}." if checks else ""),
+                  "", "| comparison | role | effect | CI (level of the decision) | p | n | decision |",
+                  "|---|---|---|---|---|---|---|"]
         for v in vs:
-            ci = (f"{v['ci_low']:+.3g} … {v['ci_high']:+.3g}" if v.get("ci_low") is not None
-                  and np.isfinite(v["ci_low"]) else "")
+            ci = (f"{v['ci_low']:+.3g} … {v['ci_high']:+.3g} ({100 * v.get('ci_level', 0.95):.3g} %)"
+                  if v.get("ci_low") is not None and v.get("ci_high") is not None
+                  and np.isfinite([v["ci_low"], v["ci_high"]]).all() else "")
             p = f"{v['p']:.2g}" if v.get("p") is not None and np.isfinite(v["p"]) else ""
             eff = f"{v['effect']:+.3g}" if v.get("effect") is not None else ""
-            lines.append(f"| {v['comparison']} | {v['role']} | {eff} | {ci} | {p} | {v['n']} | "
-                         f"{v['decision']} |")
+            role = "exploratory" if v["role"] == "finding" and v.get("scope") == "exploratory" else v["role"]
+            lines.append(f"| {v['comparison']} | {role} | {eff} | {ci} | {p} | {v['n']} | {v['decision']} |")
         lines.append("")
     lines.append(r.get("summary", ""))
     return "\n".join(lines).rstrip() + "\n"

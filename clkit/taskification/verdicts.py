@@ -1,42 +1,42 @@
 """The 01_taskification notebook's verdicts, decided by :mod:`clkit.stats`.
 
-Two families, each Holm-corrected as a whole (controls included):
+The paper makes two claims the notebook tests; they are its **primary** families, the only rows
+that can be findings (each Holm-adjusted on its own, :data:`FAMILIES`):
 
-**Splits (BPS), paired over series.** For every pair of splits ``(a, b)``: the per-series
-BPS difference ``BPS_a − BPS_b`` (the paper's ranking) and the per-series ratio to the
-null stream ``BPS_a / null_a − BPS_b / null_b`` (the ranking once the mechanical part,
-shorter tasks being noisier on any stream, is divided out). Series pair the two splits:
-the same values, cut two ways. The per-series ratio is ``bps[s] / null_bps[s]``; the
-tables' "BPS / null" is the ratio of the means over series (close, not equal).
+- **Shorter tasks are more fragile** (its Tables 3-4: BPS 9d > 30d > 44d): BPS of every pair of
+  *adjacent* splits (in the order of ``window_days``; the ranking is their chain), paired over
+  series (the same values, cut two ways). Two comparisons for three splits: 6 series give 80 %
+  power for an effect of 2 standard deviations of the differences at Holm's α/2.
+- **The CL metrics differ across splits** (its Table 1: "the 30-day split yields the lowest error
+  across all methods, whereas the 44-day split results in the strongest degradation"): every
+  method's average MSE on adjacent splits, paired over seeds (seed ``s`` fixes initialisation and
+  batch order for every method and split). Eight comparisons for four methods and three splits:
+  7 seeds give 80 % power for 2 standard deviations at α/8.
 
-- *Null control*: the first split's BPS on two independent shuffles of every series
-  (:func:`~clkit.taskification.profiles.null_stream` with ``seed`` and ``seed + 1``,
-  the same neighbourhood draws). Both are BPS of a uniformly random time order of the
-  same values, identically distributed, so the true difference is zero: it must come
-  out "no difference".
-- *Oracle control* (synthetic stream only): the first split's BPS on the stream minus
-  on its shuffle. The generator plants regime changes, bursts and daily / weekly cycles,
-  so structure must lift BPS above the structureless twin ("stream more fragile"). On a
-  user's stream or CESNET the same comparison is a finding, not a control (its
-  direction is not known in advance).
+Everything else is **exploratory** (own Holm families, shown with intervals, never findings):
+BPS of the other split pairs and every split pair's BPS / null (beside the null: the ranking once
+the mechanical part, shorter tasks being noisier on any stream, is divided out); every (method,
+split) cell against the better no-learning baseline; EWC against Finetune (per split, forgetting
+and average MSE, and EWC's average MSE relative to Finetune's, averaged over splits).
 
-**Forecasting (CL), paired over seeds.** Seed ``s`` fixes the model initialisation and
-batch order of every (method, split) run, so runs pair by seed.
+**Controls**, each judged alone at its nominal level (never in a family):
 
-- Every (method, split) cell against the better of the two no-learning baselines on
-  average MSE (the baselines do not depend on the seed: a one-sample test of the cell's
-  seeds against that number). "beats both baselines" needs a significant negative
-  difference.
-- EWC − Finetune (the ``naive`` learner) on forgetting and on average MSE, per split,
-  when both ran: a family of its own (Holm over these rows only).
-- *Null control*: Finetune under seeds ``seed + s`` against Finetune under seeds
-  ``seed + cl_seeds + s`` on the first split: the same learner, data and protocol, only
-  the initialisation and batch order redrawn, so the true difference in average MSE is
-  zero. (A learner against itself with the *same* seed would differ by exactly 0 and
-  test nothing.)
+- *Null control* of the BPS rows: the first split's BPS on two independent shuffles of every
+  series (:func:`~clkit.taskification.profiles.null_stream` with ``seed`` and ``seed + 1``, the
+  same neighbourhood draws): identically distributed, the true difference is zero.
+- *Oracle control* (synthetic stream only): the first split's BPS on the stream minus on its
+  shuffle. The generator plants regime changes, bursts and daily / weekly cycles, so structure
+  must lift BPS above the structureless twin ("stream more fragile"). On a user's stream or
+  CESNET the same comparison is an exploratory row (its direction is not known in advance).
+- *Null controls* of the CL rows: Finetune under seeds ``seed + s`` against Finetune under
+  ``seed + cl_seeds + s`` on the first split, on average MSE (primary) and on forgetting (beside
+  the exploratory EWC rows): the same learner, data and protocol, only initialisation and batch
+  order redrawn, so the true difference is zero.
 
-No oracle control exists for the CL family: no learner is known in advance to beat
-persistence on this stream.
+**Pipeline checks** (:func:`pipeline_checks`) hold by construction unless the pipeline is broken:
+the null stream holds the stream's values in another order, and the CL runs pair by seed with
+complete error matrices. A failed one stops the findings as a failed control does
+(:func:`clkit.taskification.report.verdict_text`).
 """
 
 from __future__ import annotations
@@ -45,107 +45,228 @@ import numpy as np
 
 from .. import stats
 
-__all__ = ["split_verdicts", "cl_verdicts", "forgetting_share"]
+__all__ = ["FAMILIES", "split_verdicts", "cl_verdicts", "ewc_pairs", "pipeline_checks", "forgetting_share"]
+
+#: the Holm families, by key
+FAMILIES = {
+    "bps": "01 primary: BPS of adjacent splits (paired over series)",
+    "bps_other": "01 exploratory: BPS of the other split pairs and BPS / null (paired over series)",
+    "cl": "01 primary: average MSE of adjacent splits, per method (paired over seeds)",
+    "cells": "01 exploratory: each (method, split) − the better no-learning baseline (avg MSE)",
+    "ewc": "01 exploratory: EWC − Finetune (paired over seeds)",
+}
+
+
+def _pairs(names):
+    """Adjacent and other pairs of splits, in the order given.
+
+    Examples
+    --------
+    >>> _pairs(["9d", "30d", "44d"])
+    ([('9d', '30d'), ('30d', '44d')], [('9d', '44d')])
+    """
+    names = list(names)
+    adjacent = list(zip(names, names[1:]))
+    other = [(a, b) for i, a in enumerate(names) for b in names[i + 2:]]
+    return adjacent, other
 
 
 def split_verdicts(aligned: dict, null: dict, null_again, *, oracle: bool = True, min_pairs: int = 4) -> list:
-    """Holm family of the splits' BPS ranking, with its null (and oracle) control.
+    """The BPS families (primary: adjacent splits; exploratory: the rest), with their controls.
 
     Parameters
     ----------
     aligned, null : dict split -> array of shape (num_series,)
-        Per-series BPS of every split on the stream and on its shuffle (``seed``).
+        Per-series BPS of every split on the stream and on its shuffle (``seed``), splits in the
+        order of ``window_days``.
     null_again : array of shape (num_series,)
         Per-series BPS of the first split on a second shuffle (``seed + 1``).
     oracle : bool
         Whether the stream is known to carry structure (the synthetic generator).
     min_pairs : int
-        Below this many series the oracle row is reported as a finding: with so few
-        pairs (and Holm over the family) the rule cannot reach significance even for a
-        large effect, so an oracle there could only "fail" for lack of power.
+        Below this many series the oracle row is reported as an exploratory row: with so few
+        pairs the rule cannot reach significance even for a large effect, so an oracle there
+        could only "fail" for lack of power.
 
     Returns
     -------
     list of Verdict
+        The controls, the primary family, the exploratory family.
 
     Examples
     --------
     >>> al = {"2d": [0.9, 1.0, 1.1, 1.0], "4d": [0.5, 0.6, 0.5, 0.55]}
     >>> nu = {"2d": [0.3, 0.31, 0.29, 0.3], "4d": [0.2, 0.21, 0.2, 0.19]}
     >>> vs = split_verdicts(al, nu, [0.31, 0.29, 0.3, 0.3])
-    >>> [(v.role, v.decision) for v in vs][-2:]
+    >>> [(v.role, v.decision) for v in vs][:2]
     [('null control', 'no difference'), ('oracle control', 'stream more fragile')]
+    >>> [(v.comparison, v.scope, v.family) for v in vs][2:]
+    [('BPS 2d − 4d', 'primary', 1), ('BPS/null 2d − 4d', 'exploratory', 1)]
     """
     names = list(aligned)
     al = {n: np.asarray(aligned[n], dtype=float) for n in names}
     nu = {n: np.asarray(null[n], dtype=float) for n in names}
-    out = []
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            out.append(stats.paired(al[a], al[b], comparison=f"BPS {a} − {b}",
-                                    higher=f"{a} more fragile", lower=f"{b} more fragile"))
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            out.append(stats.paired(al[a] / nu[a], al[b] / nu[b], comparison=f"BPS/null {a} − {b}",
-                                    higher=f"{a} higher by ratio", lower=f"{b} higher by ratio"))
     first = names[0]
-    out.append(stats.paired(nu[first], np.asarray(null_again, dtype=float),
-                            comparison=f"null BPS {first}: shuffle − another shuffle",
-                            role="null control", expect=stats.NO_DIFFERENCE))
-    out.append(stats.paired(al[first], nu[first], comparison=f"BPS {first}: stream − shuffled stream",
-                            higher="stream more fragile", lower="shuffle more fragile",
-                            **(dict(role="oracle control", expect="stream more fragile")
-                               if oracle and len(nu[first]) >= min_pairs else {})))
-    return stats.holm(out)
+    is_oracle = oracle and len(nu[first]) >= min_pairs
+    controls = [stats.paired(nu[first], np.asarray(null_again, dtype=float),
+                             comparison=f"null BPS {first}: shuffle − another shuffle",
+                             role="null control", expect=stats.NO_DIFFERENCE)]
+    stream_vs_null = stats.paired(al[first], nu[first], comparison=f"BPS {first}: stream − shuffled stream",
+                                  higher="stream more fragile", lower="shuffle more fragile",
+                                  **(dict(role="oracle control", expect="stream more fragile") if is_oracle
+                                     else dict(scope="exploratory")))
+    adjacent, other = _pairs(names)
+
+    def bps(a, b, scope):
+        return stats.paired(al[a], al[b], comparison=f"BPS {a} − {b}", higher=f"{a} more fragile",
+                            lower=f"{b} more fragile", scope=scope)
+
+    primary = [bps(a, b, "primary") for a, b in adjacent]
+    explo = [bps(a, b, "exploratory") for a, b in other]
+    explo += [stats.paired(al[a] / nu[a], al[b] / nu[b], comparison=f"BPS/null {a} − {b}",
+                           higher=f"{a} higher by ratio", lower=f"{b} higher by ratio", scope="exploratory")
+              for a, b in adjacent + other]
+    if not is_oracle:
+        explo.append(stream_vs_null)
+    else:
+        controls.append(stream_vs_null)
+    return controls + stats.holm(primary, name=FAMILIES["bps"]) + stats.holm(explo, name=FAMILIES["bps_other"])
 
 
 def cl_verdicts(cl: dict, baselines: dict, methods, names, labels: dict, cl_seeds: int) -> list:
-    """Holm family of the forecasting claims, with the seed-offset null control.
+    """The forecasting families (primary: average MSE of adjacent splits per method), with their controls.
 
     Parameters
     ----------
     cl : dict (method, split, s) -> {"avg_mse", "forgetting", ...}
-        Run ``s`` used seed ``seed + s``. The null control's runs are
+        Run ``s`` used seed ``seed + s``. The null controls' runs are
         ``("naive", names[0], cl_seeds + s)`` for ``s < cl_seeds`` (when present).
     baselines : dict split -> {"constant_mean", "persistence_mean"}
+
+    Returns
+    -------
+    list of Verdict
+        The null controls (average MSE: primary; forgetting: exploratory), the primary family,
+        then the exploratory ones (cells against the baselines; EWC − Finetune).
 
     Examples
     --------
     >>> mse = [5.0, 5.2, 4.9, 5.1, 5.1, 5.0, 5.2, 4.95]  # seeds 0-3, then the null control's 4-7
-    >>> cl = {("naive", "2d", s): {"avg_mse": v, "forgetting": 0.1} for s, v in enumerate(mse)}
-    >>> base = {"2d": {"constant_mean": 9.0, "persistence_mean": 7.0}}
-    >>> vs = cl_verdicts(cl, base, ["naive"], ["2d"], {"naive": "Finetune"}, 4)
-    >>> [(v.comparison, v.decision) for v in vs]
-    [('Finetune 2d − best baseline (avg MSE)', 'Finetune beats both baselines'), ('Finetune 2d: seeds − other seeds (avg MSE)', 'no difference')]
+    >>> cl = {("naive", n, s): {"avg_mse": v + (n == "4d"), "forgetting": 0.1 + 0.01 * s}
+    ...       for n in ("2d", "4d") for s, v in enumerate(mse)}
+    >>> base = {n: {"constant_mean": 9.0, "persistence_mean": 7.0} for n in ("2d", "4d")}
+    >>> vs = cl_verdicts(cl, base, ["naive"], ["2d", "4d"], {"naive": "Finetune"}, 4)
+    >>> [(v.comparison, v.scope, v.decision) for v in vs][1:4]  # doctest: +NORMALIZE_WHITESPACE
+    [('Finetune 2d: seeds − other seeds (forgetting)', 'exploratory', 'no difference'),
+     ('Finetune avg MSE 2d − 4d', 'primary', 'no difference'),
+     ('Finetune 2d − best baseline (avg MSE)', 'exploratory', 'Finetune beats both baselines')]
     """
     seeds = range(cl_seeds)
-    out = []
+    first = names[0]
+    controls = []
+    if ("naive", first, cl_seeds) in cl:
+        for key, scope in (("avg_mse", "primary"), ("forgetting", "exploratory")):
+            controls.append(stats.paired([cl[("naive", first, s)][key] for s in seeds],
+                                         [cl[("naive", first, cl_seeds + s)][key] for s in seeds],
+                                         comparison=f"{labels['naive']} {first}: seeds − other seeds "
+                                                    f"({'avg MSE' if key == 'avg_mse' else key})",
+                                         role="null control", expect=stats.NO_DIFFERENCE, scope=scope))
+
+    def mse(m, n):
+        return [cl[(m, n, s)]["avg_mse"] for s in seeds]
+
+    adjacent, _ = _pairs(names)
+    primary = [stats.paired(mse(m, a), mse(m, b), comparison=f"{labels[m]} avg MSE {a} − {b}",
+                            higher=f"{labels[m]} higher on {a}", lower=f"{labels[m]} higher on {b}")
+               for m in methods for a, b in adjacent]
+    cells = []
     for m in methods:
         for n in names:
             best = min(baselines[n]["constant_mean"], baselines[n]["persistence_mean"])
-            out.append(stats.paired([cl[(m, n, s)]["avg_mse"] for s in seeds], [best] * cl_seeds,
-                                    comparison=f"{labels[m]} {n} − best baseline (avg MSE)",
-                                    higher="a baseline better", lower=f"{labels[m]} beats both baselines"))
-    n = names[0]
-    if ("naive", n, cl_seeds) in cl:
-        out.append(stats.paired([cl[("naive", n, s)]["avg_mse"] for s in seeds],
-                                [cl[("naive", n, cl_seeds + s)]["avg_mse"] for s in seeds],
-                                comparison=f"{labels['naive']} {n}: seeds − other seeds (avg MSE)",
-                                role="null control", expect=stats.NO_DIFFERENCE))
-    out = stats.holm(out)
+            cells.append(stats.paired(mse(m, n), [best] * cl_seeds, comparison=f"{labels[m]} {n} − best baseline "
+                                      "(avg MSE)", higher="a baseline better",
+                                      lower=f"{labels[m]} beats both baselines", scope="exploratory"))
+    out = controls + stats.holm(primary, name=FAMILIES["cl"]) + stats.holm(cells, name=FAMILIES["cells"])
     if "ewc" in methods and "naive" in methods:
         ewc = []
         for n in names:
             ewc.append(stats.paired([cl[("ewc", n, s)]["forgetting"] for s in seeds],
                                     [cl[("naive", n, s)]["forgetting"] for s in seeds],
                                     comparison=f"EWC − Finetune {n} (forgetting)",
-                                    higher="EWC forgets more", lower="EWC forgets less"))
-            ewc.append(stats.paired([cl[("ewc", n, s)]["avg_mse"] for s in seeds],
-                                    [cl[("naive", n, s)]["avg_mse"] for s in seeds],
-                                    comparison=f"EWC − Finetune {n} (avg MSE)",
-                                    higher="EWC worse", lower="EWC better"))
-        out += stats.holm(ewc)
+                                    higher="EWC forgets more", lower="EWC forgets less", scope="exploratory"))
+            ewc.append(stats.paired(mse("ewc", n), mse("naive", n), comparison=f"EWC − Finetune {n} (avg MSE)",
+                                    higher="EWC worse", lower="EWC better", scope="exploratory"))
+        rel = ewc_pairs(cl, names, cl_seeds)["per_seed"]
+        ewc.append(stats.paired(rel, None, comparison="EWC / Finetune − 1 (avg MSE, mean over splits)",
+                                higher="EWC worse", lower="EWC better", scope="exploratory"))
+        out += stats.holm(ewc, name=FAMILIES["ewc"])
     return out
+
+
+def ewc_pairs(cl: dict, names, cl_seeds: int) -> dict:
+    """EWC's average MSE against Finetune's in every (seed, split) pair, relative: ``EWC / Finetune − 1``.
+
+    Returns
+    -------
+    dict
+        ``relative`` (split -> per-seed list), ``higher`` (pairs where EWC's is higher), ``pairs``,
+        ``low`` / ``high`` (the smallest and largest relative difference) and ``per_seed`` (each
+        seed's mean over splits: the unit the rule pairs, since a seed is shared by every split).
+
+    Examples
+    --------
+    >>> cl = {(m, n, s): {"avg_mse": 1.0 + (m == "ewc") * 0.1 * (s + 1)} for m in ("ewc", "naive")
+    ...       for n in ("2d", "4d") for s in range(2)}
+    >>> p = ewc_pairs(cl, ["2d", "4d"], 2)
+    >>> p["higher"], p["pairs"], round(p["low"], 3), round(p["high"], 3), [round(x, 3) for x in p["per_seed"]]
+    (4, 4, 0.1, 0.2, [0.1, 0.2])
+    """
+    rel = {n: [cl[("ewc", n, s)]["avg_mse"] / cl[("naive", n, s)]["avg_mse"] - 1 for s in range(cl_seeds)]
+           for n in names}
+    flat = np.array([v for n in names for v in rel[n]], dtype=float)
+    return {"relative": rel, "higher": int((flat > 0).sum()), "pairs": int(flat.size),
+            "low": float(flat.min()), "high": float(flat.max()),
+            "per_seed": [float(np.mean([rel[n][s] for n in names])) for s in range(cl_seeds)]}
+
+
+def pipeline_checks(values, seed: int, cl: dict, cl_seeds: int) -> list:
+    """What holds by construction, checked: ``[{"check", "holds", "detail"}]``.
+
+    - the null stream (:func:`~clkit.taskification.profiles.null_stream` with ``seed``) holds every
+      series' values in another time order;
+    - the CL runs pair: every (method, split) has a run for each of the ``cl_seeds`` seeds, and
+      every run's error matrix ``M`` is complete (finite in every cell).
+
+    Examples
+    --------
+    >>> x = np.arange(24.0).reshape(2, 12, 1)
+    >>> cl = {("naive", "2d", s): {"M": [[1.0, 2.0], [1.5, 1.0]]} for s in range(2)}
+    >>> [c["holds"] for c in pipeline_checks(x, 0, cl, 2)]
+    [True, True]
+    >>> pipeline_checks(x, 0, {**cl, ("ewc", "2d", 0): {"M": [[1.0, float("nan")], [1.0, 1.0]]}}, 2)[1]["detail"]
+    "ewc 2d: seeds [0] of 2; non-finite cells in ['ewc|2d|0']"
+    """
+    from .profiles import null_stream
+
+    values = np.asarray(values)
+    shuffled = null_stream(values, seed)
+    same = all(np.array_equal(np.sort(values[s], axis=0), np.sort(shuffled[s], axis=0)) for s in range(len(values)))
+    moved = all(not np.array_equal(values[s], shuffled[s]) for s in range(len(values)))
+    seeds: dict = {}
+    for m, n, s in cl:
+        if s < cl_seeds:
+            seeds.setdefault((m, n), set()).add(s)
+    missing = [f"{m} {n}: seeds {sorted(got)} of {cl_seeds}" for (m, n), got in seeds.items()
+               if got != set(range(cl_seeds))]
+    broken = [f"{m}|{n}|{s}" for (m, n, s), r in cl.items() if not np.isfinite(np.asarray(r["M"], float)).all()]
+    problems = missing + ([f"non-finite cells in {broken}"] if broken else [])
+    return [
+        {"check": "the null stream holds the stream's values in another order", "holds": same and moved,
+         "detail": (f"{len(values)} series" if same and moved else
+                    "its values differ from the stream's" if not same else "a series kept its order")},
+        {"check": "the CL runs pair by seed, each with a complete error matrix", "holds": not problems,
+         "detail": "; ".join(problems) if problems else f"{len(seeds)} (method, split) x {cl_seeds} seeds"},
+    ]
 
 
 def forgetting_share(cl_mean: dict, method: str, names) -> dict:
