@@ -125,7 +125,6 @@ import torch
 import clkit.device
 from clkit.curriculum import plots, report
 from clkit.data.user import is_user_path, load_image_folder
-from clkit.plan import plan
 from clkit.plugins import resolve_factory, use_strategies
 from clkit.progress import tqdm
 from clkit.results import RunRecord
@@ -422,7 +421,8 @@ summary, facts = report.summary(c=curriculum, metrics=metrics, verdicts=verdicts
                                 memory_format=memory_format, note=rh.note() if rh else None,
                                 checks=checks, control=control, primary=primary)
 display(Markdown(summary))
-display(plan([v.to_dict() for v in verdicts if v.role == "finding" and v.scope == "primary"]))
+seeds_needed = report.seeds_plan(verdicts, primary)
+display(Markdown(seeds_needed) if isinstance(seeds_needed, str) else seeds_needed)
 record.log(**facts, summary=summary,
            bound_verdicts={ref: {o: [v.to_dict() for v in vs] for o, vs in b.items()}
                            for ref, b in bounds.items()})

@@ -250,7 +250,7 @@ def test_sampled_truth_run_reports_its_sampling_error(tmp_path):
             assert 0 < tie["pct_se"] < 10 and tie["pct_min"] <= tie["pct"] <= tie["pct_max"]
             # a Wilson interval: never of width 0, even where the sample shows 0 or 100
             assert tie["pct_low"] <= tie["pct"] <= tie["pct_high"] and tie["pct_high"] - tie["pct_low"] > 1
-    assert all(row["pct_se"] > 0 for row in r["source_comparison"])
+    assert all(row["pct_se"] > 0 and row["hard_pct_high"] - row["hard_pct_low"] > 1 for row in r["source_comparison"])
     # controls judged alone at 10 draws on 40 sequences may fail (the range oracle has little power
     # there, each null fails 5 % of the time); whichever way, a failed control lists no finding
     _verdict_record_is_whole(r, ["finetune", "ncm"])

@@ -20,7 +20,7 @@ from .verdicts import FAMILIES, NEAR, NULL_LEARNERS, PRIMARY, WEIGHTING, detecta
 
 __all__ = ["pm", "names", "data_table", "data_text", "data_record", "difficulty_frame", "curriculum_text",
            "curriculum_record", "metrics_table", "verdict_tables", "bound_tables", "checks_table", "checks_text",
-           "near_text", "bwt_identity", "summary", "findings_markdown", "write_findings", "FINDINGS_BLOCK",
+           "near_text", "bwt_identity", "summary", "seeds_plan", "findings_markdown", "write_findings", "FINDINGS_BLOCK",
            "SECTIONS", "SMALL_N"]
 
 #: fewer seeds than this: the closing text draws no conclusion (the rule's power is too low)
@@ -367,6 +367,39 @@ def summary(*, c: Curriculum, metrics: dict, verdicts, bounds: dict, strategies,
                                                  "order_gap_median": float(np.median(mde)) if mde else None,
                                                  "order_gap_max": max(mde) if mde else None})
     return "\n\n".join(lines), facts
+
+
+def seeds_plan(verdicts, primary=PRIMARY):
+    """How many seeds the primary comparisons would need, or why there is nothing to plan.
+
+    :func:`clkit.plan.plan` over the run's primary finding rows (their recorded per-seed
+    values); a run whose strategies include none of ``primary`` (e.g. a plugin learner
+    alone) has no primary row and gets a sentence instead of a table.
+
+    Parameters
+    ----------
+    verdicts : list of Verdict
+        The run's verdicts (:func:`clkit.curriculum.verdicts.order_verdicts` and the rest).
+    primary : sequence of str
+        The strategies whose order verdict is the primary family.
+
+    Returns
+    -------
+    pandas.DataFrame or str
+        The plan (one row per primary comparison), or Markdown saying why there is none.
+
+    Examples
+    --------
+    >>> seeds_plan([], primary=("replay",))
+    'No primary comparison in this run (none of replay was run), so there is no seed count to plan.'
+    """
+    from ..plan import plan
+
+    rows = [v.to_dict() for v in verdicts if v.role == "finding" and v.scope == "primary"]
+    if not any(r.get("a") for r in rows):
+        return (f"No primary comparison in this run (none of {names(primary)} was run), so there is no "
+                "seed count to plan.")
+    return plan(rows)
 
 
 def _claim_text(prim, primary, strategies, control) -> str:

@@ -169,13 +169,10 @@ def paired_draws(acc, fixed_idx, num_random: int, num_draws: int, seed: int, num
     m = min(len(pop), max(3, num_random) + F)
     draws = np.array([rng.choice(pop, size=m, replace=False) for _ in range(num_draws)])
     true = acc[pop]
-    out = {"jsd": np.zeros(num_draws), "wasserstein": np.zeros(num_draws)}
-    for alt in alts:
-        fixed = [int(i) for i in alt]
-        proto = np.array([fixed + [int(i) for i in row if int(i) not in fixed][:num_random] for row in draws])
-        d = distances_many(true, acc[proto], num_bins=num_bins, estimator=estimator)
-        for k in out:
-            out[k] += d[k] / len(alts)
+    proto = np.array([[*fixed, *[i for i in row if i not in fixed][:num_random]]
+                      for fixed in (alt.tolist() for alt in alts) for row in draws.tolist()])
+    d = distances_many(true, acc[proto], num_bins=num_bins, estimator=estimator)   # one call for every alternative
+    out = {k: v.reshape(len(alts), num_draws).mean(axis=0) for k, v in d.items()}
     return {"rs": distances_many(true, acc[draws[:, :3]], num_bins=num_bins), "protocol": out}
 
 
@@ -215,14 +212,16 @@ def compare_sources(sims: dict, truth, all_sequences, num_tasks: int, *, intra_w
         ``hard_pct``, ``easy_pct`` (averaged over the sequence's S-tie, since EDGE cannot
         tell tie-mates apart; :func:`~clkit.edge.structure.tie_percentiles`) with
         ``hard_pct_min`` / ``hard_pct_max`` / ``easy_pct_min`` / ``easy_pct_max`` (range
-        over the tie) and ``pct_se`` (sampling error of a percentile; 0 for an exact
-        truth), ``hard_acc``, ``easy_acc`` (averaged over the S-tie of the sequence the
-        search returned), ``tie_pairs`` (the (hard, easy) pairs EDGE's distances are averaged
-        over, :func:`~clkit.edge.structure.tie_pairs`: none of these numbers depends on which
-        tie member the search returned), ``edge_jsd`` / ``rs_jsd`` / ``edge_w1`` / ``rs_w1``
-        (means over draws),
-        ``rs_jsd_sd`` / ``rs_w1_sd`` (RS's seed spread), ``jsd_winner`` / ``w1_winner``
-        (``"EDGE"`` / ``"RS"`` / ``"tie"`` by :mod:`clkit.stats`, see the module docstring)
+        over the tie), ``pct_se`` (sampling error of a percentile; 0 for an exact truth),
+        ``hard_pct_low`` / ``hard_pct_high`` / ``easy_pct_low`` / ``easy_pct_high`` (95 %
+        Wilson intervals, :func:`~clkit.edge.truth.percentile_interval`), ``hard_acc``,
+        ``easy_acc`` (averaged over the S-tie of the sequence the search returned),
+        ``tie_pairs`` (the (hard, easy) pairs EDGE's distances are averaged over,
+        :func:`~clkit.edge.structure.tie_pairs`: none of these numbers depends on which tie
+        member the search returned), ``edge_jsd`` / ``rs_jsd`` / ``edge_w1`` / ``rs_w1`` (means
+        over draws), ``rs_jsd_sd`` / ``rs_w1_sd`` (RS's seed spread), ``jsd_winner`` /
+        ``w1_winner`` (``"EDGE"`` / ``"RS"`` / ``"tie"`` by :mod:`clkit.stats`, see the module
+        docstring)
         and ``jsd_p`` / ``w1_p`` (Holm-adjusted p-values).
     verdicts : list of Verdict
         With ``return_verdicts``: source × learner × metric, in the order of ``rows``.
@@ -267,6 +266,8 @@ def compare_sources(sims: dict, truth, all_sequences, num_tasks: int, *, intra_w
                 "hard_pct_min": th["pct_min"], "hard_pct_max": th["pct_max"],
                 "easy_pct_min": te["pct_min"], "easy_pct_max": te["pct_max"],
                 "pct_se": max(th["pct_se"], te["pct_se"]),
+                "hard_pct_low": th["pct_low"], "hard_pct_high": th["pct_high"],
+                "easy_pct_low": te["pct_low"], "easy_pct_high": te["pct_high"],
                 "hard_acc": float(acc[np.unique(pairs[:, 0])].mean()),
                 "easy_acc": float(acc[np.unique(pairs[:, 1])].mean()), "tie_pairs": int(len(pairs)),
                 "edge_jsd": float(ed["jsd"].mean()), "rs_jsd": float(rs["jsd"].mean()),
