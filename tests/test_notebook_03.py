@@ -102,7 +102,18 @@ def _untimed(res):
 def test_same_seed_gives_identical_results(run_smoke, tmp_path):
     first, _ = run_smoke("03_temporal_metrics")
     again = run_notebook("03_temporal_metrics", "smoke", out=tmp_path, progress=False)
-    assert _untimed(json.loads((again / "results.json").read_text())) == _untimed(first)
+    assert _differences(_untimed(json.loads((again / "results.json").read_text())), _untimed(first)) == []
+
+
+def _differences(x, y, path="") -> list:
+    """The paths where two JSON values differ, with both values (short), for a readable failure."""
+    if isinstance(x, dict) and isinstance(y, dict):
+        return [d for k in sorted(set(x) | set(y), key=str)
+                for d in (_differences(x.get(k), y.get(k), f"{path}/{k}") if k in x and k in y
+                          else [f"{path}/{k}: only in one"])]
+    if isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
+        return [d for i, (p, q) in enumerate(zip(x, y)) for d in _differences(p, q, f"{path}[{i}]")]
+    return [] if x == y else [f"{path}: {repr(x)[:120]} != {repr(y)[:120]}"]
 
 
 def test_bad_parameter_value_fails_in_validation_cell(tmp_path):
