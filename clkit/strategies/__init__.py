@@ -15,14 +15,17 @@ One module per family:
 - :mod:`~clkit.strategies.projection` -- ``gem``, ``agem``;
 - :mod:`~clkit.strategies.architectural` -- ``mste``, ``pnn``, ``cwr`` (CWR*);
 - :mod:`~clkit.strategies.generative` -- ``generative_replay`` (VAE + old solver);
+- :mod:`~clkit.strategies.prototype` -- ``simplecil``, ``ranpac`` (closed-form heads on
+  frozen features, no gradient training);
 - :mod:`~clkit.strategies.memory` -- reservoir, class- and task-balanced buffers.
 
 Task-incremental only: ``mste``, ``pnn`` (they need the task id to pick an
 expert / column). Needing task boundaries (``task_free = False``): all but
-``naive``, ``er``, ``agem`` and ``gdumb``.
+``naive``, ``er``, ``agem``, ``gdumb`` and ``simplecil``.
 
 Regression (``loss="mse"``) is supported by every strategy except ``gdumb``
-(class-balanced memory needs labels) and ``cwr`` (per-class output rows);
+(class-balanced memory needs labels), ``cwr`` (per-class output rows), ``simplecil`` and
+``ranpac`` (class prototypes, one-hot targets);
 ``lwf`` distils with MSE there, ``generative_replay`` replays the old solver's outputs.
 """
 
@@ -34,6 +37,7 @@ from .generative import VAE, GenerativeReplay
 from .importance import EWC, MAS, SI
 from .memory import ClassBalancedBuffer, ReservoirBuffer, TaskBalancedBuffer
 from .projection import AGEM, GEM
+from .prototype import RanPAC, SimpleCIL
 from .rehearsal import ER, Cumulative, GDumb, Replay
 
 Naive = Strategy
@@ -71,5 +75,5 @@ def make_strategy(name: str, model, **kwargs) -> Strategy:
 
 __all__ = ["Strategy", "Naive", "Task", "available_strategies", "make_strategy", "register", "take",
            "EWC", "SI", "MAS", "LwF", "Replay", "ER", "Cumulative", "GDumb", "AGEM", "GEM",
-           "MSTE", "PNN", "ProgressiveNet", "CWRStar", "GenerativeReplay", "VAE",
+           "MSTE", "PNN", "ProgressiveNet", "CWRStar", "GenerativeReplay", "VAE", "SimpleCIL", "RanPAC",
            "ReservoirBuffer", "ClassBalancedBuffer", "TaskBalancedBuffer"]

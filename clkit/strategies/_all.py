@@ -8,3 +8,4 @@ from . import task_free  # noqa: F401
 from . import graph  # noqa: F401
 from . import architectural  # noqa: F401
 from . import generative  # noqa: F401
+from . import prototype  # noqa: F401
