@@ -5,7 +5,7 @@ from __future__ import annotations
 from .._validate import check_choice, check_choices, check_int, check_real, check_type
 from ..data.images import IMAGE_DATASETS
 from ..learner_kwargs import allowed_keywords, check_learner_kwargs, settings_for
-from ..models.cnn import BACKBONES, MEMORY_FORMATS
+from ..models.cnn import BACKBONES, MEMORY_FORMATS, MIN_IMAGE_SIZE
 from ..strategies import available_strategies, make_strategy
 from ..strategies.base import _REGISTRY
 from .controls import NULL_LEARNERS, PRIMARY
@@ -111,6 +111,16 @@ def check_params(*, datasets, scenario, strategies, backbone, epochs, difficulty
     Traceback (most recent call last):
     ...
     ValueError: strategies: 'pnn' is task-incremental only; with scenario='class' choose from ...
+
+    The batch-normalised backbones need images of at least 33 pixels (a final feature map of 2x2, so
+    that even a task's last batch of one row trains):
+
+    >>> check_params(datasets=["digits"], scenario="class", strategies=["naive"], backbone="resnet34_bn", epochs=1,
+    ...              difficulty_epochs=1, memory_size=10, per_class_train=5, per_class_test=5, image_size=32,
+    ...              channels=3, lr=0.01, momentum=0.9, batch_size=8, seed=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: image_size must be >= 33 with backbone='resnet34_bn' (batch normalisation needs ...
     """
     check_choices("datasets", datasets, IMAGE_DATASETS)
     check_choice("scenario", scenario, ["class", "task"])
@@ -130,6 +140,10 @@ def check_params(*, datasets, scenario, strategies, backbone, epochs, difficulty
     check_int("per_class_train", per_class_train, low=1)
     check_int("per_class_test", per_class_test, low=1)
     check_int("image_size", image_size, low=8)
+    if isinstance(backbone, str) and image_size < MIN_IMAGE_SIZE.get(backbone, 0):
+        raise ValueError(f"image_size must be >= {MIN_IMAGE_SIZE[backbone]} with backbone={backbone!r} (batch "
+                         f"normalisation needs more than one value per channel in a training batch of one row: "
+                         f"the final feature map is ceil(image_size / 32) pixels wide), got {image_size}")
     check_choice("channels", channels, [1, 3])
     check_choice("optimizer", optimizer, ["sgd", "adam", "adamw"])
     check_real("lr", lr, low=0, low_open=True)

@@ -10,10 +10,16 @@ linear ``head``, the layout the architectural strategies (PNN, CWR*) rely on.
   ``width=1`` (the paper's count).
 - :class:`ResNet` -- a ResNet with basic blocks; ``layers=(3, 4, 6, 3)`` is
   ResNet-34 (the paper's large backbone), ``(2, 2, 2, 2)`` ResNet-18.
+- :func:`efficientnet_b1` and :func:`resnet34_bn` -- torchvision's own EfficientNet-B1 and
+  ResNet-34, batch normalisation included (the paper's mid-size and large backbones as
+  torchvision and Avalanche build them), wrapped in :class:`TorchvisionNet` to give them the
+  same ``features``/``head`` layout.
 
 No batch normalisation in :class:`SmallCNN` and :class:`WideVGG9`: per-sample
 gradients (EWC's Fisher, MAS) and tiny replay batches are then well defined.
-:class:`ResNet` uses group normalisation for the same reason.
+:class:`ResNet` uses group normalisation for the same reason. The two torchvision
+backbones keep batch normalisation, as the paper ran them; see :class:`TorchvisionNet`
+for what that means for strategies.
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["SmallCNN", "WideVGG9", "ResNet", "make_backbone", "laid_out", "BACKBONES", "MEMORY_FORMATS"]
+__all__ = ["SmallCNN", "WideVGG9", "ResNet", "TorchvisionNet", "efficientnet_b1", "resnet34_bn", "make_backbone",
+           "laid_out", "BACKBONES", "MEMORY_FORMATS", "MIN_IMAGE_SIZE"]
 
 
 class SmallCNN(nn.Module):
@@ -139,7 +146,143 @@ class ResNet(nn.Module):
         return self.head(self.features(x))
 
 
-BACKBONES = ("small_cnn", "wide_vgg9", "resnet18", "resnet34", "mlp")
+class TorchvisionNet(nn.Module):
+    """A torchvision classifier split into ``features`` (an ``nn.Sequential`` ending in a flat
+    vector) and a linear ``head``, the layout :class:`SmallCNN` has and the strategies rely on
+    (PNN's columns, CWR*'s consolidated output layer, ``head.out_features``).
+
+    Built by :func:`efficientnet_b1` and :func:`resnet34_bn`; the modules are torchvision's own,
+    so the parameters are the torchvision model's, one for one (only the first convolution is
+    replaced when ``in_channels != 3``).
+
+    **Batch normalisation.** These backbones keep running statistics, updated by every forward
+    pass in training mode. clkit's strategies evaluate in evaluation mode
+    (:meth:`clkit.strategies.Strategy.predict`; EWC's Fisher, MAS and the task-free scores
+    switch to it too, and the distillation and generative-replay snapshots are put in it), so
+    evaluation uses the running statistics. Two consequences to know when reading results:
+
+    - freezing parameters (``requires_grad_(False)``: PNN's earlier columns, CWR*'s
+      representation after the first task) does not freeze the running statistics, which keep
+      following the newer tasks' batches in training mode: with these backbones PNN's earlier
+      columns, and so its predictions on earlier tasks, do change (measured), and CWR*'s
+      representation drifts;
+    - a training batch must hold more than one value per channel at every normalisation layer:
+      the final feature map is ``ceil(image_size / 32)`` pixels wide, so images of at least
+      :data:`MIN_IMAGE_SIZE` (33) pixels make any batch, even a task's last batch of one row,
+      valid.
+
+    Parameters
+    ----------
+    features : nn.Sequential
+        Ends in a flat ``(N, D)`` vector.
+    head : nn.Linear
+        ``D -> num_classes``.
+
+    Examples
+    --------
+    >>> net = TorchvisionNet(nn.Sequential(nn.Flatten()), nn.Linear(12, 5))
+    >>> net(torch.zeros(2, 3, 2, 2)).shape
+    torch.Size([2, 5])
+    """
+
+    def __init__(self, features: nn.Sequential, head: nn.Linear):
+        super().__init__()
+        self.features = features
+        self.head = head
+
+    def forward(self, x):
+        return self.head(self.features(x))
+
+
+def _first_conv(conv: nn.Conv2d, in_channels: int) -> nn.Conv2d:
+    """``conv`` itself for 3 input channels, else a fresh one with ``in_channels`` inputs and the same
+    outputs, kernel, stride, padding and bias, initialised as torchvision initialises both models'
+    convolutions (Kaiming normal, ``fan_out``; the bias, if any, zero)."""
+    if in_channels == conv.in_channels:
+        return conv
+    new = nn.Conv2d(in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
+                    bias=conv.bias is not None)
+    nn.init.kaiming_normal_(new.weight, mode="fan_out", nonlinearity="relu")
+    if new.bias is not None:
+        nn.init.zeros_(new.bias)
+    return new
+
+
+def efficientnet_b1(in_channels: int = 3, num_classes: int = 10) -> TorchvisionNet:
+    """EfficientNet-B1 from torchvision (``torchvision.models.efficientnet_b1(weights=None,
+    num_classes=...)``), batch normalisation and SiLU as torchvision builds it.
+
+    ``features`` is torchvision's ``features``, ``avgpool``, a flatten and the classifier's
+    dropout (p = 0.2); ``head`` is the classifier's ``nn.Linear(1280, num_classes)``. The stem
+    convolution (3x3, stride 2, padding 1, no bias) is replaced when ``in_channels != 3``.
+
+    In training mode its dropout and stochastic depth draw from torch's global generator (seeded
+    per task by the streams).
+
+    Parameters (measured at 64x64 with torchvision 0.29, RGB input; the count does not depend on
+    the image size): 6,525,994 at 10 classes, 6,590,044 at 60 (notebook 04's six tasks),
+    6,641,284 at 100 classes, 7,794,184 at 1000 classes. The paper's "7.8M parameters" is this
+    last count, torchvision's ImageNet-sized head; with the benchmark's 10 classes per task the
+    network is 6.5-6.6 M. A 1-channel stem has 576 fewer.
+
+    Examples
+    --------
+    >>> import torch
+    >>> net = efficientnet_b1(3, 10)
+    >>> net(torch.zeros(2, 3, 64, 64)).shape
+    torch.Size([2, 10])
+    >>> sum(p.numel() for p in net.parameters()), sum(p.numel() for p in efficientnet_b1(3, 100).parameters())
+    (6525994, 6641284)
+    >>> efficientnet_b1(1, 10).features[0][0]
+    Conv2d(1, 32, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), bias=False)
+    """
+    from torchvision.models import efficientnet_b1 as tv_efficientnet_b1
+
+    tv = tv_efficientnet_b1(weights=None, num_classes=num_classes)
+    tv.features[0][0] = _first_conv(tv.features[0][0], in_channels)
+    dropout, linear = tv.classifier
+    return TorchvisionNet(nn.Sequential(*tv.features, tv.avgpool, nn.Flatten(), dropout), linear)
+
+
+def resnet34_bn(in_channels: int = 3, num_classes: int = 10) -> TorchvisionNet:
+    """ResNet-34 from torchvision (``torchvision.models.resnet34(weights=None, num_classes=...)``),
+    with batch normalisation as torchvision builds it.
+
+    ``features`` is ``conv1, bn1, relu, maxpool, layer1..layer4, avgpool`` and a flatten; ``head``
+    is ``fc`` (``nn.Linear(512, num_classes)``). ``conv1`` (7x7, stride 2, padding 3, no bias) is
+    replaced when ``in_channels != 3``. Unlike :class:`ResNet` (``"resnet34"``: group norm, a 3x3
+    stride-1 stem, no max-pool), this is the ImageNet network unchanged.
+
+    Parameters (measured at 64x64 with torchvision 0.29, RGB input; the count does not depend on
+    the image size): 21,289,802 at 10 classes, 21,315,452 at 60 (notebook 04's six tasks),
+    21,335,972 at 100 classes, 21,797,672 at 1000 classes. The paper reports 63.5M for its
+    ResNet34: none of these counts comes near it (three times the ImageNet-headed 21.8 M), and
+    we do not know what the paper counted. A 1-channel stem has 6,272 fewer.
+
+    Examples
+    --------
+    >>> import torch
+    >>> net = resnet34_bn(3, 10)
+    >>> net(torch.zeros(2, 3, 64, 64)).shape
+    torch.Size([2, 10])
+    >>> sum(p.numel() for p in net.parameters()), sum(p.numel() for p in resnet34_bn(3, 100).parameters())
+    (21289802, 21335972)
+    >>> resnet34_bn(1, 10).features[0]
+    Conv2d(1, 64, kernel_size=(7, 7), stride=(2, 2), padding=(3, 3), bias=False)
+    """
+    from torchvision.models import resnet34 as tv_resnet34
+
+    tv = tv_resnet34(weights=None, num_classes=num_classes)
+    conv1 = _first_conv(tv.conv1, in_channels)
+    features = nn.Sequential(conv1, tv.bn1, tv.relu, tv.maxpool, tv.layer1, tv.layer2, tv.layer3, tv.layer4,
+                             tv.avgpool, nn.Flatten())
+    return TorchvisionNet(features, tv.fc)
+
+
+BACKBONES = ("small_cnn", "wide_vgg9", "resnet18", "resnet34", "mlp", "efficientnet_b1", "resnet34_bn")
+
+#: smallest image side each batch-normalised backbone trains on with any batch (see :class:`TorchvisionNet`)
+MIN_IMAGE_SIZE = {"efficientnet_b1": 33, "resnet34_bn": 33}
 
 
 #: memory formats a backbone's weights (and so its activations) can be laid out in
@@ -148,7 +291,9 @@ MEMORY_FORMATS = ("contiguous", "channels_last")
 
 def make_backbone(name: str, in_channels: int, num_classes: int, image_size: int,
                   memory_format: str = "contiguous") -> nn.Module:
-    """Build a backbone by name: ``"small_cnn"``, ``"wide_vgg9"``, ``"resnet18"``, ``"resnet34"`` or ``"mlp"``.
+    """Build a backbone by name, one of :data:`BACKBONES`: ``"small_cnn"``, ``"wide_vgg9"``, ``"resnet18"``,
+    ``"resnet34"`` (group norm), ``"mlp"``, or the paper's batch-normalised torchvision networks
+    ``"efficientnet_b1"`` (:func:`efficientnet_b1`) and ``"resnet34_bn"`` (:func:`resnet34_bn`).
 
     ``memory_format="channels_last"`` lays the convolution weights out channel-innermost
     (``torch.channels_last``, NHWC); the convolutions then compute and return their activations in
@@ -165,10 +310,13 @@ def make_backbone(name: str, in_channels: int, num_classes: int, image_size: int
     >>> make_backbone("vgg", 3, 30, 32)
     Traceback (most recent call last):
     ...
-    ValueError: backbone must be one of ['small_cnn', 'wide_vgg9', 'resnet18', 'resnet34', 'mlp'], got 'vgg'
+    ValueError: backbone must be one of ['small_cnn', 'wide_vgg9', 'resnet18', 'resnet34', 'mlp', 'efficientnet_b1', 'resnet34_bn'], got 'vgg'
     >>> net = make_backbone("small_cnn", 3, 30, 32, memory_format="channels_last")
     >>> net.features[0].weight.is_contiguous(memory_format=torch.channels_last)
     True
+    >>> net = make_backbone("resnet34_bn", 1, 30, 64, memory_format="channels_last")
+    >>> net.head.out_features, net.features[0].weight.is_contiguous(memory_format=torch.channels_last)
+    (30, True)
     """
     from .._validate import check_choice
 
@@ -209,4 +357,8 @@ def _build(name, in_channels, num_classes, image_size):
         return ResNet(in_channels, num_classes, layers=(2, 2, 2, 2))
     if name == "resnet34":
         return ResNet(in_channels, num_classes, layers=(3, 4, 6, 3))
+    if name == "efficientnet_b1":
+        return efficientnet_b1(in_channels, num_classes)
+    if name == "resnet34_bn":
+        return resnet34_bn(in_channels, num_classes)
     return MLP(in_channels * image_size * image_size, num_classes, hidden=(256, 128))
