@@ -92,22 +92,77 @@ def test_cwr_consolidates_only_the_output_layer():
         CWRStar(MLP(2, 2), loss="mse")
 
 
-def test_cwr_consolidation_is_the_count_weighted_average():
+def test_cwr_consolidation_is_the_papers_rule():
+    """Lomonaco et al. (2019) / Avalanche's CWRStarPlugin: rows start from their consolidated
+    weights, are centred by the scalar average of the task's trained rows, and are averaged with
+    the consolidated ones at weight sqrt(past_j / cur_j)."""
     with torch_seeded(0):
         s = CWRStar(MLP(2, 2, hidden=()), lr=0.1, epochs=1)
     x = torch.randn(6, 2)
-    s.train_task(Task(x, torch.tensor([0, 0, 0, 1, 1, 1]), task_id=0))
+    first = Task(x, torch.tensor([0, 0, 0, 1, 1, 1]), task_id=0)
+    s.before_task(first)
+    assert torch.equal(s.model.head.weight.detach(), torch.zeros(2, 2))   # new classes start at 0
+    tw0 = torch.tensor([[1.0, 3.0], [2.0, 6.0]])
+    with torch.no_grad():
+        s.model.head.weight.copy_(tw0)
+    s.after_task(first)
+    torch.testing.assert_close(s.cw_weight, tw0 - 3.0)          # first visit: tw - avg(tw), avg = 3
     cw = s.cw_weight.clone()
-    # a second visit of the same classes, 2 and 4 examples
+    # a second visit of the same classes, 2 and 4 examples (past 3 and 3)
     task = Task(x, torch.tensor([0, 0, 1, 1, 1, 1]), task_id=1)
     s.before_task(task)
-    with torch.no_grad():
-        s.model.head.weight.copy_(torch.tensor([[1.0, 2.0], [3.0, 0.0]]))
-    s.after_task(task)
+    torch.testing.assert_close(s.model.head.weight.detach(), cw)  # seen classes start consolidated
     tw = torch.tensor([[1.0, 2.0], [3.0, 0.0]])
-    tw = tw - tw.mean(0)
-    expected = torch.stack([(cw[0] * 3 + tw[0] * 2) / 5, (cw[1] * 3 + tw[1] * 4) / 7])
+    with torch.no_grad():
+        s.model.head.weight.copy_(tw)
+    s.after_task(task)
+    tw = tw - 1.5                                               # the scalar average of the rows
+    w0, w1 = (3 / 2) ** 0.5, (3 / 4) ** 0.5
+    expected = torch.stack([(cw[0] * w0 + tw[0]) / (w0 + 1), (cw[1] * w1 + tw[1]) / (w1 + 1)])
     torch.testing.assert_close(s.cw_weight, expected)
+    assert s.class_counts.tolist() == [5.0, 7.0]
+
+
+class _NormNet(torch.nn.Module):
+    """A small model with batch normalisation in its representation."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU())
+        self.head = torch.nn.Linear(8, 6)
+
+    def forward(self, x):
+        return self.head(self.features(x))
+
+
+def _bn_stats(module):
+    return {k: v.clone() for k, v in module.state_dict().items() if "running" in k}
+
+
+def test_frozen_parts_keep_their_batch_norm_statistics():
+    """Freezing weights alone would let BatchNorm's running statistics move: CWR*'s representation
+    after the first task and PNN's earlier columns stay in evaluation mode while later tasks train."""
+    t = _stream()
+    with torch_seeded(0):
+        cwr = CWRStar(_NormNet(), lr=0.1, epochs=2, batch_size=10)
+    cwr.train_task(t[0])
+    before = _bn_stats(cwr.model.features)
+    cwr.train_task(t[1])
+    after = _bn_stats(cwr.model.features)
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert cwr.model.head.training and not cwr.model.features.training   # the head trains, alone
+    with torch_seeded(0):
+        pnn = PNN(_NormNet(), lr=0.1, epochs=2, batch_size=10, scenario="task")
+    pnn.train_task(t[0])
+    col0 = _bn_stats(pnn.model.columns[0])
+    out0 = pnn.predict(t[0].x, t[0])
+    pnn.train_task(t[1])
+    assert all(torch.equal(v, _bn_stats(pnn.model.columns[0])[k]) for k, v in col0.items())
+    assert torch.equal(pnn.predict(t[0].x, t[0]), out0)
+    # the newest column does learn its statistics (it started from the base's initial ones)
+    fresh = _bn_stats(pnn.model.base.features)
+    learned = _bn_stats(pnn.model.columns[1]["features"])
+    assert not torch.equal(learned["1.running_mean"], fresh["1.running_mean"])
 
 
 def test_generative_replay_samples_the_learned_classes():

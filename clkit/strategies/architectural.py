@@ -189,7 +189,13 @@ class PNN(Strategy):
         if task.task_id not in self.column_of:
             self.model.add_column()
             self.column_of[task.task_id] = len(self.model.columns) - 1
+        self.refresh_train_mode()
         self.optimizer = self.make_optimizer([p for p in self.model.parameters() if p.requires_grad])
+
+    def frozen_modules(self) -> list:
+        """The frozen columns and adapters (all but the newest column's), batch-norm statistics included."""
+        return [m for m in (*self.model.columns, *self.model.laterals)
+                if not any(p.requires_grad for p in m.parameters())]
 
     def forward(self, x, task: Task | None = None, classes=None):
         if task is None:
@@ -203,6 +209,23 @@ class PNN(Strategy):
 @register("cwr")
 class CWRStar(Strategy):
     """CWR*: frozen representation after the first task, consolidated output layer.
+
+    CWR* as Lomonaco, Maltoni and Pellegrini (2019, "Rehearsal-free continual learning over
+    small non-i.i.d. batches", Algorithm CWR*) define it and Avalanche's ``CWRStarPlugin`` (the
+    code the M2I/I2M authors ran) implements it: before a task, the output rows of its classes
+    start from their consolidated weights (zero for a class not seen before); after it, each
+    trained row ``tw[j]`` is centred by the *scalar* average of the trained rows of the task's
+    classes and consolidated as
+
+    ``cw[j] = (cw[j] * wpast_j + (tw[j] - avg(tw))) / (wpast_j + 1)``,
+    ``wpast_j = sqrt(past_j / cur_j)``,
+
+    where ``past_j`` counts class ``j``'s examples of earlier tasks and ``cur_j`` this task's
+    (a class seen for the first time takes ``tw[j] - avg(tw)``). The bias, which Avalanche
+    leaves to train freely, is consolidated by the same rule here (so evaluation uses one
+    consolidated layer). Documented choice: during training only the task's classes compete
+    (the other outputs are masked, as in every clkit task-boundary strategy); Avalanche sets
+    the other rows to zero, so their logits are their biases.
 
     Examples
     --------
@@ -229,12 +252,19 @@ class CWRStar(Strategy):
         if self.class_counts.sum() > 0:   # after the first task: only the output layer learns
             for name, p in self.model.named_parameters():
                 p.requires_grad_(name.startswith("head."))
-        with torch.no_grad():  # training weights of the task's classes start at zero
+            self.refresh_train_mode()
+        with torch.no_grad():  # the task's rows start from their consolidated weights (0 if new)
             cls = list(task.classes)
-            head.weight[cls] = 0.0
+            head.weight[cls] = self.cw_weight[cls]
             if head.bias is not None:
-                head.bias[cls] = 0.0
+                head.bias[cls] = self.cw_bias[cls]
         self.optimizer = self.make_optimizer([p for p in self.model.parameters() if p.requires_grad])
+
+    def frozen_modules(self) -> list:
+        """After the first task, everything but the output layer (batch-norm statistics included)."""
+        if self.class_counts.sum() == 0:
+            return []
+        return [m for name, m in self.model.named_children() if name != "head"]
 
     def forward(self, x, task: Task | None = None, classes=None):
         out = self.model(x)
@@ -250,12 +280,12 @@ class CWRStar(Strategy):
         dev = head.weight.device
         cls = torch.as_tensor(classes, device=dev)
         m, n = m_host.to(dev), self.class_counts[classes].to(dev)
+        wpast = torch.where(m > 0, torch.sqrt(n / m.clamp(min=1)), torch.zeros_like(m))  # sqrt(past_j / cur_j)
         tw = head.weight.detach()[cls]
-        tw = tw - tw.mean(0, keepdim=True)
-        self.cw_weight[cls] = (self.cw_weight[cls] * n[:, None] + tw * m[:, None]) / (n + m)[:, None]
+        self.cw_weight[cls] = (self.cw_weight[cls] * wpast[:, None] + (tw - tw.mean())) / (wpast + 1)[:, None]
         if head.bias is not None:
             tb = head.bias.detach()[cls]
-            self.cw_bias[cls] = (self.cw_bias[cls] * n + (tb - tb.mean()) * m) / (n + m)
+            self.cw_bias[cls] = (self.cw_bias[cls] * wpast + (tb - tb.mean())) / (wpast + 1)
         self.class_counts[classes] += m_host
         self._load_consolidated()
 

@@ -431,7 +431,25 @@ class Strategy:
         mods = getattr(self, "_train_modules", None)
         if mods is None or not all(m.training for m in mods):
             self.model.train()
-            self._train_modules = list(self.model.modules())
+            frozen = self.frozen_modules()
+            for f in frozen:   # frozen parts keep their normalisation statistics (BatchNorm, dropout off)
+                f.eval()
+            skip = {id(m) for f in frozen for m in f.modules()}
+            self._train_modules = [m for m in self.model.modules() if id(m) not in skip]
+
+    def frozen_modules(self) -> list:
+        """Submodules that stay in evaluation mode while the strategy trains (none by default).
+
+        A strategy that freezes part of its model (CWR*'s representation after the first task,
+        PNN's earlier columns) lists it here: freezing the weights alone would leave batch
+        normalisation updating its running statistics, so the frozen part would still change.
+        A strategy whose list changes calls :meth:`refresh_train_mode`.
+        """
+        return []
+
+    def refresh_train_mode(self) -> None:
+        """Forget :meth:`train_mode`'s module cache (call when :meth:`frozen_modules` changes)."""
+        self._train_modules = None
 
     def train_step(self, x, y, task: Task | None = None) -> torch.Tensor:
         """One optimisation step on the batch ``(x, y)`` (on the strategy's device); returns the loss
