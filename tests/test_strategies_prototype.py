@@ -209,3 +209,32 @@ def test_registered_with_their_capabilities():
     assert "task_free" in capabilities(SimpleCIL) and "task_free" not in capabilities(RanPAC)
     for cls in (SimpleCIL, RanPAC):
         assert "class_scenario" in capabilities(cls) and "regression" not in capabilities(cls)
+
+
+# ---------------------------------------------------------------------------- as EDGE learners
+
+@pytest.mark.parametrize("name, kwargs", [("simplecil", {}), ("ranpac", {"projection_dim": 32, "ridge": 1.0})])
+def test_the_prefix_tree_truth_of_all_90_orders_equals_training_each_order_alone(name, kwargs):
+    """EDGE's ground truth on frozen features (6 classes in 3 tasks: all 6!/(2!)^3 = 90 orders,
+    EDGE's default MLP as the frozen extractor): the prefix tree, which trains each shared prefix
+    once, gives the same accuracies as training every order on its own; the final accuracy does
+    not depend on the order (order-invariant statistics, fixed ridge), the average incremental
+    accuracy does."""
+    from clkit.edge.combinatorics import enumerate_sequences
+    from clkit.edge.learners import LearnerConfig, train_strategy_sequences
+    from clkit.plugins import resolve_strategy
+
+    rng = np.random.default_rng(0)
+    centres = 2.0 * rng.normal(size=(6, 5))
+    x_train = centres[:, None, :] + rng.normal(size=(6, 12, 5))
+    x_test = centres[:, None, :] + rng.normal(size=(6, 10, 5))
+    seqs = enumerate_sequences(6, 3)
+    assert len(seqs) == 90
+    cfg = LearnerConfig(hidden=16, epochs=1, batch_size=8)
+    learner = resolve_strategy(name)
+    tree = train_strategy_sequences(x_train, x_test, seqs, learner, cfg, seed=0, strategy_kwargs=kwargs)
+    alone = train_strategy_sequences(x_train, x_test, seqs, learner, cfg, seed=0, strategy_kwargs=kwargs,
+                                     share_prefixes=False)
+    np.testing.assert_array_equal(tree["acc_matrix"], alone["acc_matrix"])
+    np.testing.assert_allclose(tree["final_acc"], tree["final_acc"][0], atol=1e-12)
+    assert np.ptp(tree["avg_acc"]) > 0

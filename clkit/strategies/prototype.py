@@ -18,7 +18,8 @@ statistics).
   row seen so far and sets the head to ``W = (G + lambda I)^-1 C``; the logits are ``h W``.
 
 The frozen extractor is the model's ``features`` module when it has one
-(:class:`~clkit.models.MLP`, the CNNs of :mod:`clkit.models.cnn`), else the whole model;
+(:class:`~clkit.models.MLP`, the CNNs of :mod:`clkit.models.cnn`), everything before the last
+layer of an ``nn.Sequential`` ending in an ``nn.Linear`` (EDGE's MLP), else the whole model;
 it always runs in evaluation mode and under ``torch.no_grad()``, so dropout is off and
 batch-norm statistics never move. The strategy's ``model`` is a :class:`FrozenFeatureNet`
 (the extractor and the method's head), so ``strategy.model(x)`` gives the strategy's logits
@@ -230,6 +231,27 @@ class RandomProjectionHead(nn.Module):
             return _seen_mask(h @ self.weight.to(h.dtype), self.counts)
 
 
+def _split(model: nn.Module):
+    """``(extractor, linear head or None)`` of a model: its ``features`` and ``head`` when it has
+    them; for an ``nn.Sequential`` ending in an ``nn.Linear`` (e.g. EDGE's MLP), everything before
+    that layer and the layer; otherwise the whole model and no head.
+
+    Examples
+    --------
+    >>> f, h = _split(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)))
+    >>> len(f), h.out_features
+    (2, 3)
+    >>> _split(nn.Identity())[1] is None
+    True
+    """
+    features, head = getattr(model, "features", None), getattr(model, "head", None)
+    if isinstance(features, nn.Module):
+        return features, head if isinstance(head, nn.Linear) else None
+    if isinstance(model, nn.Sequential) and len(model) > 1 and isinstance(model[-1], nn.Linear):
+        return model[:-1], model[-1]
+    return model, head if isinstance(head, nn.Linear) else None
+
+
 class _FrozenFeatureStrategy(Strategy):
     """Shared plumbing of the prototype methods: the frozen extractor, one pass per task."""
 
@@ -239,15 +261,13 @@ class _FrozenFeatureStrategy(Strategy):
     def __init__(self, model: nn.Module, *, num_classes: int | None = None, **kwargs):
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        extractor, head = _split(model)
         if num_classes is None:
-            head = getattr(model, "head", None)
-            if not isinstance(head, nn.Linear):
+            if head is None:
                 raise ValueError(f"num_classes must be given for a model without a linear `head` "
                                  f"(got {type(model).__name__}); allowed: an int >= 1")
             num_classes = head.out_features
         self.num_classes = check_int("num_classes", num_classes, low=1)
-        features = getattr(model, "features", None)
-        extractor = features if isinstance(features, nn.Module) else model
         super().__init__(FrozenFeatureNet(extractor, self._make_head()), **kwargs)
 
     def _make_head(self) -> nn.Module:
