@@ -14,6 +14,10 @@ linear ``head``, the layout the architectural strategies (PNN, CWR*) rely on.
   ResNet-34, batch normalisation included (the paper's mid-size and large backbones as
   torchvision and Avalanche build them), wrapped in :class:`TorchvisionNet` to give them the
   same ``features``/``head`` layout.
+- :class:`CifarResNet` and :func:`resnet32` -- the CIFAR ResNet of He et al. (2016, section 4.2)
+  as PyCIL builds it for its class-incremental methods: 3x3 stem of 16 channels, three stages of
+  basic blocks (16, 32, 64 channels), batch normalisation, parameter-free (option A) shortcuts;
+  ResNet-32 has 5 blocks per stage, 64-d features and about 0.46 M parameters.
 
 No batch normalisation in :class:`SmallCNN` and :class:`WideVGG9`: per-sample
 gradients (EWC's Fisher, MAS) and tiny replay batches are then well defined.
@@ -27,8 +31,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["SmallCNN", "WideVGG9", "ResNet", "TorchvisionNet", "efficientnet_b1", "resnet34_bn", "make_backbone",
-           "laid_out", "BACKBONES", "MEMORY_FORMATS", "MIN_IMAGE_SIZE"]
+__all__ = ["SmallCNN", "WideVGG9", "ResNet", "TorchvisionNet", "efficientnet_b1", "resnet34_bn", "CifarResNet",
+           "resnet32", "make_backbone", "laid_out", "BACKBONES", "MEMORY_FORMATS", "MIN_IMAGE_SIZE"]
 
 
 class SmallCNN(nn.Module):
@@ -279,7 +283,120 @@ def resnet34_bn(in_channels: int = 3, num_classes: int = 10) -> TorchvisionNet:
     return TorchvisionNet(features, tv.fc)
 
 
-BACKBONES = ("small_cnn", "wide_vgg9", "resnet18", "resnet34", "mlp", "efficientnet_b1", "resnet34_bn")
+class _ShortcutA(nn.Module):
+    """He et al.'s option-A shortcut: keep every ``stride``-th pixel, pad the channels with zeros
+    up to ``cout`` (no parameters)."""
+
+    def __init__(self, cin: int, cout: int, stride: int):
+        super().__init__()
+        self.stride, self.pad = stride, cout - cin
+
+    def forward(self, x):
+        x = x[:, :, ::self.stride, ::self.stride]
+        return torch.cat([x, x.new_zeros(x.shape[0], self.pad, *x.shape[2:])], 1) if self.pad else x
+
+
+class _CifarBasic(nn.Module):
+    """Basic block: conv3x3-BN-ReLU-conv3x3-BN, plus the shortcut, then ReLU."""
+
+    def __init__(self, cin: int, cout: int, stride: int):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
+            nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout))
+        self.skip = nn.Identity() if stride == 1 and cin == cout else _ShortcutA(cin, cout, stride)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.body(x) + self.skip(x))
+
+
+class CifarResNet(nn.Module):
+    """The CIFAR ResNet of He et al. (2016, "Deep Residual Learning", section 4.2), as PyCIL's
+    ``convs/cifar_resnet.py`` builds it (``resnet32`` is PyCIL's default CIFAR backbone).
+
+    A 3x3 convolution to 16 channels, batch norm and ReLU; three stages of ``blocks`` basic blocks
+    (16, 32, 64 channels; the first block of stages 2 and 3 has stride 2); global average pooling to
+    a 64-d feature vector; a linear head. Depth is ``6 * blocks + 2``. Convolutions have no bias;
+    every one is followed by batch normalisation. The shortcuts are He et al.'s option A, PyCIL's
+    ``DownsampleA``: where a block halves the resolution and doubles the channels, the shortcut
+    takes every second pixel and pads the channels with zeros, so it has no parameters.
+
+    Differences from PyCIL, none of which changes the network at 32x32 input: the pooling is
+    adaptive (PyCIL's ``AvgPool2d(8)`` assumes 32x32 input), the stem takes ``in_channels``
+    planes, and ``forward`` returns logits (PyCIL returns a dict of feature maps and features; its
+    incremental heads live outside the backbone). Initialisation follows PyCIL: convolutions
+    N(0, 2 / (9 * out_channels)) (Kaiming normal, ``fan_out``), batch norm weight 1 and bias 0,
+    head Kaiming normal (``fan_in``) with zero bias. It draws from torch's global generator (build
+    under :func:`clkit._seed.torch_seeded` for a seeded network).
+
+    Batch normalisation behaves as in :class:`TorchvisionNet` (running statistics, updated in
+    training mode); the final feature map is ``ceil(image_size / 4)`` pixels wide, so any image of
+    at least 5 pixels trains with a batch of one row.
+
+    Parameters
+    ----------
+    in_channels, num_classes : int
+    blocks : int
+        Basic blocks per stage: 5 gives ResNet-32, 3 ResNet-20, 9 ResNet-56.
+
+    Examples
+    --------
+    >>> import torch
+    >>> net = CifarResNet(3, 10, blocks=1)
+    >>> net.features(torch.zeros(2, 3, 32, 32)).shape, net(torch.zeros(2, 3, 32, 32)).shape
+    (torch.Size([2, 64]), torch.Size([2, 10]))
+    """
+
+    def __init__(self, in_channels: int = 3, num_classes: int = 10, blocks: int = 5):
+        from .._validate import check_int
+
+        super().__init__()
+        check_int("blocks", blocks, low=1)
+        mods = [nn.Conv2d(in_channels, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU()]
+        c = 16
+        for s, w in enumerate((16, 32, 64)):
+            stage = []
+            for b in range(blocks):
+                stage.append(_CifarBasic(c, w, 2 if (b == 0 and s > 0) else 1))
+                c = w
+            mods.append(nn.Sequential(*stage))
+        self.features = nn.Sequential(*mods, nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.head = nn.Linear(c, num_classes)
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            elif isinstance(m, nn.BatchNorm2d):
+                nn.init.ones_(m.weight)
+                nn.init.zeros_(m.bias)
+        nn.init.kaiming_normal_(self.head.weight)
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, x):
+        return self.head(self.features(x))
+
+
+def resnet32(in_channels: int = 3, num_classes: int = 10) -> CifarResNet:
+    """ResNet-32 for CIFAR (:class:`CifarResNet` with 5 blocks per stage), PyCIL's ``resnet32``.
+
+    ``features`` maps ``(N, C, H, W)`` to ``(N, 64)``; ``head`` is ``nn.Linear(64, num_classes)``.
+    Parameters: 463,504 in ``features`` with RGB input (the stem's 432 weights and 32 batch-norm
+    parameters; 23,360, 88,192 and 351,488 in the three stages), plus ``65 * num_classes`` in the
+    head: 464,154 at 10 classes, 470,004 at 100. A 1-channel stem has 288 fewer.
+
+    Examples
+    --------
+    >>> import torch
+    >>> net = resnet32(3, 100)
+    >>> net(torch.zeros(2, 3, 32, 32)).shape
+    torch.Size([2, 100])
+    >>> sum(p.numel() for p in net.features.parameters()), sum(p.numel() for p in net.parameters())
+    (463504, 470004)
+    """
+    return CifarResNet(in_channels, num_classes, blocks=5)
+
+
+BACKBONES = ("small_cnn", "wide_vgg9", "resnet18", "resnet34", "mlp", "resnet32", "efficientnet_b1", "resnet34_bn")
 
 #: smallest image side each batch-normalised backbone trains on with any batch (see :class:`TorchvisionNet`)
 MIN_IMAGE_SIZE = {"efficientnet_b1": 33, "resnet34_bn": 33}
@@ -292,7 +409,8 @@ MEMORY_FORMATS = ("contiguous", "channels_last")
 def make_backbone(name: str, in_channels: int, num_classes: int, image_size: int,
                   memory_format: str = "contiguous") -> nn.Module:
     """Build a backbone by name, one of :data:`BACKBONES`: ``"small_cnn"``, ``"wide_vgg9"``, ``"resnet18"``,
-    ``"resnet34"`` (group norm), ``"mlp"``, or the paper's batch-normalised torchvision networks
+    ``"resnet34"`` (group norm), ``"mlp"``, PyCIL's CIFAR ``"resnet32"`` (:func:`resnet32`, batch norm), or
+    the curriculum paper's batch-normalised torchvision networks
     ``"efficientnet_b1"`` (:func:`efficientnet_b1`) and ``"resnet34_bn"`` (:func:`resnet34_bn`).
 
     ``memory_format="channels_last"`` lays the convolution weights out channel-innermost
@@ -310,7 +428,7 @@ def make_backbone(name: str, in_channels: int, num_classes: int, image_size: int
     >>> make_backbone("vgg", 3, 30, 32)
     Traceback (most recent call last):
     ...
-    ValueError: backbone must be one of ['small_cnn', 'wide_vgg9', 'resnet18', 'resnet34', 'mlp', 'efficientnet_b1', 'resnet34_bn'], got 'vgg'
+    ValueError: backbone must be one of ['small_cnn', 'wide_vgg9', 'resnet18', 'resnet34', 'mlp', 'resnet32', 'efficientnet_b1', 'resnet34_bn'], got 'vgg'
     >>> net = make_backbone("small_cnn", 3, 30, 32, memory_format="channels_last")
     >>> net.features[0].weight.is_contiguous(memory_format=torch.channels_last)
     True
@@ -357,6 +475,8 @@ def _build(name, in_channels, num_classes, image_size):
         return ResNet(in_channels, num_classes, layers=(2, 2, 2, 2))
     if name == "resnet34":
         return ResNet(in_channels, num_classes, layers=(3, 4, 6, 3))
+    if name == "resnet32":
+        return resnet32(in_channels, num_classes)
     if name == "efficientnet_b1":
         return efficientnet_b1(in_channels, num_classes)
     if name == "resnet34_bn":
