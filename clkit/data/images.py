@@ -29,7 +29,40 @@ the on-disk layout that the dataset's download writes (paths under the cache roo
   ``labels`` and, in ``batches.meta``, ``label_names``;
 - Fashion-MNIST: ``fashion-mnist/*-ubyte.gz`` (then torchvision's ``FashionMNIST/raw``);
 - Omniglot: ``omniglot-py/images_background/Alphabet_of_the_Magi/character*/*.png``;
-- TinyImageNet: ``tiny-imagenet-200/`` as in ``tiny-imagenet-200.zip``.
+- TinyImageNet: ``tiny-imagenet-200/`` as in ``tiny-imagenet-200.zip``;
+- CIFAR-100: ``cifar-100-python/{train,test,meta}``, Python pickles of dicts with ``data``
+  (N, 3072) uint8 as CIFAR-10's, ``fine_labels`` and, in ``meta``, ``fine_label_names``;
+- ImageNet-R: ``imagenet-r/<wnid>/*.jpg`` and ``imagenet-r/README.txt`` as ``imagenet-r.tar``
+  extracts (the README ends with one ``<wnid> <name>`` line per class);
+- CUB-200-2011: ``CUB_200_2011/{images.txt,image_class_labels.txt,train_test_split.txt,
+  classes.txt,images/<class>/*.jpg}`` as ``CUB_200_2011.tgz`` extracts.
+
+The class-incremental RGB benchmarks of the EDGE paper (notebook 02),
+:data:`RGB_CIL_DATASETS`, load at their own resolution, with all their classes:
+
+- ``"cifar100"``: 100 classes, 32x32, the official 50,000 / 10,000 split (500 / 100 per
+  class); about 184 MB in memory.
+- ``"imagenet_r"``: 200 classes, 30,000 images of varying sizes, resized to
+  ``image_size`` (default 224). There is no official split; clkit's is the common 80/20
+  per class: each class's files, sorted by name, are permuted by a generator seeded with
+  ``seed`` and the class's WordNet id, and the first 20% (rounded half up) are the test
+  set (:func:`imagenet_r_split`). A class's split does not depend on the other classes,
+  on ``classes`` or on ``max_per_class``. Classes in sorted-WordNet-id order (the order of
+  ``data/class_names/imagenet_r.txt``), named from the archive's README (underscores as
+  spaces), or by their WordNet id where the README does not name them. At 224x224 all of
+  it takes about 4.5 GB of memory (150 KB an image).
+- ``"cub200"``: 200 bird species, 11,788 images of varying sizes, resized to
+  ``image_size`` (default 224); the official split of ``train_test_split.txt`` (5,994 /
+  5,794); classes in ``classes.txt`` order named by their folder name without the number,
+  underscores as spaces (the order and names of ``data/class_names/cub200.txt``). About
+  1.8 GB at 224x224.
+
+Images that vary in size are resized with Pillow's bilinear filter straight to
+``image_size`` x ``image_size`` (the aspect ratio is not kept, nothing is cropped);
+greyscale and CMYK files are converted to RGB. To use less memory, pass ``classes`` (a
+subset of the official label indices, relabelled 0..k-1 in the given order) and/or
+``max_per_class`` (at most that many images of each class in each split): only the
+selected files are decoded.
 
 torchvision is used only to *download* (``download=True``): its CIFAR10 and SVHN
 classes check the md5 sums of the files every time they open them, so they could read
@@ -48,29 +81,38 @@ from __future__ import annotations
 import codecs
 import gzip
 import pickle
+import re
 import socket
+import zlib
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
-from .._validate import check_choice
+from .._validate import check_choice, check_int, check_type
 from ._cache import DatasetNotFoundError, data_root
 
-__all__ = ["FASHION_MNIST_CLASSES", "TINYIMAGENET_CLASSES", "IMAGE_DATASETS", "OFFLINE_DATASETS", "ImageDataset",
-           "load_fashion_mnist", "load_image_dataset", "read_cifar_batch", "read_cifar_meta", "read_idx",
-           "read_svhn_mat", "tinyimagenet_wnids"]
+__all__ = ["FASHION_MNIST_CLASSES", "TINYIMAGENET_CLASSES", "IMAGE_DATASETS", "OFFLINE_DATASETS",
+           "RGB_CIL_DATASETS", "ImageDataset", "cub200_class_name", "imagenet_r_split", "load_fashion_mnist",
+           "load_image_dataset", "read_cifar100", "read_cifar100_meta", "read_cifar_batch", "read_cifar_meta",
+           "read_idx", "read_imagenet_r_readme", "read_svhn_mat", "tinyimagenet_wnids"]
 
 #: the curriculum paper's TinyImageNet classes, by name
 TINYIMAGENET_CLASSES = ("Egyptian cat", "reel", "volleyball", "rocking chair", "lemon", "bullfrog", "basketball",
                         "cliff", "espresso", "plunger")
 IMAGE_DATASETS = ("mnist", "omniglot", "fashion_mnist", "svhn", "cifar10", "tinyimagenet", "mnist_subset", "digits")
 OFFLINE_DATASETS = ("digits", "mnist_subset", "fashion_mnist")
+#: the EDGE paper's class-incremental RGB benchmarks (not 10-class: not in :data:`IMAGE_DATASETS`,
+#: which the curriculum benchmark draws from)
+RGB_CIL_DATASETS = ("cifar100", "imagenet_r", "cub200")
+#: the fraction of each ImageNet-R class that :func:`imagenet_r_split` holds out as test set
+IMAGENET_R_TEST_FRACTION = 0.2
 
 
 @dataclass
 class ImageDataset:
-    """One 10-class image dataset with a train and a test split.
+    """One image dataset with a train and a test split.
 
     Attributes
     ----------
@@ -221,6 +263,8 @@ def _cache_or_download(name: str, looked: list, how: str, download: bool, host: 
     root = data_root()
     try:
         return fetch(root, False)
+    except _ParameterError:    # a bad argument, not missing data
+        raise
     except Exception as exc:   # not in the cache
         first = exc
     if not download:
@@ -286,7 +330,7 @@ class _ArrayUnpickler(pickle.Unpickler):
         try:
             return _PICKLE_GLOBALS[(module, name)]
         except KeyError:
-            raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a CIFAR-10 file "
+            raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a CIFAR file "
                                          "(only NumPy arrays, lists, dicts, strings and numbers)") from None
 
 
@@ -331,11 +375,7 @@ def read_cifar_batch(path):
     if "data" not in batch or "labels" not in batch:
         raise ValueError(f"{str(path)!r} must hold the keys 'data' and 'labels' of a CIFAR-10 batch, "
                          f"got {sorted(map(str, batch))}")
-    data, labels = np.asarray(batch["data"]), np.asarray(batch["labels"], dtype=np.int64)
-    if data.dtype != np.uint8 or data.ndim != 2 or data.shape != (len(labels), 3072):
-        raise ValueError(f"{str(path)!r}: data must be uint8 of shape (N, 3072) with N = {len(labels)} labels, "
-                         f"got {data.dtype} {data.shape}")
-    return np.ascontiguousarray(data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)), labels
+    return _cifar_arrays(batch["data"], batch["labels"], path)
 
 
 def read_cifar_meta(path) -> tuple:
@@ -455,6 +495,271 @@ def _load_omniglot(root: Path, download: bool) -> ImageDataset:
     return ImageDataset("omniglot", xtr, ytr, xte, yte, names, str(alphabet))
 
 
+class _ParameterError(ValueError):
+    """A bad argument that shows only once the files are read (a class index beyond the dataset's classes).
+
+    :func:`_cache_or_download` lets it through instead of reporting the dataset missing.
+    """
+
+
+def _check_subset(classes, max_per_class):
+    """Validate ``classes`` (None or distinct ints >= 0) and ``max_per_class`` (None or int >= 1)."""
+    if classes is not None:
+        check_type("classes", classes, (list, tuple, range, np.ndarray), "a list of class indices (ints >= 0)")
+        classes = [check_int("classes", c, low=0) for c in classes]
+        if not classes or len(set(classes)) != len(classes):
+            raise ValueError(f"classes must be a non-empty list of distinct class indices, got {classes!r}")
+    if max_per_class is not None:
+        max_per_class = check_int("max_per_class", max_per_class, low=1)
+    return classes, max_per_class
+
+
+def _select(labels, names: tuple, classes, max_per_class, where: str):
+    """Rows to keep and the new labels: ``classes`` relabelled 0..k-1, at most ``max_per_class`` rows each.
+
+    Within a class, rows keep their order; ``max_per_class`` keeps the first ones.
+    Returns ``(rows, new_labels, kept_names)``.
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    if classes is None:
+        classes = list(range(len(names)))
+    bad = [c for c in classes if c >= len(names)]
+    if bad:
+        raise _ParameterError(f"classes must be indices below {len(names)}, the classes of {where}, got {bad}")
+    rows, new = [], []
+    for k, c in enumerate(classes):
+        hits = np.flatnonzero(labels == c)[:max_per_class]
+        rows.append(hits)
+        new.append(np.full(len(hits), k, np.int64))
+    return np.concatenate(rows), np.concatenate(new), tuple(names[c] for c in classes)
+
+
+def _read_rgb(paths, image_size: int) -> np.ndarray:
+    """The images at ``paths`` as RGB, resized (bilinear) to ``image_size`` a side: uint8 (N, S, S, 3)."""
+    from PIL import Image
+
+    out = np.empty((len(paths), image_size, image_size, 3), np.uint8)
+    for i, path in enumerate(paths):
+        with Image.open(path) as im:
+            im = im.convert("RGB")
+            if im.size != (image_size, image_size):
+                im = im.resize((image_size, image_size), Image.Resampling.BILINEAR)
+            out[i] = np.asarray(im)
+    return out
+
+
+def read_cifar100(path):
+    """Images and fine labels of CIFAR-100's ``train`` or ``test`` file.
+
+    The file is a pickled dict as CIFAR-10's batches, with ``data`` uint8 of shape
+    (N, 3072) (per image the red, green and blue 32x32 planes) and ``fine_labels``, a
+    list of N ints in 0..99 (``coarse_labels``, the 20 superclasses, is not read). Read
+    through the same unpickler as :func:`read_cifar_batch`.
+
+    Returns
+    -------
+    images : ndarray of uint8, shape (N, 32, 32, 3)
+    labels : ndarray of int64, shape (N,)
+
+    Examples
+    --------
+    >>> import os, pickle, tempfile
+    >>> data = np.zeros((2, 3072), np.uint8); data[1, 2048] = 5          # image 1, blue (0, 0)
+    >>> path = os.path.join(tempfile.mkdtemp(), "test")
+    >>> _ = open(path, "wb").write(pickle.dumps({b"data": data, b"fine_labels": [99, 0], b"coarse_labels": [19, 4]}))
+    >>> x, y = read_cifar100(path)
+    >>> x.shape, x[1, 0, 0].tolist(), y.tolist()
+    ((2, 32, 32, 3), [0, 0, 5], [99, 0])
+    """
+    d = _read_cifar_pickle(path)
+    if "data" not in d or "fine_labels" not in d:
+        raise ValueError(f"{str(path)!r} must hold the keys 'data' and 'fine_labels' of a CIFAR-100 file, "
+                         f"got {sorted(map(str, d))}")
+    return _cifar_arrays(d["data"], d["fine_labels"], path)
+
+
+def _cifar_arrays(data, labels, path):
+    """``data`` (N, 3072) uint8 planes and N labels as images (N, 32, 32, 3) and int64 labels (checked)."""
+    data, labels = np.asarray(data), np.asarray(labels, dtype=np.int64)
+    if data.dtype != np.uint8 or data.ndim != 2 or data.shape != (len(labels), 3072):
+        raise ValueError(f"{str(path)!r}: data must be uint8 of shape (N, 3072) with N = {len(labels)} labels, "
+                         f"got {data.dtype} {data.shape}")
+    return np.ascontiguousarray(data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)), labels
+
+
+def read_cifar100_meta(path) -> tuple:
+    """The 100 fine class names in CIFAR-100's ``meta`` (its ``fine_label_names``), index = label."""
+    names = _read_cifar_pickle(path).get("fine_label_names")
+    if not isinstance(names, list) or len(names) != 100:
+        raise ValueError(f"{str(path)!r} must hold fine_label_names, a list of 100 class names, got {names!r}")
+    return tuple(n.decode("latin1") if isinstance(n, bytes) else str(n) for n in names)
+
+
+def _load_cifar100(root: Path, download: bool, classes=None, max_per_class=None) -> ImageDataset:
+    folder = root / "cifar-100-python"
+    if download:
+        from torchvision.datasets import CIFAR100
+
+        CIFAR100(str(root), train=True, download=True)   # one archive holds both splits
+    names = read_cifar100_meta(folder / "meta")
+    out = []
+    for split in ("train", "test"):
+        x, y = read_cifar100(folder / split)
+        if y.size and (y.min() < 0 or y.max() >= len(names)):
+            raise ValueError(f"{str(folder / split)!r}: fine_labels must be in 0..{len(names) - 1}")
+        rows, y, kept = _select(y, names, classes, max_per_class, "CIFAR-100")
+        out += [x[rows], y]
+    return ImageDataset("cifar100", *out, kept, str(folder))
+
+
+_WNID = re.compile(r"^(n\d{8})\s+(\S.*?)\s*$")
+_WNID_DIR = re.compile(r"^n\d{8}$")
+
+
+def read_imagenet_r_readme(path) -> dict:
+    r"""WordNet id -> class name from ImageNet-R's ``README.txt`` (its ``n01443537 goldfish`` lines).
+
+    Lines that are not ``<wnid> <name>`` are skipped; underscores in names become spaces.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "README.txt")
+    >>> text = "ImageNet-R has renditions of 200 classes.\n\nn01443537 goldfish\nn01484850 great_white_shark\n"
+    >>> _ = open(path, "w").write(text)
+    >>> read_imagenet_r_readme(path)
+    {'n01443537': 'goldfish', 'n01484850': 'great white shark'}
+    """
+    out = {}
+    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+        m = _WNID.match(line.strip())
+        if m:
+            out[m.group(1)] = m.group(2).replace("_", " ")
+    return out
+
+
+def imagenet_r_split(filenames, wnid: str, seed: int = 0):
+    """clkit's 80/20 train/test split of one ImageNet-R class.
+
+    The file names are sorted, permuted by ``np.random.default_rng([seed, crc32(wnid)])``,
+    and the first ``floor(0.2 * n + 0.5)`` of the permutation are the test set. The split
+    of a class depends only on its own files, its id and ``seed``.
+
+    Parameters
+    ----------
+    filenames : iterable of str
+        The class's image files (names, not paths).
+    wnid : str
+        The class's WordNet id (its folder name).
+    seed : int >= 0
+
+    Returns
+    -------
+    train, test : list of str
+        In permuted order.
+
+    Examples
+    --------
+    >>> train, test = imagenet_r_split([f"art_{i}.jpg" for i in range(10)], "n01443537")
+    >>> len(train), len(test), sorted(train + test) == sorted(f"art_{i}.jpg" for i in range(10))
+    (8, 2, True)
+    >>> imagenet_r_split(["a.jpg", "b.jpg"], "n01443537") == imagenet_r_split(["b.jpg", "a.jpg"], "n01443537")
+    True
+    """
+    check_type("wnid", wnid, str, "a WordNet id such as 'n01443537'")
+    seed = check_int("seed", seed, low=0)
+    names = sorted(filenames)
+    order = np.random.default_rng([seed, zlib.crc32(wnid.encode())]).permutation(len(names))
+    n_test = int(np.floor(IMAGENET_R_TEST_FRACTION * len(names) + 0.5))
+    perm = [names[i] for i in order]
+    return perm[n_test:], perm[:n_test]
+
+
+_JPEG = (".jpg", ".jpeg", ".png")
+
+
+def _load_imagenet_r(root: Path, download: bool, image_size: int = 224, classes=None, max_per_class=None,
+                     seed: int = 0) -> ImageDataset:
+    base = root / "imagenet-r"
+    def class_folders():
+        return sorted(d.name for d in base.iterdir() if d.is_dir() and _WNID_DIR.match(d.name)) if base.is_dir() else []
+
+    wnids = class_folders()
+    if not wnids:
+        if not download:
+            raise FileNotFoundError(f"no <wnid>/ class folders in {base}")
+        from torchvision.datasets.utils import download_and_extract_archive
+
+        download_and_extract_archive("https://people.eecs.berkeley.edu/~hendrycks/imagenet-r.tar", str(root))
+        wnids = class_folders()
+    readme = read_imagenet_r_readme(base / "README.txt") if (base / "README.txt").is_file() else {}
+    names = tuple(readme.get(w, w) for w in wnids)
+    files, labels = {"train": [], "test": []}, {"train": [], "test": []}
+    for label, w in enumerate(wnids):
+        found = [p.name for p in (base / w).iterdir() if p.is_file() and p.suffix.lower() in _JPEG]
+        for split, part in zip(("train", "test"), imagenet_r_split(found, w, seed)):
+            files[split] += [base / w / f for f in part]
+            labels[split] += [label] * len(part)
+    out = []
+    for split in ("train", "test"):
+        rows, y, kept = _select(labels[split], names, classes, max_per_class, f"ImageNet-R in {base}")
+        out += [_read_rgb([files[split][r] for r in rows], image_size), y]
+    return ImageDataset("imagenet_r", *out, kept, f"{base} (clkit 80/20 split, seed {seed}, {image_size}x{image_size})")
+
+
+def cub200_class_name(folder: str) -> str:
+    """A CUB-200-2011 class name from its folder name: the number dropped, underscores as spaces.
+
+    Examples
+    --------
+    >>> cub200_class_name("001.Black_footed_Albatross")
+    'Black footed Albatross'
+    """
+    return folder.split(".", 1)[-1].replace("_", " ")
+
+
+def _read_id_table(path: Path) -> dict:
+    """``<id> <value>`` lines of a CUB-200-2011 list file as {int id: str value}."""
+    out = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            parts = line.split(maxsplit=1)
+            if len(parts) != 2 or not parts[0].isdigit():
+                raise ValueError(f"{str(path)!r} line {n}: expected '<id> <value>', got {line!r}")
+            out[int(parts[0])] = parts[1].strip()
+    return out
+
+
+def _load_cub200(root: Path, download: bool, image_size: int = 224, classes=None,
+                 max_per_class=None) -> ImageDataset:
+    base = root / "CUB_200_2011"
+    if not (base / "images.txt").is_file():
+        if not download:
+            raise FileNotFoundError(base / "images.txt")
+        from torchvision.datasets.utils import download_and_extract_archive
+
+        download_and_extract_archive("https://data.caltech.edu/records/65de6-vp158/files/CUB_200_2011.tgz",
+                                     str(root))
+    class_table = _read_id_table(base / "classes.txt")
+    ids = sorted(class_table)
+    if ids != list(range(1, len(ids) + 1)):
+        raise ValueError(f"{str(base / 'classes.txt')!r}: class ids must be 1..{len(ids)}, got {ids[:5]}...")
+    names = tuple(cub200_class_name(class_table[i]) for i in ids)
+    images = _read_id_table(base / "images.txt")
+    image_labels = _read_id_table(base / "image_class_labels.txt")
+    is_train = _read_id_table(base / "train_test_split.txt")
+    missing = sorted(set(images) - set(image_labels) | set(images) - set(is_train))
+    if missing:
+        raise ValueError(f"{str(base)!r}: images {missing[:5]} have no class label or train/test flag")
+    out = []
+    for flag in ("1", "0"):
+        order = [i for i in sorted(images) if is_train[i] == flag]
+        rows, y, kept = _select([int(image_labels[i]) - 1 for i in order], names, classes, max_per_class,
+                                f"CUB-200-2011 in {base}")
+        out += [_read_rgb([base / "images" / images[order[r]] for r in rows], image_size), y]
+    return ImageDataset("cub200", *out, kept, f"{base} (official split, {image_size}x{image_size})")
+
+
 #: name -> (title in messages, folder under the cache, how to get it, download host, loader(root, download))
 _CACHED = {
     "mnist": ("MNIST", "MNIST/raw", "torchvision.datasets.MNIST(root=<clkit cache>, download=True) writes it there",
@@ -468,36 +773,78 @@ _CACHED = {
                      "cs231n.stanford.edu", _load_tinyimagenet),
     "omniglot": ("Omniglot", "omniglot-py", "torchvision.datasets.Omniglot(root=<clkit cache>, download=True)",
                  "raw.githubusercontent.com", _load_omniglot),
+    "cifar100": ("CIFAR-100", "cifar-100-python", "torchvision.datasets.CIFAR100(root=<clkit cache>, download=True) "
+                 "writes it there", "www.cs.toronto.edu", _load_cifar100),
+    "imagenet_r": ("ImageNet-R", "imagenet-r", "Download https://people.eecs.berkeley.edu/~hendrycks/imagenet-r.tar "
+                   "and extract it in the clkit cache (giving imagenet-r/<wnid>/*.jpg and imagenet-r/README.txt)",
+                   "people.eecs.berkeley.edu", _load_imagenet_r),
+    "cub200": ("CUB-200-2011", "CUB_200_2011", "Download CUB_200_2011.tgz from "
+               "https://data.caltech.edu/records/65de6-vp158 and extract it in the clkit cache (giving "
+               "CUB_200_2011/images.txt, classes.txt, image_class_labels.txt, train_test_split.txt, images/)",
+               "data.caltech.edu", _load_cub200),
 }
 
 
-def load_image_dataset(name: str, download: bool = False) -> ImageDataset:
-    """Load one of the curriculum benchmark's datasets (or an offline stand-in) by name.
+def load_image_dataset(name: str, download: bool = False, *, image_size: int | None = None, classes=None,
+                       max_per_class: int | None = None, seed: int = 0) -> ImageDataset:
+    """Load one of the curriculum benchmark's datasets, an offline stand-in or an EDGE benchmark by name.
 
     Parameters
     ----------
-    name : {"mnist", "omniglot", "fashion_mnist", "svhn", "cifar10", "tinyimagenet", "mnist_subset", "digits"}
+    name : {"mnist", "omniglot", "fashion_mnist", "svhn", "cifar10", "tinyimagenet", "mnist_subset", "digits", \
+"cifar100", "imagenet_r", "cub200"}
     download : bool
         Allow the online path (torchvision / the standard archive) when the
         dataset is not in the clkit cache. Without network it fails within seconds.
         Whichever way the files came, clkit's own readers read them from the cache.
+    image_size : int >= 8, optional
+        ``"imagenet_r"`` and ``"cub200"`` only: the side the images are resized to
+        (default 224). The other datasets have one size and take no ``image_size``.
+    classes : list of int, optional
+        :data:`RGB_CIL_DATASETS` only: the official label indices to keep, relabelled
+        0..k-1 in the given order (default all).
+    max_per_class : int >= 1, optional
+        :data:`RGB_CIL_DATASETS` only: at most this many images of each class in each
+        split (the first ones: file order for CIFAR-100, image-id order for CUB, the
+        seeded permutation for ImageNet-R). Only the kept files are decoded.
+    seed : int >= 0
+        ``"imagenet_r"`` only: the seed of its 80/20 split (:func:`imagenet_r_split`).
 
     Returns
     -------
     ImageDataset
+        uint8 images (N, H, W) or (N, H, W, 3), int64 labels; for ImageNet-R at 224x224
+        about 4.5 GB, CUB-200-2011 1.8 GB, CIFAR-100 184 MB.
 
     Raises
     ------
     DatasetNotFoundError
         Naming the dataset, where it looked and how to get it.
+    ValueError
+        Naming the parameter, for a bad ``name``, ``image_size``, ``classes``,
+        ``max_per_class`` or ``seed``, or one the dataset does not take.
 
-    Examples
-    --------
     >>> d = load_image_dataset("digits")
     >>> d.x_train.shape[1:], len(d.classes), d.x_train.dtype
     ((8, 8), 10, dtype('uint8'))
     """
-    check_choice("dataset", name, list(IMAGE_DATASETS))
+    check_choice("dataset", name, list(IMAGE_DATASETS) + list(RGB_CIL_DATASETS))
+    options = {}
+    if image_size is not None:
+        if name not in ("imagenet_r", "cub200"):
+            raise ValueError(f"image_size is taken by 'imagenet_r' and 'cub200' only (the other datasets have one "
+                             f"size), got image_size={image_size!r} for {name!r}")
+        options["image_size"] = check_int("image_size", image_size, low=8, high=4096)
+    if classes is not None or max_per_class is not None:
+        if name not in RGB_CIL_DATASETS:
+            raise ValueError(f"classes and max_per_class are taken by {list(RGB_CIL_DATASETS)} only, "
+                             f"got classes={classes!r}, max_per_class={max_per_class!r} for {name!r}")
+        options["classes"], options["max_per_class"] = _check_subset(classes, max_per_class)
+    seed = check_int("seed", seed, low=0)
+    if seed != 0:
+        if name != "imagenet_r":
+            raise ValueError(f"seed (of the 80/20 split) is taken by 'imagenet_r' only, got seed={seed!r} for {name!r}")
+        options["seed"] = seed
     if name == "digits":
         from sklearn.datasets import load_digits
 
@@ -517,4 +864,4 @@ def load_image_dataset(name: str, download: bool = False) -> ImageDataset:
         xte, yte, _ = load_fashion_mnist("test", download)
         return ImageDataset("fashion_mnist", xtr, ytr, xte, yte, FASHION_MNIST_CLASSES, src)
     title, folder, how, host, loader = _CACHED[name]
-    return _cache_or_download(title, [data_root() / folder], how, download, host, loader)
+    return _cache_or_download(title, [data_root() / folder], how, download, host, partial(loader, **options))
