@@ -6,8 +6,11 @@
   ``make_backbone(name, ...)`` for image tasks (curriculum benchmark).
 - :mod:`clkit.models.transformer` -- ``TimeSeriesTransformer``, a next-step forecaster over
   multivariate windows (taskification benchmark).
+- :mod:`clkit.models.cnn` also has ``resnet32``, PyCIL's CIFAR ResNet-32.
+- :mod:`clkit.models.vit` -- ``vit_backbone``, a timm ViT (ViT-B/16 by default; weights from a local
+  file) as ``features`` + ``head``, for the prototype strategies (SimpleCIL, RanPAC).
 
-Further submodules (CNNs, the time-series transformer, the GCN) live beside it
+Further submodules (CNNs, the ViT, the time-series transformer, the GCN) live beside it
 and are imported on demand, so ``import clkit.models`` does not pull in
 torch-geometric.
 """
