@@ -66,9 +66,10 @@ strategies: list = ["naive", "cumulative", "mste", "ewc", "si", "mas", "lwf", "r
 # the claim: the order verdict of these (the paper's headline examples of a better M2I);
 # those not among strategies are named as not run; every other comparison is exploratory
 primary: list = ["replay", "generative_replay", "gem"]
-backbone: str = "small_cnn"  # small_cnn | wide_vgg9 | resnet18 | resnet34 | mlp, the paper's
-# efficientnet_b1 | resnet34_bn (torchvision, batch norm; image_size >= 33), or
-# "package.module:factory", called factory(in_channels, num_classes, image_size)
+backbone: str = "small_cnn"  # small_cnn | wide_vgg9 | resnet18 | resnet34 | mlp,
+# the paper's efficientnet_b1 | resnet34_bn (torchvision, batch norm; image_size >= 33),
+# resnet32 (PyCIL's CIFAR ResNet), or "package.module:factory", called
+# factory(in_channels, num_classes, image_size)
 memory_format: str = "contiguous"  # contiguous | channels_last: NHWC convolutions,
 # 20-40 % faster on CPU; the same network, rounded otherwise (so not the same numbers)
 epochs: int = 3  # training epochs per task
