@@ -181,3 +181,18 @@ def test_a_class_index_beyond_the_dataset_is_a_value_error_not_missing_data(cach
 def test_fixture_writers_check_their_sizes(write, kwargs, param, tmp_path):
     with pytest.raises(ValueError, match=param):
         write(tmp_path, **kwargs)
+
+
+def test_shipped_imagenet_r_names_follow_the_loaders_sorted_wnid_order():
+    """02's shipped ImageNet-R names are the CLIP names of the 200 ImageNet-R WordNet ids, sorted (timm's lists)."""
+    timm = pytest.importorskip("timm")
+    metadata = pytest.importorskip("open_clip.zero_shot_metadata")
+    from pathlib import Path
+
+    info = Path(timm.__file__).parent / "data" / "_info"
+    if not (info / "imagenet_r_synsets.txt").is_file():
+        pytest.skip("this timm ships no ImageNet-R synset list")
+    clip = dict(zip((info / "imagenet_synsets.txt").read_text().split(), metadata.IMAGENET_CLASSNAMES))
+    wnids = sorted((info / "imagenet_r_synsets.txt").read_text().split())
+    assert [clip[w] for w in wnids] == load_class_names("imagenet_r")
+    assert wnids[:4] == list(fx.IMAGENET_R_README_NAMES)[:4]       # the fixture's classes are the first real ones
