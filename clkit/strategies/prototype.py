@@ -368,7 +368,8 @@ class SimpleCIL(_FrozenFeatureStrategy):
     Parameters
     ----------
     model : torch.nn.Module
-        Its ``features`` (or the whole model) is the frozen extractor; its linear ``head``
+        Its ``features`` (an ``nn.Sequential`` ending in an ``nn.Linear``: all but that layer;
+        else the whole model) is the frozen extractor; its linear ``head`` (that last layer)
         gives the number of classes and is not used otherwise.
     num_classes : int, optional
         Default: ``model.head.out_features``.
@@ -434,7 +435,8 @@ class RanPAC(_FrozenFeatureStrategy):
     Parameters
     ----------
     model : torch.nn.Module
-        Its ``features`` (or the whole model) is the frozen extractor; its linear ``head``
+        Its ``features`` (an ``nn.Sequential`` ending in an ``nn.Linear``: all but that layer;
+        else the whole model) is the frozen extractor; its linear ``head`` (that last layer)
         gives the number of classes and is not used otherwise.
     num_classes : int, optional
         Default: ``model.head.out_features``.
