@@ -68,6 +68,7 @@ strategies: list = ["naive", "cumulative", "mste", "ewc", "si", "mas", "lwf", "r
 primary: list = ["replay", "generative_replay", "gem"]
 backbone: str = "small_cnn"  # small_cnn | wide_vgg9 | resnet18 | resnet34 | mlp,
 # the paper's efficientnet_b1 | resnet34_bn (torchvision, batch norm; image_size >= 33),
+# wide_vgg9_bn (the authors' Wide-VGG9, batch norm; image_size >= 16),
 # resnet32 (PyCIL's CIFAR ResNet), or "package.module:factory", called
 # factory(in_channels, num_classes, image_size)
 memory_format: str = "contiguous"  # contiguous | channels_last: NHWC convolutions,

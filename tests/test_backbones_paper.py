@@ -159,3 +159,40 @@ def test_one_epoch_stream_with_resnet34_bn():
     R = cur.run_stream(b, ["a", "b"], "naive", **kw)
     assert R.shape == (2, 2) and not np.isnan(R).any()
     assert np.array_equal(R, cur.run_stream(b, ["a", "b"], "naive", **kw))
+
+
+# ------------------------------------------------------------------ the authors' Wide-VGG9
+
+def test_the_authors_wide_vgg9_is_their_vggslim_with_batch_norm():
+    """wide_vgg9_bn: the M2I authors' VGGSlim('wide_VGG9', batch_norm=True): counts from the
+    architecture description (conv 4,500,864 as their config's comment says; BN 2 x channels;
+    the classifier on 512 x 4 x 4 = 8192 flattened inputs at 64x64)."""
+    convs = [(3, 64), (64, 128), (128, 256), (256, 256), (256, 512), (512, 512)]
+    conv = sum(ci * co * 9 + co for ci, co in convs)
+    assert conv == 4_500_864
+    bn = sum(2 * co for _, co in convs)
+    for size, classes in ((64, 10), (32, 60)):
+        flat = 512 * (size // 16) ** 2
+        mlp = flat * 512 + 512 + 512 * 512 + 512 + 512 * classes + classes
+        net = make_backbone("wide_vgg9_bn", 3, classes, size)
+        assert _count(net) == conv + bn + mlp
+        assert net(torch.zeros(2, 3, size, size)).shape == (2, classes)
+    assert sum(isinstance(m, nn.BatchNorm2d) for m in net.modules()) == 6
+    assert isinstance(net.head, nn.Linear) and net.head.in_features == 512
+    with pytest.raises(ValueError, match="image_size"):
+        make_backbone("wide_vgg9_bn", 3, 10, 8)
+
+
+def test_cwr_on_the_authors_wide_vgg9_keeps_its_frozen_statistics():
+    """CWR* freezes everything but the head after the first task: with batch norm in the
+    representation, its running statistics must not move either."""
+    g = torch.Generator().manual_seed(0)
+    tasks = [Task(torch.rand(12, 3, 16, 16, generator=g), torch.tensor([2 * t, 2 * t + 1] * 6), task_id=t)
+             for t in range(2)]
+    with torch_seeded(0):
+        s = make_strategy("cwr", make_backbone("wide_vgg9_bn", 3, 4, 16), epochs=1, batch_size=6, lr=0.01)
+    s.train_task(tasks[0])
+    before = {k: v.clone() for k, v in s.model.features.state_dict().items()}
+    s.train_task(tasks[1])
+    after = s.model.features.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)

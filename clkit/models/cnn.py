@@ -31,7 +31,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["SmallCNN", "WideVGG9", "ResNet", "TorchvisionNet", "efficientnet_b1", "resnet34_bn", "CifarResNet",
+__all__ = ["SmallCNN", "WideVGG9", "AuthorsWideVGG9", "ResNet", "TorchvisionNet", "efficientnet_b1", "resnet34_bn", "CifarResNet",
            "resnet32", "make_backbone", "laid_out", "BACKBONES", "MEMORY_FORMATS", "MIN_IMAGE_SIZE"]
 
 
@@ -96,6 +96,49 @@ class WideVGG9(nn.Module):
                    nn.Linear(c, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU()]
         self.features = nn.Sequential(*layers)
         self.head = nn.Linear(hidden, num_classes)
+
+    def forward(self, x):
+        return self.head(self.features(x))
+
+
+class AuthorsWideVGG9(nn.Module):
+    """The M2I/I2M authors' Wide-VGG9 (``wide_vgg9_bn``): batch norm after every conv, flattened pools.
+
+    As their ``VGGSlim(config="wide_VGG9", batch_norm=True, init_weights=False)`` builds it
+    (lifelonglab/M2I_I2M_benchmark, models/VGGSlim.py, read, not copied): six 3x3 convs
+    (64, M, 128, M, 256, 256, M, 512, 512, M), each followed by ``BatchNorm2d`` and ReLU; the
+    four 2x2 max-pools are flattened as they are (``512 * (image_size // 16) ** 2`` inputs,
+    8192 at the paper's 64x64; no average pool), then ``Linear(., 512)``-ReLU-``Linear(512,
+    512)``-ReLU and the head; PyTorch's default initialisation. The paper's "4.5M parameters"
+    is the convolutions alone (4,500,864 for RGB); the whole network has about 9.0M at 64x64.
+    clkit's ``wide_vgg9`` (:class:`WideVGG9`) is a lighter variant (no batch norm, global
+    average pool, 128-unit hidden layers).
+
+    Examples
+    --------
+    >>> import torch
+    >>> net = AuthorsWideVGG9(3, 10, image_size=64)
+    >>> net(torch.zeros(2, 3, 64, 64)).shape, net.features[-4].in_features
+    (torch.Size([2, 10]), 8192)
+    >>> sum(p.numel() for m in net.modules() if isinstance(m, nn.Conv2d) for p in m.parameters())
+    4500864
+    """
+
+    def __init__(self, in_channels: int = 3, num_classes: int = 10, image_size: int = 64):
+        super().__init__()
+        if image_size < 16:
+            raise ValueError(f"image_size must be >= 16 for wide_vgg9_bn (four 2x2 pools), got {image_size!r}")
+        layers, c = [], in_channels
+        for v in (64, "M", 128, "M", 256, 256, "M", 512, 512, "M"):
+            if v == "M":
+                layers.append(nn.MaxPool2d(2, 2))
+            else:
+                layers += [nn.Conv2d(c, v, 3, padding=1), nn.BatchNorm2d(v), nn.ReLU()]
+                c = v
+        flat = c * (image_size // 16) ** 2
+        layers += [nn.Flatten(), nn.Linear(flat, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU()]
+        self.features = nn.Sequential(*layers)
+        self.head = nn.Linear(512, num_classes)
 
     def forward(self, x):
         return self.head(self.features(x))
@@ -396,10 +439,11 @@ def resnet32(in_channels: int = 3, num_classes: int = 10) -> CifarResNet:
     return CifarResNet(in_channels, num_classes, blocks=5)
 
 
-BACKBONES = ("small_cnn", "wide_vgg9", "resnet18", "resnet34", "mlp", "resnet32", "efficientnet_b1", "resnet34_bn")
+BACKBONES = ("small_cnn", "wide_vgg9", "resnet18", "resnet34", "mlp", "resnet32", "wide_vgg9_bn", "efficientnet_b1",
+             "resnet34_bn")
 
 #: smallest image side each batch-normalised backbone trains on with any batch (see :class:`TorchvisionNet`)
-MIN_IMAGE_SIZE = {"efficientnet_b1": 33, "resnet34_bn": 33}
+MIN_IMAGE_SIZE = {"efficientnet_b1": 33, "resnet34_bn": 33, "wide_vgg9_bn": 16}
 
 
 #: memory formats a backbone's weights (and so its activations) can be laid out in
@@ -409,8 +453,9 @@ MEMORY_FORMATS = ("contiguous", "channels_last")
 def make_backbone(name: str, in_channels: int, num_classes: int, image_size: int,
                   memory_format: str = "contiguous") -> nn.Module:
     """Build a backbone by name, one of :data:`BACKBONES`: ``"small_cnn"``, ``"wide_vgg9"``, ``"resnet18"``,
-    ``"resnet34"`` (group norm), ``"mlp"``, PyCIL's CIFAR ``"resnet32"`` (:func:`resnet32`, batch norm), or
-    the curriculum paper's batch-normalised torchvision networks
+    ``"resnet34"`` (group norm), ``"mlp"``, PyCIL's CIFAR ``"resnet32"`` (:func:`resnet32`, batch norm), the
+    curriculum authors' ``"wide_vgg9_bn"`` (:class:`AuthorsWideVGG9`), or the paper's batch-normalised
+    torchvision networks
     ``"efficientnet_b1"`` (:func:`efficientnet_b1`) and ``"resnet34_bn"`` (:func:`resnet34_bn`).
 
     ``memory_format="channels_last"`` lays the convolution weights out channel-innermost
@@ -428,7 +473,7 @@ def make_backbone(name: str, in_channels: int, num_classes: int, image_size: int
     >>> make_backbone("vgg", 3, 30, 32)
     Traceback (most recent call last):
     ...
-    ValueError: backbone must be one of ['small_cnn', 'wide_vgg9', 'resnet18', 'resnet34', 'mlp', 'resnet32', 'efficientnet_b1', 'resnet34_bn'], got 'vgg'
+    ValueError: backbone must be one of ['small_cnn', 'wide_vgg9', 'resnet18', 'resnet34', 'mlp', 'resnet32', 'wide_vgg9_bn', 'efficientnet_b1', 'resnet34_bn'], got 'vgg'
     >>> net = make_backbone("small_cnn", 3, 30, 32, memory_format="channels_last")
     >>> net.features[0].weight.is_contiguous(memory_format=torch.channels_last)
     True
@@ -477,6 +522,8 @@ def _build(name, in_channels, num_classes, image_size):
         return ResNet(in_channels, num_classes, layers=(3, 4, 6, 3))
     if name == "resnet32":
         return resnet32(in_channels, num_classes)
+    if name == "wide_vgg9_bn":
+        return AuthorsWideVGG9(in_channels, num_classes, image_size)
     if name == "efficientnet_b1":
         return efficientnet_b1(in_channels, num_classes)
     if name == "resnet34_bn":
