@@ -118,6 +118,7 @@ import pandas as pd
 import clkit.device
 import clkit.edge as edge
 import clkit.edge.budget
+import clkit.edge.tables
 from clkit.edge import plots, report
 from clkit.edge.experiment import load_enumerable_data
 from clkit.edge.learners import LearnerConfig
@@ -363,6 +364,14 @@ table, protocol_values = ev["table"], ev["values"]
 display(ev["frame"], Markdown(ev["note"]))
 record.log(**ev["log"], **ev["log_mean"], rs_sequences=seqs["RS"], edge_sequences=seqs["EDGE"],
            edge_img_sequences=seqs["EDGE-img"])
+
+# %% [markdown]
+# The same numbers in the layout of the paper's Tables 1-2 (`edge.tables.paper_table`):
+# per learner, the true minimum and maximum beside those RS and EDGE saw, then
+# $\mathrm{JSD}_{RS}$, $\mathrm{JSD}_{EDGE}$, $W_{RS}$, $W_{EDGE}$.
+
+# %%
+display(edge.tables.paper_table(record.results["protocols"]), Markdown(edge.tables.UNITS))
 
 # %%
 fig = plots.distributions(truth_values, table, protocol_values, num_bins=num_bins)

@@ -24,7 +24,8 @@ Modules:
 - :mod:`clkit.edge.triples` -- RS, EDGE and the oracle over every draw (P(EDGE closer));
 - :mod:`clkit.edge.structure` -- what S(O) can explain: ties, the eta^2 ceiling, reversal;
 - :mod:`clkit.edge.verdicts` -- section 6's verdicts: the paper's claim as the primary family,
-  exploratory rows, controls judged alone, pipeline checks.
+  exploratory rows, controls judged alone, pipeline checks;
+- :mod:`clkit.edge.tables` -- the paper's Tables 1-2 layout and how its units relate to ours.
 """
 
 from .combinatorics import (RS_SEEDS, canonical, check_sequence, enumerate_sequences, log_num_sequences,
