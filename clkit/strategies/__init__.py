@@ -14,6 +14,7 @@ One module per family:
 - :mod:`~clkit.strategies.rehearsal` -- ``replay``, ``er``, ``cumulative``, ``gdumb``;
 - :mod:`~clkit.strategies.projection` -- ``gem``, ``agem``;
 - :mod:`~clkit.strategies.architectural` -- ``mste``, ``pnn``, ``cwr`` (CWR*);
+- :mod:`~clkit.strategies.der` -- ``der`` (dynamically expandable representation, rehearsal);
 - :mod:`~clkit.strategies.generative` -- ``generative_replay`` (VAE + old solver);
 - :mod:`~clkit.strategies.prototype` -- ``simplecil``, ``ranpac`` (closed-form heads on
   frozen features, no gradient training);
@@ -27,11 +28,13 @@ Regression (``loss="mse"``) is supported by every strategy except ``gdumb``
 (class-balanced memory needs labels), ``cwr`` (per-class output rows), ``simplecil`` and
 ``ranpac`` (class prototypes, one-hot targets);
 ``lwf`` distils with MSE there, ``generative_replay`` replays the old solver's outputs.
+``der`` is classification only too (per-class heads and exemplars).
 """
 
 from .architectural import CWRStar, MSTE, PNN, ProgressiveNet
 from . import base as _base
 from .base import Strategy, Task, register, take
+from .der import DER, DERNet
 from .distillation import LwF
 from .generative import VAE, GenerativeReplay
 from .importance import EWC, MAS, SI
@@ -77,3 +80,4 @@ __all__ = ["Strategy", "Naive", "Task", "available_strategies", "make_strategy",
            "EWC", "SI", "MAS", "LwF", "Replay", "ER", "Cumulative", "GDumb", "AGEM", "GEM",
            "MSTE", "PNN", "ProgressiveNet", "CWRStar", "GenerativeReplay", "VAE", "SimpleCIL", "RanPAC",
            "ReservoirBuffer", "ClassBalancedBuffer", "TaskBalancedBuffer"]
+__all__ += ["DER", "DERNet"]

@@ -9,3 +9,4 @@ from . import graph  # noqa: F401
 from . import architectural  # noqa: F401
 from . import generative  # noqa: F401
 from . import prototype  # noqa: F401
+from . import der  # noqa: F401
