@@ -11,6 +11,8 @@ One module per family:
 - :mod:`~clkit.strategies.base` -- ``naive`` fine-tuning and the interface;
 - :mod:`~clkit.strategies.importance` -- ``ewc``, ``si``, ``mas`` (quadratic penalties);
 - :mod:`~clkit.strategies.distillation` -- ``lwf``;
+- :mod:`~clkit.strategies.icarl` -- ``icarl`` (herding exemplars, BCE distillation, nearest mean
+  of exemplars);
 - :mod:`~clkit.strategies.rehearsal` -- ``replay``, ``er``, ``cumulative``, ``gdumb``;
 - :mod:`~clkit.strategies.projection` -- ``gem``, ``agem``;
 - :mod:`~clkit.strategies.architectural` -- ``mste``, ``pnn``, ``cwr`` (CWR*);
@@ -25,8 +27,8 @@ expert / column). Needing task boundaries (``task_free = False``): all but
 ``naive``, ``er``, ``agem``, ``gdumb`` and ``simplecil``.
 
 Regression (``loss="mse"``) is supported by every strategy except ``gdumb``
-(class-balanced memory needs labels), ``cwr`` (per-class output rows), ``simplecil`` and
-``ranpac`` (class prototypes, one-hot targets);
+(class-balanced memory needs labels), ``icarl`` (exemplars per class, nearest class mean),
+``cwr`` (per-class output rows), ``simplecil`` and ``ranpac`` (class prototypes, one-hot targets);
 ``lwf`` distils with MSE there, ``generative_replay`` replays the old solver's outputs.
 ``der`` is classification only too (per-class heads and exemplars).
 """
@@ -36,6 +38,7 @@ from . import base as _base
 from .base import Strategy, Task, register, take
 from .der import DER, DERNet
 from .distillation import LwF
+from .icarl import ICaRL
 from .generative import VAE, GenerativeReplay
 from .importance import EWC, MAS, SI
 from .memory import ClassBalancedBuffer, ReservoirBuffer, TaskBalancedBuffer
@@ -77,7 +80,7 @@ def make_strategy(name: str, model, **kwargs) -> Strategy:
 
 
 __all__ = ["Strategy", "Naive", "Task", "available_strategies", "make_strategy", "register", "take",
-           "EWC", "SI", "MAS", "LwF", "Replay", "ER", "Cumulative", "GDumb", "AGEM", "GEM",
+           "EWC", "SI", "MAS", "LwF", "ICaRL", "Replay", "ER", "Cumulative", "GDumb", "AGEM", "GEM",
            "MSTE", "PNN", "ProgressiveNet", "CWRStar", "GenerativeReplay", "VAE", "SimpleCIL", "RanPAC",
            "ReservoirBuffer", "ClassBalancedBuffer", "TaskBalancedBuffer"]
 __all__ += ["DER", "DERNet"]

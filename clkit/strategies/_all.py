@@ -10,3 +10,4 @@ from . import architectural  # noqa: F401
 from . import generative  # noqa: F401
 from . import prototype  # noqa: F401
 from . import der  # noqa: F401
+from . import icarl  # noqa: F401
