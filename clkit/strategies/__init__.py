@@ -82,5 +82,4 @@ def make_strategy(name: str, model, **kwargs) -> Strategy:
 __all__ = ["Strategy", "Naive", "Task", "available_strategies", "make_strategy", "register", "take",
            "EWC", "SI", "MAS", "LwF", "ICaRL", "Replay", "ER", "Cumulative", "GDumb", "AGEM", "GEM",
            "MSTE", "PNN", "ProgressiveNet", "CWRStar", "GenerativeReplay", "VAE", "SimpleCIL", "RanPAC",
-           "ReservoirBuffer", "ClassBalancedBuffer", "TaskBalancedBuffer"]
-__all__ += ["DER", "DERNet"]
+           "DER", "DERNet", "ReservoirBuffer", "ClassBalancedBuffer", "TaskBalancedBuffer"]
