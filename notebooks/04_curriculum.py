@@ -319,6 +319,17 @@ record.log(metrics=metrics, scenario=scenario, acc_matrix=R_mean,
            null_control_per_seed=control_per_seed.to_dict("records"))
 
 # %% [markdown]
+# The same seed means in the layout of the paper's Tables 3-8 (`cur.tables.paper_tables`):
+# strategies grouped as the paper groups them, ACC, BWT (Eq. 2), FWT in the task-incremental
+# setting, and the ACC rank, one table per order. A run covers one scenario; the paper's
+# tables put two runs side by side (`paper_tables({"class": run_a, "task": run_b})`, each
+# run's `results.json` `"results"`).
+
+# %%
+for order, frame in cur.tables.paper_tables({scenario: record.results}).items():
+    display(Markdown(f"**{order}** ({scenario}-incremental, {backbone}, {seeds} seeds)"), frame)
+
+# %% [markdown]
 # ## M2I − I2M: one claim, exploratory families, controls that can fail
 #
 # For every strategy, paired by seed, three gaps are measured (`cur.verdicts.order_verdicts`,

@@ -23,6 +23,7 @@ and from hard to easy (I2M, the inverse one). The package imports in one directi
 - :mod:`clkit.curriculum.rehearsal` -- the ``paper`` set's rehearsal on fabricated files
   (``rehearse: true``);
 - :mod:`clkit.curriculum.report` -- the notebook's tables and closing text;
+- :mod:`clkit.curriculum.tables` -- the paper's Tables 3-8 layout from one run per scenario;
 - :mod:`clkit.curriculum.plots` -- its figures.
 
 Order versus weighting. ACC averages the lower triangle of ``R``, so the task in
@@ -41,7 +42,7 @@ from .streams import (PAIRINGS, measure_difficulty, run_setting, run_stream, run
                       strategy_kwargs, task_seed)
 from . import analysis, budget, controls, rehearsal, verdicts
 from ..data.images import IMAGE_DATASETS
-from . import plots, report  # noqa: E402  (presentation, on top of the above)
+from . import plots, report, tables  # noqa: E402  (presentation, on top of the above)
 
 __all__ = ["PAPER_ORDER", "Benchmark", "prepare_images", "balanced_indices", "build_benchmark",
            "single_task_accuracy", "curriculum_orders", "run_stream", "stream_metrics", "strategy_kwargs",
