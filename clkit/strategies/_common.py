@@ -6,7 +6,9 @@
   task-incremental scenario.
 - flat-gradient helpers for the gradient-projection methods;
 - :func:`per_sample_mean` -- averages of per-sample gradients with ``torch.func`` (vmap),
-  the basis of EWC's empirical Fisher and MAS's importance.
+  the basis of EWC's empirical Fisher and MAS's importance;
+- :func:`features_and_head` -- a model's feature extractor and head, for the strategies that
+  work in feature space (iCaRL, SimpleCIL, RanPAC).
 """
 
 from __future__ import annotations
@@ -20,7 +22,30 @@ from torch import nn
 from .base import Strategy, Task, _reported, _with_penalty, take
 
 __all__ = ["TaskAwareStrategy", "flat_grad", "set_flat_grad", "trainable", "mask_to", "per_sample_mean",
-           "aligned_rows", "flat_views", "grads_of"]
+           "aligned_rows", "flat_views", "grads_of", "features_and_head"]
+
+
+def features_and_head(model: nn.Module) -> tuple:
+    """``(features, head)`` of ``model``, either ``None`` where the model has none.
+
+    ``features`` is the model's ``features`` module (clkit's backbones); for an
+    ``nn.Sequential`` ending in an ``nn.Linear`` (e.g. EDGE's MLP) it is everything before
+    that layer and ``head`` is the layer; otherwise ``head`` is the model's ``head`` module.
+
+    Examples
+    --------
+    >>> f, h = features_and_head(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)))
+    >>> len(f), h.out_features
+    (2, 3)
+    >>> features_and_head(nn.Identity())
+    (None, None)
+    """
+    feats, head = getattr(model, "features", None), getattr(model, "head", None)
+    if isinstance(feats, nn.Module):
+        return feats, head if isinstance(head, nn.Module) else None
+    if isinstance(model, nn.Sequential) and len(model) > 1 and isinstance(model[-1], nn.Linear):
+        return model[:-1], model[-1]
+    return None, head if isinstance(head, nn.Module) else None
 
 
 def trainable(model: nn.Module) -> list[tuple[str, nn.Parameter]]:

@@ -60,7 +60,7 @@ from torch import nn
 
 from .._validate import check_choice, check_int, check_real
 from ..device import move
-from ._common import TaskAwareStrategy
+from ._common import TaskAwareStrategy, features_and_head
 from .base import Task, _cat, epoch_means, register, take
 
 __all__ = ["ICaRL", "herding", "split_model"]
@@ -118,11 +118,9 @@ def split_model(model: nn.Module):
     >>> len(f), h.out_features
     (2, 2)
     """
-    feats, head = getattr(model, "features", None), getattr(model, "head", None)
-    if isinstance(feats, nn.Module) and isinstance(head, nn.Module):
+    feats, head = features_and_head(model)
+    if feats is not None and head is not None:
         return feats, head
-    if isinstance(model, nn.Sequential) and len(model) > 1 and isinstance(model[-1], nn.Linear):
-        return model[:-1], model[-1]
     raise TypeError(f"iCaRL needs a model with a feature extractor `features` and a linear `head` (clkit's "
                     f"backbones), or an nn.Sequential ending in nn.Linear; got {type(model).__name__}")
 

@@ -58,6 +58,7 @@ from torch import nn
 
 from .._validate import check_int, check_real
 from ..device import host_float, move
+from ._common import features_and_head
 from .base import Strategy, Task, epoch_means, register, take
 
 __all__ = ["SimpleCIL", "RanPAC", "FrozenFeatureNet", "PrototypeHead", "RandomProjectionHead",
@@ -244,12 +245,8 @@ def _split(model: nn.Module):
     >>> _split(nn.Identity())[1] is None
     True
     """
-    features, head = getattr(model, "features", None), getattr(model, "head", None)
-    if isinstance(features, nn.Module):
-        return features, head if isinstance(head, nn.Linear) else None
-    if isinstance(model, nn.Sequential) and len(model) > 1 and isinstance(model[-1], nn.Linear):
-        return model[:-1], model[-1]
-    return model, head if isinstance(head, nn.Linear) else None
+    features, head = features_and_head(model)
+    return model if features is None else features, head if isinstance(head, nn.Linear) else None
 
 
 class _FrozenFeatureStrategy(Strategy):
