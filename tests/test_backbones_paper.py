@@ -46,7 +46,7 @@ def _state(model):
 def test_names_are_listed_and_old_names_still_build():
     assert set(PAPER) <= set(BACKBONES)
     assert {"small_cnn", "wide_vgg9", "resnet18", "resnet34", "mlp"} <= set(BACKBONES)
-    with pytest.raises(ValueError, match=r"backbone must be one of \[.*'efficientnet_b1', 'resnet34_bn'\], got 'vgg'"):
+    with pytest.raises(ValueError, match=r"backbone must be one of \[.*'efficientnet_b1', 'resnet34_bn', 'resnet18_bn'\], got 'vgg'"):
         make_backbone("vgg", 3, 10, 64)
     # "resnet34" stays clkit's group-norm ResNet, not torchvision's
     assert not any(isinstance(m, nn.BatchNorm2d) for m in make_backbone("resnet34", 3, 10, 64).modules())

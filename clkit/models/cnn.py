@@ -31,8 +31,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["SmallCNN", "WideVGG9", "AuthorsWideVGG9", "ResNet", "TorchvisionNet", "efficientnet_b1", "resnet34_bn", "CifarResNet",
-           "resnet32", "make_backbone", "laid_out", "BACKBONES", "MEMORY_FORMATS", "MIN_IMAGE_SIZE"]
+__all__ = ["SmallCNN", "WideVGG9", "AuthorsWideVGG9", "ResNet", "TorchvisionNet", "efficientnet_b1", "resnet34_bn",
+           "resnet18_bn", "CifarResNet", "resnet32", "make_backbone", "laid_out", "BACKBONES", "MEMORY_FORMATS", "MIN_IMAGE_SIZE"]
 
 
 class SmallCNN(nn.Module):
@@ -326,6 +326,29 @@ def resnet34_bn(in_channels: int = 3, num_classes: int = 10) -> TorchvisionNet:
     return TorchvisionNet(features, tv.fc)
 
 
+def resnet18_bn(in_channels: int = 3, num_classes: int = 10) -> TorchvisionNet:
+    """ResNet-18 from torchvision (``torchvision.models.resnet18(weights=None, num_classes=...)``),
+    with batch normalisation: the network PyCIL trains from scratch on ImageNet-scale images (its
+    ``resnet18``, torchvision's definition) and the EDGE paper's non-pretrained backbone beyond
+    CIFAR (App. E.1.1). The same layout as :func:`resnet34_bn` (``features`` up to the flatten,
+    ``head`` = ``fc``, ``nn.Linear(512, num_classes)``).
+
+    Examples
+    --------
+    >>> import torch
+    >>> net = resnet18_bn(3, 6)
+    >>> net(torch.zeros(2, 3, 64, 64)).shape, sum(p.numel() for p in net.parameters())
+    (torch.Size([2, 6]), 11179590)
+    """
+    from torchvision.models import resnet18 as tv_resnet18
+
+    tv = tv_resnet18(weights=None, num_classes=num_classes)
+    conv1 = _first_conv(tv.conv1, in_channels)
+    features = nn.Sequential(conv1, tv.bn1, tv.relu, tv.maxpool, tv.layer1, tv.layer2, tv.layer3, tv.layer4,
+                             tv.avgpool, nn.Flatten())
+    return TorchvisionNet(features, tv.fc)
+
+
 class _ShortcutA(nn.Module):
     """He et al.'s option-A shortcut: keep every ``stride``-th pixel, pad the channels with zeros
     up to ``cout`` (no parameters)."""
@@ -440,10 +463,10 @@ def resnet32(in_channels: int = 3, num_classes: int = 10) -> CifarResNet:
 
 
 BACKBONES = ("small_cnn", "wide_vgg9", "resnet18", "resnet34", "mlp", "resnet32", "wide_vgg9_bn", "efficientnet_b1",
-             "resnet34_bn")
+             "resnet34_bn", "resnet18_bn")
 
 #: smallest image side each batch-normalised backbone trains on with any batch (see :class:`TorchvisionNet`)
-MIN_IMAGE_SIZE = {"efficientnet_b1": 33, "resnet34_bn": 33, "wide_vgg9_bn": 16}
+MIN_IMAGE_SIZE = {"efficientnet_b1": 33, "resnet34_bn": 33, "resnet18_bn": 33, "wide_vgg9_bn": 16}
 
 
 #: memory formats a backbone's weights (and so its activations) can be laid out in
@@ -456,7 +479,8 @@ def make_backbone(name: str, in_channels: int, num_classes: int, image_size: int
     ``"resnet34"`` (group norm), ``"mlp"``, PyCIL's CIFAR ``"resnet32"`` (:func:`resnet32`, batch norm), the
     curriculum authors' ``"wide_vgg9_bn"`` (:class:`AuthorsWideVGG9`), or the paper's batch-normalised
     torchvision networks
-    ``"efficientnet_b1"`` (:func:`efficientnet_b1`) and ``"resnet34_bn"`` (:func:`resnet34_bn`).
+    ``"efficientnet_b1"`` (:func:`efficientnet_b1`) and ``"resnet34_bn"`` (:func:`resnet34_bn`), and PyCIL's
+    ImageNet-scale ``"resnet18_bn"`` (:func:`resnet18_bn`).
 
     ``memory_format="channels_last"`` lays the convolution weights out channel-innermost
     (``torch.channels_last``, NHWC); the convolutions then compute and return their activations in
@@ -473,7 +497,7 @@ def make_backbone(name: str, in_channels: int, num_classes: int, image_size: int
     >>> make_backbone("vgg", 3, 30, 32)
     Traceback (most recent call last):
     ...
-    ValueError: backbone must be one of ['small_cnn', 'wide_vgg9', 'resnet18', 'resnet34', 'mlp', 'resnet32', 'wide_vgg9_bn', 'efficientnet_b1', 'resnet34_bn'], got 'vgg'
+    ValueError: backbone must be one of ['small_cnn', 'wide_vgg9', 'resnet18', 'resnet34', 'mlp', 'resnet32', 'wide_vgg9_bn', 'efficientnet_b1', 'resnet34_bn', 'resnet18_bn'], got 'vgg'
     >>> net = make_backbone("small_cnn", 3, 30, 32, memory_format="channels_last")
     >>> net.features[0].weight.is_contiguous(memory_format=torch.channels_last)
     True
@@ -528,4 +552,6 @@ def _build(name, in_channels, num_classes, image_size):
         return efficientnet_b1(in_channels, num_classes)
     if name == "resnet34_bn":
         return resnet34_bn(in_channels, num_classes)
+    if name == "resnet18_bn":
+        return resnet18_bn(in_channels, num_classes)
     return MLP(in_channels * image_size * image_size, num_classes, hidden=(256, 128))
