@@ -25,7 +25,9 @@ Modules:
 - :mod:`clkit.edge.structure` -- what S(O) can explain: ties, the eta^2 ceiling, reversal;
 - :mod:`clkit.edge.verdicts` -- section 6's verdicts: the paper's claim as the primary family,
   exploratory rows, controls judged alone, pipeline checks;
-- :mod:`clkit.edge.tables` -- the paper's Tables 1-2 layout and how its units relate to ours.
+- :mod:`clkit.edge.tables` -- the paper's Tables 1-2 layout and how its units relate to ours;
+- :mod:`clkit.edge.encoders` -- EDGE with CLIP text encoders of different sizes (Fig. 4, Table A4);
+- :mod:`clkit.edge.bounds` -- each protocol's min / max accuracy on the classic splits (Fig. 5).
 """
 
 from .combinatorics import (RS_SEEDS, canonical, check_sequence, enumerate_sequences, log_num_sequences,
