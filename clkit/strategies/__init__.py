@@ -20,6 +20,8 @@ One module per family:
 - :mod:`~clkit.strategies.generative` -- ``generative_replay`` (VAE + old solver);
 - :mod:`~clkit.strategies.prototype` -- ``simplecil``, ``ranpac`` (closed-form heads on
   frozen features, no gradient training);
+- :mod:`~clkit.strategies.prompt` -- ``l2p`` (a prompt pool for a frozen ViT, chosen per image by
+  key-query matching);
 - :mod:`~clkit.strategies.memory` -- reservoir, class- and task-balanced buffers.
 
 Task-incremental only: ``mste``, ``pnn`` (they need the task id to pick an
@@ -43,6 +45,7 @@ from .generative import VAE, GenerativeReplay
 from .importance import EWC, MAS, SI
 from .memory import ClassBalancedBuffer, ReservoirBuffer, TaskBalancedBuffer
 from .projection import AGEM, GEM
+from .prompt import L2P
 from .prototype import RanPAC, SimpleCIL
 from .rehearsal import ER, Cumulative, GDumb, Replay
 
@@ -82,4 +85,4 @@ def make_strategy(name: str, model, **kwargs) -> Strategy:
 __all__ = ["Strategy", "Naive", "Task", "available_strategies", "make_strategy", "register", "take",
            "EWC", "SI", "MAS", "LwF", "ICaRL", "Replay", "ER", "Cumulative", "GDumb", "AGEM", "GEM",
            "MSTE", "PNN", "ProgressiveNet", "CWRStar", "GenerativeReplay", "VAE", "SimpleCIL", "RanPAC",
-           "DER", "DERNet", "ReservoirBuffer", "ClassBalancedBuffer", "TaskBalancedBuffer"]
+           "DER", "DERNet", "L2P", "ReservoirBuffer", "ClassBalancedBuffer", "TaskBalancedBuffer"]

@@ -11,3 +11,4 @@ from . import generative  # noqa: F401
 from . import prototype  # noqa: F401
 from . import der  # noqa: F401
 from . import icarl  # noqa: F401
+from . import prompt  # noqa: F401
