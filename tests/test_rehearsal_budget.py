@@ -93,3 +93,68 @@ def test_default_root_is_in_the_users_cache_and_stays_there(tmp_path, monkeypatc
     Plan("01_x", ()).prepare({}, first)
     assert os.environ["CLKIT_DATA"] == str(first)
     assert default_root("02_y") == tmp_path / "cache" / "rehearsal" / "02_y"
+
+
+# ------------------------------------------------------------- one GPU, estimated from FLOPs (issue 39)
+
+def test_training_flops_count_a_linear_layer_exactly():
+    """A linear layer on N rows is 2 N in out FLOPs forward; backward computes the weight gradient (as
+    much again) and, where the input needs one, the input gradient: 3x the forward in all."""
+    from clkit.budget import training_flops
+
+    N, i, o = 16, 7, 5
+    layer = torch.nn.Linear(i, o)
+    f = training_flops(layer, torch.zeros(N, i))
+    assert f["forward"] == 2 * N * i * o and f["backward"] == 2 * N * i * o and f["rows"] == N
+    # a second layer needs its input gradient: the step is 3x its forward
+    net = torch.nn.Sequential(torch.nn.Linear(i, i), torch.nn.Linear(i, o))
+    f2 = training_flops(net, torch.zeros(N, i))
+    assert f2["step"] - f["step"] == 2 * N * i * i * 2 + 2 * N * i * o   # layer 1: fwd + weight grad; layer 2: input grad
+    assert training_flops(layer, torch.zeros(2 * N, i))["step"] == 2 * f["step"]   # linear in the rows
+
+
+def test_training_flops_count_grouped_convolutions_exactly():
+    """Each gradient of a convolution costs its forward, for any groups (torch's own backward formula
+    counts a depthwise convolution's weight gradient channels times over)."""
+    from clkit.budget import training_flops
+
+    C, k, hw, N = 32, 3, 8, 4
+    for groups in (1, C):
+        conv = torch.nn.Conv2d(C, C, k, padding=1, groups=groups, bias=False)
+        net = torch.nn.Sequential(torch.nn.Conv2d(C, C, 1, bias=False), conv, torch.nn.Flatten())
+        f = training_flops(net, torch.zeros(N, C, hw, hw), loss=lambda out, y: out.sum())
+        first = 2 * N * hw * hw * C * C            # the 1x1 conv: forward, and its weight gradient only
+        second = 2 * N * hw * hw * C * (C // groups) * k * k
+        assert f["forward"] == first + second
+        assert f["backward"] == first + 2 * second
+
+
+def test_the_gpu_line_is_labelled_an_estimate_and_adds_up():
+    from clkit.budget import GPU_THROUGHPUT, H100_FP32_PEAK, SUSTAINED_FRACTION, FlopEstimate
+
+    assert GPU_THROUGHPUT == H100_FP32_PEAK * SUSTAINED_FRACTION
+    e = FlopEstimate(GPU_THROUGHPUT * 3600, detail="x")
+    b = Budget("nb", "cpu", 2, [Work("training steps", 10, 1.0)], gpu=e)
+    assert e.seconds == pytest.approx(3600) and "**On one GPU: about 1 h 0 min, estimated from FLOPs, not measured**" \
+        in b.text()
+    assert b.text().startswith("**Budget:**") and b.record()["gpu_estimate"]["measured"] is False
+    assert "gpu_estimate" not in Budget("nb", "cpu", 2, [Work("training steps", 10, 1.0)]).record()
+
+
+def test_the_curriculum_budget_prices_its_counted_rows_in_flops():
+    """04's one-GPU line: every row through a training step (memory and per-sample rows included) at a
+    training step's FLOPs per row, every forward row at a forward pass's, over the same counts as the
+    CPU line."""
+    from clkit.curriculum import budget as cb
+
+    flops = cb.step_flops(backbone="mlp", image_size=8, channels=1, batch_size=8, num_classes=20)
+    timings = {"per_step": 0.0, "per_row": 1e-3, "forward": 1e-3, "per_sample": 1e-3, "what": "given"}
+    b = cb.estimate({"a": (2, 1), "b": (2, 1)}, ["naive", "ewc", "replay"], seeds=2, epochs=1, difficulty_epochs=1,
+                    batch_size=8, backbone="mlp", image_size=8, channels=1, timings=timings, flops=flops,
+                    hyper={"memory_size": 4})
+    count = {w.name: w.count for w in b.work}
+    trained = count["rows through training steps"] + count["per-sample gradient rows"]
+    assert b.gpu.flops == pytest.approx(trained * flops["step_per_row"]
+                                        + count["test rows evaluated"] * flops["forward_per_row"])
+    assert cb.estimate({"a": (2, 1), "b": (2, 1)}, ["naive"], seeds=1, epochs=1, difficulty_epochs=1, batch_size=8,
+                       backbone="mlp", image_size=8, channels=1, timings=timings, flops=False).gpu is None

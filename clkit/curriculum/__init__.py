@@ -37,7 +37,7 @@ from .benchmark import (PAPER_ORDER, Benchmark, balanced_indices, build_benchmar
                         prepare_images)
 from .difficulty import Curriculum, choose_curriculum, curriculum_orders, difficulty_table, select_tasks
 from .evaluate import stream_metrics, weighting_reference
-from .params import check_learner_settings, check_params
+from .params import check_learner_settings, check_params, scenario_strategies
 from .streams import (PAIRINGS, measure_difficulty, run_setting, run_stream, run_streams, single_task_accuracy,
                       strategy_kwargs, task_seed)
 from . import analysis, budget, controls, rehearsal, verdicts
@@ -46,7 +46,7 @@ from . import plots, report, tables  # noqa: E402  (presentation, on top of the 
 
 __all__ = ["PAPER_ORDER", "Benchmark", "prepare_images", "balanced_indices", "build_benchmark",
            "single_task_accuracy", "curriculum_orders", "run_stream", "stream_metrics", "strategy_kwargs",
-           "check_params", "check_learner_settings", "weighting_reference", "difficulty_table", "select_tasks", "run_streams",
+           "check_params", "check_learner_settings", "scenario_strategies", "weighting_reference", "difficulty_table", "select_tasks", "run_streams",
            "IMAGE_DATASETS", "build_benchmarks", "check_loaded", "Curriculum",
            "choose_curriculum", "measure_difficulty", "PAIRINGS", "task_seed", "run_setting", "analysis", "budget", "controls", "rehearsal", "verdicts", "report",
            "plots"]

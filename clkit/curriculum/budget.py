@@ -37,6 +37,15 @@ figures and verdicts; the strategies' work that is not a pass over rows (penalty
 quadratic program, A-GEM's projection, SI's path integral, CWR*'s consolidation), generative
 replay's VAE training, PNN's earlier columns, and worker start-up. So the estimate is low for
 GEM and generative replay.
+
+**One GPU, estimated from FLOPs** (:func:`step_flops`, :class:`clkit.budget.FlopEstimate`): the
+same counts priced in FLOPs instead of seconds -- every row through a training step, stacked
+memory row and per-sample gradient row at a training step's FLOPs per row (forward and
+backward, counted on the real backbone by :func:`clkit.budget.training_flops`), every
+forward row at a forward pass's -- divided by :data:`clkit.budget.GPU_THROUGHPUT` (a quarter of
+an H100's FP32 peak). It is said as "estimated from FLOPs, not measured" until ``python
+benchmarks/gpu_check.py`` times the step on a GPU; it leaves out what the CPU line leaves out,
+and kernel launches, which weigh most in the small steps of a small model.
 """
 
 from __future__ import annotations
@@ -47,12 +56,12 @@ import numpy as np
 import torch
 
 from .._seed import torch_seeded
-from ..budget import Budget, Work, time_per_call
+from ..budget import Budget, FlopEstimate, Work, format_flops, time_per_call, training_flops
 from ..learner_kwargs import settings_for
 from .streams import make_backbone, run_setting, strategy_kwargs
 
 __all__ = ["LEFT_OUT", "StreamWork", "count_work", "stream_work", "step_model", "calibrate",
-           "estimate", "nominal_per_class",
+           "step_flops", "gpu_estimate", "estimate", "nominal_per_class",
            "REAL_PER_CLASS", "MEMORY_STRATEGIES"]
 
 #: per-class images of the paper's datasets where their real files hold fewer than the paper's 500
@@ -362,11 +371,61 @@ def calibrate(device="cpu", precision: str | None = None, *, backbone: str, imag
     return out
 
 
+def step_flops(*, backbone: str, image_size: int, channels: int, batch_size: int, num_classes: int,
+               memory_format: str = "contiguous", seed: int = 0) -> dict:
+    """FLOPs of one naive training step and one forward pass of the run's backbone, per batch and per row.
+
+    The backbone is built as the streams build it and counted by :func:`clkit.budget.training_flops`
+    (forward and backward on a batch of ``batch_size`` images, the ``meta`` device: nothing runs).
+
+    Returns
+    -------
+    dict
+        ``step`` and ``forward`` (FLOPs of a batch), ``step_per_row`` and ``forward_per_row``,
+        ``what`` (a description).
+
+    Examples
+    --------
+    >>> f = step_flops(backbone="mlp", image_size=8, channels=1, batch_size=4, num_classes=20)
+    >>> f["step_per_row"] * 4 == f["step"], 2.5 < f["step"] / f["forward"] < 3, f["what"]
+    (True, True, 'mlp on 1x8x8 images, batch 4: a training step 278 kFLOP per row')
+    """
+    with torch_seeded(seed):
+        model = make_backbone(backbone, channels, num_classes, image_size, memory_format)
+    f = training_flops(model, torch.zeros(batch_size, channels, image_size, image_size))
+    per_row = f["step"] / batch_size
+    return {"step": f["step"], "forward": f["forward"], "step_per_row": per_row,
+            "forward_per_row": f["forward"] / batch_size,
+            "what": (f"{backbone} on {channels}x{image_size}x{image_size} images, batch {batch_size}: a training "
+                     f"step {format_flops(per_row)} per row")}
+
+
+def gpu_estimate(work: StreamWork, flops: dict) -> FlopEstimate:
+    """The work of a run on one GPU from its FLOPs (:class:`clkit.budget.FlopEstimate`, not measured).
+
+    Rows through training steps, stacked memory rows and per-sample gradient rows cost a training
+    step's FLOPs per row (forward and backward); forward rows a forward pass's.
+
+    Examples
+    --------
+    >>> e = gpu_estimate(StreamWork(steps=1, rows=100, memory_rows=20, sample_rows=10, forward_rows=50),
+    ...                  {"step_per_row": 3e9, "forward_per_row": 1e9, "step": 3.84e11, "what": "x"})
+    >>> e.flops == 130 * 3e9 + 50 * 1e9, e.record()["measured"]
+    (True, False)
+    """
+    trained = work.rows + work.memory_rows + work.sample_rows
+    total = trained * flops["step_per_row"] + work.forward_rows * flops["forward_per_row"]
+    detail = (f"{trained:,} rows forward and backward at {format_flops(flops['step_per_row'])} each, "
+              f"{work.forward_rows:,} forward rows at {format_flops(flops['forward_per_row'])}; a step of "
+              f"{format_flops(flops['step'])}, counted on {flops['what'].split(':')[0]}; one process")
+    return FlopEstimate(total, detail=detail)
+
+
 def estimate(per_class: dict, strategies, *, device="cpu", precision: str | None = None, seeds: int, epochs: int,
              difficulty_epochs: int, batch_size: int, backbone: str, image_size: int, channels: int,
              memory_format: str = "contiguous", workers: int = 1, hyper: dict | None = None,
              learner_kwargs: dict | None = None, timings: dict | None = None,
-             control: str | None = None) -> Budget:
+             control: str | None = None, flops: dict | bool = True) -> Budget:
     """The run's budget (a :class:`clkit.budget.Budget`): :func:`count_work` costed by :func:`calibrate`.
 
     Parameters
@@ -382,6 +441,9 @@ def estimate(per_class: dict, strategies, *, device="cpu", precision: str | None
         :func:`calibrate`'s result, to cost other counts without timing again.
     control : str, optional
         The null control's strategy (:func:`count_work`).
+    flops : dict or bool
+        :func:`step_flops`'s result, or True to count it: the budget then also says the time on
+        one GPU, estimated from FLOPs, not measured (:func:`gpu_estimate`); False: no GPU line.
     Other parameters
         The notebook's (optimiser settings in ``hyper``).
 
@@ -400,6 +462,17 @@ def estimate(per_class: dict, strategies, *, device="cpu", precision: str | None
     (6, [('training steps', 30), ('rows through training steps', 200), ('per-sample gradient rows', 80), ('test rows evaluated', 180)])
     >>> round(b.seconds, 3)   # 30 x 0.002 + 200 x 0.001 + 80 x 0.002 + 180 x 0.004 / 8
     0.51
+
+    On one GPU, from FLOPs (here given; by default counted on the backbone): the 200 training rows and
+    80 per-sample rows at a step's FLOPs per row, the 180 test rows at a forward pass's.
+
+    >>> flops = {"step": 2.4e6, "forward": 8e5, "step_per_row": 3e5, "forward_per_row": 1e5, "what": "given"}
+    >>> b = estimate({"a": (2, 1), "b": (2, 1)}, ["naive", "ewc"], seeds=1, epochs=1, difficulty_epochs=1,
+    ...              batch_size=8, backbone="mlp", image_size=8, channels=1, flops=flops,
+    ...              timings={"per_step": 0.002, "per_row": 0.001, "forward": 0.004, "per_sample": 0.002,
+    ...                       "what": "given"})
+    >>> b.gpu.flops == (200 + 80) * 3e5 + 180 * 1e5, "estimated from FLOPs, not measured" in b.text()
+    (True, True)
     """
     hyper = dict(hyper or {})
     dev, precision, _ = run_setting(device, precision, False)
@@ -430,5 +503,11 @@ def estimate(per_class: dict, strategies, *, device="cpu", precision: str | None
               + (f", and the null control: {control} under one order on {seeds} more seeds" if control else "")
               + f"; {epochs} epoch{'s' * (epochs != 1)} per task, over all {T} loaded "
               "datasets: an upper bound, the curriculum may keep fewer)")
+    gpu = None
+    if flops is True:
+        flops = step_flops(backbone=backbone, image_size=image_size, channels=channels, batch_size=batch_size,
+                           num_classes=10 * T, memory_format=memory_format)
+    if flops:
+        gpu = gpu_estimate(total, flops)
     return Budget("04_curriculum", f"{dev}, {precision}", n_single + n_streams, items, parallel=max(1, workers),
-                  detail=detail, leaves_out=LEFT_OUT)
+                  detail=detail, leaves_out=LEFT_OUT, gpu=gpu)

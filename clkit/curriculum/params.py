@@ -11,7 +11,7 @@ from ..strategies.base import _REGISTRY
 from .controls import NULL_LEARNERS, PRIMARY
 from .streams import strategy_kwargs
 
-__all__ = ["check_params", "check_primary", "SUPPLIED", "allowed_learner_keywords", "check_learner_settings"]
+__all__ = ["check_params", "check_primary", "scenario_strategies", "task_only", "SUPPLIED", "allowed_learner_keywords", "check_learner_settings"]
 
 #: keywords the notebook gives every strategy itself: not per-learner settings
 SUPPLIED = ("model", "scenario", "epochs", "seed", "loss", "device", "precision")
@@ -71,6 +71,58 @@ def check_learner_settings(learner_kwargs, strategies, *, scenario: str = "class
         except (ValueError, TypeError) as exc:
             raise type(exc)(f"learner_kwargs[{name!r}]: {exc}") from None
     return checked
+
+
+def task_only(name) -> bool:
+    """Whether strategy ``name`` needs the task id (task-incremental only: ``mste``, ``pnn``); a name
+    clkit does not register (a plugin, ``package.module:Class``) is not known to need it.
+
+    Examples
+    --------
+    >>> task_only("pnn"), task_only("mste"), task_only("replay"), task_only("pkg.mod:Learner")
+    (True, True, False, False)
+    """
+    return bool(getattr(_REGISTRY.get(name), "task_incremental_only", False))
+
+
+def scenario_strategies(strategies, scenario: str) -> tuple[list, str]:
+    """The strategies a run trains in ``scenario``, and a note naming those it skips.
+
+    In the ``class`` scenario the task-incremental-only strategies (:func:`task_only`: MSTE and
+    PNN, which need the task id; the paper runs PNN task-incrementally only) are skipped, so one
+    parameter set with the paper's 14 strategies runs in both scenarios (``-p scenario class``,
+    ``-p scenario task``); the note says which were skipped and why (empty when none). When
+    every strategy is task-incremental only, nothing is left to run: ``ValueError`` naming
+    ``strategies``.
+
+    Examples
+    --------
+    >>> scenario_strategies(["naive", "mste", "replay", "pnn"], "task")
+    (['naive', 'mste', 'replay', 'pnn'], '')
+    >>> kept, note = scenario_strategies(["naive", "mste", "replay", "pnn"], "class")
+    >>> kept
+    ['naive', 'replay']
+    >>> print(note)
+    Skipped in the class-incremental scenario: mste, pnn (task-incremental only: they need the task id); they run with scenario='task'.
+    >>> scenario_strategies(["pnn"], "class")
+    Traceback (most recent call last):
+    ...
+    ValueError: strategies: 'pnn' is task-incremental only; with scenario='class' choose from ...
+    """
+    if scenario != "class":
+        return list(strategies), ""
+    skipped = [s for s in strategies if task_only(s)]
+    kept = [s for s in strategies if not task_only(s)]
+    if not kept:
+        allowed = [n for n in available_strategies() if not _REGISTRY[n].task_incremental_only
+                   and not getattr(_REGISTRY[n], "needs_graph_model", False)]
+        raise ValueError(f"strategies: {', '.join(map(repr, skipped))} {'is' if len(skipped) == 1 else 'are'} "
+                         f"task-incremental only; with scenario='class' choose from {allowed}")
+    if not skipped:
+        return kept, ""
+    return kept, (f"Skipped in the class-incremental scenario: {', '.join(skipped)} (task-incremental only: "
+                  f"{'it needs' if len(skipped) == 1 else 'they need'} the task id); "
+                  f"{'it runs' if len(skipped) == 1 else 'they run'} with scenario='task'.")
 
 
 def check_primary(primary, strategies) -> list:

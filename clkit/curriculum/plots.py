@@ -12,7 +12,7 @@ from ..plot import matrix_heatmap
 from .difficulty import Curriculum
 from .verdicts import WEIGHTING, family_of
 
-__all__ = ["difficulty", "acc_matrices", "gaps"]
+__all__ = ["difficulty", "acc_matrices", "order_matrices", "gaps"]
 
 
 def difficulty(c: Curriculum):
@@ -51,6 +51,63 @@ def acc_matrices(R_mean: dict, orders: dict, strategy: str):
         matrix_heatmap(R_mean[o][strategy], ax=ax, vmin=0, vmax=1, title=f"{strategy} — {o}",
                        ticklabels=order, annot=len(order) <= 6)
     fig.tight_layout()
+    return fig
+
+
+def order_matrices(R_mean: dict, orders: dict, order: str, strategies, *, title: str = ""):
+    """``R`` of every strategy under one order, a panel per strategy: the layout of the paper's Figs. 2-13
+    (one figure per backbone, order and scenario; rows: trained up to task ``i``, columns: evaluated on
+    task ``j``, averaged over seeds), on one colour scale from 0 to 1 with one colour bar.
+
+    Parameters
+    ----------
+    R_mean, orders : dict
+        As :func:`acc_matrices` takes them.
+    order : str
+        ``"M2I"`` or ``"I2M"``.
+    strategies : list of str
+        The panels, in this order.
+    title : str
+        Above the panels (e.g. the backbone and scenario).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> R = {"M2I": {"naive": np.eye(2), "replay": np.full((2, 2), 0.5)}}
+    >>> fig = order_matrices(R, {"M2I": ["a", "b"]}, "M2I", ["naive", "replay"], title="t")
+    >>> [ax.get_title() for ax in fig.axes[:2]], len(fig.axes)
+    (['naive', 'replay'], 3)
+    """
+    import matplotlib.pyplot as plt
+
+    if order not in orders:
+        raise ValueError(f"order must be one of {list(orders)}, got {order!r}")
+    names = list(strategies)
+    if not names:
+        raise ValueError("strategies: no strategy to draw")
+    labels = list(orders[order])
+    T = len(labels)
+    cols = min(len(names), 5)
+    rows = -(-len(names) // cols)
+    side = 1.0 + 0.45 * T
+    fig, axes = plt.subplots(rows, cols, figsize=(side * cols + 1.0, side * rows + 0.6), squeeze=False,
+                             layout="constrained")
+    image = None
+    for ax, name in zip(axes.flat, names):
+        M = np.asarray(R_mean[order][name], dtype=float)
+        image = ax.imshow(np.ma.masked_invalid(M), vmin=0, vmax=1, cmap="viridis")
+        if T <= 8:
+            for (i, j), v in np.ndenumerate(M):
+                if np.isfinite(v):
+                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6,
+                            color="white" if v < 0.6 else "black")
+        ax.set_xticks(range(T), labels, rotation=60, ha="right", fontsize=6)
+        ax.set_yticks(range(T), labels, fontsize=6)
+        ax.set_title(name, fontsize=9)
+    for ax in list(axes.flat)[len(names):]:
+        ax.axis("off")
+    fig.colorbar(image, ax=axes, shrink=0.6, label="accuracy (rows: trained up to; columns: evaluated on)")
+    fig.suptitle(f"{title + ' — ' if title else ''}{order}: R per strategy, mean over seeds", fontsize=10)
     return fig
 
 
