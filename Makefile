@@ -14,7 +14,7 @@ STAMP := $(VENV)/.clkit-installed
 TORCH_PIN ?= torch==2.14.1 torchvision==0.29.1
 FMNIST := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 
-.PHONY: run test install data browser-deps browser-test site docs clean
+.PHONY: run test rehearse install data browser-deps browser-test site docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,7 +57,13 @@ run: install data
 # process so a notebook's smoke run is shared by its tests. TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= 2
 test: install data browser-deps
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not paper_rehearsal"
+
+# The paper sets whose rehearsal takes minutes (EDGE's image protocols, 04's EfficientNet and
+# ResNet34 sets): each run end to end on fabricated files, spread over the test processes. CI runs
+# it after `make test`; the other paper sets rehearse inside `make test`.
+rehearse: install data
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist load --durations=10 -m paper_rehearsal
 
 browser-test: install data browser-deps
 	CLKIT_BROWSER_NOTEBOOKS=all $(PY) -m pytest -q -rs tests/test_browser.py

@@ -55,16 +55,19 @@ CAPABILITIES = {
     "generic_model": ("needs_graph_model", False,
                       "works with any nn.Module (not only a graph model); "
                       "declared by needs_graph_model = False"),
+    "any_backbone": ("needs_vit_model", False,
+                     "trains on an MLP or CNN (not only a timm ViT, as L2P's prompts need); "
+                     "declared by needs_vit_model = False"),
 }
 #: capabilities whose attribute says the opposite (True = lacking the capability)
-_NEGATED = {"class_scenario", "generic_model"}
+_NEGATED = {"class_scenario", "generic_model", "any_backbone"}
 
 #: what each notebook needs of every learner (04 adds the scenario it runs)
 NOTEBOOK_NEEDS = {
-    "01_taskification": ("regression", "class_scenario", "generic_model"),
-    "02_edge": ("class_scenario", "generic_model"),
-    "03_temporal_metrics": ("class_scenario", "generic_model"),
-    "04_curriculum": ("generic_model",),
+    "01_taskification": ("regression", "class_scenario", "generic_model", "any_backbone"),
+    "02_edge": ("class_scenario", "generic_model"),   # its image protocols give L2P a ViT; else any_backbone
+    "03_temporal_metrics": ("class_scenario", "generic_model", "any_backbone"),
+    "04_curriculum": ("generic_model", "any_backbone"),
     "05_drift": ("task_free", "graph", "class_scenario"),
 }
 

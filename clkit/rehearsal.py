@@ -129,7 +129,7 @@ class Rehearsal:
     def note(self) -> str:
         """The Markdown sentence every rehearsal run shows first and puts before its closing text."""
         data = ", ".join(sorted(self.files)) or "none"
-        return (f"**Rehearsal run** of the `paper` parameter set on fabricated files in the real datasets' "
+        return (f"**Rehearsal run** of a paper parameter set on fabricated files in the real datasets' "
                 f"own formats ({data}; written to `{self.root}`), sizes cut by one rule: {RULE}. "
                 "It checks that the paper-scale code paths run; its numbers describe fabricated data, "
                 "not the paper's.")
@@ -157,7 +157,8 @@ class Plan:
         load, each with the sizes to fabricate it at.
     after : callable, optional
         ``after(values, files) -> dict``: further parameter values that depend on the written
-        files (e.g. the path of a fabricated checkpoint).
+        files (e.g. the path of a fabricated checkpoint); its optional key ``"_what"``
+        (``{parameter: text}``) says what a value is in the table (default: a fabricated file's path).
     """
 
     notebook: str
@@ -208,10 +209,11 @@ class Plan:
         os.environ.setdefault(_CACHE_BEFORE, os.environ.get("CLKIT_DATA", ""))   # the user's cache, once
         os.environ["CLKIT_DATA"] = str(root)
         if self.after is not None:
-            extra = self.after(used, files)
+            extra = dict(self.after(used, files))
+            what = extra.pop("_what", {})   # after() may say what a value is (default: a fabricated file's path)
             for name, value in extra.items():
                 if values.get(name) != value:
                     rows.append({"parameter": name, "given": values.get(name), "used": value,
-                                 "what": "points at a fabricated file"})
+                                 "what": what.get(name, "points at a fabricated file")})
             changes.update(extra)
         return Rehearsal(self.notebook, changes, rows, root, files)

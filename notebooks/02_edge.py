@@ -44,6 +44,7 @@
 # %% tags=["parameters"]
 # Parameters: edit a value, then Run All. Headless: clkit run 02_edge -p NAME VALUE
 # enumerable experiment data: fashion_mnist (offline Debian package, else torchvision),
+# the paper's cifar100 | imagenet_r | cub200 (RGB, own loaders; clkit.edge.images),
 # or the path of a torchvision ImageFolder tree (classes: indices of its sorted folders)
 dataset: str = "fashion_mnist"
 classes: list = [0, 1, 2, 3, 4, 5, 6, 7]  # labels used, in order (paper: the first six)
@@ -94,12 +95,24 @@ device: str = "auto"  # auto (CUDA if available, else CPU) | cpu | cuda | cuda:N
 precision: str = "fp32"  # fp32 | bf16 | fp16: autocast dtype (fp16 needs CUDA)
 deterministic: bool = False  # PyTorch deterministic algorithms (reproducible, slower)
 rehearse: bool = False  # the paper set on fabricated files, sizes cut (clkit.rehearsal)
+# Fig. 4 / Table A4: EDGE with these open_clip text encoders (openai weights; []: skip)
+encoder_sizes: list = []
+# Fig. 5: classic splits trained under RS and EDGE (cifar100, cub200, imagenet_r)
+bounds_datasets: list = []
+# image protocols (cifar100 | imagenet_r | cub200) only:
+image_size: int = 0  # side imagenet_r / cub200 are resized to (0: 224); cifar100 is 32
+backbone: str = "auto"  # non-pretrained learners' network (auto: resnet32 on CIFAR)
+# frozen ViT of the pretrained learners: a timm ViT name, or tiny (32 px, rehearsals)
+vit_model: str = "vit_base_patch16_224.augreg_in21k"
+vit_weights: str = ""  # its local weights file (empty: random initialisation, said)
+download: bool = False  # let the image loaders download (network once)
 
 # %% [markdown]
 # **Rehearsal.** With `rehearse: true` the same cells run on fabricated files in the real
-# datasets' formats (Fashion-MNIST's gzipped IDX files, a tiny open_clip folder when the run
-# encodes with CLIP), read by the real loaders, with sizes, counts and epochs cut by clkit's
-# one rule (`clkit.edge.rehearsal`); the table says what was cut.
+# datasets' formats (Fashion-MNIST's gzipped IDX files, CIFAR-100's pickles or ImageNet-R's
+# folders, a tiny timm ViT checkpoint, tiny open_clip folders when the run encodes with
+# CLIP), read by the real loaders, with sizes, counts and epochs cut by clkit's one rule
+# (`clkit.edge.rehearsal`); the table says what was cut.
 
 # %%
 from IPython.display import Markdown, display
@@ -117,7 +130,10 @@ import pandas as pd
 
 import clkit.device
 import clkit.edge as edge
+import clkit.edge.bounds
 import clkit.edge.budget
+import clkit.edge.encoders
+import clkit.edge.images
 import clkit.edge.tables
 from clkit.edge import plots, report
 from clkit.edge.experiment import load_enumerable_data
@@ -125,13 +141,10 @@ from clkit.edge.learners import LearnerConfig
 from clkit.edge.params import check_params
 from clkit.data.class_names import load_class_names
 from clkit.data.user import imagefolder_enumerable, is_user_path, load_class_names_file
-from clkit.plugins import split_learners
 from clkit.results import RunRecord
 from clkit._validate import check_type
 
-own_learners, user_learners = split_learners(
-    learners, edge.learners.LEARNERS, parameter="learners", notebook="02_edge"
-)
+own_learners, user_learners = edge.images.notebook_learners(dataset, learners)
 user_lists = {d: load_class_names_file(d) for d in classic_datasets if is_user_path(d)}
 P = check_params(
     dataset="fashion_mnist" if is_user_path(dataset) else dataset, classes=classes,
@@ -144,17 +157,26 @@ P = check_params(
     intra_weight=intra_weight, truth=truth, truth_samples=truth_samples,
 )
 P.update(dataset=dataset, learners=learners, classic_datasets=classic_datasets)
-P["learner_kwargs"] = report.check_edge_learner_kwargs(learner_kwargs, learners)
+P["learner_kwargs"] = report.check_edge_learner_kwargs(
+    learner_kwargs, own_learners + user_learners, batched=own_learners
+)
 for d, names in user_lists.items():
     edge.combinatorics.check_num_tasks(len(names), classic_num_tasks)
 check_type("clip_model", clip_model, str)
 check_type("clip_pretrained", clip_pretrained, str)
 check_type("rehearse", rehearse, bool)
+spec = edge.images.check_image_params(
+    dataset, image_size=image_size, backbone=backbone, vit_model=vit_model,
+    vit_weights=vit_weights, download=download, seed=seed,
+    encoder_sizes=encoder_sizes, bounds_datasets=bounds_datasets,
+)
 rd = clkit.device.setup(device, precision, deterministic)
 print(rd.describe())
 record = RunRecord("02_edge", params=dict(
     P, clip_model=clip_model, clip_pretrained=clip_pretrained, device=device, precision=precision,
-    deterministic=deterministic, rehearse=rehearse,
+    deterministic=deterministic, rehearse=rehearse, image_size=image_size, backbone=backbone,
+    vit_model=vit_model, vit_weights=vit_weights, download=download,
+    encoder_sizes=encoder_sizes, bounds_datasets=bounds_datasets,
 ))
 record.log(device=rd.record(), **({"rehearsal": rh.record()} if rh else {}))
 N, K = len(classes), num_tasks
@@ -183,22 +205,42 @@ display(Markdown(sizes_text))
 # ## 2. Data: the enumerable setting
 #
 # The paper uses the first six classes of CIFAR-100 / ImageNet-R, which are not
-# reachable offline. We use **Fashion-MNIST** (installed by the Debian package
+# reachable offline. By default we use **Fashion-MNIST** (installed by the Debian package
 # `dataset-fashion-mnist`; torchvision downloads it when online): its classes `classes`,
 # a subsample of `n_train` / `n_test` images per class, 2x2 average pooling (14x14
 # inputs), standardised. The NCM learner uses frozen features of an MLP pre-trained on
 # the *other* Fashion-MNIST classes.
+#
+# With `dataset` = `cifar100`, `imagenet_r` or `cub200` (the `paper` sets) the run is the
+# paper's image protocol (`clkit.edge.images`): RGB images at their own resolution through
+# the dataset's loader; the **non-pretrained** learners (any `clkit.strategies` name: EWC,
+# iCaRL, DER, ...) train `backbone` from scratch (PyCIL's ResNet-32 on CIFAR, ResNet-18
+# with batch norm on 224x224 images); the **pretrained** ones use a frozen ViT (`vit_model`,
+# weights from the file `vit_weights`): the prototype methods (SimpleCIL, RanPAC) classify
+# its features, computed **once per image** and reused in every order, and the prompt
+# method (L2P) runs the ViT in every step. The line below says which data and which ViT
+# weights this run used.
 
 # %%
 if is_user_path(dataset):
     data = imagefolder_enumerable(
         dataset, classes, n_train=n_train, n_test=n_test, seed=seed
     )
+elif spec is not None:  # the paper's RGB protocols: images + frozen ViT features (once)
+    data = edge.images.image_protocol_data(
+        dataset, classes, n_train=n_train, n_test=n_test, image_size=image_size,
+        seed=seed, download=download, spec=spec, device=rd,
+    )
 else:
     data = load_enumerable_data(
         dataset, classes, n_train=n_train, n_test=n_test, seed=seed, device=rd
     )
 class_names = data["class_names"]
+# image protocols: each strategy's inputs and network (clkit.edge.images.strategy_inputs)
+inputs = (
+    edge.images.strategy_inputs(data, user_learners, backbone=backbone, spec=spec)
+    if spec is not None else None
+)
 record.log(data_source=data["data_source"], class_names=class_names)
 print(data["data_source"])
 print("x_train", data["x_train"].shape, "x_test", data["x_test"].shape)
@@ -304,7 +346,7 @@ budget = edge.budget.truth_budget(
     data, all_seqs, own_learners, user_learners, config, seed=seed,
     learner_kwargs=P["learner_kwargs"], mode=truth, samples=truth_samples, device=rd,
     num_random=num_random, random_settings=edge.budget.scoring_settings(
-        N, K, classic_datasets, classic_num_tasks, user_lists),
+        N, K, classic_datasets, classic_num_tasks, user_lists), inputs=inputs,
 )
 display(Markdown(budget.text()))
 record.log(budget=budget.record())
@@ -313,6 +355,7 @@ record.log(budget=budget.record())
 GT = report.ground_truth(
     data, all_seqs, own_learners, user_learners, config, seed=seed,
     learner_kwargs=P["learner_kwargs"], mode=truth, samples=truth_samples, device=rd,
+    inputs=inputs,
 )
 truth_values = GT.population_values()  # {learner: accuracies of the population}
 S_all = edge.sequence_scores(sim, all_seqs)
@@ -371,7 +414,30 @@ record.log(**ev["log"], **ev["log_mean"], rs_sequences=seqs["RS"], edge_sequence
 # $\mathrm{JSD}_{RS}$, $\mathrm{JSD}_{EDGE}$, $W_{RS}$, $W_{EDGE}$.
 
 # %%
-display(edge.tables.paper_table(record.results["protocols"]), Markdown(edge.tables.UNITS))
+for title, cols in edge.images.table_families(list(truth_values), dataset).items():
+    display(Markdown(f"**{title}**"), edge.tables.paper_table(record.results["protocols"], cols))
+display(Markdown(edge.tables.UNITS))
+
+# %% [markdown]
+# **Fig. 4 / Table A4: the text encoder's size.** EDGE's hard and easy sequences come from
+# the class-name similarity of a CLIP text encoder. With `encoder_sizes` (the paper: RN50,
+# RN50x64, RN101, ViT-B/16, ViT-B/32, ViT-L/14, open_clip "openai" weights) each encoder
+# builds its own EDGE triplet, judged against the same truth by $\mathrm{JSD}_d$ and $W_d$
+# (`edge.encoders.encoder_comparison`; EDGE's rows averaged over its S-ties). An encoder
+# whose weights are not on this machine is listed as skipped, never replaced.
+
+# %%
+if encoder_sizes:
+    enc = edge.encoders.encoder_comparison(
+        class_names, K, truth_values, all_seqs[pop], edge.encoders.open_clip_pairs(encoder_sizes),
+        device=rd, train=report.truth_lookup(GT),
+    )
+    display(enc.table(), Markdown(edge.encoders.skipped_text(enc)))
+    if enc.runs:
+        record.figure(plots.encoder_distributions(enc), "encoder_sizes")
+    record.log(encoder_sizes_result=enc.record())
+else:
+    print("encoder_sizes is empty: Fig. 4 skipped (the paper set compares six CLIP encoders)")
 
 # %%
 fig = plots.distributions(truth_values, table, protocol_values, num_bins=num_bins)
@@ -519,6 +585,30 @@ if classic:
             f"{' ' * len(d)}  easy task 1 = {v['easy_first_task'][:8]}..."
         )
 record.log(classic=classic)
+
+# %% [markdown]
+# **Fig. 5: the bounds each protocol sees on the classic splits.** For every dataset in
+# `bounds_datasets` (the paper: CIFAR-100 in 10 tasks of 10, CUB-200 and ImageNet-R in 10
+# tasks of 20; here `classic_num_tasks` tasks) all classes are trained -- this run's learners, settings and ViT, each class
+# cut to the same number of images -- under RS's three sequences and EDGE's hard, random and
+# easy ones (`edge.images.classic_bounds_run`, `edge.bounds.classic_bounds`). The paper's
+# claim: EDGE's lowest accuracy is lower and its highest higher than RS's.
+
+# %%
+bounds = {
+    d: edge.images.classic_bounds_run(
+        d, learners, config, num_tasks=classic_num_tasks,
+        encoder=encoder, clip_model=clip_model, clip_pretrained=clip_pretrained, spec=spec,
+        backbone=backbone, learner_kwargs=P["learner_kwargs"], n_train=n_train,
+        n_test=n_test, seed=seed, download=download, device=rd,
+    )
+    for d in bounds_datasets
+}
+for d, b in bounds.items():
+    display(Markdown(f"**{d}** -- {b.notes[0]}"), b.table())
+if bounds:
+    record.figure(plots.bounds_bars(bounds), "bounds_rs_vs_edge")
+record.log(bounds={d: b.record() for d, b in bounds.items()})
 
 # %% [markdown]
 # ## 9. Which similarity makes EDGE work?

@@ -21,7 +21,8 @@ from clkit.strategies.base import _REGISTRY, epoch_means
 
 META = torch.device("meta")
 GRAPH = {"ssm", "sem", "dmsg", "gss", "mas_star"}   # node-index strategies: tests/test_drift_device.py
-VECTOR = sorted(n for n in dict(_REGISTRY) if n not in GRAPH)
+# L2P needs a ViT (tests/test_strategies_prompt.py runs it on the meta device)
+VECTOR = sorted(n for n in dict(_REGISTRY) if n not in GRAPH and not getattr(_REGISTRY[n], "needs_vit_model", False))
 SMALL = dict(memory_size=12, agem_sample_size=6, gem_patterns_per_task=5, generator_hidden=8,
              generator_latent=2, generator_epochs=1)
 

@@ -250,7 +250,7 @@ def test_paper_set_rehearses_end_to_end(tmp_path):
     for fig in ("fig1_case_studies", "stream", "fig2_wasserstein_matrices", "tables3_4_bps", "cl_error_matrices",
                 "cl_vs_baselines"):
         assert (out / "figures" / f"{fig}.png").stat().st_size > 1000
-    assert r["summary"].startswith("**Rehearsal run** of the `paper` parameter set")
+    assert r["summary"].startswith("**Rehearsal run** of a paper parameter set")
     text = (out / f"{NB}.ipynb").read_text()
-    assert text.count("**Rehearsal run** of the `paper` parameter set") >= 2     # first, and before the closing text
+    assert text.count("**Rehearsal run** of a paper parameter set") >= 2     # first, and before the closing text
     assert took < 600

@@ -160,14 +160,14 @@ def test_fp16_on_the_cpu_is_refused(tmp_path):
         run_notebook("02_edge", "smoke", [("device", "cpu"), ("precision", "fp16")], out=tmp_path, progress=False)
 
 
-def test_paper_set_rehearses_end_to_end(tmp_path):
-    """The paper set (CLIP ViT-B-16, n_train 6000, 10 epochs, 100k random sequences, five learners on all
-    90 orders) on fabricated Fashion-MNIST IDX files and a tiny open_clip folder, read by the real
-    loaders; sizes cut by the rule. About 50 s of CPU on 2 cores."""
+def test_fashion6_set_rehearses_end_to_end(tmp_path):
+    """The Fashion-MNIST six-class set (CLIP ViT-B-16, n_train 6000, 10 epochs, 100k random sequences, five
+    batched learners on all 90 orders) on fabricated Fashion-MNIST IDX files and a tiny open_clip folder,
+    read by the real loaders; sizes cut by the rule. About 50 s of CPU on 2 cores."""
     from clkit.rehearsal import MIN_SEEDS
 
     start = time.perf_counter()
-    out = run_notebook("02_edge", "paper", [("rehearse", True)], out=tmp_path, progress=False)
+    out = run_notebook("02_edge", "fashion6", [("rehearse", True)], out=tmp_path, progress=False)
     took = time.perf_counter() - start
     res = json.loads((out / "results.json").read_text())
     r = res["results"]
@@ -188,8 +188,45 @@ def test_paper_set_rehearses_end_to_end(tmp_path):
         assert (out / "figures" / f"{fig}.png").stat().st_size > 1000
     assert r["budget"]["trainings"] == 5 * 195 and r["device"]["precision"] == "fp32"
     text = (out / "02_edge.ipynb").read_text()
-    assert text.count("**Rehearsal run** of the `paper` parameter set") >= 2     # first, and before the closing text
+    assert text.count("**Rehearsal run** of a paper parameter set") >= 2     # first, and before the closing text
     assert took < 600
+
+
+PAPER_LEARNERS = {"ewc", "icarl", "der", "simplecil", "ranpac", "l2p"}
+
+
+@pytest.mark.paper_rehearsal
+@pytest.mark.parametrize("paper_set, folder", [("paper", "cifar-100-python"), ("paper_imagenet_r", "imagenet-r")])
+def test_paper_image_protocol_rehearses_end_to_end(tmp_path, paper_set, folder):
+    """The paper's experiment: six classes of CIFAR-100 (ImageNet-R) in 3 tasks, all 90 orders trained by
+    EWC, iCaRL and DER from scratch (ResNet-32 / ResNet-18) and SimpleCIL, RanPAC and L2P on a frozen ViT;
+    Tables 1-2, Fig. 4 (CLIP encoders) and Fig. 5 (classic split bounds) -- on fabricated files in the
+    datasets' own layouts, a fabricated ViT checkpoint and tiny CLIP folders, sizes cut by the rule
+    (`make rehearse`; minutes on 2 cores)."""
+    out = run_notebook("02_edge", paper_set, [("rehearse", True)], out=tmp_path, progress=False)
+    res = json.loads((out / "results.json").read_text())
+    p, r = res["params"], res["results"]
+    rh = r["rehearsal"]
+    assert f"{rh['data_root']}/{folder}" in r["data_source"]
+    assert f"weights: {rh['data_root']}/vit/tiny-seed0/model.safetensors" in r["data_source"]
+    cut = {row["parameter"]: (row["given"], row["used"]) for row in rh["cut"]}
+    assert cut["vit_model"] == ("vit_base_patch16_224.augreg_in21k", "tiny") and cut["epochs"] == (170, 1)
+    assert cut["learner_kwargs"][1]["l2p"]["epochs"] == 1 and cut["learner_kwargs"][1]["ranpac"]["projection_dim"] == 64
+    assert cut["bounds_datasets"] == (["cifar100", "cub200", "imagenet_r"], ["cifar100"])
+    assert len(cut["encoder_sizes"][1]) == 6 and all(e.startswith("local-dir:") for e in cut["encoder_sizes"][1])
+    # the structure kept: all 90 orders, the six methods of both families
+    assert r["num_enumerated"] == 90 and set(r["true_accuracy"]) == PAPER_LEARNERS
+    assert r["budget"]["trainings"] == 6 * 195 and r["budget"]["gpu_estimate"]["measured"] is False
+    assert set(p["learners"]) == PAPER_LEARNERS and p["dataset"] in ("cifar100", "imagenet_r")
+    enc = r["encoder_sizes_result"]
+    assert enc["skipped"] == {} and len(enc["encoders"]) == 6
+    b = r["bounds"]["cifar100"]
+    assert b["num_classes"] == 100 and b["num_tasks"] == 2 and set(b["bounds"]) == PAPER_LEARNERS
+    for fig in ("distributions_rs_vs_edge", "encoder_sizes", "bounds_rs_vs_edge"):
+        assert (out / "figures" / f"{fig}.png").stat().st_size > 1000
+    nb = (out / "02_edge.ipynb").read_text()
+    assert "Table 1 layout: pre-trained methods" in nb and "Table 2 layout: non-pre-trained methods" in nb
+    assert len(r["verdicts"]) > 0 and r["summary"].startswith("**Rehearsal run**")
 
 
 def test_paper_set_pairs_enough_draws_for_its_verdicts():

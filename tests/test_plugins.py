@@ -62,11 +62,13 @@ def test_import_path_resolves_registers_and_is_listed():
 def test_capabilities_mirror_builtin_declarations():
     caps = plugins.capabilities
     assert caps(plugins.resolve_strategy("naive")) == {"task_free", "regression", "class_scenario",
-                                                        "task_scenario", "graph", "generic_model"}
+                                                        "task_scenario", "graph", "generic_model", "any_backbone"}
     assert "task_free" not in caps(plugins.resolve_strategy("ewc"))
     assert "class_scenario" not in caps(plugins.resolve_strategy("pnn"))
     assert "regression" not in caps(plugins.resolve_strategy("gdumb"))
     assert "generic_model" not in caps(plugins.resolve_strategy("ssm"))
+    assert "any_backbone" not in caps(plugins.resolve_strategy("l2p")) and "generic_model" in caps(
+        plugins.resolve_strategy("l2p"))
 
 
 def test_plugin_lacking_a_capability_is_refused_naming_learner_capability_notebook(plugin_site):

@@ -17,6 +17,12 @@ __all__ = ["check_params", "check_primary", "scenario_strategies", "task_only", 
 SUPPLIED = ("model", "scenario", "epochs", "seed", "loss", "device", "precision")
 
 
+def _needs_special_model(name: str) -> bool:
+    """A strategy 04's CNN backbones cannot serve: a graph model's (SSM, SEM, DMSG) or a ViT's (L2P)."""
+    cls = _REGISTRY[name]
+    return bool(getattr(cls, "needs_graph_model", False) or getattr(cls, "needs_vit_model", False))
+
+
 def allowed_learner_keywords(strategies) -> dict:
     """Per strategy, the keywords ``learner_kwargs`` may set: its constructor's, less :data:`SUPPLIED`.
 
@@ -115,7 +121,7 @@ def scenario_strategies(strategies, scenario: str) -> tuple[list, str]:
     kept = [s for s in strategies if not task_only(s)]
     if not kept:
         allowed = [n for n in available_strategies() if not _REGISTRY[n].task_incremental_only
-                   and not getattr(_REGISTRY[n], "needs_graph_model", False)]
+                   and not _needs_special_model(n)]
         raise ValueError(f"strategies: {', '.join(map(repr, skipped))} {'is' if len(skipped) == 1 else 'are'} "
                          f"task-incremental only; with scenario='class' choose from {allowed}")
     if not skipped:
@@ -176,8 +182,8 @@ def check_params(*, datasets, scenario, strategies, backbone, epochs, difficulty
     """
     check_choices("datasets", datasets, IMAGE_DATASETS)
     check_choice("scenario", scenario, ["class", "task"])
-    # graph-specific strategies (SSM, SEM, DMSG) need a model that holds its graph
-    names = [n for n in available_strategies() if not getattr(_REGISTRY[n], "needs_graph_model", False)]
+    # graph-specific strategies (SSM, SEM, DMSG) need a model that holds its graph, L2P a ViT
+    names = [n for n in available_strategies() if not _needs_special_model(n)]
     check_choices("strategies", strategies, names)
     if scenario == "class":
         for s in strategies:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..budget import Budget, Work, time_per_call
+from ..budget import Budget, FlopEstimate, Work, format_flops, time_per_call, training_flops
 from .._validate import check_int
 from .memory import _size
 from .prefix import count_prefixes
@@ -177,6 +177,7 @@ class TruthBudget:
     levels: list
     sequences: int
     notes: list = field(default_factory=list)
+    gpu: object = None
 
     @property
     def seconds(self) -> float:
@@ -189,7 +190,8 @@ class TruthBudget:
             first = next(iter(self.plans.values()))
             memory = (f"Memory (budget {_size(first.budget)}: {first.how}): "
                       + "; ".join(f"{name} {plan.describe(budget=False)}" for name, plan in self.plans.items()) + ".")
-        return " ".join(p for p in (self.budget.text(), memory, " ".join(self.notes)) if p)
+        gpu = self.gpu.text() if self.gpu is not None else ""
+        return " ".join(p for p in (self.budget.text(), gpu, memory, " ".join(self.notes)) if p)
 
     def record(self) -> dict:
         """For ``results.json``: the budget's record plus chunks, levels and what it leaves out."""
@@ -197,7 +199,8 @@ class TruthBudget:
                 "chunks": {name: {"num_chunks": p.num_chunks, "max_nodes": p.max_nodes, "eval_nodes": p.eval_nodes, "herd_nodes": p.herd_nodes,
                                   "node_train_bytes": p.node.train, "budget_bytes": p.budget, "how": p.how}
                            for name, p in self.plans.items()},
-                "notes": list(self.notes), "left_out": LEFT_OUT}
+                "notes": list(self.notes), "left_out": LEFT_OUT,
+                **({"gpu_estimate": self.gpu.record()} if self.gpu is not None else {})}
 
 
 def _device_label(device) -> str:
@@ -215,7 +218,7 @@ def _device_label(device) -> str:
 def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), config=None, *, seed: int = 0,
                  learner_kwargs: dict | None = None, mode: str = "exact", samples: int = 256, device=None,
                  precision: str | None = None, memory_budget: int | None = None, num_random: int = 0,
-                 random_settings=(), seconds_per_timing: float = 2.0) -> TruthBudget:
+                 random_settings=(), seconds_per_timing: float = 2.0, inputs: dict | None = None) -> TruthBudget:
     """Count the ground truth's work and time a few of its steps on ``device`` (see the module docstring).
 
     Parameters
@@ -225,9 +228,10 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
         ``x_test``, ``f_train``, ``f_test``); only their shapes and a few rows are used.
     all_sequences : ndarray, shape (L, K, M)
         ``Omega``.
-    own_learners, user_learners, config, seed, learner_kwargs, mode, samples, device, precision, memory_budget
+    own_learners, user_learners, config, seed, learner_kwargs, mode, samples, device, precision, memory_budget, inputs
         As :func:`clkit.edge.report.ground_truth` (``mode="sample"`` counts the uniform
-        sample; the sequences trained on demand are not counted).
+        sample; the sequences trained on demand are not counted; ``inputs`` gives a strategy
+        its own inputs and network, as there).
     num_random : int
         Random sequences scored per percentile (the notebook's ``num_random``).
     random_settings : iterable of (num_classes, num_tasks, calls)
@@ -315,22 +319,34 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
                 work.append(Work("ewc Fisher passes", n_f, s_f / n_f, "at the cost of a step"))
         work.append(Work(f"{name} evaluation groups", n_eval, s_eval / n_eval,
                          f"up to {plan.eval_nodes:,} sequences x {C * nte:,} test images"))
+    gpu_flops, gpu_detail = 0.0, []
     for u in user_learners:
         cls = resolve_strategy(u, parameter="learners")
-        xtr_t = torch.as_tensor(np.asarray(data["x_train"]), dtype=torch.float32)
-        C, ntr, D = xtr_t.shape
-        backend = _Sequential(cls, config, seed, xtr_t, None, kwargs.get(u), dev, precision)
+        xtr_u, _, factory = (inputs or {}).get(u, (data["x_train"], None, None))
+        xtr_t = torch.as_tensor(np.asarray(xtr_u), dtype=torch.float32)
+        ntr = xtr_t.shape[1]
+        backend = _Sequential(cls, config, seed, xtr_t, factory, kwargs.get(u), dev, precision)
         strat = backend.root()[0]
         plan = chunk_plan(strategy_node_bytes(strat), L, dev, budget=memory_budget)
         widths = prefix_work(seqs, plan.num_chunks)
         nodes = sum(map(sum, widths))
         trainings += nodes
-        t_task = _strategy_step(strat, xtr_t, M, config.batch_size, seconds_per_timing)
-        n_steps = nodes * config.epochs * math.ceil(M * ntr / config.batch_size)
-        work.append(Work(f"{u} steps (one sequence at a time)", n_steps, t_task,
-                         "timed on four minibatches of its strategy"))
+        t_task = _strategy_step(strat, xtr_t, M, strat.batch_size, seconds_per_timing)
+        if getattr(strat, "optimizer", True) is None:   # no gradient steps (SimpleCIL, RanPAC): one pass per task
+            probe_steps = math.ceil(min(4 * strat.batch_size, M * ntr) / strat.batch_size)
+            work.append(Work(f"{u} tasks (one pass each, closed form)", nodes,
+                             t_task * probe_steps * math.ceil(M * ntr / strat.batch_size) / probe_steps,
+                             "timed on a task of four minibatches, scaled to a task's rows"))
+        else:
+            n_steps = nodes * strat.epochs * math.ceil(M * ntr / strat.batch_size)   # its own, learner_kwargs included
+            work.append(Work(f"{u} steps (one sequence at a time)", n_steps, t_task,
+                             "timed on four minibatches of its strategy"))
         notes.append(f"{u} (a strategy trained sequence after sequence): {plan.describe()}; its evaluation "
                      "passes are not timed.")
+        flops = _strategy_flops(strat, xtr_t, widths, M, ntr, np.shape(data["x_test"])[1])
+        if flops is not None:
+            gpu_flops += flops
+            gpu_detail.append(f"{u} {format_flops(flops)}")
     if num_random and random_settings:
         from .sequences import random_scores
 
@@ -356,7 +372,28 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
     budget = Budget("02_edge", _device_label(device), trainings, work, parallel=1, detail=detail, leaves_out=LEFT_OUT)
     if precision != "fp32":
         notes.append(f"Steps timed in {precision} (autocast).")
-    return TruthBudget(budget, plans, levels, L, notes)
+    gpu = None
+    if gpu_flops:
+        gpu = FlopEstimate(gpu_flops, detail="the strategies' training and evaluation passes on their initial "
+                                             "models (DER's grows: more), " + ", ".join(gpu_detail)
+                                             + "; the batched learners and the frozen features' one pass are not "
+                                               "counted")
+    return TruthBudget(budget, plans, levels, L, notes, gpu)
+
+
+def _strategy_flops(strat, xtr, widths, M: int, ntr: int, nte: int) -> float | None:
+    """FLOPs of a strategy's ground truth: every node's ``epochs`` passes over its task's ``M * ntr`` rows at a
+    training step's FLOPs per row (:func:`clkit.budget.training_flops` on its model, on ``meta``) and its
+    evaluation on the test rows of the classes seen so far at a forward pass's; ``None`` when its model cannot
+    be counted (the estimate then leaves it out)."""
+    try:
+        f = training_flops(strat.model, xtr[0, :2].clone())
+    except Exception:  # noqa: BLE001 -- a model the counter cannot trace is left out of the estimate
+        return None
+    epochs = 1 if getattr(strat, "optimizer", True) is None else strat.epochs   # closed-form heads: one pass
+    rows = sum(n * epochs * M * ntr for chunk in widths for n in chunk)
+    evals = sum(n * (t + 1) * M * nte for chunk in widths for t, n in enumerate(chunk))
+    return float(rows * f["step"] / 2 + evals * f["forward"] / 2)
 
 
 def _strategy_step(strat, xtr, M, batch_size, seconds):

@@ -36,7 +36,8 @@ from .bounds import train_distinct
 from .combinatorics import RS_SEEDS, canonical, check_num_tasks
 from .similarity import DEFAULT_TEMPLATES, EncoderUnavailableError
 
-__all__ = ["PAPER_ENCODERS", "PAPER_TABLE_A4", "EncoderRun", "EncoderComparison", "encoder_comparison"]
+__all__ = ["PAPER_ENCODERS", "PAPER_TABLE_A4", "EncoderRun", "EncoderComparison", "encoder_comparison",
+           "open_clip_pairs", "skipped_text"]
 
 #: Table A4's encoders as open_clip ``(model, pretrained)`` names (``open_clip.list_pretrained()``),
 #: in the table's order: ResNet50, ResNet50x64, ResNet101, ViT-B/16, ViT-B/32, ViT-L/14.
@@ -395,3 +396,39 @@ def encoder_comparison(class_names, num_tasks: int, truth_values, all_sequences,
     notes = [f"{lab} skipped: {why}" for lab, why in skipped.items()]
     notes += [f"{lab}: {note}" for lab, r in runs.items() for note in r.notes]
     return EncoderComparison(truth, rs, runs, skipped, num_bins, notes)
+
+
+def open_clip_pairs(names, pretrained: str = "openai") -> dict:
+    """Notebook 02's ``encoder_sizes`` (open_clip model names) as :func:`encoder_comparison`'s encoders.
+
+    ``{label: (model, pretrained)}``: each name with the ``pretrained`` tag (the paper's: OpenAI's
+    weights); a ``local-dir:<folder>`` name (a rehearsal's fabricated folder) keeps it and is
+    labelled by its folder.
+
+    Examples
+    --------
+    >>> open_clip_pairs(["RN50", "ViT-L-14"])
+    {'RN50': ('RN50', 'openai'), 'ViT-L-14': ('ViT-L-14', 'openai')}
+    >>> open_clip_pairs(["local-dir:/tmp/clip/ViT-B-16-tiny-seed1-ab"])
+    {'ViT-B-16-tiny-seed1-ab': ('local-dir:/tmp/clip/ViT-B-16-tiny-seed1-ab', 'local-dir')}
+    """
+    out = {}
+    for n in names:
+        if n.startswith("local-dir:"):
+            out[Path(n[len("local-dir:"):]).name] = (n, "local-dir")
+        else:
+            out[n] = (n, pretrained)
+    return out
+
+
+def skipped_text(comparison) -> str:
+    """One sentence on the encoders a comparison skipped (and why), or that none was.
+
+    >>> class C: skipped = {"RN50": "no weights in the cache"}
+    >>> skipped_text(C())
+    'Skipped (weights not on this machine; never replaced by another encoder): RN50 -- no weights in the cache.'
+    """
+    if not comparison.skipped:
+        return "Every encoder loaded."
+    parts = "; ".join(f"{k} -- {v}" for k, v in comparison.skipped.items())
+    return f"Skipped (weights not on this machine; never replaced by another encoder): {parts}."

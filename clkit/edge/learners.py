@@ -503,7 +503,10 @@ class _Sequential:
             raise TypeError(f"learner must be a Strategy class (clkit.plugins.resolve_strategy resolves names), "
                             f"got {learner!r}")
         self.learner, self.cfg, self.seed, self.xtr = learner, config, seed, xtr
-        self.C, self.D = xtr.shape[0], xtr.shape[2]
+        self.C, self.D = xtr.shape[0], math.prod(xtr.shape[2:])
+        # images (C, n, channels, H, W) are scored in slices of this many (the default 4,096 rows
+        # suits vectors, not a ViT's 224x224 activations)
+        self.eval_batch = 4096 if xtr.ndim == 3 else 256
         self.model_factory, self.kwargs = model_factory, dict(strategy_kwargs or {})
         self.device, self.precision = device, precision
 
@@ -539,17 +542,21 @@ class _Sequential:
         return state
 
     def scores(self, state, rows, x):
-        return torch.stack([s.predict(x) for s in state[rows]])
+        return torch.stack([s.predict(x, batch_size=self.eval_batch) for s in state[rows]])
 
 
 # --------------------------------------------------------------------------- the driver
 
-def _check_inputs(x_train, x_test, sequences):
+def _check_inputs(x_train, x_test, sequences, *, images: bool = False):
+    """Tensors and sequences, checked: ``(C, n, D)`` inputs, or with ``images`` also ``(C, n, *shape)``
+    (e.g. ``(C, n, 3, H, W)``, for a strategy whose model takes images)."""
     xtr = torch.as_tensor(np.asarray(x_train), dtype=torch.float32)
     xte = torch.as_tensor(np.asarray(x_test), dtype=torch.float32)
     seqs = np.asarray(sequences, dtype=np.int64)
-    if xtr.ndim != 3 or xte.ndim != 3 or xtr.shape[0] != xte.shape[0] or xtr.shape[2] != xte.shape[2]:
-        raise ValueError(f"x_train and x_test must have shapes (C, n, D) with equal C and D, got "
+    ok = (xtr.ndim == 3 or (images and xtr.ndim > 3)) and xte.ndim == xtr.ndim
+    if not ok or xtr.shape[0] != xte.shape[0] or xtr.shape[2:] != xte.shape[2:]:
+        allowed = "(C, n, D) or (C, n, *image_shape)" if images else "(C, n, D)"
+        raise ValueError(f"x_train and x_test must have shapes {allowed} with equal C and trailing shape, got "
                          f"{tuple(xtr.shape)} and {tuple(xte.shape)}")
     if seqs.ndim != 3 or seqs.shape[1] * seqs.shape[2] != xtr.shape[0]:
         raise ValueError(f"sequences must have shape (L, K, M) with K * M = {xtr.shape[0]} classes, "
@@ -611,9 +618,9 @@ def _walk_tree(backend, xall, yall, nte, seqs, progress, share, eval_nodes):
 def _walk(backend, xte, seqs, progress, share, plan):
     """Train ``backend`` on ``seqs`` chunk by chunk (``plan``); the accuracy matrices of every sequence."""
     L, K, M = seqs.shape
-    C, nte, D = xte.shape
+    C, nte = xte.shape[:2]
     dev = backend.device
-    xall = move(xte.reshape(C * nte, D), dev)                       # every test image, class-major, moved once
+    xall = move(xte.reshape(C * nte, *xte.shape[2:]), dev)                       # every test image, class-major, moved once
     yall = torch.arange(C, device=dev).repeat_interleave(nte)
     R = np.full((L, K, K), np.nan)
     for part in sequence_chunks(seqs, plan.num_chunks):
@@ -736,6 +743,8 @@ def train_strategy_sequences(x_train, x_test, sequences, learner, config: Learne
                              precision: str | None = None, memory_budget: int | None = None) -> dict:
     """:func:`train_sequences` for an ordinary ``clkit.strategies.Strategy`` (one model per node).
 
+    ``x_train`` / ``x_test`` are ``(C, n, D)`` vectors or ``(C, n, *shape)`` inputs of any
+    shape the model takes (images ``(C, n, 3, H, W)``; ``D`` is then the product of ``shape``).
     The strategy is built around the model (``model_factory(in_features=D,
     num_classes=C)``, default the batched learners' one-hidden-layer MLP) with SGD
     (``config.lr`` / ``config.momentum``), ``config.epochs`` per task,
@@ -750,7 +759,7 @@ def train_strategy_sequences(x_train, x_test, sequences, learner, config: Learne
     Public entry point: :func:`clkit.plugins.train_sequences_sequentially`.
     """
     seed = check_int("seed", seed, low=0)
-    xtr, xte, seqs = _check_inputs(x_train, x_test, sequences)
+    xtr, xte, seqs = _check_inputs(x_train, x_test, sequences, images=True)
     dev, precision = _run_device(device, precision)
     backend = _Sequential(learner, config, seed, xtr, model_factory, strategy_kwargs, dev, precision)
     with torch_threads(num_threads):

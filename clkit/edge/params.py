@@ -35,16 +35,21 @@ def check_params(*, dataset, classes, num_tasks, encoder, learners, n_train, n_t
     ...
     ValueError: num_tasks must divide num_classes into equal tasks: 6 classes cannot be split into 4 tasks (allowed: a divisor of 6 that is >= 2, e.g. [2, 3, 6])
     """
-    check_choice("dataset", dataset, DATASETS)
+    from .images import IMAGE_DATASETS
+
+    check_choice("dataset", dataset, list(DATASETS) + list(IMAGE_DATASETS))
     check_type("classes", classes, (list, tuple), "a list of class labels")
-    classes = [check_int("classes", c, low=0, high=9) for c in classes]
+    top = {"cifar100": 99, "imagenet_r": 199, "cub200": 199}.get(dataset, 9)
+    classes = [check_int("classes", c, low=0, high=top) for c in classes]
     if len(set(classes)) != len(classes):
         raise ValueError(f"classes has duplicates: {classes!r}")
     check_num_tasks(len(classes), num_tasks)   # all 10 classes at most: 10 / 5 -> 113,400 sequences (see the budget)
     check_choice("encoder", encoder, ENCODERS)
-    learners = check_choices("learners", learners, LEARNERS)
-    check_int("n_train", n_train, low=10, high=6000)
-    check_int("n_test", n_test, low=10, high=1000)
+    if dataset not in IMAGE_DATASETS:   # the image protocol's learners are strategies (clkit.edge.images)
+        learners = check_choices("learners", learners, LEARNERS)
+    low = 2 if dataset in IMAGE_DATASETS else 10   # an image protocol's rehearsal keeps a few images per class
+    check_int("n_train", n_train, low=low, high=6000)
+    check_int("n_test", n_test, low=low, high=1000)
     check_int("epochs", epochs, low=1)
     check_int("hidden", hidden, low=1)
     check_int("batch_size", batch_size, low=1)

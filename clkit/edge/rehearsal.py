@@ -14,6 +14,14 @@ report and verdict -- and cuts its sizes by clkit's one rule (:mod:`clkit.rehear
   seeds) -- at the verdict rule's minimum :data:`clkit.rehearsal.MIN_SEEDS`, so every verdict
   is still computed.
 
+The image protocols (``dataset`` = cifar100 | imagenet_r | cub200, the ``paper`` sets) keep
+their learners (networks trained from scratch, the frozen-ViT prototype methods, L2P) and cut
+further (:data:`IMAGE_CAPS`): a few images per class, ImageNet-R / CUB-200 at 32x32, the ViT
+to :data:`clkit.models.vit.TINY_CONFIG` -- a fabricated timm checkpoint
+(:func:`clkit.data.fixtures.vit.write_vit`) loaded through ``vit_weights`` -- and RanPAC's
+projection to :data:`RANPAC_PROJECTION` dimensions; the dataset's files are fabricated in its
+own layout (CIFAR-100's pickles, ImageNet-R's folders) and read by its real loader.
+
 Fixtures (:mod:`clkit.data.fixtures`): Fashion-MNIST's four gzipped IDX files, read by the
 real loader (:func:`clkit.data.images.load_fashion_mnist`) from the rehearsal's cache, and,
 when the run encodes with CLIP, a tiny ViT-B-16-shaped open_clip folder loaded through
@@ -23,9 +31,12 @@ open_clip's own ``local-dir:`` names (:func:`clkit.data.fixtures.clip.clip_param
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from ..rehearsal import MIN_SEEDS, Cap, Plan
 
-__all__ = ["CAPS", "PLAN", "prepare"]
+__all__ = ["CAPS", "IMAGE_CAPS", "PLAN", "IMAGE_PLAN", "prepare"]
 
 CAPS = (
     Cap("n_train", 100, "training images per class"),
@@ -36,6 +47,29 @@ CAPS = (
     Cap("num_null", 2, "random-similarity seeds of the null"),
     Cap("num_draws", MIN_SEEDS, "random draws the verdicts pair (the rule's minimum)"),
 )
+
+
+#: the image protocols' caps (``dataset`` = cifar100 | imagenet_r | cub200): a network trained from
+#: scratch per node of the prefix tree costs about a thousand times an MLP step, so the image
+#: counts are cut further; the ViT is cut to :data:`clkit.models.vit.TINY_CONFIG` (a fabricated
+#: checkpoint, loaded through ``vit_weights``) and RanPAC's random projection to 64 dimensions
+IMAGE_CAPS = (
+    Cap("n_train", 4, "training images per class"),
+    Cap("n_test", 5, "test images per class"),
+    Cap("epochs", 1, "training epochs per task"),
+    Cap("image_size", 32, "side ImageNet-R / CUB-200 are resized to (0 = 224)"),
+    Cap("bounds_datasets", 1, "classic splits trained for Fig. 5 (the first)"),
+    Cap("classic_num_tasks", 2, "tasks of the classic splits (Fig. 5 trains every class in them)"),
+) + CAPS[3:]
+
+#: RanPAC's projection width in a rehearsal (a size: ``learner_kwargs["ranpac"]["projection_dim"]``)
+RANPAC_PROJECTION = 64
+
+
+def _image(values: dict) -> bool:
+    from .images import IMAGE_DATASETS
+
+    return values.get("dataset") in IMAGE_DATASETS
 
 
 def _uses_clip(values: dict) -> bool:
@@ -49,16 +83,55 @@ def _fixtures(values: dict) -> dict:
         out["fashion_mnist"] = {"per_class_train": int(values["n_train"]), "per_class_test": int(values["n_test"])}
     if _uses_clip(values):
         out["clip"] = {}
+    if _image(values) or values.get("bounds_datasets"):
+        ntr, nte = int(values["n_train"]), int(values["n_test"])
+        top = max(values.get("classes") or [0]) + 1
+        if values["dataset"] == "cifar100" or "cifar100" in (values.get("bounds_datasets") or ()):
+            # every fine label: any `classes`, and Fig. 5's classic split of all 100
+            out["cifar100"] = {"classes": 100, "per_class_train": ntr, "per_class_test": nte}
+        if values["dataset"] in ("imagenet_r", "cub200"):   # ImageNet-R holds out 20% of a class (rounded half up)
+            sizes = ({"per_class_train": max(ntr, 4 * nte), "per_class_test": nte} if values["dataset"] == "imagenet_r"
+                     else {"per_class_train": ntr, "per_class_test": nte})
+            out[values["dataset"]] = {"classes": top, **sizes}
+        out["vit"] = {}
     return out
 
 
 def _after(values: dict, files: dict) -> dict:
     from ..data.fixtures.clip import clip_params
 
-    return clip_params(files["clip"]) if "clip" in files else {}
+    out = clip_params(files["clip"]) if "clip" in files else {}
+    if values.get("encoder_sizes"):   # Fig. 4: one tiny CLIP folder per encoder, each its own seed
+        from ..data.fixtures.clip import write_clip
+
+        root = Path(files["vit"]).parents[2] if "vit" in files else Path(os.environ.get("CLKIT_DATA", "."))
+        out["encoder_sizes"] = [f"local-dir:{write_clip(root, seed=1 + i)}" for i, _ in
+                                enumerate(values["encoder_sizes"])]
+    if "vit" in files:
+        out.update(vit_model="tiny", vit_weights=str(files["vit"]))
+        kw = {k: dict(v or {}) for k, v in (values.get("learner_kwargs") or {}).items()}
+        cut = []
+        for name, settings in kw.items():   # a learner's own epochs are epochs: capped as the run's
+            if isinstance(settings.get("epochs"), int) and settings["epochs"] > 1:
+                settings["epochs"] = 1
+                cut.append(f"{name} epochs")
+        if "ranpac" in (values.get("learners") or ()) and kw.get("ranpac", {}).get("projection_dim", 1000) > \
+                RANPAC_PROJECTION:
+            kw.setdefault("ranpac", {})["projection_dim"] = RANPAC_PROJECTION
+            cut.append(f"RanPAC's projection to {RANPAC_PROJECTION}")
+        if cut:
+            out["learner_kwargs"] = kw
+            out["_what"] = {"learner_kwargs": "per-learner sizes cut: " + ", ".join(cut)}
+    if "encoder_sizes" in out:
+        out.setdefault("_what", {})["encoder_sizes"] = "a fabricated tiny CLIP folder per encoder (seeds 1, 2, ...)"
+    if "vit" in files:
+        out.setdefault("_what", {})["vit_model"] = "the ViT cut to clkit.models.vit.TINY_CONFIG (32 px)"
+    return out
 
 
 PLAN = Plan("02_edge", CAPS, switches={}, fixtures=_fixtures, after=_after)
+#: the image protocols' rehearsal (``dataset`` = cifar100 | imagenet_r | cub200)
+IMAGE_PLAN = Plan("02_edge", IMAGE_CAPS, switches={"download": False}, fixtures=_fixtures, after=_after)
 
 
 def prepare(values: dict, root=None, *, seed: int = 0):
@@ -76,5 +149,9 @@ def prepare(values: dict, root=None, *, seed: int = 0):
     ({'n_train': 100, 'n_test': 100, 'epochs': 1, 'num_draws': 4}, ['fashion_mnist'])
     >>> _ = os.environ.pop("CLKIT_DATA") if old is None else os.environ.update(CLKIT_DATA=old)
     """
-    keys = {c.name for c in CAPS} | {"dataset", "encoder", "similarity_sources", "clip_model", "clip_pretrained"}
-    return PLAN.prepare({k: v for k, v in values.items() if k in keys}, root, seed=seed)
+    plan = IMAGE_PLAN if _image(values) or values.get("bounds_datasets") else PLAN
+    keys = ({c.name for c in plan.caps} | set(plan.switches)
+            | {"dataset", "encoder", "similarity_sources", "clip_model", "clip_pretrained", "classes", "learners",
+               "learner_kwargs", "vit_model", "vit_weights", "encoder_sizes", "bounds_datasets",
+               "classic_num_tasks"})
+    return plan.prepare({k: v for k, v in values.items() if k in keys}, root, seed=seed)

@@ -124,7 +124,7 @@ def truth_table(truth: dict):
 def ground_truth(data: dict, all_sequences, own_learners, user_learners=(), config=None, *, seed: int = 0,
                  learner_kwargs: dict | None = None, mode: str = "exact", samples: int = 256, extra=None,
                  progress: bool = True, device=None, precision: str | None = None,
-                 memory_budget: int | None = None):
+                 memory_budget: int | None = None, inputs: dict | None = None):
     """Train the learners on all sequences (``mode="exact"``) or on a uniform sample of them.
 
     ``own_learners`` are the batched learners of :mod:`clkit.edge.learners`
@@ -136,6 +136,10 @@ def ground_truth(data: dict, all_sequences, own_learners, user_learners=(), conf
     (:class:`~clkit.edge.truth.GroundTruth`). Every learner trains on ``device`` (a
     ``RunDevice`` brings its precision) in chunks that fit ``memory_budget`` (default: the
     device's, :func:`clkit.edge.memory.memory_budget`); the accuracies come back to the host.
+    ``inputs`` (``{strategy: (x_train, x_test, model_factory)}``, e.g.
+    :func:`clkit.edge.images.strategy_inputs`) gives a strategy its own inputs and network (the
+    image protocol's images, cached frozen features or ViT inputs); by default a strategy trains
+    the one-hidden-layer MLP on ``data["x_train"]``.
 
     Returns
     -------
@@ -157,13 +161,34 @@ def ground_truth(data: dict, all_sequences, own_learners, user_learners=(), conf
                            memory_budget=memory_budget) if own_learners else {}
         out = {name: 100 * r["avg_acc"] for name, r in out.items()}
         for u in user_learners:  # an ordinary Strategy: sequence after sequence, same protocol
+            xtr, xte, factory = (inputs or {}).get(u, (data["x_train"], data["x_test"], None))
             out[u] = 100 * train_strategy_sequences(
-                data["x_train"], data["x_test"], seqs, resolve_strategy(u, parameter="learners"), config,
-                seed=seed, strategy_kwargs=kwargs.get(u), device=device, precision=precision,
+                xtr, xte, seqs, resolve_strategy(u, parameter="learners"), config, seed=seed,
+                model_factory=factory, strategy_kwargs=kwargs.get(u), device=device, precision=precision,
                 memory_budget=memory_budget)["avg_acc"]
         return out
 
     return GroundTruth(train, all_sequences, mode=mode, samples=samples, seed=seed, extra=extra)
+
+
+def truth_lookup(truth):
+    """``train(sequences) -> {learner: accuracies}`` from a :class:`~clkit.edge.truth.GroundTruth`: the
+    sequences' values, trained on demand where a sampled truth has not trained them (what
+    :func:`clkit.edge.encoders.encoder_comparison` takes for sequences outside the population).
+
+    Examples
+    --------
+    >>> from clkit.edge import enumerate_sequences
+    >>> from clkit.edge.truth import GroundTruth
+    >>> s = enumerate_sequences(4, 2)
+    >>> gt = GroundTruth(lambda q: {"a": np.arange(len(q), dtype=float)}, s)
+    >>> truth_lookup(gt)(s[[2, 4]])["a"].tolist()
+    [2.0, 4.0]
+    """
+    def train(sequences):
+        idx = truth.require(sequences)
+        return {name: np.asarray(v)[idx] for name, v in truth.values.items()}
+    return train
 
 
 def protocol_sequences(num_classes: int, num_tasks: int, hard, easy, image_sim=None, *, seeds=(0, 42, 1993),
@@ -448,7 +473,8 @@ def similarity_sources(sources, *, name_sim, class_names, data: dict, hidden: in
             except (EncoderUnavailableError, ImportError, OSError) as exc:
                 log(f"{src} skipped: {exc}")
         elif src in ("features", "confusion"):
-            res = class_similarity(source=src, x=data["x_train"], class_names=class_names, hidden=hidden,
+            x = np.asarray(data["x_train"])   # images (C, n, 3, H, W): the MLP probe reads their pixels
+            res = class_similarity(source=src, x=x.reshape(*x.shape[:2], -1), class_names=class_names, hidden=hidden,
                                    epochs=5, seed=seed, device=device, precision=precision)
             out[src] = res.matrix
             log(f"{src}: {res.encoder}")
@@ -800,13 +826,16 @@ def closing_text(*, truth, table, corr, corr_img, corr_intra, normal, rank_err, 
     return text, log
 
 
-def check_edge_learner_kwargs(learner_kwargs, learners) -> dict:
+def check_edge_learner_kwargs(learner_kwargs, learners, *, batched=None) -> dict:
     """Validate the notebook's ``learner_kwargs`` for this run's ``learners``.
 
     The built-in learners accept the :class:`~clkit.edge.learners.LearnerConfig` fields
     listed in :data:`~clkit.edge.learners.LEARNER_KEYWORDS`; any other (a Strategy) its
-    constructor's keywords except those the notebook supplies (model, optimiser, epochs,
-    batch size, scenario, seed).
+    constructor's keywords except those the notebook supplies (model, scenario, seed, device,
+    precision) -- so a strategy may take its own ``epochs``, ``optimizer``, ``lr`` or
+    ``batch_size`` (e.g. L2P's Adam and few epochs beside ResNet learners' many). ``batched``
+    names the run's batched learners (default: every built-in name); on an image protocol
+    (:mod:`clkit.edge.images`) only ``"ncm"`` is, and ``"ewc"`` names the strategy.
 
     Examples
     --------
@@ -823,13 +852,13 @@ def check_edge_learner_kwargs(learner_kwargs, learners) -> dict:
 
     base = LearnerConfig()
     allowed = {}
+    batched = LEARNER_KEYWORDS if batched is None else set(batched)   # the image protocols: "ewc" is a strategy
     for name in learners:
-        if name in LEARNER_KEYWORDS:
+        if name in LEARNER_KEYWORDS and name in batched:
             allowed[name] = {k: getattr(base, k) for k in LEARNER_KEYWORDS[name]}
         else:
             allowed[name] = allowed_keywords(resolve_strategy(name, parameter="learners"),
-                                             exclude=("model", "optimizer", "epochs", "batch_size", "scenario",
-                                                      "seed", "device", "precision"))
+                                             exclude=("model", "scenario", "seed", "device", "precision"))
     return check_learner_kwargs(learner_kwargs, allowed, learners=list(learners))
 
 

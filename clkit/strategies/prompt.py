@@ -272,6 +272,9 @@ class L2P(Strategy):
 
     task_free = False
     supports_regression = False
+    #: the model must be a timm ViT (a :class:`~clkit.models.vit.ViTBackbone`): notebooks whose networks are
+    #: CNNs or MLPs (04, EDGE's Fashion-MNIST setting) do not offer it
+    needs_vit_model = True
 
     def __init__(self, model, *, pool_size: int = 10, prompt_length: int = 5, top_k: int = 5,
                  pull_constraint: float = 0.1, batchwise_prompt: bool = True, train_mask: str = "task",
