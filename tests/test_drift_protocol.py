@@ -398,12 +398,111 @@ def test_authors_hard_setting_trains_each_task_on_its_own_subgraph():
         def set_graph(self, ei):
             calls.append(ei)
 
-    task_of_node = np.array([0, 0, 1, 1])
-    hook = _before_step(Spy(), False, ["g0", "g1"], task_of_node)
-    for idx in ([0, 1], [1], [2, 3], [3]):
+    segments = np.array([0, 0, 1, 1])   # the batch's segment, not its first node's task
+    hook = _before_step(Spy(), False, ["g0", "g1"], segments)
+    for idx in ([0, 1], [3], [2, 3], [0]):
         hook(torch.tensor(idx), torch.tensor([0]))
     assert calls == ["g0", "g1"]
     assert _before_step(Spy(), False, None, None) is None
+
+
+# ------------------------------------- the authors' boundary-local and global settings (issue 40, 05.1)
+def _their_boundary_blurry(task_lists, B, K, mix_ratio=0.5):
+    """Transcription of the authors' ``data_prepare_boundaryblurry`` on already shuffled task lists,
+    with the random draws replaced by "take in order" (so the result is hand-checkable)."""
+    main = [list(t) for t in task_lists]
+    blocks = {}
+    size = K * B
+    for t in range(len(main) - 1):
+        cur, nxt = main[t], main[t + 1]
+        bt_n, bn_n = min(size, len(cur)), min(size, len(nxt))
+        bt, bn = cur[len(cur) - bt_n:], nxt[:bn_n]
+        main[t], main[t + 1] = cur[:len(cur) - bt_n], nxt[bn_n:]
+        n_next = int(size * mix_ratio)
+        n_t = min(size - n_next, len(bt))
+        blocks[t] = bt[:n_t] + bn[:min(n_next, len(bn))]
+    return [blocks.get(t - 1, []) + main[t] + blocks.get(t, []) for t in range(len(main))]
+
+
+def test_authors_boundary_local_stream_is_their_construction():
+    tasks = [np.arange(0, 23), np.arange(23, 30), np.arange(30, 45)]
+    s = drift.authors_boundary_local_stream(tasks, 5, k_bl=1, seed=0)
+    # sizes by hand: task 0 keeps 23 - 5 = 18 and gets block 0 (3 from task 0 + 2 from task 1) -> 23;
+    # task 1: 7 - 5 (front) - 2 (back, all that is left) = 0 own, block 0 (5) + block 1 (2 + 2) -> 9;
+    # task 2: block 1 (4) + 15 - 5 = 10 own -> 14
+    segs = [s.batches[s.segment == k] for k in range(3)]
+    assert [int((b >= 0).sum()) for b in segs] == [23, 9, 14]
+    assert s.segment.tolist() == [0] * 5 + [1] * 2 + [2] * 3
+    ref = _their_boundary_blurry([list(t) for t in tasks], 5, 1)
+    assert [len(r) for r in ref] == [23, 9, 14]
+    assert s.meta["block_sizes"] == [5, 4]
+    # the mixed block closes segment k and opens segment k + 1: the same nodes, trained twice
+    flat = [b[b >= 0] for b in segs]
+    assert flat[0][-5:].tolist() == flat[1][:5].tolist() and flat[1][-4:].tolist() == flat[2][:4].tolist()
+    assert s.counts[s.segment == 1].sum(0).tolist() == [3, 4, 2]
+
+
+def test_authors_global_stream_is_their_construction():
+    tasks = [np.arange(0, 20), np.arange(20, 33), np.arange(33, 43)]
+    s = drift.authors_global_stream(tasks, 4, p=0.3, seed=2)
+    # kept int(N (1 - p)): 14, 9, 7; pool 6 + 4 + 3 = 13 -> 3 chunks of 4 (1 node dropped)
+    assert s.meta["dropped"] == 1
+    sizes = [int((s.batches[s.segment == k] >= 0).sum()) for k in range(3)]
+    assert sizes == [18, 13, 11]
+    assert s.segment.tolist() == [0] * 5 + [1] * 4 + [2] * 3   # batches never cross a segment
+    seen = np.sort(s.batches[s.batches >= 0])
+    assert len(np.unique(seen)) == 42 == seen.size      # every node at most once
+    own = [int(s.counts[s.segment == k, k].sum()) for k in range(3)]
+    assert all(o >= kept for o, kept in zip(own, [14, 9, 7]))
+
+
+def _their_loop_on(stream, log_every, acc_rows):
+    return _authors_hard_loop(stream.segment.tolist(), log_every, acc_rows)
+
+
+@pytest.mark.parametrize("setting", ["boundary_local", "global"])
+@pytest.mark.parametrize("log_every", [1, 3, 100])
+def test_authors_mixing_settings_evaluation_points_and_metrics_equal_their_loop(setting, log_every):
+    tasks = [np.arange(0, 23), np.arange(23, 40), np.arange(40, 55)]
+    if setting == "boundary_local":
+        s = drift.authors_boundary_local_stream(tasks, 5, k_bl=1, seed=1)
+    else:
+        s = drift.authors_global_stream(tasks, 5, p=0.3, seed=1)
+    pts = protocol_eval_points(s.num_batches, log_every, "authors", task_of_batch=s.segment)
+    acc = np.random.default_rng(log_every).uniform(size=(len(pts), 3))
+    evals, aa, af = _their_loop_on(s, log_every, acc)
+    assert pts.tolist() == evals
+    # task 0's reference is the evaluation just before segment 1 starts, not the untrained model
+    first = int(np.flatnonzero(s.segment == 1)[0])
+    assert first in pts.tolist()
+    m = protocol_metrics(acc, np.full(len(pts), 0.5), "authors", weights=s.weights, eval_batches=pts, hard=True,
+                         segments=s.segment)
+    assert m["AA"] == pytest.approx(aa) and m["AF"] == pytest.approx(af)
+    # a 3-task hand check at log_every = 100: evaluations 0, the two segment changes and the end
+    if log_every == 100:
+        changes = (np.flatnonzero(np.diff(s.segment)) + 1).tolist()
+        assert pts.tolist() == [0, *changes, s.num_batches]
+        ref = acc[[1, 2, 3], [0, 1, 2]]
+        assert m["AF"] == pytest.approx(float((acc[3] - ref).mean()))
+
+
+@pytest.mark.parametrize("cfg", [drift.StreamConfig("boundary_local", k_bl=1), drift.StreamConfig("global", p=0.3)])
+def test_authors_mixing_settings_run_their_loop(cfg):
+    g = csbm(240, 4, feature_signal=1.0, seed=1)
+    g2, sp = drift.protocol_data(g, 2, 0.2, seed=1, protocol="authors")
+    rows, curves, streams = drift.run_grid(g2, sp, [cfg], ["bare"], [1], hidden=8, eval_every=100, cache=False,
+                                           progress=False, protocol="authors")
+    s = streams[(cfg, 1)]
+    assert s.meta["construction"] == "authors" and s.segment is not None
+    when, acc = curves[(cfg, "bare", 1)]
+    changes = (np.flatnonzero(np.diff(s.segment)) + 1).tolist()
+    assert when.tolist() == sorted({0, *changes, s.num_batches})
+    # AF against the end of the task's own segment: task 0's reference is after training, not batch 0
+    assert rows[0]["AF"] == pytest.approx(float(np.mean(acc[-1] - acc[[1, 2], [0, 1]])))
+    # the text protocol keeps the paper's constructions
+    rows_t, _, streams_t = drift.run_grid(g, drift.protocol_data(g, 2, 0.2, seed=1)[1], [cfg], ["bare"], [1],
+                                          hidden=8, eval_every=100, cache=False, progress=False)
+    assert streams_t[(cfg, 1)].segment is None
 
 
 def test_er_loss_forms_are_named_the_authors_two_means_by_default():

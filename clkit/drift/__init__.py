@@ -31,8 +31,8 @@ from .evaluate import METHODS, StreamRun, eval_points, make_learner, run_stream,
 from .cache import build_stream, stream_key
 from .schedule import (DEFAULT_TAU, gaussian_weights, hard_weights, largest_remainder, latent_tasks,
                        mixing_entropy, overlap_index, task_centers)
-from .streams import (SAMPLINGS, SETTINGS, Stream, boundary_local_stream, fill_counts, gaussian_stream,
-                      global_stream, hard_stream)
+from .streams import (SAMPLINGS, SETTINGS, Stream, authors_boundary_local_stream, authors_global_stream,
+                      boundary_local_stream, fill_counts, gaussian_stream, global_stream, hard_stream)
 
 __all__ = [
     "NOTEBOOK_PARAMETERS", "GridPart", "LatentTaskSplit", "StreamConfig", "check_learner_settings", "check_params", "grid_plan",
@@ -43,5 +43,5 @@ __all__ = [
     "build_stream", "stream_key",
     "DEFAULT_TAU", "gaussian_weights", "hard_weights", "largest_remainder", "latent_tasks", "mixing_entropy",
     "overlap_index", "task_centers", "SAMPLINGS", "SETTINGS", "Stream", "boundary_local_stream", "fill_counts",
-    "gaussian_stream", "global_stream", "hard_stream",
+    "gaussian_stream", "global_stream", "hard_stream", "authors_boundary_local_stream", "authors_global_stream",
 ]

@@ -156,8 +156,8 @@ def count(data: dict, configs: dict, methods, sweep_methods, seeds, *, eval_ever
                                                 sigma=cfg.sigma, p=cfg.p, k_bl=cfg.k_bl, cache=cache,
                                                 protocol=p.name)
             stream = out.streams[key]
-            loop = p.hard_task_loop and cfg.setting == "hard"
-            tasks = stream.counts.argmax(1)
+            loop = p.hard_task_loop and cfg.setting != "gaussian"
+            tasks = stream.segment if stream.segment is not None else stream.counts.argmax(1)
             evals = len(protocol_eval_points(stream.num_batches, every, p, task_of_batch=tasks if loop else None))
             changes = int(np.count_nonzero(tasks[1:] != tasks[:-1])) + 1 if loop else 0
             for m in part.methods:

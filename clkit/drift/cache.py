@@ -20,8 +20,8 @@ import numpy as np
 from .._io import atomic_save
 from .._validate import check_choice, check_int, check_real, check_type
 from ..data._cache import data_root
-from .streams import (SAMPLINGS, SETTINGS, Stream, boundary_local_stream, gaussian_stream, global_stream,
-                      hard_stream)
+from .streams import (SAMPLINGS, SETTINGS, Stream, authors_boundary_local_stream, authors_global_stream,
+                      boundary_local_stream, gaussian_stream, global_stream, hard_stream)
 
 __all__ = ["build_stream", "stream_key"]
 
@@ -55,7 +55,7 @@ def stream_key(task_nodes, setting: str, *, dataset: str, batch_size: int, sampl
     digest.update(dataset.encode())
     parts = [setting] + [f"{k}={v!r}" for k, v in params.items()] + [f"B={batch_size}", sampling, f"seed={seed}",
                                                                   f"nodes{digest.hexdigest()[:12]}"]
-    if setting in ("gaussian", "hard") and protocol != "text":  # Gaussian schedule; hard: partial last batches
+    if protocol != "text":  # Gaussian schedule; the other settings: the authors' constructions
         parts.append(protocol)
     return "_".join(parts)
 
@@ -86,7 +86,10 @@ def build_stream(task_nodes, setting: str, *, dataset: str, batch_size: int = 10
         Cache folder (default ``data_root()/drift_streams``).
     protocol : {"text", "authors"}
         Schedule convention of the Gaussian setting and, under ``"authors"``, the
-        hard setting's partial last batch per task (:mod:`clkit.drift.protocol`).
+        constructions of the authors' code for the other settings: the hard setting's
+        partial last batch per task, :func:`clkit.drift.streams.authors_boundary_local_stream`
+        and :func:`clkit.drift.streams.authors_global_stream` (``sampling`` is then
+        ignored; :mod:`clkit.drift.protocol`).
 
     Returns
     -------
@@ -119,22 +122,28 @@ def build_stream(task_nodes, setting: str, *, dataset: str, batch_size: int = 10
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             meta["cached"] = True
-            return Stream(z["batches"], z["counts"], z["weights"], setting, meta)
+            segment = z["segment"] if "segment" in z.files else None
+            return Stream(z["batches"], z["counts"], z["weights"], setting, meta, segment=segment)
     kw = dict(sampling=sampling, seed=seed)
     if setting == "gaussian":
         stream = gaussian_stream(task_nodes, batch_size, params["sigma"], protocol=protocol, **kw)
     elif setting == "hard":
         stream = hard_stream(task_nodes, batch_size, partial_last=prot.hard_task_loop, **kw)
+    elif setting == "global" and prot.hard_task_loop:
+        stream = authors_global_stream(task_nodes, batch_size, params["p"], seed=seed)
     elif setting == "global":
         stream = global_stream(task_nodes, batch_size, params["p"], **kw)
+    elif prot.hard_task_loop:
+        stream = authors_boundary_local_stream(task_nodes, batch_size, params["k_bl"], seed=seed)
     else:
         stream = boundary_local_stream(task_nodes, batch_size, params["k_bl"], **kw)
     stream.meta.update(dataset=dataset, batch_size=batch_size, key=key)
     if cache:
         def write(tmp):
             with open(tmp, "wb") as fh:
+                extra = {} if stream.segment is None else {"segment": stream.segment}
                 np.savez(fh, batches=stream.batches, counts=stream.counts, weights=stream.weights,
-                         meta=np.array(json.dumps(stream.meta)))
+                         meta=np.array(json.dumps(stream.meta)), **extra)
         atomic_save(path, write)
     stream.meta["cached"] = False
     return stream

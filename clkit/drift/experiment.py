@@ -259,15 +259,15 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
                 return AuthorsGCN(graph.x, graph.edge_index, C, hidden=hidden, seed=seed)
             return GCN(graph.x, graph.edge_index, C, hidden=hidden)
 
-    task_graphs, task_of_node = None, None
-    if p.hard_task_loop and any(c.setting == "hard" for c in configs):
-        # the authors' hard loop trains each task on its own subgraph: its train and test nodes
-        task_of_node = np.full(graph.num_nodes, -1, dtype=np.int64)
-        task_graphs = []
-        for k, nodes in enumerate(split.task_nodes):
+    def segment_graphs(nodes_per_segment):
+        """Each segment's training subgraph as the authors' loop trains it: its train and its task's test nodes."""
+        out = []
+        for k, nodes in enumerate(nodes_per_segment):
             own = np.concatenate([np.asarray(nodes), np.asarray(split.test_idx)[np.asarray(split.test_task) == k]])
-            task_of_node[np.asarray(nodes)] = k
-            task_graphs.append(torch.as_tensor(own)[induced_subgraph(graph.edge_index, own)])
+            out.append(torch.as_tensor(own)[induced_subgraph(graph.edge_index, own)])
+        return out
+
+    hard_graphs = None
     joint_cache: dict[int, tuple] = {}
     todo = [(c, s) for c in configs for s in seeds]
     it = todo
@@ -281,6 +281,24 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
                               cache=cache, protocol=p.name)
         streams[(cfg, seed)] = stream
         ov, ent = overlap_index(stream.weights, tau), mixing_entropy(stream.weights)
+        # the authors' per-task loop (hard, boundary-local, global): every batch belongs to a task segment,
+        # trained on that segment's subgraph, evaluated at every segment change (:mod:`clkit.drift.protocol`)
+        segment = stream.segment
+        if segment is None and p.hard_task_loop and cfg.setting == "hard":   # a stream cached without it
+            segment = stream.counts.argmax(1)
+        task_loop = p.hard_task_loop and cfg.setting != "gaussian" and segment is not None
+        graphs, stream_evaluator = None, evaluator
+        if task_loop and cfg.setting == "hard":   # segments = the latent tasks
+            hard_graphs = hard_graphs or segment_graphs(split.task_nodes)
+            graphs = hard_graphs
+        elif task_loop:   # segments hold the boundary blocks / pool chunks: their own subgraphs and test graphs
+            nodes = [np.unique(stream.batches[segment == k]) for k in range(split.num_tasks)]
+            nodes = [v[v >= 0] for v in nodes]
+            graphs = segment_graphs(nodes)
+            stream_evaluator = TaskEvaluator(graph.edge_index, graph.y,
+                                             LatentTaskSplit(nodes, split.test_idx, split.test_task,
+                                                             split.task_classes), p, device=device,
+                                             precision=precision)
         for method in methods:
             firings = float("nan")
             if method == "joint":
@@ -303,17 +321,16 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
                 else:
                     learner = make_learner(method, model, lr=lr, memory_size=memory_size, seed=seed, **on,
                                            **(learner_kwargs or {}).get(method, {}))
-                task_loop = p.hard_task_loop and cfg.setting == "hard"
-                before = _before_step(model, p.seen_class_loss, task_graphs if task_loop else None, task_of_node)
+                before = _before_step(model, p.seen_class_loss, graphs if task_loop else None, segment)
                 points = protocol_eval_points(stream.num_batches, eval_every, p,
-                                              task_of_batch=stream.counts.argmax(1) if task_loop else None)
-                run = run_stream(learner, stream, graph.y, split.test_idx, split.test_task, evaluator=evaluator,
-                                 before_step=before, points=points)
+                                              task_of_batch=segment if task_loop else None)
+                run = run_stream(learner, stream, graph.y, split.test_idx, split.test_task,
+                                 evaluator=stream_evaluator, before_step=before, points=points)
                 if task_loop:
                     model.set_graph(graph.edge_index)
                 curves[(cfg, method, seed)] = (run.eval_batches, run.acc)
                 m = protocol_metrics(run.acc, run.pooled, p, weights=stream.weights, eval_batches=run.eval_batches,
-                                     hard=cfg.setting != "gaussian")
+                                     hard=cfg.setting != "gaussian", segments=segment if task_loop else None)
                 if method == "mas_star":
                     firings = float(learner.num_updates)
             rows.append({"config": cfg.label(), "setting": cfg.setting, "sigma": cfg.sigma, "p": cfg.p,
@@ -323,27 +340,29 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
     return rows, curves, streams
 
 
-def _before_step(model, seen_class_loss: bool, task_graphs, task_of_node):
-    """The per-step hook of a run: the seen-class logit limit and, in the authors' hard loop, the task's subgraph.
+def _before_step(model, seen_class_loss: bool, segment_graphs, segments):
+    """The per-step hook of a run: the seen-class logit limit and, in the authors' loop, the segment's subgraph.
 
     It gets the batch's node ids and labels on the host (:func:`clkit.drift.evaluate.run_stream`), so it
-    reads nothing from the device; a task change swaps the model's graph (normalised on the host, moved
-    once). Returns None when there is nothing to do.
+    reads nothing from the device. ``segments`` (shape (T,)) names the task segment of every batch, in
+    stream order (the hook counts its calls); a segment change swaps the model's graph to
+    ``segment_graphs[k]`` (normalised on the host, moved once). Returns None when there is nothing to do.
     """
     from .protocol import _even
 
-    if not seen_class_loss and task_graphs is None:
+    if not seen_class_loss and segment_graphs is None:
         return None
-    state = {"task": None}
+    state = {"task": None, "step": 0}
 
     def before(idx, yb):
         if seen_class_loss:
             model.logit_limit = max(model.logit_limit or 0, _even(int(yb.max()) + 1))
-        if task_graphs is not None:
-            k = int(task_of_node[int(idx[0])])
+        if segment_graphs is not None:
+            k = int(segments[state["step"]])
             if k != state["task"]:
-                model.set_graph(task_graphs[k])
+                model.set_graph(segment_graphs[k])
                 state["task"] = k
+        state["step"] += 1
 
     return before
 

@@ -22,13 +22,25 @@ that change the conclusions. Both are available, selected by one name:
     - evaluations at batch 0 (the untrained model), every ``eval_every`` batches and
       at the end, all counted in A_AUC and in AF_s's maximum (their default
       interval is 100 batches);
-    - the hard setting runs their per-task loop (``pipeline_tfocis`` with
-      ``Continuum``): each task's nodes shuffled and cut into batches that never cross
-      a task boundary (the last one partial), each batch trained on its task's own
-      subgraph, an evaluation also at every task change, AA = mean over tasks of the
-      final per-task accuracies (``confusion_matrix``'s ``fin.mean()``) and AF = final
-      minus the accuracy at the end of the task's own segment (the last evaluation
-      tagged with that task), so it can be positive;
+    - the hard, boundary-local and global settings run their per-task loops
+      (``pipeline.py``: ``pipeline_tfocis`` with ``Continuum``, ``pipeline_tfobb``,
+      ``pipeline_tfo`` for ``tfo_blurry``): the stream is a sequence of task *segments*
+      (:attr:`clkit.drift.streams.Stream.segment`), cut into batches that never cross a
+      segment (the last one partial), each batch trained on its segment's own subgraph
+      (its train nodes and its task's test nodes), an evaluation also before the first
+      batch of every new segment (``(i % log_every == 0) or (t != current_task)``), AA =
+      mean over tasks of the final per-task accuracies (``metrics.confusion_matrix``'s
+      ``fin.mean()``) and AF = final minus the accuracy at the end of the task's own
+      segment (the last evaluation tagged with that task), so it can be positive. The
+      segments are the latent tasks (hard); ``[block k-1 | task k's rest | block k]`` with
+      each boundary's mixed block trained twice (boundary-local,
+      ``data_prepare_boundaryblurry``; :func:`clkit.drift.streams.authors_boundary_local_stream`);
+      task k's first ``int(N_k (1 - p))`` shuffled nodes plus a ``1/K`` chunk of the pooled
+      rest (global, ``data_prepare_blurry``; :func:`clkit.drift.streams.authors_global_stream`).
+      Each task is then also *evaluated* on its segment's subgraph (their ``subgraphs[t]``).
+      The paper's text describes neither the task-change evaluations nor these
+      constructions (App. A.3: the boundary samples spread once over ``2 K_bl`` batches;
+      the pool "injected into all stream regions"), which the text protocol follows;
     - 60/20/20 split (validation nodes are dropped from the graph the model sees);
       weight decay 5e-4; loss over the classes seen so far; replayed nodes enter as
       isolated nodes; their backbone (:class:`clkit.models.gcn.AuthorsGCN`); Joint
@@ -344,7 +356,8 @@ def eval_points(num_batches: int, eval_every: int) -> np.ndarray:
 def protocol_eval_points(num_batches: int, eval_every: int, protocol="text", task_of_batch=None) -> np.ndarray:
     """Batches trained at each evaluation: ``Δ, 2Δ, ..., T`` (text) or ``0, Δ, 2Δ, ..., T`` (authors).
 
-    With ``task_of_batch`` (shape (T,), the hard setting) the authors' loop also
+    With ``task_of_batch`` (shape (T,), the task segment of every batch in the authors'
+    loop: hard, boundary-local and global settings) the authors' loop also
     evaluates before the first batch of every new task: at ``i`` whenever
     ``task_of_batch[i] != task_of_batch[i - 1]`` (their ``t != current_task``).
 
@@ -368,21 +381,25 @@ def protocol_eval_points(num_batches: int, eval_every: int, protocol="text", tas
     return pts.astype(np.int64)
 
 
-def segment_references(weights, eval_batches) -> np.ndarray:
+def segment_references(weights, eval_batches, segments=None) -> np.ndarray:
     """For every task, the evaluation that closes its own segment (-1 when none does).
 
-    An evaluation after ``p`` batches belongs to the task that dominated batch
-    ``p - 1`` (task 0 for ``p = 0``), as the authors' ``task_list``; a task's reference
-    is its last evaluation.
+    An evaluation after ``p`` batches belongs to the task of batch ``p - 1`` (task 0
+    for ``p = 0``), as the authors' ``task_list``: ``segments[p - 1]`` when given (the
+    task segment of each batch in their loop, :attr:`clkit.drift.streams.Stream.segment`),
+    else the task that dominated it (``argmax`` of ``weights``); a task's reference is
+    its last evaluation.
 
     Examples
     --------
     >>> w = np.eye(2)[[0, 0, 1, 1]]
     >>> segment_references(w, [0, 2, 4]).tolist()
     [1, 2]
+    >>> segment_references(w, [0, 1, 2, 4], segments=[0, 0, 0, 1]).tolist()   # batch 2 still task 0's
+    [2, 3]
     """
     w = np.asarray(weights)
-    owner = np.argmax(w, axis=1)
+    owner = np.argmax(w, axis=1) if segments is None else np.asarray(segments, dtype=np.int64)
     ev = np.asarray(eval_batches, dtype=np.int64)
     tags = np.where(ev > 0, owner[np.maximum(ev - 1, 0)], 0)
     ref = np.full(w.shape[1], -1, dtype=np.int64)
@@ -406,7 +423,8 @@ def stream_metrics(acc) -> dict:
             "AF_s": stream_forgetting(acc)}
 
 
-def protocol_metrics(acc, pooled, protocol="text", *, weights=None, eval_batches=None, hard: bool = False) -> dict:
+def protocol_metrics(acc, pooled, protocol="text", *, weights=None, eval_batches=None, hard: bool = False,
+                     segments=None) -> dict:
     """AA, AF, A_AUC and AF_s of one run under ``protocol`` (fractions; forgetting <= 0 is worse).
 
     text: AA = mean final per-task accuracy, A_AUC = mean over evaluations of the
@@ -416,7 +434,9 @@ def protocol_metrics(acc, pooled, protocol="text", *, weights=None, eval_batches
     ``weights``, ``eval_batches``) AF = mean over tasks of (final - accuracy at the end of
     the task's own segment) (``hard_af="segment"``) and AA = mean over tasks of the
     final per-task accuracies (``hard_task_loop``: their ``confusion_matrix``, which
-    scores every non-Gaussian setting), else AF = AF_s.
+    scores every non-Gaussian setting), else AF = AF_s. ``segments`` (the task segment of
+    every batch, :attr:`clkit.drift.streams.Stream.segment`) tags the evaluations as their
+    loop does; without it a batch belongs to its dominant task.
 
     Examples
     --------
@@ -435,7 +455,7 @@ def protocol_metrics(acc, pooled, protocol="text", *, weights=None, eval_batches
     af, aa = af_s, float(pooled[-1])
     if hard and weights is not None and eval_batches is not None:
         if p.hard_af == "segment":
-            ref = segment_references(weights, eval_batches)
+            ref = segment_references(weights, eval_batches, segments)
             k = np.flatnonzero(ref >= 0)
             af = float(np.nanmean(a[-1, k] - a[ref[k], k])) if k.size else float("nan")
         if p.hard_task_loop:

@@ -31,6 +31,8 @@ __all__ = [
     "hard_stream",
     "boundary_local_stream",
     "global_stream",
+    "authors_boundary_local_stream",
+    "authors_global_stream",
 ]
 
 SETTINGS = ["hard", "gaussian", "boundary_local", "global"]
@@ -54,6 +56,11 @@ class Stream:
     setting : str
     meta : dict
         Construction parameters (sigma, p, k_bl, sampling, seed, ...).
+    segment : ndarray of int64, shape (T,), or None
+        The authors' loop only (:func:`hard_stream` with ``partial_last``,
+        :func:`authors_boundary_local_stream`, :func:`authors_global_stream`): the task
+        segment each batch belongs to (their loop's task index ``t``), which decides
+        their task-change evaluations, the subgraph a batch trains on and AF's reference.
     """
 
     batches: np.ndarray
@@ -61,6 +68,7 @@ class Stream:
     weights: np.ndarray
     setting: str
     meta: dict = field(default_factory=dict)
+    segment: np.ndarray | None = None
 
     @property
     def num_batches(self) -> int:
@@ -221,7 +229,8 @@ def hard_stream(task_nodes, batch_size: int, *, sampling: str = "without", seed:
                 counts[len(rows), k] = chunk.size
                 rows.append(np.concatenate([chunk, np.full(batch_size - chunk.size, -1, dtype=np.int64)]))
         return Stream(np.stack(rows), counts, w, "hard", {"sampling": "without", "seed": seed,
-                                                          "partial_last": True})
+                                                          "partial_last": True},
+                      segment=counts.argmax(1).astype(np.int64))
     counts = (w * batch_size).astype(np.int64)
     batches = fill_counts(task_nodes, counts, sampling=sampling, rng=rng)
     return Stream(batches, counts, w, "hard", {"sampling": sampling, "seed": seed})
@@ -352,3 +361,116 @@ def global_stream(task_nodes, batch_size: int, p: float, *, sampling: str = "wit
     share = share / share.sum() if share.sum() else share
     w = ((B - m_t) / B)[:, None] * np.eye(K)[owner] + (m_t / B)[:, None] * share[None, :]
     return Stream(batches, counts, w, "global", {"p": p, "sampling": sampling, "seed": seed})
+
+
+# ------------------------------------------------------------ the authors' constructions
+def _segment_stream(segments, task_nodes, batch_size: int, setting: str, meta: dict) -> Stream:
+    """Each segment's nodes, in order, cut into batches of ``batch_size`` that never cross a segment
+    (the last one partial, padded with -1); ``weights`` is the realised composition."""
+    rows, seg = [], []
+    for k, nodes in enumerate(segments):
+        for start in range(0, nodes.size, batch_size):
+            chunk = nodes[start:start + batch_size]
+            rows.append(np.concatenate([chunk, np.full(batch_size - chunk.size, -1, dtype=np.int64)]))
+            seg.append(k)
+    batches = np.stack(rows)
+    node_task = _node_task(task_nodes)
+    K = len(task_nodes)
+    tasks = np.where(batches >= 0, node_task[np.maximum(batches, 0)], K)
+    flat = (np.arange(len(rows))[:, None] * (K + 1) + tasks).ravel()
+    counts = np.bincount(flat, minlength=len(rows) * (K + 1)).reshape(len(rows), K + 1)[:, :K]
+    w = counts / counts.sum(1, keepdims=True)
+    return Stream(batches, counts.astype(np.int64), w, setting, meta, segment=np.asarray(seg, dtype=np.int64))
+
+
+def authors_boundary_local_stream(task_nodes, batch_size: int, k_bl: int, *, mix_ratio: float = 0.5,
+                                  seed: int = 0) -> Stream:
+    """Boundary-local mixing as the authors' code builds it (``data_prepare_boundaryblurry``, ``tfo_bb``).
+
+    Every task's training nodes are shuffled. At each boundary ``k | k+1`` the last
+    ``k_bl * B`` nodes of task k and the first ``k_bl * B`` of task k+1 are removed from
+    their tasks; ``k_bl * B * (1 - mix_ratio)`` of the former and ``int(k_bl * B * mix_ratio)``
+    of the latter (drawn at random; the rest of both sides is dropped from the stream) form
+    the boundary's *mixed block*. Task k's segment is ``[block k-1 | its own remaining
+    nodes | block k]``, so every mixed block is trained twice: at the end of task k's
+    segment and again at the start of task k+1's. Each segment is cut in order into
+    batches of ``B`` that never cross a segment (the last one partial); ``segment`` holds
+    each batch's task, as their ``pipeline_tfobb`` loop (its task-change evaluations and
+    per-task subgraphs). Sampling is always without replacement.
+
+    The paper (App. A.3) instead pools the ``2 k_bl B`` boundary samples and spreads them
+    uniformly over the ``2 k_bl`` batches around the boundary, each sample once
+    (:func:`boundary_local_stream`).
+
+    Examples
+    --------
+    >>> s = authors_boundary_local_stream([np.arange(30), np.arange(30, 60)], batch_size=5, k_bl=2)
+    >>> s.segment.tolist()   # 20 own nodes + the block of 10, then the block again + 20 own nodes
+    [0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1]
+    >>> bool((s.batches[4:6] == s.batches[6:8]).all()), s.counts[4:6].sum(0).tolist()   # the block, twice
+    (True, [5, 5])
+    """
+    k_bl = check_int("k_bl", k_bl, low=1)
+    mix_ratio = check_real("mix_ratio", mix_ratio, low=0, high=1)
+    batch_size, _ = _check_common(task_nodes, batch_size, "without")
+    rng = np.random.default_rng(seed)
+    parts = [rng.permutation(np.asarray(n, dtype=np.int64)) for n in task_nodes]
+    size = k_bl * batch_size
+    blocks = []
+    for k in range(len(parts) - 1):
+        cur, nxt = parts[k], parts[k + 1]
+        nt = min(size, cur.size)
+        nn = min(size, nxt.size)
+        side_t, side_n = cur[cur.size - nt:], nxt[:nn]
+        parts[k], parts[k + 1] = cur[:cur.size - nt], nxt[nn:]
+        take_n = int(size * mix_ratio)
+        take_t = min(size - take_n, side_t.size)
+        take_n = min(take_n, side_n.size)
+        block = np.concatenate([rng.permutation(side_t)[:take_t], rng.permutation(side_n)[:take_n]])
+        blocks.append(rng.permutation(block))
+    segments = [np.concatenate(([blocks[k - 1]] if k > 0 else []) + [parts[k]]
+                               + ([blocks[k]] if k < len(blocks) else [])).astype(np.int64)
+                for k in range(len(parts))]
+    return _segment_stream(segments, task_nodes, batch_size, "boundary_local",
+                           {"k_bl": k_bl, "mix_ratio": mix_ratio, "sampling": "without", "seed": seed,
+                            "construction": "authors", "block_sizes": [int(b.size) for b in blocks]})
+
+
+def authors_global_stream(task_nodes, batch_size: int, p: float, *, seed: int = 0) -> Stream:
+    """Global mixing as the authors' code builds it (``data_prepare_blurry``, ``tfo_blurry``, ``Continuum``).
+
+    Every task's training nodes are shuffled and the first ``int(N_k (1 - p))`` kept in
+    the task (their ``--percentage`` is ``1 - p``); the rest of every task forms one pool,
+    shuffled and cut into ``K`` equal chunks of ``int(pool / K)`` (the remainder is
+    dropped). Task k's segment is its kept nodes plus chunk k, shuffled, cut into
+    batches of ``B`` that never cross a segment (the last one partial); ``segment``
+    holds each batch's task, as their ``pipeline_tfo`` loop. So each segment holds about
+    a fraction ``p`` of nodes from all tasks (its own included), at random positions.
+    Sampling is always without replacement.
+
+    The paper (App. A.3) says the pool is "injected into all stream regions" while the
+    rest follows the hard schedule; :func:`global_stream` gives the pool a fraction
+    ``p`` of the slots of every batch.
+
+    Examples
+    --------
+    >>> s = authors_global_stream([np.arange(20), np.arange(20, 40)], batch_size=5, p=0.3)
+    >>> s.segment.tolist(), s.counts.sum(0).tolist()   # 14 kept per task, the pool of 12 split 6 + 6
+    ([0, 0, 0, 0, 1, 1, 1, 1], [20, 20])
+    """
+    p = check_real("p", p, low=0, high=1, high_open=True)
+    batch_size, _ = _check_common(task_nodes, batch_size, "without")
+    rng = np.random.default_rng(seed)
+    K = len(task_nodes)
+    kept, pool = [], []
+    for nodes in task_nodes:
+        perm = rng.permutation(np.asarray(nodes, dtype=np.int64))
+        n_keep = int(perm.size * (1.0 - p))
+        kept.append(perm[:n_keep])
+        pool.append(perm[n_keep:])
+    pool = rng.permutation(np.concatenate(pool))
+    per = int(pool.size / K)
+    segments = [rng.permutation(np.concatenate([kept[k], pool[k * per:(k + 1) * per]])) for k in range(K)]
+    return _segment_stream(segments, task_nodes, batch_size, "global",
+                           {"p": p, "sampling": "without", "seed": seed, "construction": "authors",
+                            "dropped": int(pool.size - K * per)})
