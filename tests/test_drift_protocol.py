@@ -505,6 +505,35 @@ def test_authors_mixing_settings_run_their_loop(cfg):
     assert streams_t[(cfg, 1)].segment is None
 
 
+@pytest.mark.parametrize("loss_form", ["two_means", "one_mean"])
+def test_authors_er_replays_a_full_batch_with_a_partial_one(loss_form):
+    """er_model.py: n_samples = min(batch_size * memory_proportion, buffer_size) = min(10 * 1, stored)."""
+    from clkit.drift.authors import AuthorsER
+
+    net = GCN(torch.eye(40), torch.zeros((2, 0), dtype=torch.int64), num_classes=2, hidden=4)
+    s = make_authors_learner("er", net, memory_size=100, stream_batch_size=10, loss_form=loss_form, seed=0)
+    assert isinstance(s, AuthorsER) and s.replay_size == 10
+    rows = []
+    net.register_forward_hook(lambda m, inp, out: rows.append(out.shape[0]))
+    y = torch.arange(40) % 2
+    s.observe(torch.arange(0, 4), y[:4])      # nothing stored yet: the batch alone
+    s.observe(torch.arange(4, 7), y[4:7])     # 4 stored: min(10, 4) = 4 replayed with a batch of 3
+    for start in (7, 17):
+        s.observe(torch.arange(start, start + 10), y[start:start + 10])
+    rows.clear()
+    s.observe(torch.arange(27, 30), y[27:30])  # 27 stored, partial batch of 3: min(10, 27) = 10 replayed
+    batch_then_replay = [3, 10] if loss_form == "two_means" else [13]
+    assert rows == batch_then_replay
+    assert s.replay_count(3) == 10
+    # clkit's rule (the text protocol's ER): as many rows as the batch
+    s.replay_size = None
+    rows.clear()
+    s.observe(torch.arange(30, 33), y[30:33])
+    assert rows == ([3, 3] if loss_form == "two_means" else [6])
+    with pytest.raises(ValueError, match="replay_size"):
+        AuthorsER(net, replay_size=0)
+
+
 def test_er_loss_forms_are_named_the_authors_two_means_by_default():
     from clkit.drift.authors import ER_LOSS_FORMS, AuthorsER
 

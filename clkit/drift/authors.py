@@ -46,6 +46,7 @@ from ..strategies.importance import quadratic_penalty
 from ..strategies.projection import AGEM
 from ..strategies.rehearsal import ER
 from ..strategies._common import TaskAwareStrategy
+from ..strategies.base import _cat
 from ..strategies.task_free import MASStar
 
 __all__ = ["ER_LOSS_FORMS", "AuthorsER", "AuthorsAGEM", "AuthorsGSS", "AuthorsMASStar", "AuthorsSSM", "AuthorsSEM",
@@ -71,7 +72,15 @@ ER_LOSS_FORMS = ["two_means", "one_mean"]
 
 
 class AuthorsER(ER):
-    """ER whose reservoir replays its nodes as isolated nodes.
+    """ER whose reservoir replays its nodes as isolated nodes, ``replay_size`` of them per step.
+
+    ``replay_size`` (default 10): the rows replayed each step, ``min(replay_size, stored)``,
+    as ``er_model.py``'s ``min(batch_size * memory_proportion, buffer_size)`` with their
+    ``memory_proportion = 1`` (``er_args``), so a partial batch (the last of a task segment
+    in their loops) still replays a full batch's worth. ``None``: as many rows as the
+    incoming batch (``len(y)``), clkit's :class:`clkit.strategies.ER` rule, which the text
+    protocol runs (the paper's text says only that batches are "augmented with nodes
+    sampled uniformly from the buffer", App. A.2).
 
     ``loss_form="two_means"`` (the released ``er_model.py``): ``CE(batch) + CE(replayed
     rows)``, two means added, so the replay has the weight of the whole batch and the
@@ -93,11 +102,31 @@ class AuthorsER(ER):
     ...     losses[form] = s.observe(x, y)
     >>> round(float(losses["two_means"] / losses["one_mean"]), 2)   # 4 + 4 rows: two means = 2 x one mean
     2.0
+    >>> s = AuthorsER(copy.deepcopy(net), memory_size=4, replay_size=3, seed=0)
+    >>> _ = s.observe(x, y)   # 4 rows stored
+    >>> s.replay_count(1), s.replay_count(10)
+    (3, 3)
+    >>> s.replay_size = None   # clkit's rule: as many as the batch
+    >>> s.replay_count(1), s.replay_count(10)
+    (1, 4)
     """
 
-    def __init__(self, model, *, loss_form: str = "two_means", **kwargs):
+    def __init__(self, model, *, loss_form: str = "two_means", replay_size: int | None = 10, **kwargs):
         super().__init__(model, **kwargs)
         self.loss_form = check_choice("loss_form", loss_form, ER_LOSS_FORMS)
+        self.replay_size = None if replay_size is None else check_int("replay_size", replay_size, low=1)
+
+    def replay_count(self, n_batch: int) -> int:
+        """Rows replayed with an incoming batch of ``n_batch`` rows: ``min(replay_size, stored)``
+        (``replay_size=None``: ``min(n_batch, stored)``)."""
+        return min(n_batch if self.replay_size is None else self.replay_size, len(self.memory))
+
+    def replay(self, x, y, task):
+        tids = self.task_ids_of(len(y), task)
+        mx, my, mt = self.memory.sample(self.replay_count(len(y)), self.generator)
+        if mx is None or len(my) == 0:
+            return x, y, tids
+        return _cat(x, mx), torch.cat([y, my]), torch.cat([tids, mt])
 
     def train_step(self, x, y, task=None) -> torch.Tensor:
         if self.loss_form == "one_mean":
@@ -106,7 +135,7 @@ class AuthorsER(ER):
         self.optimizer.zero_grad(set_to_none=True)
         with self.amp.autocast():
             loss = self.criterion(self.forward(x, task), y)
-            mx, my, _ = self.memory.sample(len(y), self.generator)
+            mx, my, _ = self.memory.sample(self.replay_count(len(y)), self.generator)
             if mx is not None and len(my):
                 loss = loss + self.criterion(self.forward(mx, task), my)
             loss = loss + self.penalty(task)
@@ -379,10 +408,12 @@ _CLASSES = {"er": AuthorsER, "agem": AuthorsAGEM, "gss": AuthorsGSS, "mas_star":
 
 def make_authors_learner(method: str, model, *, lr: float = 5e-3, memory_size: int = 100, seed: int = 0,
                          weight_decay: float = AUTHORS_WEIGHT_DECAY, device="cpu", precision: str = "fp32",
-                         **kwargs):
+                         stream_batch_size: int | None = None, **kwargs):
     """The DRIFT learner ``method`` as the authors' code runs it: Adam, weight decay 5e-4.
 
     ``device`` / ``precision``: the run's (the model moves there; :mod:`clkit.device`).
+    ``stream_batch_size``: the stream's batch size B; ER then replays ``B x memory_proportion``
+    = ``B`` rows (:class:`AuthorsER`'s ``replay_size``; default 10, their B).
     ``kwargs`` go to the method's class (e.g. ``loss_form="one_mean"`` for ER).
 
     Examples
@@ -399,6 +430,8 @@ def make_authors_learner(method: str, model, *, lr: float = 5e-3, memory_size: i
     if method == "bare":
         return make_strategy("naive", model, **kw)
     memory_size = check_int("memory_size", memory_size, low=1)
+    if method == "er" and stream_batch_size is not None:
+        kwargs = {"replay_size": check_int("stream_batch_size", stream_batch_size, low=1), **kwargs}
     if method in _CLASSES:
         return _CLASSES[method](model, memory_size=memory_size, **kw, **kwargs)
     return make_strategy(REGISTRY_NAME[method], model, memory_size=memory_size, **kw, **kwargs)

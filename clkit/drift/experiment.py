@@ -316,7 +316,8 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
                 model = new_model(seed)
                 if p.learners == "authors" and method in METHODS:
                     learner = make_authors_learner(method, model, lr=lr, memory_size=memory_size, seed=seed,
-                                                   weight_decay=p.weight_decay, **on,
+                                                   weight_decay=p.weight_decay, stream_batch_size=cfg.batch_size,
+                                                   **on,
                                                    **(learner_kwargs or {}).get(method, {}))
                 else:
                     learner = make_learner(method, model, lr=lr, memory_size=memory_size, seed=seed, **on,
