@@ -91,6 +91,8 @@ memory_size: int = 100  # replay memory, in nodes (ER, A-GEM, GSS, SSM, SEM, DMS
 # e.g. {"mas_star": {"mas_lambda": 10.0}}
 learner_kwargs: dict = {}
 hidden: int = 64  # GCN hidden width (the paper: 256)
+backbone: str = "gcn"  # gcn | gin | gat: the graph network, GIN and GAT as the authors'
+# code builds them (clkit.models.gnn; GAT: 8 heads of hidden / 8)
 lr: float = 0.005  # Adam learning rate
 eval_every: int = 20  # evaluation interval Delta of the text protocol, in batches
 eval_every_authors: int = 100  # Delta of the authors protocol (their code: 100; a run
@@ -278,7 +280,7 @@ display(Markdown(f"Stream of {T} batches ({protocols[0]} protocol). "
 record.log(eval_every=intervals, eval_every_notes=interval_notes)
 display(Markdown(report.intervals_markdown(intervals, interval_notes)))
 learner_kw = dict(hidden=hidden, lr=lr, memory_size=memory_size, eval_every=intervals,
-                  learner_kwargs=LS)
+                  learner_kwargs=LS, backbone=backbone)
 grid_kw = dict(**learner_kw, joint_epochs=joint_epochs, tau=tau, dataset=name,
                device=rd.device, precision=rd.precision)
 budget = drift_budget.estimate(data, configs, methods, sweep_methods, seeds, null_configs=null_cfg,

@@ -169,19 +169,19 @@ def count(data: dict, configs: dict, methods, sweep_methods, seeds, *, eval_ever
     return out
 
 
-def _model(graph, protocol, hidden: int, seed: int):
-    from ..models.gcn import GCN, AuthorsGCN
+def _model(graph, protocol, hidden: int, seed: int, backbone: str = "gcn"):
+    from ..models.gnn import make_graph_backbone
 
     with torch_seeded(seed):
-        if get_protocol(protocol).backbone == "authors":
-            return AuthorsGCN(graph.x, graph.edge_index, graph.num_classes, hidden=hidden, seed=seed)
-        return GCN(graph.x, graph.edge_index, graph.num_classes, hidden=hidden)
+        return make_graph_backbone(backbone, graph.x, graph.edge_index, graph.num_classes, hidden=hidden,
+                                   protocol="authors" if get_protocol(protocol).backbone == "authors" else "text",
+                                   seed=seed)
 
 
 def calibrate(data: dict, study: StudyCount, *, hidden: int, lr: float = 5e-3, memory_size: int = 100,
               learner_kwargs: dict | None = None, device="cpu", precision: str = "fp32", seed: int = 0,
-              steps: int = 8, warmup: int | None = None) -> dict:
-    """Seconds per unit of work on ``device``, timed at the run's graph size.
+              steps: int = 8, warmup: int | None = None, backbone: str = "gcn") -> dict:
+    """Seconds per unit of work on ``device``, timed at the run's graph size (with ``backbone``'s network).
 
     For each protocol: ``observe`` steps of every method the study runs (``steps`` timed
     after ``warmup``, on the protocol's first stream's batches; the median), one
@@ -205,10 +205,11 @@ def calibrate(data: dict, study: StudyCount, *, hidden: int, lr: float = 5e-3, m
     device = as_device(device)
     with torch_threads(1):
         return _calibrate(data, study, hidden, lr, memory_size, learner_kwargs, device, precision, seed, steps,
-                          warmup)
+                          warmup, backbone)
 
 
-def _calibrate(data, study, hidden, lr, memory_size, learner_kwargs, device, precision, seed, steps, warmup):
+def _calibrate(data, study, hidden, lr, memory_size, learner_kwargs, device, precision, seed, steps, warmup,
+               backbone="gcn"):
     from ..device import move
     from ..strategies import Strategy, Task
     from .authors import make_authors_learner
@@ -223,7 +224,7 @@ def _calibrate(data, study, hidden, lr, memory_size, learner_kwargs, device, pre
         if stream is None:
             continue
         fill = warmup if warmup is not None else math.ceil(memory_size / stream.batch_size) + 2
-        model = _model(graph, pr, hidden, seed)
+        model = _model(graph, pr, hidden, seed, backbone)
         y = move(torch.as_tensor(graph.y, dtype=torch.int64), device)
         rows = torch.as_tensor(stream.batches[np.all(stream.batches >= 0, axis=1)], dtype=torch.int64)
         batches = move(rows, device)
@@ -265,7 +266,8 @@ def _ms_list(times: dict) -> str:
 def estimate(data: dict, configs: dict, methods, sweep_methods, seeds, *, eval_every, joint_epochs: int,
              hidden: int, lr: float = 5e-3, memory_size: int = 100, learner_kwargs: dict | None = None,
              null_configs=None, null_offset: int | None = None, dataset: str = "graph", cache: bool = True,
-             device="cpu", precision: str = "fp32", describe: str | None = None, steps: int = 8, **_) -> Budget:
+             device="cpu", precision: str = "fp32", describe: str | None = None, steps: int = 8,
+             backbone: str = "gcn", **_) -> Budget:
     """Count the study's work (:func:`count`), time it on ``device`` (:func:`calibrate`): a :class:`clkit.budget.Budget`.
 
     ``describe`` names the device in the text (``rd.describe()``); other keywords of the
@@ -276,9 +278,9 @@ def estimate(data: dict, configs: dict, methods, sweep_methods, seeds, *, eval_e
     study = count(data, configs, methods, sweep_methods, seeds, eval_every=eval_every, joint_epochs=joint_epochs,
                   null_configs=null_configs, null_offset=null_offset, dataset=dataset, cache=cache)
     t = calibrate(data, study, hidden=hidden, lr=lr, memory_size=memory_size, learner_kwargs=learner_kwargs,
-                  device=device, precision=precision, seed=min(seeds), steps=steps)
+                  device=device, precision=precision, seed=min(seeds), steps=steps, backbone=backbone)
     graph = next(iter(data.values()))[0]
-    size = f"{graph.num_nodes:,} nodes, {graph.x.shape[1]:,} features, hidden {hidden}"
+    size = f"{graph.num_nodes:,} nodes, {graph.x.shape[1]:,} features, {backbone.upper()} hidden {hidden}"
     step_s = sum(study.steps(pr, m) * s for (pr, m), s in t["step"].items())
     n_steps = study.steps()
     per = {f"{pr} {m}": s for (pr, m), s in t["step"].items()}

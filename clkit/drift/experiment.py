@@ -24,7 +24,7 @@ from .streams import SAMPLINGS, SETTINGS
 NOTEBOOK_PARAMETERS = ("dataset", "data_dir", "protocol", "num_nodes", "num_classes", "homophily",
                        "avg_degree", "feature_signal", "classes_per_task", "test_fraction", "setting", "sigma",
                        "sigmas", "overlaps", "sweep_methods", "p", "k_bl", "batch_size", "batch_sizes",
-                       "sampling", "methods", "memory_size", "learner_kwargs", "hidden", "lr", "eval_every",
+                       "sampling", "methods", "memory_size", "learner_kwargs", "hidden", "backbone", "lr", "eval_every",
                        "eval_every_authors", "joint_epochs", "tau", "seeds", "device", "precision",
                        "deterministic", "rehearse")
 
@@ -198,7 +198,7 @@ def check_learner_settings(learner_kwargs, methods, protocols=("text",)) -> dict
 def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: int = 256, lr: float = 5e-3,
              memory_size: int = 100, learner_kwargs: dict | None = None, eval_every: int = 10, joint_epochs: int = 50, tau: float = DEFAULT_TAU,
              dataset: str = "graph", cache: bool = True, progress: bool = True, protocol: str = "text",
-             device="cpu", precision: str = "fp32"):
+             device="cpu", precision: str = "fp32", backbone: str = "gcn"):
     """Run every method on every configuration and seed (each stream built once per config and seed).
 
     Parameters
@@ -225,6 +225,9 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
         moved there with their graph; streams, labels and test nodes move once per run.
     precision : {"fp32", "bf16", "fp16"}
         Autocast of the forward passes (learners, Joint and evaluation).
+    backbone : {"gcn", "gin", "gat"}
+        The graph network (:func:`clkit.models.gnn.make_graph_backbone`): the protocol's GCN,
+        or GIN / GAT as the authors' code builds them (``--backbone``).
 
     Returns
     -------
@@ -237,7 +240,7 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
     streams : dict
         ``(config, seed) -> Stream``.
     """
-    from ..models.gcn import GCN, AuthorsGCN
+    from ..models.gnn import make_graph_backbone
     from .authors import make_authors_learner
     from .protocol import TaskEvaluator, get_protocol, induced_subgraph, protocol_eval_points, protocol_metrics
 
@@ -253,11 +256,12 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
     evaluator = TaskEvaluator(graph.edge_index, graph.y, split, p, device=device, precision=precision)
     on = dict(device=device, precision=precision)
 
+    backbone = check_choice("backbone", backbone, ["gcn", "gin", "gat"])
+
     def new_model(seed):
         with torch_seeded(seed):
-            if p.backbone == "authors":
-                return AuthorsGCN(graph.x, graph.edge_index, C, hidden=hidden, seed=seed)
-            return GCN(graph.x, graph.edge_index, C, hidden=hidden)
+            return make_graph_backbone(backbone, graph.x, graph.edge_index, C, hidden=hidden,
+                                       protocol="authors" if p.backbone == "authors" else "text", seed=seed)
 
     def segment_graphs(nodes_per_segment):
         """Each segment's training subgraph as the authors' loop trains it: its train and its task's test nodes."""
@@ -371,7 +375,7 @@ def _before_step(model, seen_class_loss: bool, segment_graphs, segments):
 def check_params(*, dataset, setting, sigma, sigmas, p, k_bl, batch_size, batch_sizes, sampling, methods, memory_size,
                  eval_every, seeds, classes_per_task, tau, hidden, lr, joint_epochs, test_fraction,
                  protocol="text", sweep_methods=None, all_methods=None, eval_every_authors=None, overlaps=None,
-                 **_):
+                 backbone="gcn", **_):
     """Validate notebook 05_drift's parameters; raises ``ValueError``/``TypeError`` naming the parameter.
 
     ``sweep_methods`` must name online methods among ``all_methods`` (default:
@@ -428,6 +432,10 @@ def check_params(*, dataset, setting, sigma, sigmas, p, k_bl, batch_size, batch_
     check_int("classes_per_task", classes_per_task, low=1)
     check_real("tau", tau, low=0, high=1, low_open=True)
     check_int("hidden", hidden, low=1)
+    check_choice("backbone", backbone, ["gcn", "gin", "gat"])
+    if backbone == "gat" and hidden % 8:
+        raise ValueError(f"hidden must be a multiple of 8 with backbone='gat' (8 heads of hidden / 8, the "
+                         f"authors' 8 x 32 at hidden = 256), got {hidden}")
     check_real("lr", lr, low=0, low_open=True)
     check_int("joint_epochs", joint_epochs, low=1)
     check_real("test_fraction", test_fraction, low=0, high=1, low_open=True, high_open=True)

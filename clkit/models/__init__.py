@@ -2,6 +2,8 @@
 
 - :mod:`clkit.models.mlp` -- multi-layer perceptrons (tabular data).
 - :mod:`clkit.models.gcn` -- a 2-layer GCN that holds its graph (node-index batches -> logits).
+- :mod:`clkit.models.gnn` -- ``GIN`` and ``GAT`` as DRIFT's released code builds them, with the
+  GCN's interface (``make_graph_backbone``: notebook 05's ``backbone``).
 - :mod:`clkit.models.cnn` -- ``SmallCNN``, ``WideVGG9``, ``ResNet`` (18/34) and
   ``make_backbone(name, ...)`` for image tasks (curriculum benchmark).
 - :mod:`clkit.models.transformer` -- ``TimeSeriesTransformer``, a next-step forecaster over
@@ -17,4 +19,13 @@ torch-geometric.
 
 from .mlp import MLP
 
-__all__ = ["MLP"]
+__all__ = ["MLP", "GIN", "GAT"]
+
+
+def __getattr__(name):
+    """``GIN`` / ``GAT`` from :mod:`clkit.models.gnn`, imported on first use."""
+    if name in ("GIN", "GAT"):
+        from . import gnn
+
+        return getattr(gnn, name)
+    raise AttributeError(f"module 'clkit.models' has no attribute {name!r}")
