@@ -156,3 +156,23 @@ def test_classic_bounds_run_trains_every_class_of_the_split(data_env):
         b = res.bounds[learner]
         assert b["EDGE"]["min"] <= b["EDGE"]["max"] and 0 <= b["RS"]["min"] <= b["RS"]["max"] <= 100
     assert res.notes[0].startswith("data: cifar100") and "2/2 train/test images per class" in res.notes[0]
+
+
+@pytest.mark.parametrize("name", ["ewc", "icarl"])
+def test_depth_first_walk_equals_the_breadth_first_one(name):
+    """Strategies walk the prefix tree depth first (only the current path's models alive); every node
+    still starts from its parent's state, so the accuracy matrices equal the breadth-first walk's."""
+    from clkit.edge.learners import _Sequential, _walk_tree, _walk_tree_depth_first
+
+    rng = np.random.default_rng(0)
+    x = torch.as_tensor((rng.normal(size=(6, 4, 5)) + 2 * np.eye(6, 5)[:, None, :]).astype(np.float32))
+    seqs = np.sort(enumerate_sequences(6, 3), axis=-1)
+    cfg = LearnerConfig(hidden=8, epochs=2, batch_size=4, lr=0.1)
+    kw = {"memory_size": 6} if name == "icarl" else {}
+    xall = x.reshape(-1, 5)
+    yall = torch.arange(6).repeat_interleave(4)
+    out = []
+    for walk in (_walk_tree, _walk_tree_depth_first):
+        backend = _Sequential(resolve_strategy(name, parameter="learners"), cfg, 3, x, None, kw)
+        out.append(walk(backend, xall, yall, 4, seqs, None, True, 1000))
+    assert np.array_equal(out[0], out[1], equal_nan=True) and np.isfinite(out[1][:, -1]).all()
