@@ -196,7 +196,7 @@ PAPER_LEARNERS = {"ewc", "icarl", "der", "simplecil", "ranpac", "l2p"}
 
 
 @pytest.mark.paper_rehearsal
-@pytest.mark.parametrize("paper_set, folder", [("paper", "cifar-100-python"), ("paper_imagenet_r", "imagenet-r")])
+@pytest.mark.parametrize("paper_set, folder", [("paper", "cifar-100-python")])
 def test_paper_image_protocol_rehearses_end_to_end(tmp_path, paper_set, folder):
     """The paper's experiment: six classes of CIFAR-100 (ImageNet-R) in 3 tasks, all 90 orders trained by
     EWC, iCaRL and DER from scratch (ResNet-32 / ResNet-18) and SimpleCIL, RanPAC and L2P on a frozen ViT;
