@@ -17,7 +17,10 @@ Three parts (``--only smoke,tests,steps`` picks some):
    device is the same computation rounded otherwise, and verdicts that lie near alpha can move.
 2. **tests** -- ``pytest -m gpu`` (the CUDA-only tests, skipped on machines without CUDA).
 3. **steps** -- paper-sized units timed on the device (``clkit.budget.time_per_call``: warm-up calls,
-   CUDA synchronised, the median): notebook 04's WideVGG9 step at 64x64 (batch 128, SGD), notebook 05's
+   CUDA synchronised, the median): notebook 04's WideVGG9 step at 64x64 (batch 128, SGD) and the
+   steps of its three paper backbones (wide_vgg9_bn, efficientnet_b1, resnet34_bn), notebook 02's
+   paper-set steps (PyCIL's ResNet-32 at 32x32, batch 128; L2P on a frozen ViT-B/16 at 224x224,
+   batch 16, Adam) -- what the budgets' FLOP estimates stand in for until measured --, notebook 05's
    GCN step and full evaluation pass on a random graph the size of ogbn-arxiv (169,343 nodes, 1,166,243
    edges, 128 features, 40 classes), notebook 02's batched ground truth at 8 classes in 4 tasks (all
    2,520 orders, finetune) and the estimate for 10 classes in 5 tasks (113,400 orders), and notebook
@@ -165,20 +168,53 @@ def _timed(name: str, fn, device, repeats: int = 5) -> dict:
         return {"unit": name, "seconds": math.nan, "error": f"{type(exc).__name__}: {exc}"[:200]}
 
 
-def step_wide_vgg9(device, quick: bool):
-    """One SGD step of WideVGG9 on a batch of 128 RGB images (64x64; 16x16 with ``quick``)."""
+def _sgd_step(model, label: str, notebook: str, size: int, batch: int, classes: int, device):
     import torch
 
-    from clkit.models.cnn import make_backbone
     from clkit.strategies import Task, make_strategy
 
-    size, batch = (16, 16) if quick else (64, 128)
-    model = make_backbone("wide_vgg9", 3, 60, size)
     s = make_strategy("naive", model, device=device, optimizer="sgd", lr=0.001, batch_size=batch)
     g = torch.Generator().manual_seed(0)
-    task = Task(torch.randn(batch, 3, size, size, generator=g), torch.randint(0, 10, (batch,), generator=g)).to(device)
+    task = Task(torch.randn(batch, 3, size, size, generator=g),
+                torch.randint(0, classes, (batch,), generator=g)).to(device)
     idx = torch.arange(batch, device=task.device)
-    return f"WideVGG9 SGD step, {size}x{size}, batch {batch} (04)", lambda: s.train_batch(task, idx)
+    return f"{label} SGD step, {size}x{size}, batch {batch} ({notebook})", lambda: s.train_batch(task, idx)
+
+
+def step_backbone(name: str, notebook: str, size: int, classes: int, label: str | None = None):
+    """One SGD step of a ``clkit.models.cnn`` backbone on a batch of 128 RGB images at ``size`` (the smallest
+    size it takes, batch 16, with ``quick``)."""
+    def build(device, quick: bool):
+        from clkit.models.cnn import MIN_IMAGE_SIZE, make_backbone
+
+        s, batch = (max(16, MIN_IMAGE_SIZE.get(name, 16)), 16) if quick else (size, 128)
+        return _sgd_step(make_backbone(name, 3, classes, s), label or name, notebook, s, batch, classes, device)
+    return build
+
+
+def step_wide_vgg9(device, quick: bool):
+    """One SGD step of WideVGG9 on a batch of 128 RGB images (64x64; 16x16 with ``quick``)."""
+    return step_backbone("wide_vgg9", "04", 64, 60, label="WideVGG9")(device, quick)
+
+
+def step_l2p(device, quick: bool):
+    """One L2P step (02's paper set): a frozen ViT-B/16 at 224x224 with its prompt pool, Adam, batch 16
+    (the tiny ViT at 32x32 with ``quick``)."""
+    import torch
+
+    from clkit.models.vit import vit_backbone
+    from clkit.strategies import Task, make_strategy
+
+    size, batch = (32, 16) if quick else (224, 16)
+    model = vit_backbone(num_classes=6, tiny=quick, seed=0)
+    s = make_strategy("l2p", model, device=device, optimizer="adam", lr=0.001875, batch_size=batch)
+    g = torch.Generator().manual_seed(0)
+    task = Task(torch.randn(batch, 3, size, size, generator=g), torch.randint(0, 2, (batch,), generator=g),
+                task_id=0, classes=(0, 1)).to(device)
+    s.begin_task(task, 1)
+    idx = torch.arange(batch, device=task.device)
+    return f"L2P step, ViT-B/16{' (tiny)' if quick else ''} {size}x{size}, batch {batch} (02)", \
+        lambda: s.train_batch(task, idx)
 
 
 def _random_graph(nodes: int, edges: int, features: int, classes: int, seed: int = 0):
@@ -274,7 +310,14 @@ def edge_truth(device, quick: bool) -> dict:
 def part_steps(device: str, quick: bool) -> list:
     """The paper-sized units, timed on ``device``."""
     rows = []
-    for name, build in (("WideVGG9 (04)", step_wide_vgg9), ("transformer (01)", transformer_step)):
+    units = (("WideVGG9 (04)", step_wide_vgg9),
+             ("wide_vgg9_bn (04 paper)", step_backbone("wide_vgg9_bn", "04 paper", 64, 60)),
+             ("efficientnet_b1 (04 paper_efficientnet_b1)", step_backbone("efficientnet_b1", "04", 64, 60)),
+             ("resnet34_bn (04 paper_resnet34)", step_backbone("resnet34_bn", "04", 64, 60)),
+             ("resnet32 (02 paper)", step_backbone("resnet32", "02 paper", 32, 6)),
+             ("L2P (02 paper)", step_l2p),
+             ("transformer (01)", transformer_step))
+    for name, build in units:
         try:
             rows.append(_timed(*build(device, quick), device))
         except Exception as exc:  # noqa: BLE001

@@ -39,7 +39,9 @@ def test_the_script_runs_its_timed_units_on_the_cpu(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = md.read_text()
     assert text.startswith("### GPU check on ") and "(cpu; torch" in text
-    for unit in ("WideVGG9 SGD step", "transformer AdamW step", "GCN online step", "GCN evaluation", "EDGE truth"):
+    for unit in ("WideVGG9 SGD step", "wide_vgg9_bn SGD step", "efficientnet_b1 SGD step", "resnet34_bn SGD step",
+                 "resnet32 SGD step", "L2P step", "transformer AdamW step", "GCN online step", "GCN evaluation",
+                 "EDGE truth"):
         assert unit in text
     assert "error" not in text and "| nan" not in text
 
