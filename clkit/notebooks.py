@@ -280,8 +280,8 @@ def _params_file(notebook: str, params: str) -> Path:
     sets = param_sets(notebook)
     if path.suffix in (".yaml", ".yml") or len(path.parts) > 1:
         what = "is a folder, not a file" if path.is_dir() else "does not exist"
-        raise ValueError(f"params: the file {params} {what} (looked for {path.resolve()}); the shipped sets of "
-                         f"{notebook} are {sets}")
+        raise ValueError(f"params: the file {params} {what} (looked for {path.resolve()}); {notebook}'s sets: "
+                         f"{', '.join(sets)}")
     raise ValueError(f"params: {notebook} has no parameter set {params!r}; the shipped sets are {sets} "
                      "(or give a YAML file)")
 

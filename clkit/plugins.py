@@ -271,7 +271,7 @@ def capabilities(cls) -> frozenset:
     Examples
     --------
     >>> sorted(capabilities(resolve_strategy("pnn")))
-    ['generic_model', 'graph', 'regression', 'task_scenario']
+    ['any_backbone', 'generic_model', 'graph', 'regression', 'task_scenario']
     """
     out = set()
     for cap, (attr, default, _) in CAPABILITIES.items():

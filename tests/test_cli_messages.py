@@ -69,7 +69,7 @@ def test_run_accepts_the_number_and_a_missing_params_file_says_it_is_missing(tmp
     assert "running 02_edge with params=missing.yaml" in captured.out
     line = _one_line(captured.err, 200, tmp_path)
     assert line == (f"[clkit] ERROR: params: the file missing.yaml does not exist (looked for "
-                    f"{tmp_path / 'missing.yaml'}); the shipped sets of 02_edge are {param_sets('02_edge')}")
+                    f"{tmp_path / 'missing.yaml'}); 02_edge's sets: {', '.join(param_sets('02_edge'))}")
     assert {"default", "paper", "smoke"} <= set(param_sets("02_edge"))
     assert main(["run", "3", "--params", "nope", "--out", str(tmp_path)]) == 1
     line = _one_line(capsys.readouterr().err, 200)
