@@ -136,6 +136,15 @@ def _standardise(x_uint8, mean, std):
     return (x - m) / s
 
 
+def _arrays(raw_tr, raw_te, dataset: str) -> dict:
+    """The non-pretrained networks' inputs of uint8 images (C, n, H, W, 3): standardised (:data:`NORMALISATION`),
+    with the raw images, the dataset and the image shape."""
+    mean, std = NORMALISATION[dataset]
+    H, W = raw_tr.shape[2:4]
+    return {"x_train": _standardise(raw_tr, mean, std), "x_test": _standardise(raw_te, mean, std),
+            "raw_train": raw_tr, "raw_test": raw_te, "dataset": dataset, "image_shape": (3, int(H), int(W))}
+
+
 def load_image_protocol(dataset: str, classes, *, n_train: int, n_test: int, image_size: int | None = None,
                         seed: int = 0, download: bool = False) -> dict:
     """The experiment's classes of an RGB class-incremental benchmark, per class, for the non-pretrained networks.
@@ -199,12 +208,9 @@ def load_image_protocol(dataset: str, classes, *, n_train: int, n_test: int, ima
     rng = np.random.default_rng(seed)
     raw_tr = _subsample(ds.x_train, ds.y_train, C, n_train, rng, dataset, "train")
     raw_te = _subsample(ds.x_test, ds.y_test, C, n_test, rng, dataset, "test")
-    mean, std = NORMALISATION[dataset]
     H, W = raw_tr.shape[2:4]
     return {
-        "x_train": _standardise(raw_tr, mean, std), "x_test": _standardise(raw_te, mean, std),
-        "raw_train": raw_tr, "raw_test": raw_te, "class_names": list(ds.classes), "dataset": dataset,
-        "image_shape": (3, int(H), int(W)),
+        **_arrays(raw_tr, raw_te, dataset), "class_names": list(ds.classes),
         "data_source": f"{dataset} ({ds.source}); classes {list(classes)}; {n_train}/{n_test} train/test images per "
                        f"class at {H}x{W} RGB, standardised with {'PyCIL' if dataset == 'cifar100' else 'ImageNet'}'s "
                        f"per-channel mean/std",
@@ -555,10 +561,8 @@ def classic_bounds_run(dataset: str, learners, config, *, num_tasks: int = 10, e
     raw_te, nte = _equal_counts(ds.x_test, ds.y_test, C, rng, dataset, "test")
     raw_tr, raw_te = raw_tr[:, :n_train or None], raw_te[:, :n_test or None]
     ntr, nte = raw_tr.shape[1], raw_te.shape[1]
-    mean, std = NORMALISATION[dataset]
     H, W = raw_tr.shape[2:4]
-    data = {"x_train": _standardise(raw_tr, mean, std), "x_test": _standardise(raw_te, mean, std),
-            "raw_train": raw_tr, "raw_test": raw_te, "dataset": dataset, "image_shape": (3, int(H), int(W))}
+    data = _arrays(raw_tr, raw_te, dataset)
     feats = frozen_features(raw_tr, raw_te, spec, device=device)
     data.update(f_train=feats["f_train"], f_test=feats["f_test"])
     own, strategies = split_learners(learners)
