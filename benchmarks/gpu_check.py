@@ -6,22 +6,23 @@ One command, made to finish in under 8 minutes on one GPU (16 CPU cores beside i
     python benchmarks/gpu_check.py --markdown docs/generated/gpu-check.md
     python benchmarks/gpu_check.py --device cpu --quick              # the script itself, on a CPU (what CI checks)
 
-Three parts (``--only smoke,tests,steps`` picks some):
+Three parts, in this order, each printed (and written to ``--markdown``) as it finishes
+(``--only tests,smoke,steps`` picks some):
 
-1. **smoke** -- each notebook's ``smoke`` set run twice through ``clkit run``, ``-p device cuda`` and
+1. **tests** -- ``pytest -m gpu`` (the CUDA-only tests, skipped on machines without CUDA).
+2. **smoke** -- each notebook's ``smoke`` set run twice through ``clkit run``, ``-p device cuda`` and
    ``-p device cpu`` (in parallel processes), and their ``results.json`` compared: every number under
    ``results`` (device, budget and timing records left out) within ``|a - b| <= ATOL + RTOL |b|``
    (``ATOL = 0.02``, ``RTOL = 0.05``: accuracies on smoke-sized test sets move by a few samples when the
    float rounding of a long training differs), and every verdict's decision equal. The table counts what
    agrees and names the largest difference; differences are reported, not hidden: a run on another
    device is the same computation rounded otherwise, and verdicts that lie near alpha can move.
-2. **tests** -- ``pytest -m gpu`` (the CUDA-only tests, skipped on machines without CUDA).
 3. **steps** -- paper-sized units timed on the device (``clkit.budget.time_per_call``: warm-up calls,
    CUDA synchronised, the median): notebook 04's WideVGG9 step at 64x64 (batch 128, SGD) and the
    steps of its three paper backbones (wide_vgg9_bn, efficientnet_b1, resnet34_bn), notebook 02's
    paper-set steps (PyCIL's ResNet-32 at 32x32, batch 128; L2P on a frozen ViT-B/16 at 224x224,
    batch 16, Adam) -- what the budgets' FLOP estimates stand in for until measured --, notebook 05's
-   GCN step and full evaluation pass on a random graph the size of ogbn-arxiv (169,343 nodes, 1,166,243
+   GCN, GIN and GAT steps and full evaluation passes on a random graph the size of ogbn-arxiv (169,343 nodes, 1,166,243
    edges, 128 features, 40 classes), notebook 02's batched ground truth at 8 classes in 4 tasks (all
    2,520 orders, finetune) and the estimate for 10 classes in 5 tasks (113,400 orders), and notebook
    01's transformer at the paper's size (12 features, 288 steps of context, d_model 32, 8 blocks, 4
@@ -148,11 +149,24 @@ def part_smoke(device: str, workers: int, notebooks=NOTEBOOKS) -> tuple[list, bo
     return rows, ok
 
 
+def gpu_test_files() -> list[str]:
+    """The test files that hold ``gpu`` tests (collecting only these needs none of the browser or course
+    packages, which a GPU machine may lack).
+
+    Examples
+    --------
+    >>> "tests/test_device.py" in gpu_test_files()
+    True
+    """
+    return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py")
+                  if "mark.gpu" in p.read_text(encoding="utf-8"))
+
+
 def part_tests() -> tuple[list, bool]:
     """``pytest -m gpu``: the CUDA-only tests."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider", "tests"],
-                          cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider",
+                           *gpu_test_files()], cwd=ROOT, capture_output=True, text=True)
     tail = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
     return [{"part": "pytest -m gpu", "result": tail, "time": f"{time.perf_counter() - t0:.0f} s"}], \
         proc.returncode in (0, 5)
@@ -227,17 +241,18 @@ def _random_graph(nodes: int, edges: int, features: int, classes: int, seed: int
     return torch.randn(nodes, features, generator=g), edge_index, torch.randint(0, classes, (nodes,), generator=g)
 
 
-def gcn_units(device, quick: bool):
-    """The GCN of notebook 05 on an ogbn-arxiv-sized random graph: one online step (batch 10) with ER, and
+def graph_units(device, quick: bool, backbone: str = "gcn"):
+    """Notebook 05's ``backbone`` (``gcn``, ``gin``, ``gat``, as ``clkit.models.gnn.make_graph_backbone`` builds
+    it under the text's protocol) on an ogbn-arxiv-sized random graph: one online step (batch 10) with ER, and
     one evaluation pass over every node."""
     import torch
 
-    from clkit.models.gcn import GCN
+    from clkit.models.gnn import make_graph_backbone
     from clkit.strategies import make_strategy
 
     nodes, edges = (5000, 30000) if quick else (169_343, 1_166_243)
     x, edge_index, y = _random_graph(nodes, edges, 128, 40)
-    model = GCN(x, edge_index, 40, hidden=256)
+    model = make_graph_backbone(backbone, x, edge_index, 40, hidden=256)
     s = make_strategy("er", model, device=device, optimizer="adam", lr=5e-3, memory_size=100, batch_size=10)
     y_dev = y.to(device)
     g = torch.Generator().manual_seed(1)
@@ -255,8 +270,9 @@ def gcn_units(device, quick: bool):
             return (out.argmax(1) == y_dev).float().mean()
 
     size = f"{nodes:,} nodes, {2 * edges:,} directed edges"
-    return (f"GCN online step with ER, batch 10, {size} (05)", step,
-            f"GCN evaluation of every node, {size} (05)", evaluate)
+    name = backbone.upper()
+    return (f"{name} online step with ER, batch 10, {size} (05)", step,
+            f"{name} evaluation of every node, {size} (05)", evaluate)
 
 
 def transformer_step(device, quick: bool):
@@ -322,12 +338,14 @@ def part_steps(device: str, quick: bool) -> list:
             rows.append(_timed(*build(device, quick), device))
         except Exception as exc:  # noqa: BLE001
             rows.append({"unit": name, "seconds": math.nan, "error": f"{type(exc).__name__}: {exc}"[:200]})
-    try:
-        step_name, step, eval_name, evaluate = gcn_units(device, quick)
-        rows.append(_timed(step_name, step, device))
-        rows.append(_timed(eval_name, evaluate, device, repeats=3))
-    except Exception as exc:  # noqa: BLE001
-        rows.append({"unit": "GCN (05)", "seconds": math.nan, "error": f"{type(exc).__name__}: {exc}"[:200]})
+    for backbone in ("gcn", "gin", "gat"):
+        try:
+            step_name, step, eval_name, evaluate = graph_units(device, quick, backbone)
+            rows.append(_timed(step_name, step, device))
+            rows.append(_timed(eval_name, evaluate, device, repeats=3))
+        except Exception as exc:  # noqa: BLE001
+            rows.append({"unit": f"{backbone.upper()} (05)", "seconds": math.nan,
+                         "error": f"{type(exc).__name__}: {exc}"[:200]})
     try:
         rows.append(edge_truth(device, quick))
     except Exception as exc:  # noqa: BLE001
@@ -374,24 +392,30 @@ def main(argv=None) -> int:
     parts = set(args.only.split(","))
     out, ok = [f"### GPU check on {card} ({device}; torch {info['torch']}; {stamp})\n"], True
     t0 = time.perf_counter()
-    if "smoke" in parts:
-        rows, good = part_smoke(str(device), args.workers, args.notebooks.split(","))
-        ok &= good
-        out.append(markdown(f"Smoke sets on {device} vs cpu (numbers within |a - b| <= {ATOL} + {RTOL} |b|)", rows))
+
+    def emit(block: str) -> None:
+        """Print a finished part at once and rewrite the Markdown file: a run stopped at a time limit keeps
+        the parts it finished."""
+        out.append(block)
+        print(block, flush=True)
+        if args.markdown:
+            from clkit._io import atomic_write_text
+
+            atomic_write_text(Path(args.markdown), "\n".join(out))
+
+    print(out[0], flush=True)
     if "tests" in parts:
         rows, good = part_tests()
         ok &= good
-        out.append(markdown("CUDA-only tests", rows))
+        emit(markdown("CUDA-only tests", rows))
+    if "smoke" in parts:
+        rows, good = part_smoke(str(device), args.workers, args.notebooks.split(","))
+        ok &= good
+        emit(markdown(f"Smoke sets on {device} vs cpu (numbers within |a - b| <= {ATOL} + {RTOL} |b|)", rows))
     if "steps" in parts:
-        out.append(markdown(f"Paper-sized units on {device}" + (" (quick sizes)" if args.quick else ""),
-                            part_steps(str(device), args.quick)))
-    out.append(f"Total: {time.perf_counter() - t0:.0f} s.\n")
-    text = "\n".join(out)
-    print(text)
-    if args.markdown:
-        from clkit._io import atomic_write_text
-
-        atomic_write_text(Path(args.markdown), text)
+        emit(markdown(f"Paper-sized units on {device}" + (" (quick sizes)" if args.quick else ""),
+                      part_steps(str(device), args.quick)))
+    emit(f"Total: {time.perf_counter() - t0:.0f} s.\n")
     return 0 if ok else 1
 
 
