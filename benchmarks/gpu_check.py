@@ -120,8 +120,33 @@ def _run_smoke(notebook: str, device: str, out: Path) -> tuple[dict | None, floa
     seconds = time.perf_counter() - t0
     found = sorted(out.rglob("results.json"))
     if proc.returncode or not found:
-        return None, seconds, (proc.stdout + proc.stderr)[-1500:]
+        return None, seconds, (proc.stdout + proc.stderr)[-1500:] + _failed_cell_traceback(out)
     return json.loads(found[0].read_text()).get("results", {}), seconds, ""
+
+
+def _failed_cell_traceback(out: Path) -> str:
+    """The traceback of the failed cell in ``out``'s ``*.failed.ipynb`` (colour codes removed), or ``""``."""
+    import re
+
+    for path in sorted(out.rglob("*.failed.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8")).get("cells", []):
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "error":
+                    text = "\n".join(output.get("traceback", []))
+                    return "\n--- traceback of the failed cell ---\n" + re.sub(r"\x1b\[[0-9;]*m", "", text)[-4000:]
+    return ""
+
+
+def _error_line(tail: str) -> str:
+    r"""The line of a failed run's output that says why (``[clkit] ERROR: ...``), else its last line.
+
+    Examples
+    --------
+    >>> _error_line("[clkit] running\n[clkit] ERROR: 02_edge failed in cell 7: X\n[clkit] failed: 02_edge\n")
+    '[clkit] ERROR: 02_edge failed in cell 7: X'
+    """
+    lines = tail.strip().splitlines() or ["(no output)"]
+    return next((line for line in lines if "ERROR" in line), lines[-1])[:300]
 
 
 def part_smoke(device: str, workers: int, notebooks=NOTEBOOKS) -> tuple[list, bool]:
@@ -134,10 +159,15 @@ def part_smoke(device: str, workers: int, notebooks=NOTEBOOKS) -> tuple[list, bo
     rows, ok = [], True
     for nb in notebooks:
         (ra, ta, ea), (rb, tb, eb) = done[(nb, device)], done[(nb, "cpu")]
+        for dev, res, err in ((device, ra, ea), ("cpu", rb, eb)):
+            if res is None:   # the whole error in the log; the table names its line
+                print(f"--- {nb} on {dev} failed ---\n{err}\n", flush=True)
         if ra is None or rb is None:
             ok = False
             rows.append({"notebook": nb, "time": f"{ta:.0f} s / {tb:.0f} s", "numbers": "run failed",
-                         "verdicts": "", "largest difference": (ea or eb).strip().splitlines()[-1:]})
+                         "verdicts": "", "largest difference": "; ".join(
+                             f"{dev}: {_error_line(err)}" for dev, res, err in ((device, ra, ea), ("cpu", rb, eb))
+                             if res is None)})
             continue
         c = compare_results(ra, rb)
         key = c["largest"]

@@ -41,7 +41,7 @@ import torch
 
 __all__ = ["DEVICES", "PRECISIONS", "RunDevice", "Amp", "available_devices", "resolve_device", "check_precision",
            "setup", "device_info", "move", "to_host", "host_float", "as_device", "set_deterministic",
-           "DeviceAudit"]
+           "DeviceAudit", "fork_safe"]
 
 DEVICES = ("auto", "cpu", "cuda", "cuda:N", "mps")
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -151,6 +151,35 @@ def check_precision(precision: str, device: torch.device, *, parameter: str = "p
         raise ValueError(f"{parameter} 'fp16' needs a CUDA device (loss scaling), got device {device}; "
                          "use fp32 or bf16 there")
     return precision
+
+
+def fork_safe() -> bool:
+    """Whether a process forked from this one can still train with autograd.
+
+    PyTorch's autograd engine starts one thread per accelerator device at its first
+    backward pass whenever the machine has an accelerator -- also when the training
+    itself runs on the CPU. After that, a backward pass in a forked child raises
+    "Unable to handle autograd's threading in combination with fork-based
+    multiprocessing". Forking is therefore safe only where no accelerator is visible
+    (``torch.accelerator.device_count() == 0``; ``torch.cuda.device_count()`` on a
+    torch without ``torch.accelerator``). Neither call creates a CUDA context.
+
+    Found by ``benchmarks/gpu_check.py``: notebook 01 with ``device cpu`` and
+    ``cl_workers 2`` failed on an H200 machine and ran on a machine without a GPU.
+
+    Returns
+    -------
+    bool
+        ``True`` when no accelerator is visible.
+
+    Examples
+    --------
+    >>> fork_safe() == (torch.accelerator.device_count() == 0)
+    True
+    """
+    acc = getattr(torch, "accelerator", None)
+    count = acc.device_count() if acc is not None and hasattr(acc, "device_count") else torch.cuda.device_count()
+    return int(count) == 0
 
 
 def set_deterministic(on: bool) -> None:
@@ -272,10 +301,21 @@ class RunDevice:
         """The forward passes' context: autocast in the run's precision (nothing for fp32)."""
         return autocast(self.device, self.precision)
 
-    def workers(self, workers: int) -> int:
+    def workers(self, workers: int, *, fork: bool = False) -> int:
         """Worker processes a notebook may start: ``workers`` on the CPU, 1 on an accelerator
-        (one process drives the device; CUDA does not survive a fork)."""
-        return workers if self.device.type == "cpu" else 1
+        (one process drives the device; CUDA does not survive a fork). With ``fork=True``
+        (the workers are forked, as notebook 01's CL runs are) also 1 on the CPU of a machine
+        that has an accelerator: autograd does not survive that fork either (:func:`fork_safe`).
+
+        Examples
+        --------
+        >>> rd = RunDevice(torch.device("cpu"))
+        >>> rd.workers(4), rd.workers(4, fork=True) == (4 if fork_safe() else 1)
+        (4, True)
+        """
+        if self.device.type != "cpu" or (fork and not fork_safe()):
+            return 1
+        return workers
 
     def describe(self) -> str:
         """One line for the notebook: the device, how it was chosen, its name and memory, the precision.

@@ -250,7 +250,7 @@ budget = cl_budget.cl_budget(
     splits, methods=methods, cl_seeds=cl_seeds, cl_series=cl_series, context=context_steps,
     stride=stride, context_across_tasks=context_across_tasks, epochs=epochs,
     batch_size=batch_size, model_fn=model_fn, num_features=len(data.features), device=rd,
-    seed=seed, workers=rd.workers(cl_workers), num_threads=torch_threads, settings=settings,
+    seed=seed, workers=rd.workers(cl_workers, fork=True), num_threads=torch_threads, settings=settings,
 )
 record.log(budget=budget.record())
 display(Markdown(budget.text()))
@@ -356,8 +356,9 @@ pd.DataFrame(river_rows).T.round(4)
 # (`target_scaling="task"`, the paper's choice). Each run trains on `device`: its windows
 # move there once, batch orders come from CPU generators (the same on every device), and
 # the host reads one validation MSE per epoch and one row of $M$ per task, nothing inside
-# a step; `cl_workers` processes share the runs on the CPU only (one process drives an
-# accelerator). $M_{i,j}$ is the test MSE $\times 10^3$ on task $j$ after task $i$, and
+# a step; `cl_workers` forked processes share the runs on the CPU of a machine without a
+# GPU only (one process drives an accelerator, and autograd does not survive a fork on a
+# machine that has one, even for a CPU run). $M_{i,j}$ is the test MSE $\times 10^3$ on task $j$ after task $i$, and
 # with $T$ tasks
 #
 # $$\text{Average MSE} = \tfrac1T \textstyle\sum_j M_{T,j},\quad
@@ -389,7 +390,7 @@ for n in names:
 num_runs = (len(methods) * len(names) + ("naive" in methods)) * cl_seeds  # + null control
 bar = tqdm(total=num_runs, desc="CL runs (method, split, seed)")
 cl = report.run_cl(
-    cl_tasks, model_fn, methods, cl_seeds, seed=seed, workers=rd.workers(cl_workers),
+    cl_tasks, model_fn, methods, cl_seeds, seed=seed, workers=rd.workers(cl_workers, fork=True),
     progress=bar.update, strategy_kwargs=settings, null_control=True, device=rd.device,
     precision=rd.precision, max_epochs=epochs, patience=patience, lr_patience=lr_patience,
     lr=lr, batch_size=batch_size, num_threads=torch_threads,

@@ -122,6 +122,43 @@ def test_cuda_forecasting_matches_the_cpu(method):
     assert np.isfinite(cuda).all() and np.allclose(cuda, cpu, rtol=0.05, atol=1e-3)
 
 
+def test_forked_cl_runs_fall_back_to_one_process_where_a_fork_could_not_train(monkeypatch):
+    """On a machine with an accelerator (faked here) the jobs run in this process, with a warning,
+    and the results equal the forked run's; RunDevice.workers(fork=True) plans for one process."""
+    from clkit.taskification import forecasting as fc
+
+    tasks = _tasks()
+    jobs = [lambda s=s: continual_forecasting(tasks, _model, "naive", max_epochs=1, batch_size=4, seed=s)
+            for s in range(2)]
+    forked = fc.run_jobs(jobs, workers=2) if dv.fork_safe() else None
+    monkeypatch.setattr(fc, "fork_safe", lambda: False)
+    monkeypatch.setattr(dv, "fork_safe", lambda: False)
+    with pytest.warns(RuntimeWarning, match="one after another"):
+        here = fc.run_jobs(jobs, workers=2)
+    sequential = [job() for job in jobs]
+    assert all(np.array_equal(a, b) for a, b in zip(here, sequential))
+    if forked is not None:
+        assert all(np.array_equal(a, b) for a, b in zip(forked, sequential))
+    rd = dv.RunDevice(torch.device("cpu"))
+    assert rd.workers(2) == 2 and rd.workers(2, fork=True) == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cpu_cl_runs_with_workers_on_a_gpu_machine():
+    """The failure gpu_check found: after a backward pass, forked CPU runs on a machine with a GPU
+    raised autograd's fork error; now they run (in one process) and equal the sequential runs."""
+    from clkit.taskification.forecasting import run_jobs
+
+    tasks = _tasks()
+    continual_forecasting(tasks, _model, "naive", max_epochs=1, batch_size=4)   # autograd's threads start
+    jobs = [lambda s=s: continual_forecasting(tasks, _model, "naive", max_epochs=1, batch_size=4, seed=s)
+            for s in range(2)]
+    with pytest.warns(RuntimeWarning, match="one after another"):
+        got = run_jobs(jobs, workers=2)
+    assert all(np.array_equal(a, job()) for a, job in zip(got, jobs))
+
+
 # ------------------------------------------------------------------------------------ budget
 
 @pytest.mark.parametrize("kw", [{}, {"context_across_tasks": True}, {"split_order": "random"},

@@ -49,6 +49,7 @@ need it) and one row of ``M`` per task. ``precision`` is the strategy's autocast
 from __future__ import annotations
 
 import copy
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,7 +57,7 @@ import torch
 
 from .._seed import torch_seeded, torch_threads
 from .._validate import check_choice, check_int, check_real
-from ..device import to_host
+from ..device import fork_safe, to_host
 from ..metrics import average_accuracy, backward_transfer, forgetting
 from ..strategies import Task, make_strategy, take
 from .boundaries import Taskification
@@ -452,6 +453,10 @@ def run_jobs(jobs, workers: int = 1, progress=None) -> list:
     own generator), so the results do not depend on ``workers``. ``progress`` is
     called with no arguments after each finished job.
 
+    Where a fork would break autograd -- a machine with a GPU, even for a CPU run
+    (:func:`clkit.device.fork_safe`) -- the jobs run one after another in this process
+    instead, with a ``RuntimeWarning`` saying so: the same results, more time.
+
     Examples
     --------
     >>> run_jobs([lambda: 1, lambda: 2], workers=1)
@@ -459,6 +464,11 @@ def run_jobs(jobs, workers: int = 1, progress=None) -> list:
     """
     jobs = list(jobs)
     workers = check_int("workers", workers, low=1)
+    if workers > 1 and len(jobs) > 1 and not fork_safe():
+        warnings.warn(f"workers={workers}: running the {len(jobs)} jobs one after another, since this machine has "
+                      "an accelerator and a forked process could not train (PyTorch's autograd threads do not "
+                      "survive a fork); the results are the same", RuntimeWarning, stacklevel=2)
+        workers = 1
     if workers == 1 or len(jobs) < 2:
         out = []
         for job in jobs:

@@ -233,14 +233,16 @@ def run_cl(tasks: dict, model_fn, methods, cl_seeds: int, *, seed: int, workers:
 
     Every run trains on ``device`` in ``precision``
     (:func:`~clkit.taskification.forecasting.continual_forecasting`). ``workers > 1`` forks
-    processes, which only the CPU allows (CUDA does not survive a fork): on another device
-    pass ``RunDevice.workers(workers)``, which is 1 there.
+    processes, which only the CPU of a machine without an accelerator allows (neither CUDA
+    nor autograd's accelerator threads survive a fork): pass
+    ``RunDevice.workers(workers, fork=True)``, which is 1 elsewhere
+    (:func:`clkit.device.fork_safe`; ``run_jobs`` also falls back to one process there).
     """
     from ..device import as_device
 
     if workers > 1 and as_device(device).type != "cpu":
         raise ValueError(f"workers must be 1 on device {as_device(device)} (the runs would fork and CUDA does not "
-                         f"survive a fork), got {workers}; pass RunDevice.workers(cl_workers)")
+                         f"survive a fork), got {workers}; pass RunDevice.workers(cl_workers, fork=True)")
     train_kw.update(device=device, precision=precision)
     runs = [(m, n, s) for m in methods for n in tasks for s in range(cl_seeds)]
     if null_control and "naive" in methods:
