@@ -107,6 +107,23 @@ def test_normality_tests_tell_gaussian_from_skewed_bimodal():
     assert np.isnan(normality_tests([5.0, 5.0, 5.0])["shapiro_p"])
 
 
+def test_ks_p_is_the_one_sample_ks_test_against_the_fitted_normal():
+    """Hand check: the KS statistic of the Box-Cox values against N(mean, sample sd) is the
+    largest gap between their empirical cdf and that normal cdf; its p is kstest's on the
+    standardised values (the form every SciPy takes)."""
+    from scipy import stats
+
+    v = np.random.default_rng(5).normal(60, 3, size=40)
+    z, _ = stats.boxcox(v)
+    u = np.sort((z - z.mean()) / z.std(ddof=1))
+    F = stats.norm.cdf(u)
+    n = len(u)
+    d = max((np.arange(1, n + 1) / n - F).max(), (F - np.arange(n) / n).max())
+    ref = stats.kstest(u, "norm")
+    assert ref.statistic == pytest.approx(d)
+    assert normality_tests(v)["ks_p"] == pytest.approx(ref.pvalue)
+
+
 def test_similarity_correlation_sign():
     s = np.linspace(0, 1, 30)
     assert similarity_correlation(s, 50 + 10 * s)["r"] == pytest.approx(1.0)
