@@ -12,9 +12,10 @@ steps of a run can be slower than the rest (caches, autotuning).
 would take on one: :func:`training_flops` counts the floating-point operations of a real training
 step (forward and backward, :class:`torch.utils.flop_counter.FlopCounterMode` on the real model,
 on the ``meta`` device so nothing is computed), and :class:`FlopEstimate` divides the run's total
-by an assumed sustained throughput (:data:`GPU_THROUGHPUT`: a quarter of an H100's FP32 peak).
-That line is labelled "estimated from FLOPs, not measured" wherever it appears; ``python
-benchmarks/gpu_check.py`` measures the steps on a real GPU.
+by a sustained throughput: the one a step of the same backbone reached when
+``benchmarks/gpu_check.py`` timed it on a GPU (:data:`MEASURED_STEPS`, :func:`measured_throughput`),
+else an assumed one (:data:`GPU_THROUGHPUT`: a quarter of an H100's FP32 peak). That line is
+labelled "estimated from FLOPs, not measured" wherever it appears: only single steps were timed.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["Work", "Budget", "time_per_call", "format_duration", "format_flops", "training_flops", "FlopEstimate",
-           "H100_FP32_PEAK", "SUSTAINED_FRACTION", "GPU_THROUGHPUT", "GPU_ASSUMPTION"]
+           "H100_FP32_PEAK", "SUSTAINED_FRACTION", "GPU_THROUGHPUT", "GPU_ASSUMPTION", "MEASURED_CARD",
+           "MEASURED_STEPS", "measured_throughput", "measured_assumption"]
 
 #: FP32 peak of one NVIDIA H100 SXM without tensor cores, FLOP/s (NVIDIA's H100 datasheet: 67 TFLOPS FP32)
 H100_FP32_PEAK = 67e12
@@ -42,6 +44,73 @@ GPU_THROUGHPUT = H100_FP32_PEAK * SUSTAINED_FRACTION
 GPU_ASSUMPTION = (f"{SUSTAINED_FRACTION:.0%} of an H100's {H100_FP32_PEAK / 1e12:.0f} TFLOP/s FP32 peak, "
                   f"{GPU_THROUGHPUT / 1e12:.2f} TFLOP/s sustained".replace("%", " %"))
 
+
+#: where :data:`MEASURED_STEPS` were timed
+MEASURED_CARD = "one NVIDIA H200 (torch 2.11.0+cu130, CUDA 13.0; benchmarks/gpu_check.py, 2026-11-27)"
+
+#: SGD training steps of ``clkit.models.cnn`` backbones timed by ``benchmarks/gpu_check.py`` on
+#: :data:`MEASURED_CARD` (the median of 5 steps after 2 warm-ups, CUDA synchronised; fp32 under
+#: PyTorch's defaults, which let cuDNN use TF32): ``{backbone: (image size, batch, classes, seconds)}``;
+#: docs/generated/gpu-check.md holds the run. Against :data:`GPU_THROUGHPUT` the large convolutions ran
+#: 1.3-5x faster and the small or depthwise ones 3.7-14x slower, so these replace the assumption for
+#: the backbones they cover.
+MEASURED_STEPS = {
+    "wide_vgg9": (64, 128, 60, 4.8e-3),
+    "wide_vgg9_bn": (64, 128, 60, 6.9e-3),
+    "efficientnet_b1": (64, 128, 60, 31.0e-3),
+    "resnet34_bn": (64, 128, 60, 10.8e-3),
+    "resnet32": (32, 128, 6, 11.6e-3),
+}
+
+
+def measured_throughput(backbone: str) -> float | None:
+    """The FLOP/s a measured training step of ``backbone`` sustained on :data:`MEASURED_CARD`.
+
+    :func:`training_flops` of the backbone at the measured size and batch (3 channels, counted on
+    ``meta``) divided by the measured seconds (:data:`MEASURED_STEPS`); ``None`` for a backbone
+    never measured. The throughput of other sizes and batches differs (small batches and images
+    keep a GPU less busy): a budget applies it as the best figure at hand and says so.
+
+    Examples
+    --------
+    >>> round(measured_throughput("wide_vgg9_bn") / 1e12)        # 413 GFLOP in 6.9 ms
+    60
+    >>> measured_throughput("mlp") is None
+    True
+    """
+    if backbone not in MEASURED_STEPS:
+        return None
+    return _measured_throughput(backbone)
+
+
+def measured_assumption(backbone: str) -> str:
+    """The sentence a budget says with :func:`measured_throughput`.
+
+    Examples
+    --------
+    >>> measured_assumption("resnet32")[:60]
+    'the 4.5 TFLOP/s of a resnet32 training step (batch 128, 32x3'
+    """
+    size, batch, _, seconds = MEASURED_STEPS[backbone]
+    return (f"the {measured_throughput(backbone) / 1e12:.1f} TFLOP/s of a {backbone} training step (batch {batch}, "
+            f"{size}x{size}, {seconds * 1e3:.1f} ms) measured on {MEASURED_CARD}")
+
+
+_THROUGHPUT_CACHE: dict = {}
+
+
+def _measured_throughput(backbone: str) -> float:
+    if backbone not in _THROUGHPUT_CACHE:
+        import torch
+
+        from ._seed import torch_seeded
+        from .models.cnn import make_backbone
+
+        size, batch, classes, seconds = MEASURED_STEPS[backbone]
+        with torch_seeded(0):          # the initial weights draw from a forked generator, not the global one
+            model = make_backbone(backbone, 3, classes, size)
+        _THROUGHPUT_CACHE[backbone] = training_flops(model, torch.zeros(batch, 3, size, size))["step"] / seconds
+    return _THROUGHPUT_CACHE[backbone]
 
 def format_duration(seconds: float) -> str:
     """A duration for people: ``"42 s"``, ``"3 min 5 s"``, ``"2 h 14 min"``, ``"3.4 days"``.

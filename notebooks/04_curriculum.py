@@ -206,8 +206,10 @@ record.log(**report.data_record(bench0, seed_list))
 # real steps of its backbone on its device (`cur.budget.estimate`). The estimate is what those
 # counts cost at the timed speed, divided by the worker processes. A second line prices the
 # same counts on one GPU from the FLOPs of a training step, counted on the backbone
-# (`cur.budget.step_flops`) and divided by an assumed sustained throughput (a quarter of an
-# H100's FP32 peak, `clkit.budget.GPU_ASSUMPTION`): estimated from FLOPs, not measured.
+# (`cur.budget.step_flops`) and divided by the throughput a step of the same backbone reached
+# when `benchmarks/gpu_check.py` timed it on an H200 (`clkit.budget.MEASURED_STEPS`; the paper
+# backbones and WideVGG9), else by an assumed one (a quarter of an H100's FP32 peak,
+# `clkit.budget.GPU_ASSUMPTION`): estimated from FLOPs, not measured.
 
 # %%
 budget = cur.budget.estimate(bench0.per_class, strategies, device=rd, seeds=seeds, epochs=epochs,

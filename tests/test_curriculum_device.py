@@ -230,6 +230,22 @@ def test_budget_is_calibrated_on_the_device_and_printed():
     assert rec["trainings"] == 32 and rec["work"][0]["count"] > 0 and rec["estimated_seconds"] >= 0
 
 
+def test_the_gpu_line_divides_by_the_measured_throughput_of_its_backbone():
+    """wide_vgg9_bn's step was timed on an H200: the GPU line's seconds are its FLOPs over the
+    FLOP/s of that measured step (hand: 413 GFLOP in 6.9 ms is about 60 TFLOP/s), so one step at
+    the measured size takes the measured time; a backbone never timed keeps the assumption."""
+    from clkit import budget as B
+
+    work = cb.StreamWork(steps=1, rows=128, memory_rows=0, sample_rows=0, forward_rows=0)
+    f = cb.step_flops(backbone="wide_vgg9_bn", image_size=64, channels=3, batch_size=128, num_classes=60)
+    e = cb.gpu_estimate(work, f)
+    assert e.seconds == pytest.approx(B.MEASURED_STEPS["wide_vgg9_bn"][3], rel=1e-6)
+    assert 55e12 < e.throughput < 65e12 and "H200" in e.assumption and e.record()["measured"] is False
+    mlp = cb.gpu_estimate(work, cb.step_flops(backbone="mlp", image_size=8, channels=1, batch_size=4,
+                                              num_classes=20))
+    assert mlp.throughput == B.GPU_THROUGHPUT and mlp.assumption == B.GPU_ASSUMPTION
+
+
 def test_step_model_splits_a_step_into_a_fixed_part_and_a_part_per_row():
     a, c = cb.step_model(1.0, 0.4, 128, 32)
     assert c == pytest.approx(0.6 / 96) and a == pytest.approx(1.0 - 128 * 0.6 / 96)

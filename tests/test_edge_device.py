@@ -239,6 +239,32 @@ def test_budget_counts_chunk_boundaries_and_samples(toy):
     assert tb.sequences == 20 and "a uniform sample of 20 sequences" in tb.budget.detail
 
 
+def test_the_gpu_line_prices_a_timed_scratch_backbone_at_its_measured_throughput():
+    """EWC from scratch on PyCIL's ResNet-32 (timed on an H200 by gpu_check) is priced at that step's
+    FLOP/s; iCaRL on small_cnn (never timed) at the assumed one; together, each at its own rate."""
+    from clkit import budget as B
+    from clkit.edge.images import strategy_inputs
+
+    rng = np.random.default_rng(0)
+    data = {"x_train": rng.normal(size=(2, 8, 3, 16, 16)).astype(np.float32),
+            "x_test": rng.normal(size=(2, 4, 3, 16, 16)).astype(np.float32), "dataset": "cifar100",
+            "image_shape": (3, 16, 16)}
+    seqs = enumerate_sequences(2, 2)
+    inputs = {"ewc": strategy_inputs(data, ["ewc"], backbone="resnet32")["ewc"],
+              "icarl": strategy_inputs(data, ["icarl"], backbone="small_cnn")["icarl"]}
+
+    def gpu(names):
+        return truth_budget(data, seqs, [], names, config=CFG, seconds_per_timing=0.05,
+                            inputs={n: inputs[n] for n in names}).gpu
+
+    ewc, icarl, both = gpu(["ewc"]), gpu(["icarl"]), gpu(["ewc", "icarl"])
+    assert ewc.throughput == pytest.approx(B.measured_throughput("resnet32")) and "H200" in ewc.assumption
+    assert icarl.throughput == B.GPU_THROUGHPUT and icarl.assumption == B.GPU_ASSUMPTION
+    assert both.flops == pytest.approx(ewc.flops + icarl.flops)
+    assert both.seconds == pytest.approx(ewc.seconds + icarl.seconds)
+    assert both.assumption == f"{ewc.assumption} and {icarl.assumption}"
+
+
 # ---------------------------------------------------------------------------------- CUDA
 
 @pytest.mark.gpu

@@ -42,10 +42,13 @@ GEM and generative replay.
 same counts priced in FLOPs instead of seconds -- every row through a training step, stacked
 memory row and per-sample gradient row at a training step's FLOPs per row (forward and
 backward, counted on the real backbone by :func:`clkit.budget.training_flops`), every
-forward row at a forward pass's -- divided by :data:`clkit.budget.GPU_THROUGHPUT` (a quarter of
-an H100's FP32 peak). It is said as "estimated from FLOPs, not measured" until ``python
-benchmarks/gpu_check.py`` times the step on a GPU; it leaves out what the CPU line leaves out,
-and kernel launches, which weigh most in the small steps of a small model.
+forward row at a forward pass's -- divided by the throughput a training step of the same
+backbone reached when ``benchmarks/gpu_check.py`` timed it on an H200
+(:func:`clkit.budget.measured_throughput`: wide_vgg9, wide_vgg9_bn, efficientnet_b1,
+resnet34_bn, resnet32), else by :data:`clkit.budget.GPU_THROUGHPUT` (a quarter of an H100's
+FP32 peak). It is said as "estimated from FLOPs, not measured": only single steps were timed.
+It leaves out what the CPU line leaves out, and with the assumed throughput kernel launches,
+which weigh most in the small steps of a small model.
 """
 
 from __future__ import annotations
@@ -56,7 +59,8 @@ import numpy as np
 import torch
 
 from .._seed import torch_seeded
-from ..budget import Budget, FlopEstimate, Work, format_flops, time_per_call, training_flops
+from ..budget import (Budget, FlopEstimate, Work, format_flops, measured_assumption, measured_throughput, time_per_call,
+                      training_flops)
 from ..learner_kwargs import settings_for
 from .streams import make_backbone, run_setting, strategy_kwargs
 
@@ -395,7 +399,7 @@ def step_flops(*, backbone: str, image_size: int, channels: int, batch_size: int
     f = training_flops(model, torch.zeros(batch_size, channels, image_size, image_size))
     per_row = f["step"] / batch_size
     return {"step": f["step"], "forward": f["forward"], "step_per_row": per_row,
-            "forward_per_row": f["forward"] / batch_size,
+            "forward_per_row": f["forward"] / batch_size, "backbone": backbone,
             "what": (f"{backbone} on {channels}x{image_size}x{image_size} images, batch {batch_size}: a training "
                      f"step {format_flops(per_row)} per row")}
 
@@ -404,7 +408,10 @@ def gpu_estimate(work: StreamWork, flops: dict) -> FlopEstimate:
     """The work of a run on one GPU from its FLOPs (:class:`clkit.budget.FlopEstimate`, not measured).
 
     Rows through training steps, stacked memory rows and per-sample gradient rows cost a training
-    step's FLOPs per row (forward and backward); forward rows a forward pass's.
+    step's FLOPs per row (forward and backward); forward rows a forward pass's. The FLOPs are
+    divided by the throughput a step of ``flops["backbone"]`` reached on a GPU where one was
+    measured (:func:`clkit.budget.measured_throughput`), else by the assumed
+    :data:`clkit.budget.GPU_THROUGHPUT`.
 
     Examples
     --------
@@ -418,6 +425,10 @@ def gpu_estimate(work: StreamWork, flops: dict) -> FlopEstimate:
     detail = (f"{trained:,} rows forward and backward at {format_flops(flops['step_per_row'])} each, "
               f"{work.forward_rows:,} forward rows at {format_flops(flops['forward_per_row'])}; a step of "
               f"{format_flops(flops['step'])}, counted on {flops['what'].split(':')[0]}; one process")
+    measured = measured_throughput(flops["backbone"]) if flops.get("backbone") else None
+    if measured:
+        return FlopEstimate(total, throughput=measured, assumption=measured_assumption(flops["backbone"]),
+                            detail=detail)
     return FlopEstimate(total, detail=detail)
 
 

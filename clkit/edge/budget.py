@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..budget import Budget, FlopEstimate, Work, format_flops, time_per_call, training_flops
+from ..budget import (GPU_ASSUMPTION, GPU_THROUGHPUT, Budget, FlopEstimate, Work, format_flops, measured_assumption,
+                      measured_throughput, time_per_call, training_flops)
 from .._validate import check_int
 from .memory import _size
 from .prefix import count_prefixes
@@ -319,7 +320,7 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
                 work.append(Work("ewc Fisher passes", n_f, s_f / n_f, "at the cost of a step"))
         work.append(Work(f"{name} evaluation groups", n_eval, s_eval / n_eval,
                          f"up to {plan.eval_nodes:,} sequences x {C * nte:,} test images"))
-    gpu_flops, gpu_detail = 0.0, []
+    gpu_flops, gpu_seconds, gpu_detail, gpu_rates = 0.0, 0.0, [], []
     for u in user_learners:
         cls = resolve_strategy(u, parameter="learners")
         xtr_u, _, factory = (inputs or {}).get(u, (data["x_train"], None, None))
@@ -345,8 +346,15 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
                      "passes are not timed.")
         flops = _strategy_flops(strat, xtr_t, widths, M, ntr, np.shape(data["x_test"])[1])
         if flops is not None:
+            # a scratch backbone timed on a GPU (resnet32) at its measured throughput, the rest at the assumed one
+            backbone = getattr(factory, "backbone", None)
+            measured = measured_throughput(backbone) if isinstance(backbone, str) else None
             gpu_flops += flops
+            gpu_seconds += flops / (measured or GPU_THROUGHPUT)
             gpu_detail.append(f"{u} {format_flops(flops)}")
+            rate = measured_assumption(backbone) if measured else GPU_ASSUMPTION
+            if rate not in gpu_rates:
+                gpu_rates.append(rate)
     if num_random and random_settings:
         from .sequences import random_scores
 
@@ -374,10 +382,11 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
         notes.append(f"Steps timed in {precision} (autocast).")
     gpu = None
     if gpu_flops:
-        gpu = FlopEstimate(gpu_flops, detail="the strategies' training and evaluation passes on their initial "
-                                             "models (DER's grows: more), " + ", ".join(gpu_detail)
-                                             + "; the batched learners and the frozen features' one pass are not "
-                                               "counted")
+        gpu = FlopEstimate(gpu_flops, throughput=gpu_flops / gpu_seconds,
+                           assumption=" and ".join(gpu_rates) if len(gpu_rates) > 1 else gpu_rates[0],
+                           detail="the strategies' training and evaluation passes on their initial "
+                                  "models (DER's grows: more), " + ", ".join(gpu_detail)
+                                  + "; the batched learners and the frozen features' one pass are not counted")
     return TruthBudget(budget, plans, levels, L, notes, gpu)
 
 
