@@ -87,7 +87,7 @@ def resolve_device(device="auto", *, parameter: str = "device") -> torch.device:
     --------
     >>> resolve_device("cpu"), resolve_device(torch.device("meta"))
     (device(type='cpu'), device(type='meta'))
-    >>> resolve_device("auto") == (torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu"))
+    >>> resolve_device("auto") == (torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu"))
     True
     >>> resolve_device("tpu")
     Traceback (most recent call last):
@@ -100,8 +100,8 @@ def resolve_device(device="auto", *, parameter: str = "device") -> torch.device:
         raise TypeError(f"{parameter} must be a string ({' | '.join(DEVICES)}) or a torch.device, "
                         f"got {type(device).__name__} {device!r}")
     name = device.strip().lower()
-    if name == "auto":
-        return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    if name == "auto":   # the same device as "cuda" (cuda:0), so results.json names it alike
+        return torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
     if name in ("cpu", "meta"):   # meta: shapes without values, for tests (setup refuses it for runs)
         return torch.device(name)
     match = re.fullmatch(r"cuda(?::(\d+))?", name)
