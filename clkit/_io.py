@@ -40,10 +40,30 @@ def work_dir() -> Path:
     return cwd.parent if cwd.name == "notebooks" else cwd
 
 
+def _umask() -> int:
+    """The process's umask (read by setting it and setting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_save(path, write) -> Path:
     """Call ``write(tmp_path)`` then rename the temporary file onto ``path``.
 
-    The temporary file lives in the destination folder, so the rename is atomic.
+    The temporary file lives in the destination folder, so the rename is atomic. The file
+    gets the mode an ordinary ``open(path, "w")`` would give it -- ``0o666`` less the umask
+    (``0644`` under the usual ``022``) -- not ``mkstemp``'s private ``0600``, so a lab sharing
+    a results folder, a TA reading grades or a cluster worker running as another user can
+    read what clkit writes.
+
+    Examples
+    --------
+    >>> import os, stat, tempfile
+    >>> old = os.umask(0o022)
+    >>> p = atomic_save(os.path.join(tempfile.mkdtemp(), "x.txt"), lambda tmp: open(tmp, "w").write("x"))
+    >>> oct(stat.S_IMODE(os.stat(p).st_mode))
+    '0o644'
+    >>> _ = os.umask(old)
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -51,6 +71,7 @@ def atomic_save(path, write) -> Path:
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
