@@ -72,6 +72,45 @@ def read_matrix(args, name: str, nan_allowed: str, scale: str):
                            scale="percent" if args.percent else scale)
 
 
+def parse_baseline(text: str, num_tasks: int, *, percent: bool = False, error: bool = False):
+    """``--baseline``: one finite score per task, on the matrix's scale.
+
+    With ``--percent`` the scores are divided by 100 like the matrix; scores (not errors) must
+    then lie in [0, 1] like the matrix's, so a percent baseline given without ``--percent`` (or
+    a fraction given with it) is refused, not silently mixed. NaN and inf are refused: a NaN
+    would drop its task from FWT without a word.
+
+    Examples
+    --------
+    >>> parse_baseline("10,11,9,10", 4, percent=True).tolist()
+    [0.1, 0.11, 0.09, 0.1]
+    >>> parse_baseline("5,5,5,5", 4)
+    Traceback (most recent call last):
+    ...
+    ValueError: --baseline: 5 is outside [0, 1], the scale of R's scores (in percent? add --percent)
+    """
+    import numpy as np
+
+    try:
+        b = np.array([float(v) for v in text.split(",")])
+    except ValueError:
+        raise ValueError(f"--baseline must be comma-separated numbers, got {text!r}") from None
+    if b.shape != (num_tasks,):
+        raise ValueError(f"--baseline has {len(b)} values; R has {num_tasks} tasks")
+    bad = b[~np.isfinite(b)]
+    if bad.size:
+        raise ValueError(f"--baseline: {bad[0]:g} is not a finite number; give a score for every task")
+    if percent:
+        b = b / 100.0
+    if not error:
+        out = b[(b < 0) | (b > 1)]
+        if out.size:
+            hint = "in percent? add --percent" if not percent else "with --percent they are percentages, 0-100"
+            raise ValueError(f"--baseline: {out[0] * (100 if percent else 1):g} is outside "
+                             f"{'[0, 100]' if percent else '[0, 1]'}, the scale of R's scores ({hint})")
+    return b
+
+
 def cl_result(R, *, error: bool = False, baseline=None) -> dict:
     """ACC / BWT / FWT / forgetting of ``R`` with :mod:`clkit.metrics` (behind ``clkit metrics cl``)."""
     from .. import metrics as mt
@@ -92,14 +131,8 @@ def cl(args) -> int:
     import pandas as pd
 
     R = read_matrix(args, "R", "above", "any" if args.error else "unit")
-    b = None
-    if args.baseline is not None:
-        try:
-            b = np.array([float(v) for v in args.baseline.split(",")])
-        except ValueError:
-            raise ValueError(f"--baseline must be comma-separated numbers, got {args.baseline!r}") from None
-        if b.shape != (len(R),):
-            raise ValueError(f"--baseline has {len(b)} values; R has {len(R)} tasks")
+    b = None if args.baseline is None else parse_baseline(args.baseline, len(R), percent=args.percent,
+                                                          error=args.error)
     res = cl_result(R, error=args.error, baseline=b)
     res["matrix"] = R
     table = pd.DataFrame([{"metric": k, "value": res[k]} for k in ("acc", "acc_all_seen", "bwt", "fwt",

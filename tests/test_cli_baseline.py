@@ -1,0 +1,59 @@
+"""``clkit metrics cl --baseline``: on the matrix's scale, --percent applied to it, NaN/inf refused (issue 43)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from clkit.cli import main
+
+R = np.array([[0.50, 0.12, 0.11, 0.10], [0.45, 0.60, 0.12, 0.11],
+              [0.40, 0.55, 0.70, 0.13], [0.35, 0.50, 0.65, 0.80]])
+B = np.array([0.10, 0.11, 0.09, 0.10])
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture
+def files(tmp_path):
+    unit, pct = tmp_path / "R.csv", tmp_path / "R_pct.csv"
+    pd.DataFrame(R).to_csv(unit, index=False, header=False)
+    pd.DataFrame(100 * R).to_csv(pct, index=False, header=False)
+    return unit, pct
+
+
+def test_percent_scales_the_baseline_like_the_matrix(tmp_path, capsys, files):
+    unit, pct = files
+    # hand: FWT (Lopez-Paz) = mean_{j>=1} (R[j-1, j] - b_j) = ((.12-.11) + (.12-.09) + (.13-.10)) / 3
+    hand = ((0.12 - 0.11) + (0.12 - 0.09) + (0.13 - 0.10)) / 3
+    fwt = []
+    for f, b, extra in ((unit, B, []), (pct, 100 * B, ["--percent"])):
+        out = tmp_path / f.stem
+        code, _, err = run(capsys, "metrics", "cl", f, "--no-header", "--no-index-col", *extra, "--baseline",
+                           ",".join(f"{v:g}" for v in b), "--out", out)
+        assert code == 0, err
+        fwt.append(json.loads((out / "metrics_cl.json").read_text())["fwt"])
+    assert fwt == pytest.approx([hand, hand])
+
+
+@pytest.mark.parametrize("baseline, extra, message", [
+    ("10,11,9,10", [], "10 is outside [0, 1], the scale of R's scores (in percent? add --percent)"),
+    ("5,5,5,5", [], "5 is outside [0, 1]"),
+    ("0.1,nan,0.1,0.1", [], "nan is not a finite number"),
+    ("0.1,inf,0.1,0.1", [], "inf is not a finite number"),
+    ("0.1,0.1,0.1,0.1", ["--percent"], None),          # 0.1 % is a valid (if odd) percent score
+    ("150,10,10,10", ["--percent"], "150 is outside [0, 100]"),
+])
+def test_baseline_out_of_scale_or_not_finite_is_refused(tmp_path, capsys, files, baseline, extra, message):
+    unit, pct = files
+    f = pct if extra else unit
+    code, _, err = run(capsys, "metrics", "cl", f, "--no-header", "--no-index-col", *extra, "--baseline", baseline)
+    if message is None:
+        assert code == 0
+    else:
+        assert code == 2 and message in err
