@@ -14,6 +14,8 @@ from collections.abc import Iterable
 import numpy as np
 
 __all__ = [
+    "check_seed",
+    "MAX_SEED",
     "check_type",
     "check_int",
     "check_real",
@@ -65,6 +67,26 @@ def check_int(name, value, *, low=None, high=None):
     value = int(value)
     _check_bounds(name, value, low, high, True, True, "an integer")
     return value
+
+
+#: the largest seed a run takes: NumPy's legacy range and most frameworks'; torch.manual_seed takes
+#: values below 2**64, and runs derive seeds by adding small offsets (seed + s), so this leaves room
+MAX_SEED = 2**32 - 1
+
+
+def check_seed(name, value):
+    """Check a run's seed: an integer in ``[0, MAX_SEED]``; return it as ``int``.
+
+    Examples
+    --------
+    >>> check_seed("seed", 7)
+    7
+    >>> check_seed("seed", 99999999999999999999)
+    Traceback (most recent call last):
+    ...
+    ValueError: seed must be an integer in [0, 4294967295], got 99999999999999999999
+    """
+    return check_int(name, value, low=0, high=MAX_SEED)
 
 
 def check_real(name, value, *, low=None, high=None, low_open=False, high_open=False, finite=True):

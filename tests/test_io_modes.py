@@ -32,3 +32,25 @@ def test_overwriting_keeps_the_umask_mode_and_leaves_no_temporary_file(tmp_path,
     atomic_write_text(p, "2")
     assert p.read_text() == "2" and stat.S_IMODE(p.stat().st_mode) == 0o644
     assert sorted(x.name for x in tmp_path.iterdir()) == ["r.json"]
+
+
+# ------------------------------------------------------------------ a seed beyond what the generators take
+
+@pytest.mark.parametrize("seed, ok", [(0, True), (2**32 - 1, True), (2**32, False), (-1, False),
+                                      (99999999999999999999, False)])
+def test_a_runs_seed_is_bounded_and_named(seed, ok):
+    """``-p seed 99999999999999999999`` reached torch as "Overflow when unpacking long long"; now the
+    notebooks' checks refuse it naming ``seed``. The largest allowed seed plus a run's offsets still
+    seeds torch and NumPy."""
+    import numpy as np
+    import torch
+
+    from clkit._validate import MAX_SEED, check_seed
+
+    if ok:
+        assert check_seed("seed", seed) == seed
+        torch.Generator().manual_seed(seed + 1000)
+        np.random.default_rng(seed + 1000)
+    else:
+        with pytest.raises(ValueError, match=rf"seed must be an integer in \[0, {MAX_SEED}\], got {seed}"):
+            check_seed("seed", seed)

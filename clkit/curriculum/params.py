@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._validate import check_choice, check_choices, check_int, check_real, check_type
+from .._validate import check_choice, check_choices, check_int, check_real, check_type, check_seed
 from ..data.images import IMAGE_DATASETS
 from ..learner_kwargs import allowed_keywords, check_learner_kwargs, settings_for
 from ..models.cnn import BACKBONES, MEMORY_FORMATS, MIN_IMAGE_SIZE
@@ -207,7 +207,7 @@ def check_params(*, datasets, scenario, strategies, backbone, epochs, difficulty
     check_real("lr", lr, low=0, low_open=True)
     check_real("momentum", momentum, low=0, high=1)
     check_int("batch_size", batch_size, low=1)
-    check_int("seed", seed)
+    check_seed("seed", seed)
     check_int("seeds", seeds, low=1)
     check_int("workers", workers, low=1)
     check_int("num_tasks", num_tasks, low=0, high=len(datasets))

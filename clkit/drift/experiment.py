@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from .._seed import torch_seeded
-from .._validate import check_choice, check_choices, check_int, check_real, check_type
+from .._validate import check_choice, check_choices, check_int, check_real, check_type, check_seed
 from .cache import build_stream
 from .evaluate import METHODS, make_learner, run_stream, train_joint
 from .protocol import stream_metrics
@@ -428,7 +428,7 @@ def check_params(*, dataset, setting, sigma, sigmas, p, k_bl, batch_size, batch_
     if not seeds:
         raise ValueError("seeds must name at least one seed, got []")
     for s in seeds:
-        check_int("seeds", s, low=0)
+        check_seed("seeds", s)
     check_int("classes_per_task", classes_per_task, low=1)
     check_real("tau", tau, low=0, high=1, low_open=True)
     check_int("hidden", hidden, low=1)

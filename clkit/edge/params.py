@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._validate import check_choice, check_choices, check_int, check_real, check_type
+from .._validate import check_choice, check_choices, check_int, check_real, check_type, check_seed
 from ..data.class_names import CLASS_NAME_LISTS
 from .combinatorics import check_num_tasks
 from .experiment import DATASETS
@@ -58,7 +58,7 @@ def check_params(*, dataset, classes, num_tasks, encoder, learners, n_train, n_t
     if len(seeds) < 2:
         raise ValueError(f"seeds must name at least 2 RS seeds (a std needs two values), got {seeds!r}")
     seeds = [check_int("seeds", s, low=0, high=2**32 - 1) for s in seeds]
-    check_int("seed", seed, low=0)
+    check_seed("seed", seed)
     check_type("granularities", granularities, (list, tuple), "a list of cluster counts ([] = default)")
     granularities = [check_int("granularities", g, low=1, high=len(classes)) for g in granularities]
     check_int("num_random", num_random, low=100)

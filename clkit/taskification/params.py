@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._validate import check_choice, check_choices, check_int, check_real, check_type
+from .._validate import check_choice, check_choices, check_int, check_real, check_type, check_seed
 from .forecasting import SPLIT_ORDERS, TARGET_SCALINGS
 from .profiles import check_weights
 
@@ -86,7 +86,7 @@ def check_params(*, dataset, num_series, num_weeks, window_days, offset_days, de
     out["patience"] = check_int("patience", patience, low=1)
     out["lr"] = check_real("lr", lr, low=0, low_open=True)
     out["batch_size"] = check_int("batch_size", batch_size, low=1)
-    out["seed"] = check_int("seed", seed, low=0)
+    out["seed"] = check_seed("seed", seed)
     check_type("river_windows", river_windows, list, "a list of window lengths in steps")
     for w in river_windows:
         check_int("river_windows", w, low=2)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._validate import check_choice, check_choices, check_int, check_real, check_type
+from .._validate import check_choice, check_choices, check_int, check_real, check_type, check_seed
 
 __all__ = ["DATASETS", "LEARNERS", "check_params"]
 
@@ -37,7 +37,7 @@ def check_params(*, dataset, learners, period_length, delta, epsilon, lam, n, ho
         n=check_int("n", n, low=1),
         horizon=check_int("horizon", horizon, low=0),
         epochs=check_int("epochs", epochs, low=1),
-        seed=check_int("seed", seed, low=0),
+        seed=check_seed("seed", seed),
     )
     out.update(extra)
     return out
