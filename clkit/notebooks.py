@@ -11,6 +11,7 @@ against the parameters cell.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import yaml
@@ -244,9 +245,18 @@ def load_params(notebook: str, params: str = "default", overrides=()) -> dict:
     """
     path = _params_file(notebook, params)
     try:
-        values = yaml.safe_load(path.read_text()) or {}
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"params file {path} is not a text (UTF-8) YAML file: byte {exc.start} is "
+                         f"0x{exc.object[exc.start]:02x}") from None
+    try:
+        values = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ValueError(f"params file {path} is not valid YAML: {_yaml_problem(exc)}") from None
+    if values is None:   # empty, or only comments: the notebook's own defaults, said aloud
+        warnings.warn(f"params file {path} sets no parameter: the run uses {notebook}'s own defaults",
+                      UserWarning, stacklevel=2)
+        values = {}
     if not isinstance(values, dict):
         raise ValueError(f"params file {path} must hold a mapping name: value")
     declared = notebook_parameters(notebook)

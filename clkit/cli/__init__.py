@@ -37,11 +37,16 @@ this package (``tests/test_imports.py`` checks it).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import warnings
 
 from . import course, drift, edge, metrics, plan, run, summary, sweep, taskify
 
 __all__ = ["main", "build_parser", "SUBCOMMANDS"]
+
+#: the clkit package's folder: warnings raised from inside it print as ``[clkit] note: ...``
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: subcommand modules, in the order ``clkit --help`` lists them
 SUBCOMMANDS = (run, sweep, summary, plan, edge, metrics, drift, taskify, course)
@@ -60,7 +65,18 @@ def main(argv=None) -> int:
     """Entry point of the ``clkit`` command; returns the exit status (130 after Ctrl-C)."""
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            default = warnings.showwarning
+
+            def note(message, category, filename, lineno, file=None, line=None):
+                """clkit's own warnings as one line (``[clkit] note: ...``); others as Python prints them."""
+                if os.path.dirname(os.path.abspath(filename)).startswith(_PACKAGE):
+                    print(f"[clkit] note: {message}", file=sys.stderr, flush=True)
+                else:
+                    default(message, category, filename, lineno, file, line)
+
+            warnings.showwarning = note
+            return args.func(args)
     except KeyboardInterrupt:  # a command that has no more to say about it than this
         print(f"[clkit] interrupted: clkit {args.cmd} stopped", file=sys.stderr, flush=True)
         return 130
