@@ -15,6 +15,8 @@ import numpy as np
 
 __all__ = [
     "check_seed",
+    "check_fits",
+    "available_memory",
     "MAX_SEED",
     "check_type",
     "check_int",
@@ -87,6 +89,46 @@ def check_seed(name, value):
     ValueError: seed must be an integer in [0, 4294967295], got 99999999999999999999
     """
     return check_int(name, value, low=0, high=MAX_SEED)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory free for this process now (Linux ``/proc/meminfo``'s ``MemAvailable``, else
+    ``os.sysconf``), or ``None`` where the system does not say."""
+    import os
+
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_fits(name, value, nbytes: float, what: str, *, fraction: float = 0.5, available=None):
+    """Refuse ``name = value`` when the ``nbytes`` it needs exceed ``fraction`` of the free memory.
+
+    Checked before anything is allocated, so a size that would exhaust a shared machine fails at
+    once with one line naming the parameter, the need and what is free. ``available`` overrides
+    :func:`available_memory` (tests); with neither, nothing is checked.
+
+    Examples
+    --------
+    >>> check_fits("--batch-size", 10, 8e3, "the batches", available=2**30)
+    >>> check_fits("--random", 10**9, 8e10, "the random orders", available=2**34)
+    Traceback (most recent call last):
+    ...
+    ValueError: --random 1000000000 needs about 74.5 GiB for the random orders; 16.0 GiB is free (at most half is used)
+    """
+    free = available_memory() if available is None else available
+    if free is not None and nbytes > fraction * free:
+        share = "half" if fraction == 0.5 else f"{fraction:.0%}"
+        raise ValueError(f"{name} {value} needs about {nbytes / 2**30:.1f} GiB for {what}; "
+                         f"{free / 2**30:.1f} GiB is free (at most {share} is used)")
 
 
 def check_real(name, value, *, low=None, high=None, low_open=False, high_open=False, finite=True):

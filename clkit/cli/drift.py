@@ -54,7 +54,10 @@ def stream_result(y, *, setting: str = "gaussian", sigma: float = 10.0, batch_si
     from .. import drift
     from ..data.graphs import split_per_class
 
+    from .._validate import check_int
+
     y = np.asarray(y, dtype=np.int64)
+    check_int("--batch-size", batch_size, low=1, high=len(y))   # a batch holds at most every node, once
     task_of_class, task_classes = drift.latent_tasks(y, classes_per_task, drop_remainder=True)
     nodes = np.arange(len(y))
     test_idx = np.array([], dtype=np.int64)

@@ -47,13 +47,19 @@ def orders_result(names, num_tasks: int, *, encoder: str = "auto", num_random_or
     import numpy as np
 
     from .. import edge
-    from .._validate import check_int
+    from .._validate import check_fits, check_int
+    from ..edge.combinatorics import check_num_tasks, num_sequences
 
     check_int("--random", num_random_orders, low=0)
     check_int("--num-random", num_random, low=100)
-    from ..edge.combinatorics import check_num_tasks
-
     check_num_tasks(len(names), num_tasks)
+    distinct = num_sequences(len(names), num_tasks)
+    if num_random_orders > distinct:
+        raise ValueError(f"--random {num_random_orders}: {len(names)} classes in {num_tasks} tasks have only "
+                         f"{distinct:,} distinct orders (N!/(M!)^K); ask for at most that many")
+    n = len(names)   # each random order: n classes as int64 (a permutation, its tasks and its score)
+    check_fits("--random", num_random_orders, 4.0 * num_random_orders * n * 8, "the random orders")
+    check_fits("--num-random", num_random, 4.0 * num_random * n * 8, "the orders of the percentile sample")
     sim = edge.class_similarity(names, encoder)
     hard, hi = edge.hard_sequence(sim, num_tasks, return_info=True)
     easy, ei = edge.easy_sequence(sim, num_tasks, return_info=True)

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from scipy.stats import norm
 
-from .._validate import check_choice, check_int, check_real
+from .._validate import check_choice, check_fits, check_int, check_real
 from ._cache import DatasetNotFoundError, data_root
 
 __all__ = ["PeriodDataset", "make_drifting_gaussians", "gaussian_ground_truth", "load_rainfall",
@@ -159,6 +159,8 @@ def make_drifting_gaussians(num_periods: int = 10, samples_per_period: int = 400
     s0 = check_real("separation_start", separation_start, low=0, low_open=True)
     s1 = check_real("separation_end", separation_end, low=0, low_open=True)
     test_fraction = check_real("test_fraction", test_fraction, low=0, high=1, low_open=True, high_open=True)
+    # float64 noise, the float32 inputs and their train / test views: about 3 float64 arrays of T x n x d
+    check_fits("samples_per_period", n, 3.0 * 8 * T * n * d, f"{T} periods x {d} features of synthetic data")
     rng = np.random.default_rng(seed)
     sep = np.linspace(s0, s1, T)
     ang = drift * np.arange(T)

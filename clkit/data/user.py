@@ -732,6 +732,10 @@ def load_graph_source(dataset: str, root=None, *, min_classes: int = 2):
     return load_graph_file(dataset, min_classes=min_classes)
 
 
+#: the most classes a label file may number without as many nodes (arrays are kept per class)
+MAX_LABELS = 2**16
+
+
 def load_labels(path) -> np.ndarray:
     """Integer node labels from a ``.npy`` file (1-D, non-negative)."""
     from .._io import load_npy
@@ -746,4 +750,9 @@ def load_labels(path) -> np.ndarray:
         y = y.astype(np.int64)
     if y.min() < 0:
         raise ValueError(f"labels: {str(p)!r} has negative labels; allowed: 0..C-1")
+    top = max(len(y), MAX_LABELS)
+    if y.max() >= top:   # per-class arrays have max + 1 entries: a label of 10**12 would ask for TiB
+        raise ValueError(f"labels: {str(p)!r} has the label {int(y.max())} but {len(np.unique(y))} distinct labels; "
+                         f"allowed: 0..C-1 with C at most {top:,} (the node count or {MAX_LABELS:,}); "
+                         "renumber the classes 0..C-1")
     return y.astype(np.int64)
