@@ -27,7 +27,7 @@ from .notebooks import (PARAM_SETS, check_values, list_notebooks, load_params, n
 
 __all__ = ["execute", "run_notebook", "write_timings", "read_timings", "kernel_did_not_start", "KERNEL_ARGS", "TIMINGS",
            "notebooks_dir", "notebook_path", "list_notebooks", "resolve_notebook", "param_sets",
-           "notebook_parameters", "load_params", "check_values"]
+           "notebook_parameters", "load_params", "check_values", "check_output_folder", "run_lock"]
 
 _ENV_LOCK = threading.Lock()
 # The kernel logs only critical errors: its "running over TCP without encryption"
@@ -182,29 +182,114 @@ def run_notebook(notebook: str, params: str = "default", overrides=(), out="runs
     values = load_params(notebook, params, overrides)
     outdir = Path(out) / notebook
     figdir = Path(figures) / notebook if figures else None
+    created = [d for d in (Path(out), Path(figures) if figures else None) if d is not None and not d.exists()]
+    for flag, d in (("--out", Path(out)), ("--figures", Path(figures) if figures else None)):
+        if d is not None:
+            check_output_folder(flag, d, notebook)
     tag = f".{notebook}.partial-{uuid.uuid4().hex[:8]}"
     stage = outdir.parent / tag
     stage_fig = figdir.parent / tag if figdir else None
+    published, res = False, None
     try:
-        res = execute(notebook_path(notebook), stage, values, figdir=stage_fig,
-                      progress=True if progress is None else progress)
-        if res["ename"] == "KeyboardInterrupt":  # Ctrl-C reached the kernel: not the notebook's fault
-            raise KeyboardInterrupt(res["error"])
-        meta = {"notebook": notebook, "params_set": params, "params": values, "status": res["status"],
-                "error": res["error"], "runtime_s": res["runtime_s"],
-                "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        atomic_write_json(stage / "run.json", meta)
-        with _interrupt_held():
-            if stage_fig is not None:
-                _merge_dir(stage_fig, figdir)
-            replace_dir(stage, outdir)
+        with run_lock(outdir):
+            res = execute(notebook_path(notebook), stage, values, figdir=stage_fig,
+                          progress=True if progress is None else progress)
+            published = _publish(res, notebook, params, values, stage, stage_fig, outdir, figdir)
     finally:
         for d in (stage, stage_fig):
             if d is not None:
                 shutil.rmtree(d, ignore_errors=True)
+        if not published:   # an interrupted or broken first run leaves no empty folder behind
+            for d in created:
+                with contextlib.suppress(OSError):
+                    d.rmdir()
     if res["error"]:
         raise RuntimeError(res["error"])
     return outdir
+
+
+def _publish(res, notebook, params, values, stage, stage_fig, outdir, figdir) -> bool:
+    """Write ``run.json`` and move the finished run into place (Ctrl-C held meanwhile)."""
+    if res["ename"] == "KeyboardInterrupt":  # Ctrl-C reached the kernel: not the notebook's fault
+        raise KeyboardInterrupt(res["error"])
+    meta = {"notebook": notebook, "params_set": params, "params": values, "status": res["status"],
+            "error": res["error"], "runtime_s": res["runtime_s"],
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    atomic_write_json(stage / "run.json", meta)
+    with _interrupt_held():
+        if stage_fig is not None:
+            _merge_dir(stage_fig, figdir)
+        replace_dir(stage, outdir)
+    return True
+
+
+def check_output_folder(flag: str, folder, notebook: str) -> None:
+    """Refuse, in one line, an output folder a run could not write: a file, a file at
+    ``folder/<notebook>``, or a folder without write permission (created here when missing).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "results.txt"
+    >>> _ = f.write_text("x")
+    >>> check_output_folder("--out", f, "03_temporal_metrics")
+    Traceback (most recent call last):
+    ...
+    ValueError: --out ...results.txt is a file, not a folder; give a folder (it is created when missing)
+    """
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{flag} {folder} is a file, not a folder; give a folder (it is created when missing)")
+    if (folder / notebook).exists() and not (folder / notebook).is_dir():
+        raise ValueError(f"{flag} {folder}: {folder / notebook} is a file where the run's folder goes; "
+                         "move it or give another folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"{flag} {folder} cannot be created: {exc.strerror}") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag} {folder} is not writable (a read-only folder?); give a folder you can write")
+
+
+@contextlib.contextmanager
+def run_lock(outdir):
+    """Hold ``<out>/.<notebook>.lock`` while a run writes ``outdir``: a second run into the same folder
+    is refused (naming the first one's process), not allowed to overwrite it silently. A lock left by a
+    process that no longer exists is taken over.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()) / "03_temporal_metrics"
+    >>> with run_lock(d):
+    ...     with run_lock(d):
+    ...         pass
+    Traceback (most recent call last):
+    ...
+    ValueError: another clkit run (process ...) is writing .../03_temporal_metrics since ...; wait for it to finish or give another --out
+    """
+    outdir = Path(outdir)
+    lock = outdir.parent / f".{outdir.name}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(2):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                pid, since = lock.read_text().split(" ", 1)
+                os.kill(int(pid), 0)            # raises when no such process
+            except (OSError, ValueError):
+                lock.unlink(missing_ok=True)    # stale: its process is gone
+                continue
+            raise ValueError(f"another clkit run (process {pid}) is writing {outdir} since {since.strip()}; "
+                             "wait for it to finish or give another --out") from None
+        with os.fdopen(fd, "w") as fh:
+            fh.write(f"{os.getpid()} {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        break
+    try:
+        yield lock
+    finally:
+        lock.unlink(missing_ok=True)
 
 
 def _merge_dir(src: Path, dst: Path) -> None:

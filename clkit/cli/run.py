@@ -50,12 +50,14 @@ def _cmd_run(args):
             failures.append(nb)
             continue
         print(f"[clkit] running {nb} with params={args.params} ...", flush=True)
+        had_result = (Path(args.out) / nb / "run.json").is_file()
         try:
             outdir = run_notebook(nb, args.params, args.p or (), out=args.out, figures=args.figures,
                                   progress=args.progress)
         except KeyboardInterrupt:
-            print(f"[clkit] interrupted: {nb} did not finish; the previous result in "
-                  f"{Path(args.out) / nb} is kept", file=sys.stderr, flush=True)
+            kept = (f"the previous result in {Path(args.out) / nb} is kept" if had_result
+                    else "nothing was written")
+            print(f"[clkit] interrupted: {nb} did not finish; {kept}", file=sys.stderr, flush=True)
             return 130
         except (ValueError, TypeError, RuntimeError) as exc:
             print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)

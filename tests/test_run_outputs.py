@@ -1,0 +1,62 @@
+"""``clkit run --out``: a file, a busy folder and an interrupted first run each get one clear line (issue 43)."""
+
+import json
+
+import pytest
+
+from clkit import run as run_mod
+from clkit.cli import main
+
+
+@pytest.fixture
+def tiny(tmp_path, monkeypatch):
+    from tiny_notebook import write_tiny_notebook
+
+    write_tiny_notebook(tmp_path / "nb", {"plain": {"seed": 1}})
+    monkeypatch.setenv("CLKIT_NOTEBOOKS", str(tmp_path / "nb"))
+    return tmp_path
+
+
+def test_out_naming_a_file_is_refused_before_running(tiny, capsys):
+    f = tiny / "results.txt"
+    f.write_text("keep me")
+    assert main(["run", "00", "--params", "plain", "--out", str(f), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert f"--out {f} is a file, not a folder" in err and "Traceback" not in err
+    assert f.read_text() == "keep me"
+
+
+def test_a_file_where_the_runs_folder_goes_is_refused(tiny, capsys):
+    (tiny / "runs").mkdir()
+    (tiny / "runs" / "00_tiny").write_text("x")
+    assert main(["run", "00", "--params", "plain", "--out", str(tiny / "runs"), "--no-progress"]) == 1
+    assert "is a file where the run's folder goes" in capsys.readouterr().err
+
+
+def test_a_second_run_into_a_busy_folder_is_refused_and_the_first_finishes(tiny, capsys):
+    out = tiny / "runs"
+    with run_mod.run_lock(out / "00_tiny"):
+        assert main(["run", "00", "--params", "plain", "--out", str(out), "--no-progress"]) == 1
+        assert "another clkit run (process" in capsys.readouterr().err
+        assert not (out / "00_tiny").exists()
+    assert main(["run", "00", "--params", "plain", "--out", str(out), "--no-progress"]) == 0
+    assert json.loads((out / "00_tiny" / "run.json").read_text())["status"] == "ok"
+    assert sorted(p.name for p in out.iterdir()) == ["00_tiny"]          # no lock, no staging folder left
+
+
+def test_a_stale_lock_is_taken_over(tiny):
+    out = tiny / "runs"
+    out.mkdir()
+    (out / ".00_tiny.lock").write_text("999999999 2026-01-01 00:00:00\n")   # no such process
+    assert main(["run", "00", "--params", "plain", "--out", str(out), "--no-progress"]) == 0
+
+
+def test_an_interrupted_first_run_says_so_and_leaves_no_folder(tiny, capsys, monkeypatch):
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt()
+
+    monkeypatch.setattr(run_mod, "execute", interrupted)
+    out = tiny / "fresh"
+    assert main(["run", "00", "--params", "plain", "--out", str(out), "--no-progress"]) == 130
+    assert "00_tiny did not finish; nothing was written" in capsys.readouterr().err
+    assert not out.exists()
