@@ -44,7 +44,7 @@ def test_summary_group_by_an_unknown_column_names_it_and_the_closest(tmp_path, c
 
 
 def test_a_malformed_parameter_value_names_the_parameter_in_one_line(capsys):
-    assert main(["run", "03", "--params", "smoke", "-p", "learners", "[finetune"]) == 1
+    assert main(["run", "03", "--params", "smoke", "-p", "learners", "[finetune"]) == 2
     line = _one_line(capsys.readouterr().err, 260)
     assert line == ("[clkit] ERROR: -p learners: '[finetune' is not a valid YAML value: expected ',' or ']', but got "
                     "'<stream end>' at column 10 (a list is written \"[a, b]\", a mapping \"{key: value}\"; quote "
@@ -52,7 +52,7 @@ def test_a_malformed_parameter_value_names_the_parameter_in_one_line(capsys):
 
 
 def test_a_misspelt_parameter_gets_the_closest_name(capsys):
-    assert main(["run", "03", "--params", "smoke", "-p", "lerners", "[naive]"]) == 1
+    assert main(["run", "03", "--params", "smoke", "-p", "lerners", "[naive]"]) == 2
     line = _one_line(capsys.readouterr().err, 800)
     assert "03_temporal_metrics has no parameter 'lerners' (did you mean 'learners'" in line and "parameters: [" in line
 
@@ -64,18 +64,18 @@ def test_a_notebook_is_named_by_its_number_with_or_without_the_zero(name):
 
 def test_run_accepts_the_number_and_a_missing_params_file_says_it_is_missing(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert main(["run", "2", "--params", "missing.yaml", "--out", str(tmp_path)]) == 1
+    assert main(["run", "2", "--params", "missing.yaml", "--out", str(tmp_path)]) == 2
     captured = capsys.readouterr()
-    assert "running 02_edge with params=missing.yaml" in captured.out
+    assert captured.out == ""   # bad input: one error line, nothing "running"
     line = _one_line(captured.err, 200, tmp_path)
     assert line == (f"[clkit] ERROR: params: the file missing.yaml does not exist (looked for "
                     f"{tmp_path / 'missing.yaml'}); 02_edge's sets: {', '.join(param_sets('02_edge'))}")
     assert {"default", "paper", "smoke"} <= set(param_sets("02_edge"))
-    assert main(["run", "3", "--params", "nope", "--out", str(tmp_path)]) == 1
+    assert main(["run", "3", "--params", "nope", "--out", str(tmp_path)]) == 2
     line = _one_line(capsys.readouterr().err, 200)
     assert line == ("[clkit] ERROR: params: 03_temporal_metrics has no parameter set 'nope'; the shipped sets are "
                     "['default', 'paper', 'smoke'] (or give a YAML file)")
-    assert main(["run", "9", "--out", str(tmp_path)]) == 1
+    assert main(["run", "9", "--out", str(tmp_path)]) == 2
     assert "notebook must be one of ['01_taskification'" in _one_line(capsys.readouterr().err, 300)
     assert not list(tmp_path.iterdir())  # nothing ran
 

@@ -20,7 +20,7 @@ def tiny(tmp_path, monkeypatch):
 def test_out_naming_a_file_is_refused_before_running(tiny, capsys):
     f = tiny / "results.txt"
     f.write_text("keep me")
-    assert main(["run", "00", "--params", "plain", "--out", str(f), "--no-progress"]) == 1
+    assert main(["run", "00", "--params", "plain", "--out", str(f), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert f"--out {f} is a file, not a folder" in err and "Traceback" not in err
     assert f.read_text() == "keep me"
@@ -29,7 +29,7 @@ def test_out_naming_a_file_is_refused_before_running(tiny, capsys):
 def test_a_file_where_the_runs_folder_goes_is_refused(tiny, capsys):
     (tiny / "runs").mkdir()
     (tiny / "runs" / "00_tiny").write_text("x")
-    assert main(["run", "00", "--params", "plain", "--out", str(tiny / "runs"), "--no-progress"]) == 1
+    assert main(["run", "00", "--params", "plain", "--out", str(tiny / "runs"), "--no-progress"]) == 2
     assert "is a file where the run's folder goes" in capsys.readouterr().err
 
 

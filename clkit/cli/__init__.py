@@ -21,8 +21,9 @@ are parsed as YAML (``-p epochs 3``, ``-p learners "[naive, ewc]"``).
 Each run writes into ``OUT/<notebook>/``: the executed notebook, ``results.json``
 (the notebook's recorded numbers; identical for identical parameters and seed),
 ``run.json`` (parameters, timing, status) and the figures (under ``figures/``,
-or ``--figures DIR/<notebook>/``). A failing cell exits non-zero and prints
-the cell's error.
+or ``--figures DIR/<notebook>/``). Exit status, the same for every subcommand: 0 done,
+2 bad input (one line naming it; nothing ran), 1 a failed run (the failing cell's error
+is printed), 130 Ctrl-C.
 
 ``clkit sweep`` runs one case per grid point on Dask (:mod:`clkit.sweep`);
 ``clkit summary`` tabulates runs and sweeps (CSV, and Parquet beside it).

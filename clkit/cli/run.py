@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
-from ..notebooks import list_notebooks, param_sets, resolve_notebook
+from ..notebooks import list_notebooks, load_params, param_sets, resolve_notebook
 from ..run import TIMINGS, read_timings, run_notebook
 
 __all__ = ["register"]
@@ -40,14 +41,23 @@ def _cmd_run(args):
     from ..summary import summarize
 
     names = list_notebooks() if args.notebook == "all" else [args.notebook]
-    failures = []
+    failures, bad_input = [], []
     for nb in names:
         t0 = time.perf_counter()
         try:
             nb = resolve_notebook(nb)  # "2" -> 02_edge, so that every message names the notebook
         except ValueError as exc:
             print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
-            failures.append(nb)
+            bad_input.append(nb)
+            continue
+        try:   # bad input is told before anything runs: one line, exit status 2
+            load_params(nb, args.params, args.p or ())
+            for flag, folder in (("--out", args.out), ("--figures", args.figures)):
+                if folder:
+                    _check_folder_before(flag, Path(folder), nb)
+        except (ValueError, TypeError) as exc:
+            print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
+            bad_input.append(nb)
             continue
         print(f"[clkit] running {nb} with params={args.params} ...", flush=True)
         had_result = (Path(args.out) / nb / "run.json").is_file()
@@ -66,13 +76,27 @@ def _cmd_run(args):
         print(f"[clkit] {nb} done in {time.perf_counter() - t0:.1f}s -> {outdir}", flush=True)
         if args.top_cells:
             _print_top_cells(outdir / TIMINGS, args.top_cells)
-    if args.notebook == "all" and len(failures) < len(names):
+    if args.notebook == "all" and len(failures) + len(bad_input) < len(names):
         df = summarize(args.out)
         print(f"[clkit] summary of {len(df)} run(s) -> {Path(args.out) / 'summary.csv'}")
     if failures:
         print(f"[clkit] failed: {', '.join(failures)}", file=sys.stderr)
-        return 1
-    return 0
+        return 1   # a run failed (its cell's error above)
+    return 2 if bad_input else 0   # bad input: nothing ran
+
+
+def _check_folder_before(flag: str, folder: Path, notebook: str) -> None:
+    """:func:`clkit.run.check_output_folder` without creating the folder (nothing is written for bad input)."""
+    from ..run import check_output_folder
+
+    if folder.exists():
+        check_output_folder(flag, folder, notebook)
+        return
+    parent = next((p for p in folder.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise ValueError(f"{flag} {folder}: {parent} is a file, not a folder")
+    if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag} {folder} cannot be created: {parent} is not writable")
 
 
 def _print_top_cells(path, n: int) -> None:
