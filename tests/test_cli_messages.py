@@ -33,12 +33,12 @@ def test_summary_group_by_an_unknown_column_names_it_and_the_closest(tmp_path, c
         results = {f"stream.metric_{k:03d}": k / 7 for k in range(400)}
         (d / "results.json").write_text(json.dumps({"notebook": "05_drift", "params": {"sigma": sigma},
                                                     "results": results}))
-    assert main(["summary", str(tmp_path), "--group-by", "sigm"]) == 1
+    assert main(["summary", str(tmp_path), "--group-by", "sigm"]) == 2
     line = _one_line(capsys.readouterr().err, 500)
     assert line == ("[clkit] ERROR: group_by: no column 'sigm' in the table; closest: ['param.sigma']; other "
                     f"columns: {['run'] + [f'stream.metric_{k:03d}' for k in range(9)]} and 391 more (every column "
                     "is in summary.csv)")
-    assert main(["summary", str(tmp_path), "--columns", "*metric_9999"]) == 1
+    assert main(["summary", str(tmp_path), "--columns", "*metric_9999"]) == 2
     line = _one_line(capsys.readouterr().err, 500)
     assert "no result column matches ['*metric_9999']" in line and "more (every column is in summary.csv)" in line
 

@@ -59,7 +59,7 @@ def test_summary_tabulates_results(tmp_path, capsys):
     assert "learners.erm.id" in out and "param.seed" in out
     csv = (tmp_path / "summary.csv").read_text().splitlines()
     assert len(csv) == 3
-    assert main(["summary", str(tmp_path / "empty")]) == 1
+    assert main(["summary", str(tmp_path / "empty")]) == 2
 
 
 def test_papermill_can_parse_every_parameters_cell():

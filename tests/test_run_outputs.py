@@ -60,3 +60,17 @@ def test_an_interrupted_first_run_says_so_and_leaves_no_folder(tiny, capsys, mon
     assert main(["run", "00", "--params", "plain", "--out", str(out), "--no-progress"]) == 130
     assert "00_tiny did not finish; nothing was written" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_summary_of_a_sweep_whose_cases_all_failed_says_so(tmp_path, capsys):
+    """The sweep example of running.md once failed in all 8 cases, and ``--group-by`` printed pandas'
+    "No objects to concatenate"; now one line says no case completed and shows the first failure."""
+    import pandas as pd
+
+    from clkit.sweep import group_table
+
+    df = pd.DataFrame({"notebook": "04", "case": ["a", "b"], "index": [0, 1], "status": "failed",
+                       "error": ["cell 4: ValueError: learner_kwargs names ewc", None], "seed": [0, 1]})
+    with pytest.raises(ValueError, match=r"none of the 2 cases completed, so there is nothing to group by seed; "
+                                         r"the first failure: cell 4: ValueError: learner_kwargs names ewc"):
+        group_table(df, ["seed"])

@@ -120,7 +120,7 @@ def test_local_cluster_runs_every_case_and_reports_the_failing_one(tiny, tmp_pat
     printed = capsys.readouterr().out
     assert "nested.half" not in printed and "0.5 ± 0.71" in printed
     assert (out / "summary_by_x.csv").read_text().splitlines()[0] == "x,n,y_mean,y_std"
-    assert main(["summary", str(out), "--columns", "nope*"]) == 1
+    assert main(["summary", str(out), "--columns", "nope*"]) == 2
     assert "no result column matches ['nope*']" in capsys.readouterr().err
 
 

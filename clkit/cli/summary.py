@@ -36,9 +36,9 @@ def _cmd_summary(args):
             grouped = group_table(shown, args.group_by)
             grouped_path = Path(args.dir) / f"summary_by_{'_'.join(args.group_by)}.csv"
             write_table(grouped, grouped_path)
-    except ValueError as exc:
+    except ValueError as exc:   # nothing to summarise, or a bad --group-by / --columns: bad input
         print(f"[clkit] ERROR: {exc}", file=sys.stderr)
-        return 1
+        return 2
     shown = shown.drop(columns=["error"], errors="ignore")
     with pd.option_context("display.max_columns", _PRINT_COLUMNS, "display.width", 200,
                            "display.max_colwidth", 60):

@@ -100,6 +100,12 @@ def group_table(df, group_by) -> "pandas.DataFrame":  # noqa: F821
         raise ValueError(f"group_by: no column {bad[0]!r} in the table; {_closest(bad[0], allowed)}")
     params = set(df.attrs.get("grid_params", ())) | {c for c in df.columns if str(c).startswith("param.")}
     ok = df[df["status"] == "ok"]
+    if ok.empty:
+        failed = df[df["status"] != "ok"]
+        first = failed["error"].dropna().astype(str).iloc[0] if "error" in failed and failed["error"].notna().any() \
+            else "no error recorded"
+        raise ValueError(f"none of the {len(df)} cases completed, so there is nothing to group by "
+                         f"{', '.join(group_by)}; the first failure: {first[:300]}")
     values = [c for c in ok.columns if c not in (*META, *TAIL, *group_by) and c not in params
               and pd.api.types.is_numeric_dtype(ok[c]) and not pd.api.types.is_bool_dtype(ok[c])]
     grouped = ok.groupby(group_by, sort=True, dropna=False)
