@@ -57,3 +57,24 @@ def test_baseline_out_of_scale_or_not_finite_is_refused(tmp_path, capsys, files,
         assert code == 0
     else:
         assert code == 2 and message in err
+
+
+@pytest.mark.parametrize("sep, name", [("\t", "tabs"), (";", "';'")])
+def test_tab_and_semicolon_matrices_read_like_csv(tmp_path, capsys, files, sep, name):
+    """Issue 43: such files were refused with messages that never named the separator."""
+    unit, _ = files
+    f = tmp_path / "R.tsv"
+    f.write_text("\n".join(sep.join(f"{v:g}" for v in row) for row in R) + "\n")
+    outs = []
+    for path in (unit, f):
+        code, out, err = run(capsys, "metrics", "cl", path, "--no-header", "--no-index-col", "--out", tmp_path / path.stem)
+        assert code == 0, err
+        outs.append(json.loads((tmp_path / path.stem / "metrics_cl.json").read_text())["acc"])
+    assert outs[0] == outs[1]
+
+
+def test_decimal_commas_are_refused_naming_the_separator(tmp_path, capsys):
+    f = tmp_path / "R_eu.csv"
+    f.write_text("0,5;0,1\n0,4;0,6\n")
+    code, _, err = run(capsys, "metrics", "cl", f, "--no-header", "--no-index-col")
+    assert code == 2 and "separates cells with ';' and writes decimal commas (e.g. '0,5')" in err

@@ -497,7 +497,8 @@ def load_matrix_csv(path, *, name: str = "A", nan_allowed: str = "below", header
     except UnicodeDecodeError:
         raise ValueError(f"{where} is not a text CSV file (binary content); write the matrix as CSV, "
                          "one row per line") from None
-    table = [r for r in csv.reader(text.splitlines()) if any(c.strip() for c in r)]
+    sep = _separator(text, where)
+    table = [r for r in csv.reader(text.splitlines(), delimiter=sep) if any(c.strip() for c in r)]
     if not table:
         raise ValueError(f"{where} is empty")
     lengths = sorted({len(r) for r in table})
@@ -551,8 +552,33 @@ def load_matrix_csv(path, *, name: str = "A", nan_allowed: str = "below", header
             f" of {n_rows} rows x {n_cols} columns: rows {rows if rows is not None else 'all'}, "
             f"columns {cols if cols is not None else 'all'};")
         log(f"{name} matrix {str(p)!r}: read {T} x {T} (header row: {'yes' if header else 'no'}; index column: "
-            f"{'yes' if index_col else 'no'};{sel} {scale_note})")
+            f"{'yes' if index_col else 'no'};{sel} {scale_note}"
+            + {",": "", "\t": "; cells separated by tabs", ";": "; cells separated by ';'"}[sep] + ")")
     return M
+
+
+def _separator(text: str, where: str) -> str:
+    r"""The cell separator of a matrix file: ``,`` (CSV), else tab or ``;`` when the lines hold those and no
+    comma. A ``;`` file with commas too is European CSV with decimal commas (``0,5;0,6``): refused, saying so.
+
+    Examples
+    --------
+    >>> _separator("0.5,0.6\n0.4,0.7", "R"), _separator("0.5\t0.6\n", "R"), _separator("0.5;0.6\n", "R")
+    (',', '\t', ';')
+    >>> _separator("0,5;0,6\n", "R matrix")
+    Traceback (most recent call last):
+    ...
+    ValueError: R matrix separates cells with ';' and writes decimal commas (e.g. '0,5'); write decimal points (0.5), or cells separated by commas
+    """
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    has = {c: any(c in ln for ln in lines) for c in (",", "\t", ";")}
+    if has[";"] and has[","]:
+        example = next((cell for ln in lines for cell in ln.split(";") if "," in cell), "0,5").strip()
+        raise ValueError(f"{where} separates cells with ';' and writes decimal commas (e.g. {example!r}); "
+                         "write decimal points (0.5), or cells separated by commas")
+    if has[","]:
+        return ","
+    return "\t" if has["\t"] else ";" if has[";"] else ","
 
 
 def _check_scale(M: np.ndarray, scale: str, where: str) -> tuple[np.ndarray, str]:
