@@ -245,6 +245,35 @@ def _cell_errors(autograded) -> list[str]:
     return errs
 
 
+def quiet_nbgrader_warnings() -> None:
+    """Silence SQLAlchemy's ``SAWarning`` blocks that nbgrader's gradebook code raises on every grading run
+    (its object-session use, not a fault of the submissions), in this process: they printed as if grading
+    had failed. clkit's own notes and nbgrader's log warnings (``grade.json``) are not affected."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=".*not in session.*")
+    try:
+        from sqlalchemy.exc import SAWarning
+    except ImportError:   # nbgrader without SQLAlchemy cannot be: kept for safety
+        return
+    warnings.filterwarnings("ignore", category=SAWarning)
+
+
+def timeout_notes(cell_errors) -> list[str]:
+    """A note for every cell nbgrader stopped at its time limit (``CellTimeoutError``): the reason the tests
+    after it fail, said in ``grades.csv`` and on the terminal (it was missing: two failed tests, no reason).
+
+    Examples
+    --------
+    >>> timeout_notes(["loop: CellTimeoutError: No reply from kernel before timeout", "t1: AssertionError: x"])
+    ['cell loop did not finish within the 120 s limit per cell (an endless loop?); the tests after it could not run']
+    """
+    from .build import CELL_TIMEOUT_S
+
+    return [f"cell {e.split(': ', 1)[0]} did not finish within the {CELL_TIMEOUT_S} s limit per cell (an endless "
+            "loop?); the tests after it could not run" for e in cell_errors if ": CellTimeoutError:" in e]
+
+
 def grade_one(spec: dict) -> dict:
     """Grade one submission (the Dask task); return its ``grade.json`` record.
 
@@ -254,9 +283,7 @@ def grade_one(spec: dict) -> dict:
     submission: one that cannot be run is recorded with ``status="error"`` and
     zero points.
     """
-    import warnings
-
-    warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader's SQLAlchemy use
+    quiet_nbgrader_warnings()
     student, assignment = spec["student"], spec["assignment"]
     out, course = Path(spec["out"]), Path(spec["course"])
     done = _status(out, spec)
@@ -372,6 +399,7 @@ def _autograde(spec, course: Path, work: Path, final_work: Path, rec: dict) -> N
             rec["comments"] = {c.name: c.auto_comment for c in nb.comments}
     graded_nb = root / "autograded" / student / assignment / f"{assignment}.ipynb"
     rec["cell_errors"] = _cell_errors(graded_nb)
+    rec["notes"] = list(rec.get("notes", [])) + timeout_notes(rec["cell_errors"])
     shutil.copy2(graded_nb, final_work / f"{assignment}.ipynb")
     fb = api.generate_feedback(assignment, student, force=True)
     html = root / "feedback" / student / assignment / f"{assignment}.html"
@@ -597,6 +625,7 @@ def grade_submissions(submissions, course="course", out=None, workers: int | Non
     from ..cluster import default_workers
 
     t0 = time.perf_counter()
+    quiet_nbgrader_warnings()
     workers = default_workers() if workers is None else check_int("workers", workers, low=1)
     if scheduler is not None and not isinstance(scheduler, str):
         raise TypeError(f"scheduler must be an address string like 'tcp://host:8786', got {scheduler!r}")
