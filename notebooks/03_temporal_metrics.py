@@ -41,12 +41,14 @@
 dataset: str = "rainfall"
 period_column: str = "period"  # PATH table: period labels (periods in sorted order)
 label_column: str = "label"  # PATH table: class labels
-# learners giving A(t, tau); also any clkit strategy, installed plugin or
-# "package.module:ClassName"
+# learners giving A(t, tau): erm finetune ewc si agem coral moco_sml; also any
+# clkit strategy, installed plugin or "package.module:ClassName"
 learners: list = ["erm", "finetune", "ewc", "si", "agem"]
 # per-learner settings {learner: {keyword: value}}, keywords of the learner's
 # clkit strategy (erm, finetune: naive), e.g. {"si": {"si_lambda": 100.0}}
 learner_kwargs: dict = {}
+backbone: str = "mlp"  # mlp | yearbook_cnn | densenet121 (Wild-Time's image networks)
+backbone_weights: str = ""  # densenet121: local ImageNet state-dict file ("": random)
 # A(t, tau) CSV files, added as learners named by the file (no training; as many
 # periods as the stream; a header row / index column is taken only when it has text)
 acc_matrices: list = []
@@ -64,7 +66,7 @@ sh_never_crossed: str = "available"  # SH of a row never below delta: available 
 oracle: str = "erm"  # oracle per period: erm (per-period ERM diagonal, shared by all
 #                      learners) | self (each learner's own diagonal, Eq. 2)
 epochs: int = 10  # training epochs per period
-hidden: list = [64]  # MLP hidden layer widths
+hidden: list = [64]  # MLP hidden layer widths (backbone mlp)
 lr: float = 0.005  # Adam learning rate
 batch_size: int = 64  # mini-batch size
 max_per_period: int = 0  # Wild-Time only: images per period and split (0: all)
@@ -109,6 +111,7 @@ from clkit.temporal import plots as tplots
 from clkit.data.temporal import make_drifting_gaussians, load_rainfall, load_wild_time
 from clkit.results import RunRecord
 from clkit._validate import check_choice, check_int, check_real, check_type
+from clkit.models.wildtime import BACKBONES, describe_backbone
 from clkit.data.user import is_user_path, load_matrix_csv, load_period_table
 from clkit.plugins import split_learners
 
@@ -124,6 +127,11 @@ P = tm.check_params(dataset="synthetic" if is_user_path(dataset) else dataset,
                     delta=delta,
                     epsilon=epsilon, lam=lam, n=n, horizon=horizon, epochs=epochs, seed=seed)
 check_choice("oracle", oracle, ["erm", "self"])
+check_choice("backbone", check_type("backbone", backbone, str), BACKBONES)
+check_type("backbone_weights", backbone_weights, str)
+if backbone_weights and backbone != "densenet121":
+    raise ValueError(f"backbone_weights is for backbone='densenet121' only, got "
+                     f"backbone={backbone!r} with backbone_weights={backbone_weights!r}")
 LS = tm.check_learner_settings(learner_kwargs, learners)  # {learner: {keyword: value}}
 check_choice("sh_never_crossed", sh_never_crossed, ["available", "horizon"])
 check_int("max_periods", max_periods, low=0)
@@ -154,11 +162,12 @@ record = RunRecord("03_temporal_metrics", params=dict(
     synthetic_samples=synthetic_samples, synthetic_epochs=synthetic_epochs, drift=drift,
     separation_start=separation_start, separation_end=separation_end, seed=seed,
     learner_kwargs=learner_kwargs, verdict_seeds=verdict_seeds, device=device, precision=precision,
-    deterministic=deterministic, rehearse=rehearse))
+    deterministic=deterministic, rehearse=rehearse, backbone=backbone,
+    backbone_weights=backbone_weights))
 record.log(device=rd.record(), **({"rehearsal": rh.record()} if rh else {}))
 H = horizon or None  # None: all future periods
 train_kw = dict(epochs=epochs, hidden=hidden, lr=lr, batch_size=batch_size, seed=seed, device=rd.device,
-                precision=rd.precision)
+                precision=rd.precision, backbone=backbone, backbone_weights=backbone_weights or None)
 metric_kw = dict(delta=delta, epsilon=epsilon, lam=lam, n=n, horizon=H,
                  never_crossed=sh_never_crossed)
 
@@ -222,12 +231,18 @@ if max_periods and data.num_periods > max_periods:
     data.periods, data.train, data.test = (data.periods[:max_periods],
                                            data.train[:max_periods], data.test[:max_periods])
 T = data.num_periods
+if backbone != "mlp" and len(data.input_shape) != 3:
+    raise ValueError(f"backbone={backbone!r} needs image periods (channels, height, width); "
+                     f"dataset {dataset!r} has inputs of shape {data.input_shape}: use backbone='mlp'")
 tasks = tm.period_tasks(data, rd.device)  # every period moved to the device once
-record.log(data_source=data.source, num_periods=T)
+net_source = describe_backbone(backbone, hidden=hidden, weights=backbone_weights)
+source = data.source if backbone == "mlp" else f"{data.source}; backbone: {net_source}"
+record.log(data_source=source, num_periods=T, backbone=net_source)
 n_train = sum(len(y) for _, y in data.train)
 n_test = sum(len(y) for _, y in data.test)
 display(Markdown(f"**Data used:** {data.source}. {T} periods, {n_train} training and {n_test} "
-                 f"test samples, input shape {data.input_shape}, {data.num_classes} classes."))
+                 f"test samples, input shape {data.input_shape}, {data.num_classes} classes. "
+                 f"**Backbone:** {net_source}."))
 
 # %%
 judged = [name for name in own_learners if name != "erm"]  # sequential learners, for the verdicts
@@ -264,7 +279,8 @@ streams = {
 part1 = {}
 for name, ds in streams.items():
     A_true = ds.ground_truth["acc_matrix"]
-    A_erm = tm.accuracy_matrix(ds, "erm", **(train_kw | {"epochs": synthetic_epochs}))
+    A_erm = tm.accuracy_matrix(ds, "erm", **(train_kw | {"epochs": synthetic_epochs,
+                                                         "backbone": "mlp"}))
     part1[name] = {
         "true": tm.summarize_learner(A_true, oracle=ds.ground_truth["oracle"], **metric_kw),
         "erm": tm.summarize_learner(A_erm, **metric_kw),
@@ -312,10 +328,24 @@ display(Markdown(
 
 # %% [markdown]
 # ### Learners and $A(t, \tau)$
-# Each learner is a `clkit.strategies` strategy around the same MLP (Adam): **erm** trains a fresh
-# model on each period alone (Wild-Time's per-period ERM, and the oracle); **finetune**, **ewc**,
-# **si** and **agem** train one model through the periods, and row $t$ of $A$ is measured after
-# period $t$. `clkit.temporal.accuracy_matrix` does the loop.
+# Each learner is a `clkit.strategies` strategy around the same backbone (`backbone`: the MLP,
+# or Wild-Time's Yearbook CNN / DenseNet-121, `clkit.models.wildtime`; Adam): **erm** trains a
+# fresh model on each period alone (Wild-Time's per-period ERM, and the oracle); **finetune**,
+# **ewc**, **si**, **agem**, **coral** and **moco_sml** train one model through the periods, and
+# row $t$ of $A$ is measured after period $t$. `clkit.temporal.accuracy_matrix` does the loop.
+#
+# * **coral** (`clkit.temporal.learners.CORAL`, Wild-Time's Deep CORAL) adds to the
+#   cross-entropy $\lambda$ (`coral_lambda`, 0.9) times the mean over pairs of domains $a, b$
+#   of $\frac1d\lVert\mu_a-\mu_b\rVert^2 + \frac1{d^2}\lVert C_a-C_b\rVert_F^2$ (means
+#   and covariances of the network's outputs, as Wild-Time's code; `coral_on="features"` for
+#   the penultimate features); the domains of a step are the current period and up to
+#   `coral_groups - 1` = 3 periods before it.
+# * **moco_sml** (`clkit.temporal.learners.MoCoSML`) trains a momentum-contrast encoder on
+#   each period's inputs, without labels, with the InfoNCE loss
+#   $-\log\frac{e^{q\cdot k_+/\tau}}{e^{q\cdot k_+/\tau}+\sum_{n\in\text{queue}}e^{q\cdot n/\tau}}$
+#   of two augmented views (key encoder $\theta_k \leftarrow m\theta_k + (1-m)\theta_q$, a
+#   FIFO queue of negatives), then a streaming softmax classifier learns the period online,
+#   each example once, on the frozen features.
 
 # %%
 from clkit.progress import tqdm

@@ -9,6 +9,8 @@
 - :mod:`clkit.models.transformer` -- ``TimeSeriesTransformer``, a next-step forecaster over
   multivariate windows (taskification benchmark).
 - :mod:`clkit.models.cnn` also has ``resnet32``, PyCIL's CIFAR ResNet-32.
+- :mod:`clkit.models.wildtime` -- Wild-Time's Yearbook CNN and FMoW DenseNet-121 (notebook 03's
+  ``backbone``).
 - :mod:`clkit.models.vit` -- ``vit_backbone``, a timm ViT (ViT-B/16 by default; weights from a local
   file) as ``features`` + ``head``, for the prototype strategies (SimpleCIL, RanPAC).
 

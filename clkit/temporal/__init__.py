@@ -41,6 +41,8 @@ Modules
 - :mod:`clkit.temporal.experiment` -- producing ``A(t, tau)``: learners trained period after
   period on the run's device (periods moved once, a row read once), the majority-class
   baseline, per-learner settings;
+- :mod:`clkit.temporal.learners` -- the paper's learners that are not :mod:`clkit.strategies`:
+  Wild-Time's CORAL and MoCo+SML (``coral``, ``moco_sml``);
 - :mod:`clkit.temporal.report` -- beyond the paper: the backward view (``tau < t``), the
   Stability Horizon facts and the notebook's texts and tables;
 - :mod:`clkit.temporal.verdicts` -- each method against fine-tuning, paired over seeds

@@ -17,7 +17,8 @@ Counted (for a stream of ``T`` periods with ``n_t`` training samples, batch ``B`
   more times (its first seed is the run above) and fine-tuning ``verdict_seeds`` times more
   (the null control's shifted seeds);
 - **ends of periods**: ``T`` per run (the strategy's end-of-task work: EWC's Fisher pass,
-  A-GEM's memory, SI's importance; erm builds a new model there);
+  A-GEM's memory, SI's importance, MoCo+SML's online pass of its streaming classifier; erm
+  builds a new model there);
 - **evaluation passes**: one per cell of ``A``, ``T * T`` per run (the backward view is
   evaluated too); Part 1 evaluates the forward cells, ``T1 (T1 + 1) / 2`` per stream.
 
@@ -137,12 +138,14 @@ CAL_ROWS = 4096
 
 def calibrate(learners, input_shape, num_classes: int, *, hidden=(64,), lr: float = 1e-3, batch_size: int = 64,
               train_size: int = 256, eval_size: int = 256, learner_kwargs: dict | None = None, device="cpu",
-              precision: str = "fp32", seed: int = 0, num_threads: int | None = 1, repeats: int = 3) -> dict:
+              precision: str = "fp32", seed: int = 0, num_threads: int | None = 1, repeats: int = 3,
+              backbone: str = "mlp", backbone_weights=None) -> dict:
     """Seconds per training step, per end of period and per evaluation pass, timed on ``device``.
 
     Each learner's strategy is built as :func:`~clkit.temporal.accuracy_matrix` builds it
-    (the notebook's MLP, Adam, ``precision``) and trained one epoch on a first random task of
-    the data's shape (so EWC has its Fisher term, SI its importance, A-GEM a filled memory).
+    (the notebook's ``backbone``, by default its MLP; Adam, ``precision``) and trained one
+    epoch on a first random task of the data's shape (so EWC has its Fisher term, SI its
+    importance, A-GEM a filled memory, CORAL an earlier domain).
     Then, on a second task of ``train_size`` rows (at most 16 batches of them):
 
     - **a step**: whole epochs of :meth:`~clkit.strategies.Strategy.train_batch` over the
@@ -191,13 +194,15 @@ def calibrate(learners, input_shape, num_classes: int, *, hidden=(64,), lr: floa
 
     def build(m, kwargs):
         return build_learner(m, in_features, num_classes, seed=seed, hidden=hidden, lr=lr, epochs=1,
-                             batch_size=batch_size, strategy_kwargs=kwargs, device=device, precision=precision)
+                             batch_size=batch_size, strategy_kwargs=kwargs, device=device, precision=precision,
+                             backbone=backbone, input_shape=tuple(input_shape), backbone_weights=backbone_weights)
 
     n_step = max(1, min(int(train_size), 16 * batch_size))
     n_end = max(1, min(int(train_size), CAL_ROWS))
     batches = math.ceil(n_step / batch_size)
     timed, out = {}, {"step": {}, "period_end": {}, "calibration": {}}
-    arch = "-".join(str(v) for v in (in_features, *hidden, num_classes))
+    arch = ("MLP " + "-".join(str(v) for v in (in_features, *hidden, num_classes)) if backbone == "mlp" else
+            f"{backbone} {tuple(input_shape)} -> {num_classes}")
     with torch_threads(num_threads):
         for m in learners:
             kwargs = settings_for(m, None, learner_kwargs) if learner_kwargs else {}
@@ -216,7 +221,7 @@ def calibrate(learners, input_shape, num_classes: int, *, hidden=(64,), lr: floa
                 ending = task(n_end, 2)
                 end = time_per_call(lambda: s.after_task(ending), device=device, warmup=0, repeats=1)
                 timed[key] = (epoch / batches, end * max(1.0, train_size / n_end), built,
-                              f"{repeats} epochs of {batches} steps of MLP {arch}, batch {batch_size}, {key[0]}")
+                              f"{repeats} epochs of {batches} steps of {arch}, batch {batch_size}, {key[0]}")
                 probe = s
             step, end, built, out["calibration"][m] = timed[key]
             out["step"][m], out["period_end"][m] = step, end + (built if learner_strategy(m)[1] else 0.0)
@@ -318,7 +323,8 @@ def run_budget(data, *, learners, train_kw: dict, judged=(), verdict_seeds: int 
     learners : list of str
     train_kw : dict
         The notebook's :func:`~clkit.temporal.accuracy_matrix` settings: ``epochs``,
-        ``hidden``, ``lr``, ``batch_size``, ``seed``, ``device``, ``precision``.
+        ``hidden``, ``lr``, ``batch_size``, ``seed``, ``device``, ``precision`` and
+        ``backbone`` / ``backbone_weights`` (Part 1's synthetic streams always use the MLP).
     judged, verdict_seeds, learner_kwargs :
         As in the notebook's verdicts.
     synthetic_periods, synthetic_samples, synthetic_epochs, synthetic_features : int
@@ -344,18 +350,20 @@ def run_budget(data, *, learners, train_kw: dict, judged=(), verdict_seeds: int 
     model_kw = dict(hidden=tuple(train_kw.get("hidden", (64,))), lr=train_kw.get("lr", 1e-3), batch_size=batch_size,
                     device=train_kw.get("device", "cpu"), precision=train_kw.get("precision", "fp32"),
                     seed=train_kw.get("seed", 0), repeats=repeats)
+    nets = dict(backbone=train_kw.get("backbone", "mlp"), backbone_weights=train_kw.get("backbone_weights"))
     counts = count_work(learners=learners, train_sizes=shape.train_sizes, epochs=epochs, batch_size=batch_size,
                         judged=judged, verdict_seeds=verdict_seeds, synthetic_periods=synthetic_periods,
                         synthetic_samples=synthetic_samples, synthetic_epochs=synthetic_epochs)
     mean_train, mean_test = (max(1, int(round(float(np.mean(sizes))))) if sizes else 1
                              for sizes in (shape.train_sizes, shape.test_sizes))
     cal = calibrate(learners, shape.input_shape, shape.num_classes, train_size=mean_train, eval_size=mean_test,
-                    learner_kwargs=learner_kwargs, **model_kw)
+                    learner_kwargs=learner_kwargs, **model_kw, **nets)
     work = [Work(f"training steps ({m})", counts["steps"][m], cal["step"][m], cal["calibration"][m])
             for m in learners if counts["steps"][m]]
     ends = sum(counts["period_ends"].values())
     if ends:
-        work.append(Work("ends of periods (EWC's Fisher pass, A-GEM's memory, SI's importance; erm's new model)",
+        work.append(Work("ends of periods (EWC's Fisher pass, A-GEM's memory, SI's importance, MoCo+SML's "
+                         "streaming classifier; erm's new model)",
                          ends, sum(counts["period_ends"][m] * cal["period_end"][m] for m in learners) / ends,
                          f"after_task on a period of {mean_train} training samples"))
     work.append(Work("evaluation passes (cells of A, one test period each)", counts["eval_passes"], cal["eval"],

@@ -90,7 +90,9 @@ def period_tasks(data, device="cpu") -> PeriodTasks:
 
 #: learner name -> (strategy name in clkit.strategies, trains one fresh model per period?)
 _LEARNER_STRATEGY = {"erm": ("naive", True), "finetune": ("naive", False), "ewc": ("ewc", False),
-                     "si": ("si", False), "agem": ("agem", False)}
+                     "si": ("si", False), "agem": ("agem", False),
+                     "coral": ("clkit.temporal.learners:CORAL", False),
+                     "moco_sml": ("clkit.temporal.learners:MoCoSML", False)}
 
 
 def learner_strategy(learner: str) -> tuple[str, bool]:
@@ -100,6 +102,8 @@ def learner_strategy(learner: str) -> tuple[str, bool]:
     --------
     >>> learner_strategy("erm"), learner_strategy("ewc"), learner_strategy("replay")
     (('naive', True), ('ewc', False), ('replay', False))
+    >>> learner_strategy("coral")       # notebook 03's own learners (clkit.temporal.learners)
+    ('clkit.temporal.learners:CORAL', False)
     """
     if learner not in LEARNERS:  # a clkit strategy name, entry point or "package.module:Class"
         __import__("clkit.plugins").plugins.resolve_strategy(learner, parameter="learner")
@@ -108,28 +112,47 @@ def learner_strategy(learner: str) -> tuple[str, bool]:
 
 def build_learner(learner: str, in_features: int, num_classes: int, *, seed: int, hidden=(64,), lr: float = 1e-3,
                   epochs: int = 5, batch_size: int = 64, strategy_kwargs: dict | None = None, device="cpu",
-                  precision: str = "fp32"):
-    """The strategy of ``learner`` around a fresh MLP, built on the CPU under ``seed`` and moved to ``device``.
+                  precision: str = "fp32", backbone: str = "mlp", input_shape=None, backbone_weights=None):
+    """The strategy of ``learner`` around a fresh backbone, built on the CPU under ``seed`` and moved to ``device``.
 
     The model's initial weights depend on ``seed`` only (not on the device); the strategy
     (Adam, ``lr``, ``epochs``, ``batch_size``, ``precision``) draws its batch orders from a CPU
     generator seeded with ``seed``.
+
+    Parameters
+    ----------
+    backbone : {"mlp", "yearbook_cnn", "densenet121"}
+        ``"mlp"`` (default): :class:`clkit.models.MLP` with ``hidden`` layers over the
+        ``in_features`` flattened inputs; the others: Wild-Time's image networks
+        (:mod:`clkit.models.wildtime`) for inputs of ``input_shape`` ``(C, H, W)``.
+    input_shape : tuple, optional
+        One input's shape (needed by the image backbones; default ``(in_features,)``).
+    backbone_weights : path-like, optional
+        densenet121 only: a local ImageNet state-dict file (default: random initialisation).
 
     Examples
     --------
     >>> s = build_learner("ewc", 8, 2, seed=0, hidden=(4,), device=torch.device("meta"))
     >>> type(s).__name__, next(s.model.parameters()).device
     ('EWC', device(type='meta'))
+    >>> type(build_learner("coral", 3 * 32 * 32, 2, seed=0, backbone="yearbook_cnn",
+    ...                    input_shape=(3, 32, 32)).model).__name__
+    'YearbookCNN'
     """
     from .._seed import torch_seeded
     from ..models.mlp import MLP
+    from ..models.wildtime import make_wildtime_backbone
     from ..strategies import make_strategy
 
     name, _ = learner_strategy(learner)
     kw = dict(optimizer="adam", lr=lr, epochs=epochs, batch_size=batch_size)
     kw.update(strategy_kwargs or {})
     with torch_seeded(seed):
-        model = MLP(in_features, num_classes, hidden=tuple(hidden))
+        if backbone == "mlp":
+            model = MLP(in_features, num_classes, hidden=tuple(hidden))
+        else:
+            model = make_wildtime_backbone(backbone, input_shape if input_shape is not None else (in_features,),
+                                           num_classes, weights=backbone_weights)
     return make_strategy(name, model, seed=seed, device=device, precision=precision, **kw)
 
 
@@ -166,7 +189,8 @@ def accuracy_row(strategy, tests) -> np.ndarray:
 def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr: float = 1e-3,
                     batch_size: int = 64, seed: int = 0, strategy_kwargs: dict | None = None,
                     num_threads: int | None = 1, progress: bool = False, backward: bool = False,
-                    device=None, precision: str = "fp32") -> np.ndarray:
+                    device=None, precision: str = "fp32", backbone: str = "mlp",
+                    backbone_weights=None) -> np.ndarray:
     """Train ``learner`` period by period and fill A(t, tau) for tau >= t (and tau < t with ``backward``).
 
     Parameters
@@ -174,12 +198,16 @@ def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr:
     dataset : clkit.data.temporal.PeriodDataset or PeriodTasks
         The stream; a :class:`PeriodTasks` (from :func:`period_tasks`) is used where it is,
         so a run that trains many learners moves its periods once.
-    learner : {"erm", "finetune", "ewc", "si", "agem"} or a clkit strategy
+    learner : {"erm", "finetune", "ewc", "si", "agem", "coral", "moco_sml"} or a clkit strategy
         ``"erm"``: a fresh model trained on period t only (Wild-Time's per-period
         ERM; its diagonal is the oracle). The others train one model sequentially
         through the periods with the :mod:`clkit.strategies` of that name
-        (``"finetune"`` = naive fine-tuning), and row t is evaluated after period t.
+        (``"finetune"`` = naive fine-tuning; ``"coral"`` and ``"moco_sml"``:
+        :mod:`clkit.temporal.learners`), and row t is evaluated after period t.
     epochs, hidden, lr, batch_size : training settings (Adam, an MLP with ``hidden`` layers).
+    backbone, backbone_weights :
+        The model (:func:`build_learner`): ``"mlp"`` (default), ``"yearbook_cnn"`` or
+        ``"densenet121"`` (Wild-Time's networks, for image periods).
     seed : int
         Seeds model initialisation and batch order (erm's model of period t: ``seed + 1000 t``).
     strategy_kwargs : dict, optional
@@ -224,7 +252,8 @@ def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr:
     def build(s):
         return build_learner(learner, in_features, tasks.num_classes, seed=s, hidden=hidden, lr=lr, epochs=epochs,
                              batch_size=batch_size, strategy_kwargs=strategy_kwargs, device=tasks.device,
-                             precision=precision)
+                             precision=precision, backbone=backbone, input_shape=tasks.input_shape,
+                             backbone_weights=backbone_weights)
 
     A = np.full((T, T), np.nan)
     strategy = None
@@ -301,7 +330,8 @@ def check_learner_settings(learner_kwargs, learners) -> dict:
     """Validate ``learner_kwargs`` against each learner's strategy; return every learner's settings.
 
     A learner's allowed keywords are those of its :mod:`clkit.strategies` class
-    (``erm`` and ``finetune`` are ``naive``) less :data:`SUPPLIED_KEYWORDS`.
+    (``erm`` and ``finetune`` are ``naive``; ``coral`` and ``moco_sml`` the classes of
+    :mod:`clkit.temporal.learners`) less :data:`SUPPLIED_KEYWORDS`.
 
     Returns
     -------
@@ -312,6 +342,9 @@ def check_learner_settings(learner_kwargs, learners) -> dict:
     --------
     >>> check_learner_settings({"si": {"si_lambda": 10.0}}, ["finetune", "si"])
     {'finetune': {}, 'si': {'si_lambda': 10.0}}
+    >>> check_learner_settings({"coral": {"coral_lambda": 1.0}, "moco_sml": {"moco_queue": 256}},
+    ...                        ["coral", "moco_sml"])
+    {'coral': {'coral_lambda': 1.0}, 'moco_sml': {'moco_queue': 256}}
     >>> check_learner_settings({"ewc": {"lam": 1.0}}, ["ewc"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...

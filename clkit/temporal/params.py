@@ -7,7 +7,7 @@ from .._validate import check_choice, check_choices, check_int, check_real, chec
 __all__ = ["DATASETS", "LEARNERS", "check_params"]
 
 DATASETS = ("synthetic", "rainfall", "yearbook", "fmow")
-LEARNERS = ("erm", "finetune", "ewc", "si", "agem")
+LEARNERS = ("erm", "finetune", "ewc", "si", "agem", "coral", "moco_sml")
 
 
 def check_params(*, dataset, learners, period_length, delta, epsilon, lam, n, horizon, epochs, seed,
