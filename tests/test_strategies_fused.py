@@ -393,6 +393,29 @@ def test_fused_sgd_falls_back_where_a_gradient_has_other_strides():
     assert opt.param_groups[0]["fused"] is False
 
 
+def test_fused_sgd_falls_back_where_a_momentum_buffer_has_other_strides():
+    """Issue 43: a contiguous parameter with a channels_last momentum buffer (an optimizer state loaded
+    from a channels_last run) was stepped 0.38 away from SGD's update by the fused kernel; now the
+    group falls back and the steps equal plain SGD's."""
+    from clkit.strategies.base import _sgd
+
+    g = torch.Generator().manual_seed(1)
+    w0 = torch.randn(8, 3, 3, 3, generator=g)
+    buf = torch.randn(8, 3, 3, 3, generator=g)
+    w, ref = nn.Parameter(w0.clone()), nn.Parameter(w0.clone())
+    opt = _sgd([w], lr=0.1, momentum=0.9)
+    plain = torch.optim.SGD([ref], lr=0.1, momentum=0.9)
+    opt.state[w]["momentum_buffer"] = buf.clone().contiguous(memory_format=torch.channels_last)
+    plain.state[ref]["momentum_buffer"] = buf.clone()
+    for _ in range(3):
+        w.grad = torch.randn(w.shape, generator=g)
+        ref.grad = w.grad.clone()
+        opt.step()
+        plain.step()
+    torch.testing.assert_close(w.detach(), ref.detach(), rtol=1e-6, atol=1e-6)
+    assert opt.param_groups[0]["fused"] is False
+
+
 @pytest.mark.parametrize("name", ["agem", "gem"])
 def test_projections_train_a_channels_last_cnn_as_a_contiguous_one(name):
     """A-GEM and GEM assign each weight's gradient from their flat rows (contiguous); on a model in

@@ -222,13 +222,24 @@ def _fused_layout_guard(optimizer, args, kwargs) -> None:
     other strides gets its update scrambled without any error (measured with torch 2.14 on CPU: a
     ``channels_last`` convolution weight with a contiguous gradient, as the gradient-projection
     methods assign it from their flat gradient rows, moved 0.39 away from the SGD update). The
-    default implementation follows the strides; the momentum buffers serve both. A hook rather
+    default implementation follows the strides; the momentum buffers serve both, and a buffer with
+    other strides than contiguous (an optimizer state loaded from a ``channels_last`` run) sends the
+    group to the default implementation too. A hook rather
     than a subclass: the check costs about 2 us per step for an MLP's four parameter tensors.
     """
     for group in optimizer.param_groups:
         if group["fused"] and not all(p.is_contiguous() and (p.grad is None or p.grad.is_contiguous())
+                                      and _buffer_contiguous(optimizer.state.get(p))
                                       for p in group["params"]):
             group["fused"] = False
+
+
+def _buffer_contiguous(state) -> bool:
+    """Whether a parameter's momentum buffer (if any) is contiguous: a ``channels_last`` buffer (an optimizer
+    state loaded from a channels_last run) beside a contiguous parameter was stepped wrong by the fused kernel
+    too (0.38 from the SGD update, issue 43)."""
+    buf = state.get("momentum_buffer") if state else None
+    return buf is None or buf.is_contiguous()
 
 
 def _sgd(params, **kw) -> torch.optim.SGD:
