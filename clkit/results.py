@@ -69,9 +69,16 @@ class RunRecord:
         return path
 
     def as_dict(self) -> dict:
-        """The record as a JSON-ready dict (without timing, which varies by run)."""
+        """The record as a JSON-ready dict (without timing, which varies by run), headed by the paper the
+        notebook implements (:func:`clkit.citation.paper`, where it is one of clkit's) and the run's
+        :func:`clkit.manifest.manifest` (clkit's version and commit, libraries, machine)."""
+        from .citation import paper
+        from .manifest import manifest
+
         return {
             "notebook": self.notebook,
+            "paper": paper(self.notebook),
+            "manifest": manifest(),
             "params": to_jsonable(self.params),
             "results": self.results,
             "figures": [Path(f).name for f in self.figures],

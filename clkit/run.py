@@ -12,6 +12,7 @@ itself, shared with the sweeps (:mod:`clkit.sweep`). The ``clkit run`` command
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -214,13 +215,29 @@ def _publish(res, notebook, params, values, stage, stage_fig, outdir, figdir) ->
         raise KeyboardInterrupt(res["error"])
     meta = {"notebook": notebook, "params_set": params, "params": values, "status": res["status"],
             "error": res["error"], "runtime_s": res["runtime_s"],
-            "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "manifest": _kernel_manifest(stage)}
     atomic_write_json(stage / "run.json", meta)
     with _interrupt_held():
         if stage_fig is not None:
             _merge_dir(stage_fig, figdir)
         replace_dir(stage, outdir)
     return True
+
+
+def _kernel_manifest(stage: Path) -> dict:
+    """The manifest the kernel wrote into ``results.json`` (it saw the device the run used); when the run
+    wrote none (it failed early), this process's own, without asking CUDA."""
+    from .manifest import manifest
+
+    found = sorted(stage.rglob("results.json"))
+    if found:
+        try:
+            m = json.loads(found[0].read_text()).get("manifest")
+            if m:
+                return m
+        except (OSError, ValueError):
+            pass
+    return manifest(gpu=False)
 
 
 def check_output_folder(flag: str, folder, notebook: str) -> None:

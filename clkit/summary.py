@@ -26,6 +26,7 @@ def summarize(folder) -> "pandas.DataFrame":  # noqa: F821
     import pandas as pd
 
     folder = Path(folder)
+    warn_if_environments_differ(folder)
     if find_sweeps(folder):
         df = sweep_table(folder)
         write_table(df, folder / "summary.csv")
@@ -47,3 +48,39 @@ def summarize(folder) -> "pandas.DataFrame":  # noqa: F821
     df = pd.DataFrame(rows)
     write_table(df, folder / "summary.csv")
     return df
+
+
+def warn_if_environments_differ(folder) -> list[str]:
+    """Warn (``UserWarning``; ``clkit summary`` prints it as a note) when the runs under ``folder`` were made
+    by different clkit versions, commits, Pythons, libraries or machines (:func:`clkit.manifest.differences`
+    of their ``results.json`` manifests); returns the lines.
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib, warnings
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for name, torch in (("a", "2.14.1"), ("b", "2.11.0")):
+    ...     (d / name).mkdir()
+    ...     _ = (d / name / "results.json").write_text(json.dumps({"manifest": {"libraries": {"torch": torch}}}))
+    >>> with warnings.catch_warnings(record=True) as w:
+    ...     warnings.simplefilter("always")
+    ...     warn_if_environments_differ(d)
+    ['torch: 2.14.1 (a), 2.11.0 (b)']
+    >>> str(w[0].message).split(" environment: ")[1]
+    'torch: 2.14.1 (a), 2.11.0 (b)'
+    """
+    import warnings
+
+    from .manifest import differences
+
+    manifests = {}
+    for res in sorted(Path(folder).rglob("results.json")):
+        try:
+            manifests[str(res.parent.relative_to(folder)) or "."] = json.loads(res.read_text()).get("manifest")
+        except (OSError, ValueError):
+            continue
+    lines = differences(manifests) if len(manifests) > 1 else []
+    if lines:
+        warnings.warn(f"the runs under {folder} were not made in one environment: " + "; ".join(lines),
+                      UserWarning, stacklevel=2)
+    return lines

@@ -42,7 +42,7 @@ import os
 import sys
 import warnings
 
-from . import course, drift, edge, metrics, plan, run, summary, sweep, taskify
+from . import cite, course, drift, edge, metrics, plan, run, summary, sweep, taskify
 
 __all__ = ["main", "build_parser", "SUBCOMMANDS"]
 
@@ -50,12 +50,28 @@ __all__ = ["main", "build_parser", "SUBCOMMANDS"]
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: subcommand modules, in the order ``clkit --help`` lists them
-SUBCOMMANDS = (run, sweep, summary, plan, edge, metrics, drift, taskify, course)
+SUBCOMMANDS = (run, sweep, summary, plan, edge, metrics, drift, taskify, course, cite)
+
+
+def version_line() -> str:
+    """``clkit X (commit C[, uncommitted changes])``: what ``clkit --version`` prints.
+
+    Examples
+    --------
+    >>> version_line().startswith("clkit ")
+    True
+    """
+    from ..manifest import git_state, version
+
+    git = git_state()
+    where = "" if git is None else f" (commit {git['commit'][:12]}{', uncommitted changes' if git['dirty'] else ''})"
+    return f"clkit {version()}{where}"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``clkit`` argument parser with every subcommand registered."""
     ap = argparse.ArgumentParser(prog="clkit", description="Run clkit notebooks headless via papermill.")
+    ap.add_argument("--version", action="version", version=version_line())
     sub = ap.add_subparsers(dest="cmd", required=True)
     for mod in SUBCOMMANDS:
         mod.register(sub)

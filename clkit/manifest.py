@@ -1,0 +1,168 @@
+"""What ran a run: clkit's version and commit, Python and the key libraries, the machine.
+
+Every ``run.json`` (written by :func:`clkit.run.run_notebook`) and every ``results.json``
+(:class:`clkit.results.RunRecord`) carries :func:`manifest`, so a number can be traced to
+the code and the environment that produced it; ``clkit summary`` warns when the runs it
+combines differ in them (:func:`differences`). Nothing in it is random or timed, so two
+runs of the same code on the same machine write the same manifest.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+__all__ = ["LIBRARIES", "version", "git_state", "libraries", "machine", "manifest", "differences"]
+
+#: the libraries whose versions a manifest records (distribution names)
+LIBRARIES = ("numpy", "scipy", "pandas", "scikit-learn", "statsmodels", "matplotlib", "torch", "torchvision",
+             "torch-geometric", "timm", "open_clip_torch", "POT", "papermill")
+
+
+def version() -> str:
+    """clkit's version: the installed distribution's, else the package's ``__version__``.
+
+    Examples
+    --------
+    >>> import clkit
+    >>> version() == clkit.__version__ or version().startswith(clkit.__version__)
+    True
+    """
+    try:
+        return metadata.version("clkit")
+    except metadata.PackageNotFoundError:
+        from . import __version__
+
+        return __version__
+
+
+@functools.lru_cache(maxsize=1)
+def git_state() -> dict | None:
+    """``{"commit", "dirty"}`` of the checkout clkit runs from, or ``None`` outside a git checkout (a wheel).
+
+    ``dirty`` is whether tracked files differ from the commit (``git status --porcelain
+    --untracked-files=no``), so a number from uncommitted code is marked as such.
+    """
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return None
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "dirty": bool(status.strip())}
+
+
+def libraries(names=LIBRARIES) -> dict:
+    """``{distribution: version}`` of the installed ones among ``names`` (missing ones left out).
+
+    Examples
+    --------
+    >>> "numpy" in libraries(["numpy", "no-such-distribution"])
+    True
+    """
+    out = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def machine(*, gpu: bool = True) -> dict:
+    """The machine: OS, CPU model and cores, memory, and with ``gpu`` every visible CUDA card
+    (name, memory, CUDA version) -- ``torch.cuda`` is asked only when torch is already imported
+    or ``gpu`` is true, and it creates no CUDA context for the count.
+
+    Examples
+    --------
+    >>> m = machine(gpu=False)
+    >>> sorted(m) == ["cores", "cpu", "gpus", "memory_gib", "platform"], m["gpus"]
+    (True, [])
+    """
+    from .device import _cpu_name, _host_memory_gib
+
+    info = {"platform": platform.platform(), "cpu": _cpu_name(), "cores": os.cpu_count(),
+            "memory_gib": _host_memory_gib(), "gpus": []}
+    if gpu:
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                for i in range(torch.cuda.device_count()):
+                    props = torch.cuda.get_device_properties(i)
+                    info["gpus"].append({"name": props.name, "memory_gib": round(props.total_memory / 2**30, 1),
+                                         "cuda": torch.version.cuda})
+        except Exception:  # noqa: BLE001 -- a broken CUDA setup must not stop a run from being recorded
+            pass
+    return info
+
+
+def manifest(*, gpu: bool = True) -> dict:
+    """Everything above in one dict: ``clkit``, ``git``, ``python``, ``libraries``, ``machine``.
+
+    Examples
+    --------
+    >>> m = manifest(gpu=False)
+    >>> sorted(m), m["python"] == platform.python_version()
+    (['clkit', 'git', 'libraries', 'machine', 'python'], True)
+    """
+    return {"clkit": version(), "git": git_state(), "python": platform.python_version(),
+            "libraries": libraries(), "machine": machine(gpu=gpu)}
+
+
+def differences(manifests: dict) -> list[str]:
+    """What differs among runs' manifests, one line per field: ``{run name: manifest or None}`` in.
+
+    Compared: clkit's version, the git commit and dirty flag, Python, each library's version,
+    the CPU model and the GPU names. A run without a manifest (written by an older clkit) is
+    named as such.
+
+    Examples
+    --------
+    >>> a = {"clkit": "0.1.0", "python": "3.11.7", "libraries": {"torch": "2.14.1"}}
+    >>> differences({"r1": a, "r2": {**a, "libraries": {"torch": "2.11.0"}}, "r3": None})
+    ['torch: 2.14.1 (r1), 2.11.0 (r2)', 'no manifest (written by an older clkit): r3']
+    """
+    lines, missing = [], [name for name, m in manifests.items() if not m]
+    present = {name: m for name, m in manifests.items() if m}
+
+    def field(get):
+        return {name: get(m) for name, m in present.items()}
+
+    fields = {"clkit": field(lambda m: m.get("clkit")),
+              "git commit": field(lambda m: (m.get("git") or {}).get("commit")),
+              "uncommitted changes": field(lambda m: (m.get("git") or {}).get("dirty")),
+              "python": field(lambda m: m.get("python")),
+              "cpu": field(lambda m: (m.get("machine") or {}).get("cpu")),
+              "gpus": field(lambda m: ", ".join(g["name"] for g in (m.get("machine") or {}).get("gpus", []))
+                            or None)}
+    libs = sorted({lib for m in present.values() for lib in (m.get("libraries") or {})})
+    for lib in libs:
+        fields[lib] = field(lambda m, lib=lib: (m.get("libraries") or {}).get(lib))
+    for label, values in fields.items():
+        seen = {}
+        for name, value in values.items():
+            seen.setdefault(value, []).append(name)
+        if len(seen) > 1:
+            lines.append(f"{label}: " + ", ".join(f"{v} ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+                                                  for v, names in seen.items()))
+    if missing:
+        lines.append(f"no manifest (written by an older clkit): {', '.join(missing[:5])}"
+                     + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
+    return lines
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import json
+
+    json.dump(manifest(), sys.stdout, indent=1)

@@ -1,0 +1,80 @@
+"""Every run says what ran it; clkit --version, clkit cite and CITATION.cff agree (issue 42)."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from clkit import manifest as mf
+from clkit.citation import PAPERS, bibtex, paper
+from clkit.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def tiny(tmp_path, monkeypatch):
+    from tiny_notebook import write_tiny_notebook
+
+    write_tiny_notebook(tmp_path / "nb", {"plain": {"seed": 1}})
+    monkeypatch.setenv("CLKIT_NOTEBOOKS", str(tmp_path / "nb"))
+    return tmp_path
+
+
+def test_run_json_and_results_json_carry_the_same_manifest(tiny):
+    out = tiny / "runs"
+    assert main(["run", "00", "--params", "plain", "--out", str(out), "--no-progress"]) == 0
+    res = json.loads((out / "00_tiny" / "results.json").read_text())
+    run = json.loads((out / "00_tiny" / "run.json").read_text())
+    m = res["manifest"]
+    assert run["manifest"] == m
+    assert m["clkit"] == mf.version() and m["python"] and m["machine"]["cores"] >= 1
+    assert {"numpy", "torch", "scipy"} <= set(m["libraries"])
+    git = mf.git_state()
+    assert m["git"] == git and (git is None or re.fullmatch(r"[0-9a-f]{40}", git["commit"]))
+    assert res["paper"] is None                           # not one of clkit's five notebooks
+    first = (out / "00_tiny" / "results.json").read_bytes()
+    assert main(["run", "00", "--params", "plain", "--out", str(out), "--no-progress"]) == 0
+    assert (out / "00_tiny" / "results.json").read_bytes() == first   # nothing timed or random in it
+
+
+def test_version_flag(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.startswith(f"clkit {mf.version()}")
+
+
+def test_cite_prints_balanced_bibtex_for_every_notebook(capsys):
+    assert main(["cite", "all"]) == 0
+    out = capsys.readouterr().out
+    for name, rec in PAPERS.items():
+        entry = bibtex(name)
+        assert entry in out and entry.count("{") == entry.count("}")
+        assert f"title = {{{rec['title']}}}" in entry
+        assert paper(name)["bibtex"] == entry
+    assert main(["cite", "9"]) == 2
+
+
+def test_citation_cff_lists_the_five_papers_as_the_kit_cites_them():
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0" and cff["version"] == mf.version().split("+")[0]
+    assert [r["title"] for r in cff["references"]] == [p["title"] for p in PAPERS.values()]
+    assert [str(r["year"]) for r in cff["references"]] == [p["year"] for p in PAPERS.values()]
+
+
+def test_summary_notes_runs_from_different_environments(tmp_path, capsys):
+    for name, torch in (("a", "2.14.1"), ("b", "2.11.0")):
+        (tmp_path / name).mkdir()
+        rec = {"notebook": "x", "manifest": {"clkit": "0.1.0", "libraries": {"torch": torch}},
+               "params": {}, "results": {"acc": 0.5}}
+        (tmp_path / name / "results.json").write_text(json.dumps(rec))
+    assert main(["summary", str(tmp_path)]) == 0
+    assert "[clkit] note: the runs under" in capsys.readouterr().err
+
+
+def test_differences_is_empty_for_one_environment():
+    m = mf.manifest(gpu=False)
+    assert mf.differences({"a": m, "b": json.loads(json.dumps(m))}) == []
