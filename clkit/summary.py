@@ -84,3 +84,38 @@ def warn_if_environments_differ(folder) -> list[str]:
         warnings.warn(f"the runs under {folder} were not made in one environment: " + "; ".join(lines),
                       UserWarning, stacklevel=2)
     return lines
+
+
+#: columns that describe a run rather than measure it (kept on every long row, never melted)
+ID_COLUMNS = ("run", "notebook", "case", "index", "key", "params_set", "status", "runtime_s", "error", "summary")
+
+
+def long_table(df) -> "pandas.DataFrame":  # noqa: F821
+    """The wide summary as tidy rows: one per run x numeric result, ``(run columns..., parameters...,
+    metric, value)`` -- the shape seaborn, R's ggplot2 and SQL want.
+
+    Parameters (``param.<name>`` columns and a sweep's grid columns) stay columns on every row; text
+    results (closing paragraphs, sources) are left out, as are non-numeric and boolean values.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> wide = pd.DataFrame({"run": ["a", "b"], "param.seed": [0, 1], "acc": [0.5, 0.7], "bwt": [-0.1, -0.2],
+    ...                      "summary": ["x", "y"]})
+    >>> long_table(wide).to_dict("records")[:2]
+    [{'run': 'a', 'param.seed': 0, 'metric': 'acc', 'value': 0.5}, {'run': 'a', 'param.seed': 0, 'metric': 'bwt', 'value': -0.1}]
+    """
+    import pandas as pd
+
+    params = [c for c in df.columns if str(c).startswith("param.")] + list(df.attrs.get("grid_params", ()))
+    ids = [c for c in df.columns if c in ID_COLUMNS and c not in ("error", "summary")] + \
+        [c for c in params if c in df.columns]
+    values = [c for c in df.columns if c not in ids and c not in ID_COLUMNS
+              and pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+    if not values:
+        raise ValueError("the summary has no numeric result column to write as long rows")
+    long = df[ids + values].melt(id_vars=ids, value_vars=values, var_name="metric", value_name="value")
+    order = {c: i for i, c in enumerate(values)}
+    long["_order"] = long["metric"].map(order)
+    sort_by = [c for c in ("run", "index", "case") if c in long.columns] + ["_order"]
+    return long.sort_values(sort_by, kind="stable").drop(columns="_order").reset_index(drop=True)

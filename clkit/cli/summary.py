@@ -18,6 +18,8 @@ def register(sub) -> None:
                    help="mean ± std of the results over the cases of each group (e.g. --group-by sigma)")
     s.add_argument("--columns", nargs="+", default=None, metavar="PATTERN",
                    help="result columns to print and group, as glob patterns (e.g. 'main.*.A_AUC')")
+    s.add_argument("--long", action="store_true",
+                   help="also write summary_long.csv: one row per run x numeric result (tidy, for seaborn / R)")
     s.set_defaults(func=_cmd_summary)
 
 
@@ -30,6 +32,12 @@ def _cmd_summary(args):
 
     try:
         df = summarize(args.dir)
+        if args.long:
+            from ..summary import long_table
+
+            long_path = Path(args.dir) / "summary_long.csv"
+            write_table(long_table(df), long_path)
+            print(f"[clkit] long rows -> {long_path}")
         shown = select_columns(df, args.columns) if args.columns else df
         grouped = None
         if args.group_by:
