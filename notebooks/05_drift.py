@@ -53,7 +53,7 @@
 # %% tags=["parameters"]
 # Parameters: edit a value, then Run All. Headless: clkit run 05_drift -p NAME VALUE
 dataset: str = "auto"  # auto: Cora (a local copy, else the one shipped with clkit) |
-# csbm (offline synthetic) | cora | citeseer (local Planetoid files) |
+# csbm (offline synthetic) | cora | citeseer (both shipped with clkit) |
 # corafull | ogbn_arxiv | reddit | roman_empire (online) | PATH.pt (a torch.save'd
 # torch-geometric Data) | "package.module:DatasetClass" (root: data_dir)
 data_dir: str = ""  # folder holding <Name>/raw/ for cora or citeseer
@@ -167,8 +167,10 @@ record.log(device=rd.record(), **({"rehearsal": rh.record()} if rh is not None e
 # a **contextual stochastic block model** (CSBM) of the same size and shape: an edge
 # homophily $h$ we choose (so a
 # heterophilous graph like Roman-Empire, $h=0.05$, can be imitated as well as a citation
-# graph) and node features drawn around a class-dependent mean. The line below says
-# which one this run used.
+# graph) and node features drawn around a class-dependent mean. `dataset="citeseer"`
+# runs on the real **CiteSeer** graph (6 classes, so 3 latent tasks), also shipped with
+# clkit (`docs/citeseer.md`: its 15 placeholder nodes read as class 0, as in
+# torch-geometric). The line below says which one this run used.
 #
 # Classes are grouped two per latent task in label order; every class is split into a
 # training part (the stream), a test part (the latent task's test set) and, under the
@@ -264,9 +266,12 @@ display(Markdown(f"Stream of {T} batches ({protocols[0]} protocol). "
 # in a separate step and considers replacements only when the staged batch's gradient
 # points away (cosine < 0) from 5 memory gradients; MAS\* takes its importance from the
 # current batch with penalty factor 0.25 and its detector sees the total loss; SSM and
-# SEM keep 10 subgraphs of at most 1 + 5 + 5 nodes. **Not reproduced** from the released
-# code: SEM's curvature proxy and DMSG's loss terms and backbone (`clkit.drift.authors`
-# says what runs instead).
+# SEM keep 10 subgraphs of at most 1 + 5 + 5 nodes; SEM keeps the edges of highest
+# neighbourhood-overlap curvature proxy in the sampled blocks of the batch that stored the
+# node (the text protocol: Forman-Ricci curvature); DMSG adds a replay weight of 20, a
+# same-label similarity loss, KL / ln 2 and an adversarial term, and keeps the 5 most
+# diverse nodes of each batch in a reservoir (`clkit.drift.authors_methods` says what the
+# released code does and what still differs).
 #
 # ### Budget
 #

@@ -7,8 +7,9 @@
   returned ``source`` says so.
 - **Planetoid** Cora / CiteSeer through torch-geometric from raw files already on
   disk (no download is attempted: torch-geometric's downloader has no timeout).
-  Cora is also shipped inside the package (:mod:`clkit.data.shipped`, MIT licence,
-  see ``docs/cora.md``): used when no user copy is found, and the returned
+  Cora and CiteSeer are also shipped inside the package (:mod:`clkit.data.shipped`,
+  MIT licence, see ``docs/cora.md`` and ``docs/citeseer.md``): used when no user copy
+  is found, and the returned
   ``source`` says which copy was read.
 - **Online** (the paper's datasets): CoraFull, Reddit, Roman-Empire through
   torch-geometric and ogbn-arxiv through ``ogb``; each first checks that its
@@ -224,19 +225,25 @@ def load_planetoid(name: str = "Cora", root=None) -> GraphData:
     ``data_root()/planetoid``, and reads the first copy found with
     ``torch_geometric.datasets.Planetoid`` (which writes ``processed/`` beside
     ``raw/``, so that folder must be writable). When neither has the files and the
-    dataset is shipped with clkit (Cora, :mod:`clkit.data.shipped`), the shipped copy
-    is read instead (no network, nothing written); ``source`` names the copy used and
-    where a user copy was looked for. No download is attempted.
+    dataset is shipped with clkit (Cora and CiteSeer, :mod:`clkit.data.shipped`), the
+    shipped copy is read instead (no network, nothing written); ``source`` names the copy
+    used and where a user copy was looked for. No download is attempted. Both copies go
+    through torch-geometric's Planetoid reader, so CiteSeer's 15 ids missing from its
+    test index come out with zero features and label 0 either way
+    (:data:`clkit.data.shipped.CITESEER_MISSING_TEST`).
 
     Examples
     --------
     >>> g = load_planetoid("Cora", root="/nonexistent")
     >>> g.num_nodes, g.num_classes, g.source.startswith("Planetoid Cora shipped with clkit")
     (2708, 7, True)
-    >>> load_planetoid("CiteSeer", root="/nonexistent")   # doctest: +ELLIPSIS
+    >>> c = load_planetoid("CiteSeer", root="/nonexistent")
+    >>> c.num_nodes, c.num_classes, c.stats()["num_edges"], c.source.startswith("Planetoid CiteSeer shipped")
+    (3327, 6, 4552, True)
+    >>> load_planetoid("PubMed")   # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    clkit.data._cache.DatasetNotFoundError: dataset 'CiteSeer' not found. Looked in: /nonexistent/CiteSeer/raw, ...
+    ValueError: name must be one of ['Cora', 'CiteSeer'], got 'PubMed'...
     """
     check_choice("name", name, ["Cora", "CiteSeer"])
     dirs = ([Path(root)] if root is not None else []) + [data_root() / "planetoid"]

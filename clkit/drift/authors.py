@@ -13,24 +13,31 @@ changes, following github.com/UConn-DSIS/DRIFT (``Baselines/*``):
   plus penalty);
 - **SSM / SEM**: a budget of ``memory_size // 10`` subgraphs (``budget // sum(nei_budget)``),
   each at most ``1 + 5 + 5`` nodes: the centre, up to 5 first-hop neighbours and up to
-  5 second-hop nodes, picked uniformly (SSM). SEM keeps the 5 first-hop neighbours of
-  highest Forman-Ricci curvature -- *not* the authors' neighbourhood-overlap curvature
-  proxy (``sem_utils.py``);
+  5 second-hop nodes, picked uniformly (SSM). SEM (:class:`AuthorsSEM`) keeps, as the
+  released ``sem_utils.py`` does, the block edges of highest neighbourhood-overlap
+  curvature proxy, on the sampled blocks of the batch that stored the node, edges
+  directed toward the centre (:mod:`clkit.drift.authors_methods`);
+  ``curvature="forman"`` offers the text's Forman-Ricci reading under the same budget;
 - **GSS**: as ``gss_model.py`` -- a staging buffer of 10, a separate optimiser step
   replaying 10 memory nodes, replacement considered only when the staged batch's
   gradient has cosine below 0 with all of ``memory_strength = 5`` gradients of 10
   memory nodes each (:class:`AuthorsGSS`);
-- **DMSG** is the kit's version with the protocol's weight decay; its differences from
-  the released code (replay weight 20, the 5 most diverse nodes per batch then a
-  reservoir, the same-label similarity loss and KL / ln 2, the variational layer inside a
-  512-wide backbone) are not reproduced.
+- **DMSG** (:class:`AuthorsDMSG`, ``dmsg_model.py`` with ``GCN_dmsg``): replay weight
+  20, the 5 most diverse nodes of each batch then a reservoir of 100 entries, the
+  same-label similarity loss, KL / ln 2 and an adversarial term behind a gradient
+  reversal, the variational layer as the second half of a first layer twice as wide
+  (:mod:`clkit.drift.authors_methods` says what remains different); the text protocol
+  runs the kit's :class:`clkit.strategies.DMSG`.
 
 Devices: every learner runs on the device it is given (``device``, ``precision``: the
 run's), with the host reads of the kit's strategies (:mod:`clkit.strategies.graph`,
 :mod:`clkit.strategies.task_free`) and these: AuthorsGSS reads the cosines of the staged
 nodes' gradients once per flush of its staging buffer (at most twice: the batch's, then
 the nodes', only when the batch passes), since its replacement draws use them;
-AuthorsMAS* reads its task loss and penalty together, once per step, for its detector.
+AuthorsMAS* reads its task loss and penalty together, once per step, for its detector;
+AuthorsSEM reads the batch's ids as SSM does (in the steps where its reservoir writes) and
+builds the stored subgraphs from the host copy of the graph; AuthorsDMSG reads the
+positions of the nodes it chooses from each batch, once per step.
 """
 
 from __future__ import annotations
@@ -41,7 +48,8 @@ import torch
 from .._validate import check_choice, check_int, check_real
 from ..device import host_float, to_host
 from ..strategies import make_strategy
-from ..strategies.graph import SEM, SSM, forman_curvature
+from ..strategies.graph import SSM, forman_curvature
+from .authors_methods import AuthorsDMSG, AuthorsSEMMemory
 from ..strategies.importance import quadratic_penalty
 from ..strategies.projection import AGEM
 from ..strategies.rehearsal import ER
@@ -50,7 +58,7 @@ from ..strategies.base import _cat
 from ..strategies.task_free import MASStar
 
 __all__ = ["ER_LOSS_FORMS", "AuthorsER", "AuthorsAGEM", "AuthorsGSS", "AuthorsMASStar", "AuthorsSSM", "AuthorsSEM",
-           "make_authors_learner", "AUTHORS_WEIGHT_DECAY"]
+           "AuthorsDMSG", "make_authors_learner", "AUTHORS_WEIGHT_DECAY"]
 
 #: weight decay of every method in the authors' code
 AUTHORS_WEIGHT_DECAY = 5e-4
@@ -390,20 +398,44 @@ class AuthorsSSM(SSM):
         return self._subgraphs[node]
 
 
-class AuthorsSEM(SEM):
-    """SEM with the authors' budget; first hop by Forman-Ricci curvature (not their proxy)."""
+class AuthorsSEM(AuthorsSEMMemory, AuthorsSSM):
+    """SEM with the authors' budget (10 subgraphs of at most 1 + 5 + 5 nodes) and their first-hop rule.
+
+    ``curvature="overlap"`` (default; the released ``sem_utils.py``): the subgraph of a node is
+    built when the reservoir stores it, from the sampled blocks of the batch it came in, keeping
+    the block edges of highest neighbourhood-overlap proxy
+    :func:`clkit.drift.authors_methods.overlap_curvature` (5 at the first hop, 5 in all at the
+    second), stored as edges directed toward the centre plus self-loops
+    (:func:`clkit.drift.authors_methods.overlap_subgraph`). ``curvature="forman"`` (the curvature
+    the paper's text names, the kit's earlier reading): the 5 first-hop neighbours of highest
+    Forman-Ricci curvature on the whole graph, 5 second-hop nodes drawn uniformly
+    (:func:`small_subgraph`). ``block_fanouts``: in-edges per node of the input and output
+    blocks, ``"model"`` (default) the backbone's sampler (:class:`clkit.models.gcn.AuthorsGCN`:
+    (10, 25)), None full neighbourhoods. See :mod:`clkit.drift.authors_methods`.
+
+    Examples
+    --------
+    >>> from clkit.data.graphs import csbm
+    >>> from clkit.models.gcn import AuthorsGCN
+    >>> g = csbm(200, 4, avg_degree=12, seed=0)
+    >>> s = AuthorsSEM(AuthorsGCN(g.x, g.edge_index, 4, hidden=8), optimizer="adam")
+    >>> for t in range(3):
+    ...     idx = torch.arange(10 * t, 10 * t + 10)
+    ...     _ = s.observe(idx, g.y[idx])
+    >>> len(s.memory), all(len(s.subgraph(int(v))[0]) <= 11 for v in s.memory.stored_ids())
+    (10, True)
+    """
 
     subgraph_rule = "curvature"
 
-    def __init__(self, model, *, memory_size: int = 100, **kwargs):
-        memory_size = check_int("memory_size", memory_size, low=1)
-        super().__init__(model, memory_size=max(1, memory_size // 10), **kwargs)
-
-    subgraph = AuthorsSSM.subgraph
+    def __init__(self, model, *, memory_size: int = 100, curvature: str = "overlap", block_fanouts="model",
+                 **kwargs):
+        super().__init__(model, memory_size=memory_size, **kwargs)
+        self._init_overlap(curvature, block_fanouts)
 
 
 _CLASSES = {"er": AuthorsER, "agem": AuthorsAGEM, "gss": AuthorsGSS, "mas_star": AuthorsMASStar,
-            "ssm": AuthorsSSM, "sem": AuthorsSEM}
+            "ssm": AuthorsSSM, "sem": AuthorsSEM, "dmsg": AuthorsDMSG}
 
 
 def make_authors_learner(method: str, model, *, lr: float = 5e-3, memory_size: int = 100, seed: int = 0,
@@ -413,7 +445,8 @@ def make_authors_learner(method: str, model, *, lr: float = 5e-3, memory_size: i
 
     ``device`` / ``precision``: the run's (the model moves there; :mod:`clkit.device`).
     ``stream_batch_size``: the stream's batch size B; ER then replays ``B x memory_proportion``
-    = ``B`` rows (:class:`AuthorsER`'s ``replay_size``; default 10, their B).
+    = ``B`` rows (:class:`AuthorsER`'s ``replay_size``; default 10, their B), and DMSG replays
+    ``min(B, |memory|)`` nodes and chooses ``B // 2`` per batch (:class:`AuthorsDMSG`).
     ``kwargs`` go to the method's class (e.g. ``loss_form="one_mean"`` for ER).
 
     Examples
@@ -432,6 +465,8 @@ def make_authors_learner(method: str, model, *, lr: float = 5e-3, memory_size: i
     memory_size = check_int("memory_size", memory_size, low=1)
     if method == "er" and stream_batch_size is not None:
         kwargs = {"replay_size": check_int("stream_batch_size", stream_batch_size, low=1), **kwargs}
+    if method == "dmsg" and stream_batch_size is not None:
+        kwargs = {"stream_batch_size": check_int("stream_batch_size", stream_batch_size, low=1), **kwargs}
     if method in _CLASSES:
         return _CLASSES[method](model, memory_size=memory_size, **kw, **kwargs)
     return make_strategy(REGISTRY_NAME[method], model, memory_size=memory_size, **kw, **kwargs)
