@@ -42,7 +42,7 @@ import os
 import sys
 import warnings
 
-from . import cite, course, drift, edge, metrics, plan, run, summary, sweep, taskify
+from . import cite, course, drift, edge, metrics, notebooks, plan, run, summary, sweep, taskify
 
 __all__ = ["main", "build_parser", "SUBCOMMANDS"]
 
@@ -50,7 +50,7 @@ __all__ = ["main", "build_parser", "SUBCOMMANDS"]
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: subcommand modules, in the order ``clkit --help`` lists them
-SUBCOMMANDS = (run, sweep, summary, plan, edge, metrics, drift, taskify, course, cite)
+SUBCOMMANDS = (run, sweep, summary, plan, edge, metrics, drift, taskify, course, cite, notebooks)
 
 
 def version_line() -> str:
