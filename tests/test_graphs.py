@@ -70,8 +70,12 @@ def test_planetoid_from_a_copy(tmp_path, name, n, c):
     assert (tmp_path / name / "processed").exists()
 
 
-def test_planetoid_missing_names_where_it_looked(tmp_path):
-    # CiteSeer is not shipped with clkit (Cora is: tests/test_shipped_cora.py)
+def test_planetoid_missing_names_where_it_looked(tmp_path, monkeypatch):
+    # Cora and CiteSeer are shipped (tests/test_shipped_cora.py, tests/test_citeseer.py): an install whose
+    # package data is gone must still name the dataset and every folder it looked in
+    from clkit.data import shipped
+
+    monkeypatch.setattr(shipped, "has_shipped_planetoid", lambda name: False)
     with pytest.raises(DatasetNotFoundError, match="CiteSeer") as err:
         load_planetoid("CiteSeer", root=tmp_path)
     assert str(tmp_path) in str(err.value)

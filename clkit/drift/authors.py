@@ -49,7 +49,7 @@ from .._validate import check_choice, check_int, check_real
 from ..device import host_float, to_host
 from ..strategies import make_strategy
 from ..strategies.graph import SSM, forman_curvature
-from .authors_methods import AuthorsDMSG, AuthorsSEMMemory
+from .authors_methods import AuthorsDMSG, AuthorsSEMMemory, isolate  # noqa: F401 -- isolate re-exported
 from ..strategies.importance import quadratic_penalty
 from ..strategies.projection import AGEM
 from ..strategies.rehearsal import ER
@@ -62,17 +62,6 @@ __all__ = ["ER_LOSS_FORMS", "AuthorsER", "AuthorsAGEM", "AuthorsGSS", "AuthorsMA
 
 #: weight decay of every method in the authors' code
 AUTHORS_WEIGHT_DECAY = 5e-4
-
-
-def isolate(idx: torch.Tensor) -> torch.Tensor:
-    """Node indices marked as isolated (``v -> -(v + 1)``; see :meth:`clkit.models.gcn.GCN.embed`).
-
-    Examples
-    --------
-    >>> isolate(torch.tensor([0, 3])).tolist()
-    [-1, -4]
-    """
-    return -torch.as_tensor(idx, dtype=torch.int64) - 1
 
 
 #: ER's loss forms: the authors' sum of two means, the text's (and clkit's ER) one mean over batch and replay

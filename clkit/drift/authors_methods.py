@@ -272,6 +272,17 @@ def overlap_subgraph(blocks, center: int, fanouts=(5, 5)):
     return torch.tensor(nodes, dtype=torch.int64), torch.tensor(edges, dtype=torch.int64).T.contiguous()
 
 
+
+def isolate(idx: torch.Tensor) -> torch.Tensor:
+    """Node indices marked as isolated (``v -> -(v + 1)``; see :meth:`clkit.models.gcn.GCN.embed`).
+
+    Examples
+    --------
+    >>> isolate(torch.tensor([0, 3])).tolist()
+    [-1, -4]
+    """
+    return -torch.as_tensor(idx, dtype=torch.int64) - 1
+
 class _WriteLog(NodeReservoir):
     """A :class:`NodeReservoir` that remembers the slots each ``add`` wrote."""
 
@@ -522,8 +533,6 @@ class AuthorsDMSG(TaskAwareStrategy):
         """``(z, mu, std)`` of memory ``nodes`` entered isolated: ``mu = relu(x W1)`` (the backbone's first
         layer, as :meth:`clkit.models.gcn.GCN.embed` of an isolated node), ``std = softplus(relu(x W_std),
         beta=10)``, ``z = mu + eps * std``; ``eps`` drawn from the strategy's generator when None."""
-        from .authors import isolate
-
         mu = self.model.embed(isolate(nodes))
         std = F.softplus(torch.relu(self.std_layer(self.model.x[nodes])), beta=10).float()
         if eps is None:
