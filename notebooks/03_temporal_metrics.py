@@ -86,7 +86,7 @@ rehearse: bool = False  # the paper set on fabricated files, sizes cut (clkit.re
 
 # %% [markdown]
 # **Rehearsal.** With `rehearse: true` the run goes on exactly as a `paper` run does (the
-# Wild-Time loader, the paper's MLP, learners, metrics and verdicts) on fabricated files in
+# Wild-Time loader, the set's backbone, learners, metrics and verdicts) on fabricated files in
 # Wild-Time's own HDF5 layout, with every size, count and number of epochs capped by one rule
 # (`clkit.temporal.rehearsal`); the table below lists what was cut.
 
@@ -212,7 +212,7 @@ metric_kw = dict(delta=delta, epsilon=epsilon, lam=lam, n=n, horizon=H,
 # above). It is loaded here and its periods move to the run's device once, so that the run can
 # say what it will do before anything trains: how many trainings, steps and evaluation passes
 # (cells of $A$), and how long they should take on this device, timed from a few real steps of
-# each learner's strategy around the notebook's MLP (`clkit.temporal.budget`).
+# each learner's strategy around the notebook's backbone (`clkit.temporal.budget`).
 
 # %%
 if is_user_path(dataset):

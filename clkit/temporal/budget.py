@@ -145,7 +145,8 @@ def calibrate(learners, input_shape, num_classes: int, *, hidden=(64,), lr: floa
     Each learner's strategy is built as :func:`~clkit.temporal.accuracy_matrix` builds it
     (the notebook's ``backbone``, by default its MLP; Adam, ``precision``) and trained one
     epoch on a first random task of the data's shape (so EWC has its Fisher term, SI its
-    importance, A-GEM a filled memory, CORAL an earlier domain).
+    importance, A-GEM a filled memory, CORAL one earlier domain: its later periods' steps, with
+    up to ``coral_groups - 1`` earlier domains, take up to that many times the rows).
     Then, on a second task of ``train_size`` rows (at most 16 batches of them):
 
     - **a step**: whole epochs of :meth:`~clkit.strategies.Strategy.train_batch` over the

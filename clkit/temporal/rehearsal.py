@@ -2,9 +2,9 @@
 
 ``rehearse: true`` keeps the ``paper`` set's dataset (Wild-Time FMoW, or Yearbook with
 ``-p dataset yearbook``) and its loader (:func:`clkit.data.temporal.load_wild_time` through
-``wild-time-data``), the MLP at the paper's widths, the learners, the metrics' settings
-(delta, lambda, H, n) and the verdict rule, and caps every size, count and number of
-epochs (:data:`CAPS`, :data:`clkit.rehearsal.RULE`). The fabricated file
+``wild-time-data``), the set's backbone (DenseNet-121; ``-p backbone`` picks another),
+the learners, the metrics' settings (delta, lambda, H, n) and the verdict rule, and caps
+every size, count and number of epochs (:data:`CAPS`, :data:`clkit.rehearsal.RULE`). The fabricated file
 (:mod:`clkit.data.fixtures.wild_time`: every time step of the real file, real image sizes,
 :data:`PER_STEP` images per split and step) is written to the rehearsal folder, which
 becomes the data cache the loader reads first.
