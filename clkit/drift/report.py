@@ -252,8 +252,7 @@ def closing_text(stats_by: dict, verdicts, *, source: str, name: str, num_tasks:
         lines.append(" ".join(part))
     scale = "a synthetic graph" if source.startswith("synthetic") else f"{name}"
     lines.append(f"This is a small-scale run on {scale}: compare the direction of each effect with the paper "
-                 "(CoraFull, ogbn-arxiv, Reddit, Roman-Empire), not the exact numbers. Under the authors' "
-                 "protocol, SEM's curvature proxy and DMSG's losses are not theirs.")
+                 "(CoraFull, ogbn-arxiv, Reddit, Roman-Empire), not the exact numbers.")
     return "\n\n".join(lines)
 
 
