@@ -10,12 +10,33 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["atomic_write_text", "atomic_write_json", "atomic_save", "to_jsonable", "flatten_scalars", "repo_root",
-           "work_dir", "replace_dir", "load_npy"]
+           "work_dir", "replace_dir", "load_npy", "resource_dir", "BUNDLE"]
 
 
 def repo_root() -> Path:
     """The checkout's root (the folder holding ``clkit/``)."""
     return Path(__file__).resolve().parent.parent
+
+
+#: the folder inside an installed package that holds what a checkout keeps at its top level
+#: (``notebooks/``, ``data/class_names/``): ``setup.py`` copies them in at build time
+BUNDLE = Path(__file__).resolve().parent / "_bundle"
+
+
+def resource_dir(name: str) -> Path:
+    """A top-level folder of the kit (``"notebooks"``, ``"data/class_names"``): the checkout's own when
+    clkit runs from one (it has ``pyproject.toml`` and the folder), else the copy an installed wheel
+    carries (:data:`BUNDLE`), so there is one source: the checkout's.
+
+    Examples
+    --------
+    >>> resource_dir("notebooks").name
+    'notebooks'
+    """
+    here = repo_root() / name
+    if (repo_root() / "pyproject.toml").is_file() and here.is_dir():
+        return here
+    return BUNDLE / name
 
 
 def work_dir() -> Path:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from ._io import repo_root
+from ._io import resource_dir
 
 __all__ = ["PARAM_SETS", "notebooks_dir", "notebook_path", "list_notebooks", "resolve_notebook", "param_sets",
            "notebook_parameters", "load_params", "check_values", "merge_params", "lookup", "parse_value"]
@@ -29,7 +29,7 @@ _TYPES = {"int": (int,), "float": (float, int), "str": (str,), "bool": (bool,), 
 def notebooks_dir() -> Path:
     """Folder holding the notebooks (``$CLKIT_NOTEBOOKS`` overrides)."""
     env = os.environ.get("CLKIT_NOTEBOOKS")
-    return Path(env) if env else repo_root() / "notebooks"
+    return Path(env) if env else resource_dir("notebooks")
 
 
 def notebook_path(notebook: str) -> Path:

@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 
 from .. import __version__
-from .._io import atomic_write_json, atomic_write_text, repo_root
+from .._io import atomic_write_json, atomic_write_text, resource_dir
 
 __all__ = ["ASSIGNMENTS", "COURSE_ID", "assignment_names", "build_course", "course_source_dir", "nbgrader_api",
            "source_hash", "CONFIG"]
@@ -50,7 +50,7 @@ c.OverwriteCells.add_missing_cells = True
 def course_source_dir() -> Path:
     """Folder holding the assignment sources (``$CLKIT_NOTEBOOKS/course/source``)."""
     env = os.environ.get("CLKIT_NOTEBOOKS")
-    return (Path(env) if env else repo_root() / "notebooks") / "course" / "source"
+    return (Path(env) if env else resource_dir("notebooks")) / "course" / "source"
 
 
 def assignment_names(names=None) -> list[str]:

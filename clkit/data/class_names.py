@@ -11,7 +11,7 @@ comments stating the source and order):
 
 from __future__ import annotations
 
-from .._io import repo_root
+from .._io import resource_dir
 
 __all__ = ["CLASS_NAME_LISTS", "load_class_names"]
 
@@ -34,7 +34,7 @@ def load_class_names(dataset: str) -> list[str]:
     """
     if dataset not in CLASS_NAME_LISTS:
         raise ValueError(f"dataset must be one of {list(CLASS_NAME_LISTS)}, got {dataset!r}")
-    path = repo_root() / "data" / "class_names" / f"{dataset}.txt"
+    path = resource_dir("data/class_names") / f"{dataset}.txt"
     lines = path.read_text(encoding="utf-8").splitlines()
     names = [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
     if len(names) != CLASS_NAME_LISTS[dataset]:
