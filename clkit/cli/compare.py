@@ -1,0 +1,85 @@
+"""``clkit compare``: runs from any trainer in (a folder with a manifest, a long CSV, Avalanche's CSVLogger),
+metrics recomputed, verdicts with a null control, a paragraph and a seed budget out (:mod:`clkit.compare`)."""
+
+from __future__ import annotations
+
+from ._output import guarded, show
+
+USAGE = ("clkit compare RUNS [--reference METHOD | --compare A:B ...] [--metric acc] [--percent] "
+         "[--target-effect E] [--tolerance T] [--out DIR]")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compare", help="many runs in, a verdict out: metrics recomputed from accuracy matrices, "
+                                       "paired verdicts with a seed-vs-seed null control",
+                       usage=USAGE, description=(
+                           "RUNS is a folder with runs.csv / runs.yaml (file, method, seed, [order], "
+                           "[taskification], [reported_acc, reported_bwt, reported_fwt, reported_forgetting]; "
+                           "each file an accuracy matrix CSV R[i, j] or Avalanche's eval_results.csv), or a long "
+                           "CSV (method, seed, [order], [taskification], i, j, accuracy). See docs/compare.md."))
+    p.add_argument("runs", help="folder with runs.csv / runs.yaml, a manifest file, or a long CSV")
+    p.add_argument("--reference", default=None, metavar="METHOD",
+                   help="compare every method against METHOD (also the null control's method)")
+    p.add_argument("--compare", action="append", default=None, metavar="A:B",
+                   help="a comparison A − B (repeatable); the null control uses --reference, else the B of the first")
+    p.add_argument("--metric", default="acc", choices=["acc", "acc_all_seen", "bwt", "fwt", "forgetting"],
+                   help="the primary metric (default acc, the final-row mean); the others are exploratory")
+    p.add_argument("--percent", action="store_true",
+                   help="scores (and reported numbers) are percentages 0-100: divide by 100 (without it, values "
+                        "outside [0, 1] are refused)")
+    p.add_argument("--target-effect", type=float, default=None, metavar="E",
+                   help="plan the seeds needed to detect an effect E (fraction scale: 0.01 is one point)")
+    p.add_argument("--tolerance", type=float, default=None, metavar="T",
+                   help="reported numbers differing from the recomputed ones by more than T are listed "
+                        "(default 1e-3, fraction scale)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="write results.json, runs.csv, metrics.csv, verdicts.csv, disagreements.csv and two "
+                        "figures into DIR")
+    p.set_defaults(func=guarded(compare))
+
+
+def compare(args) -> int:
+    from .. import compare as cmp
+    from .._validate import check_real
+
+    if args.compare is None and args.reference is None:
+        raise ValueError("name the comparisons (--compare A:B, repeatable) or a --reference method")
+    tol = cmp.metrics.TOLERANCE if args.tolerance is None else args.tolerance
+    check_real("--tolerance", tol, low=0)
+    if args.target_effect is not None:
+        check_real("--target-effect", args.target_effect, low=0)
+    runs = cmp.read_runs(args.runs, percent=args.percent)
+    res = cmp.compare(runs, comparisons=args.compare, reference=args.reference, metric=args.metric,
+                      target=args.target_effect, tol=tol)
+    show(res["runs"], f"{len(runs)} run(s) read from {runs.source} ({runs.format}); what was used from each:")
+    for note in runs.notes:
+        print(f"note: {note}")
+    if res["not_compared"]:
+        print(f"note: read but not compared: {', '.join(res['not_compared'])}")
+    print()
+    show(res["metrics"].drop(columns=["source"]), "metrics recomputed from each R (clkit.metrics):")
+    dis = res["disagreements"]
+    print()
+    if len(dis):
+        show(dis, f"reported numbers that disagree with the recomputed ones (|difference| > {tol:g}):")
+    else:
+        reported = sum(bool(r.reported) for r in runs)
+        print(f"reported numbers: {'none given' if not reported else f'all agree within {tol:g} ({reported} run(s))'}")
+    print()
+    table = res["table"].reset_index()
+    show(table, f"verdicts (primary metric: {args.metric}; null control: {res['control']} against itself on "
+                "other seeds):")
+    print()
+    print(res["paragraph"])
+    if res["planner"]:
+        print()
+        print("seed budget:")
+        for line in res["planner"]:
+            print(f"  {line}")
+    if args.out is not None:
+        params = {k: getattr(args, k) for k in ("runs", "reference", "compare", "metric", "percent",
+                                                "target_effect")}
+        params["tolerance"] = tol
+        for path in cmp.write_report(res, args.out, params=params):
+            print(f"wrote {path}")
+    return 0

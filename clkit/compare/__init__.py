@@ -1,0 +1,53 @@
+"""Many runs in, a verdict out: clkit's metrics and verdicts on results from any trainer.
+
+Runs trained elsewhere (Avalanche, a lab's own loop, ...) are read into one record shape
+(:class:`Runs` of :class:`Run`, :mod:`clkit.compare.readers`), checked
+(:mod:`clkit.compare.checks`), their metrics recomputed from the accuracy matrices with
+:mod:`clkit.metrics` (:mod:`clkit.compare.metrics`; a framework's own numbers are only compared
+with them), and the comparisons decided by :mod:`clkit.stats` with a seed-vs-seed null control
+(:mod:`clkit.compare.verdicts`); :mod:`clkit.compare.report` writes the table, the paragraph,
+the seed planner, the figures and ``results.json``. The command line is ``clkit compare``.
+
+Input formats (``docs/compare.md`` has examples)
+------------------------------------------------
+1. **A folder of runs** with a manifest ``runs.csv`` (or ``runs.yaml``), one row per run:
+   ``file, method, seed`` and optionally ``order`` (class-order id), ``taskification`` and the
+   framework's summary numbers ``reported_acc, reported_bwt, reported_fwt,
+   reported_forgetting``. ``file`` is the run's accuracy matrix ``R`` as CSV (T x T, row i =
+   after training task i, column j = task j; cells above the diagonal may be empty or NaN),
+   or Avalanche's ``eval_results.csv`` (or the ``CSVLogger`` folder holding it).
+2. **A long CSV**: ``method, seed, [order], [taskification], i, j, accuracy``, one row per cell.
+3. **Avalanche 0.6's CSVLogger** ``eval_results.csv`` (header
+   ``eval_exp,training_exp,eval_accuracy,eval_loss,forgetting``), listed in a manifest; the
+   format was inferred from Avalanche's code (:mod:`clkit.compare.readers` names file and commit).
+
+Scores are fractions in [0, 1]; with ``percent=True`` (``--percent``) percentages, divided by 100.
+A value outside the scale, NaN on or below the diagonal, different task counts, a duplicated
+``(method, seed, order, taskification)`` or a method missing a seed the others have raise a
+``ValueError`` naming the file, the run and the field. Every run read is listed with what was
+used from it.
+
+Examples
+--------
+>>> import numpy as np
+>>> rng = np.random.default_rng(0)
+>>> runs = [Run(m, str(s), None, None, np.tril(0.6 + 0.03 * rng.standard_normal((3, 3)))
+...             + (0.05 if m == "er" else 0.0) * (np.arange(3) == 2)[:, None], f"{m}_{s}.csv")
+...         for m in ("finetune", "er") for s in range(8)]
+>>> res = compare(runs, reference="finetune")
+>>> res["table"].loc["ACC: er − finetune", "decision"]
+'er higher'
+"""
+
+from __future__ import annotations
+
+from .checks import check_runs, check_scores
+from .metrics import disagreements, metrics_table, run_metrics
+from .readers import read_avalanche_csv, read_folder, read_long_csv, read_runs
+from .report import compare, paragraph, write_report
+from .runs import Run, Runs
+from .verdicts import comparisons_for, null_pairs, planner, verdicts
+
+__all__ = ["Run", "Runs", "read_runs", "read_folder", "read_long_csv", "read_avalanche_csv", "check_scores",
+           "check_runs", "run_metrics", "metrics_table", "disagreements", "comparisons_for", "null_pairs", "verdicts",
+           "planner", "compare", "paragraph", "write_report"]

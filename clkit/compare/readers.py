@@ -1,0 +1,377 @@
+"""Readers: runs from a tidy folder, a long CSV or Avalanche's ``CSVLogger``, all into one :class:`Runs`.
+
+Every reader returns :class:`~clkit.compare.runs.Runs`: one :class:`~clkit.compare.runs.Run` per
+run with its accuracy matrix on the fraction scale, the file it came from and what was used from
+it. Nothing is dropped without a word: a value read but not used is named in the run's ``used``
+(or in ``Runs.notes``), and anything that cannot be read raises ``ValueError`` naming the file,
+the run and the field (:mod:`clkit.compare.checks`).
+
+Formats (see ``docs/compare.md``)
+---------------------------------
+**Tidy folder** -- a folder with a manifest ``runs.csv`` (or ``runs.yaml``: a list of mappings,
+or ``{"runs": [...]}``), one row per run:
+
+=====================  =====================================================================
+column                 meaning
+=====================  =====================================================================
+``file``               the run's accuracy matrix, relative to the manifest's folder (required):
+                       a CSV matrix ``R`` (T x T, row i = after training task i, column j =
+                       task j; empty / NaN cells only above the diagonal; a header row or index
+                       column with text is recognised as by ``clkit metrics cl``), or an
+                       Avalanche ``eval_results.csv`` (or the folder holding one)
+``method``, ``seed``   required
+``order``              class-order id (optional; runs pair on seed, order, taskification)
+``taskification``      optional
+``reported_acc``,      the framework's own summary numbers (optional), on the matrices'
+``reported_bwt``,      scale; compared with the recomputed ones, never used in their place
+``reported_fwt``,
+``reported_forgetting``
+=====================  =====================================================================
+
+**Long CSV** -- one file, one row per matrix cell: ``method, seed, [order], [taskification], i,
+j, accuracy`` (``i`` = task trained up to, ``j`` = task evaluated, 0-based). Cells not given are
+missing (allowed above the diagonal only).
+
+**Avalanche 0.6 ``CSVLogger``** -- ``eval_results.csv`` with the header
+``eval_exp,training_exp,eval_accuracy,eval_loss,forgetting`` and one row per evaluated
+experience after each training experience (``training_exp`` is ``None`` for an evaluation before
+any training). This format was **inferred from the code**, not produced by running Avalanche
+(which is not installed here): ``avalanche/logging/csv_logger.py`` of ContinualAI/avalanche at
+tag v0.6.0 (commit b34abe5c93adb0cfd5a38aaf9e2bb22144a8c3aa; unchanged at eb075be3 of
+2025-03-11). Its ``eval_accuracy`` is ``Top1_Acc_Exp`` (a fraction, written with ``%.4f``);
+``eval_loss`` and ``forgetting`` (Avalanche's ``ExperienceForgetting``, written as 0 when that
+metric is not monitored) are read but not used, and rows with ``training_exp = None`` (scores
+before training) are listed as not used. The file carries no method or seed: a manifest names them.
+
+Percent or fraction: matrices hold fractions in [0, 1]; with ``percent=True`` they hold
+percentages in [0, 100] and are divided by 100 (the reported numbers too). A value outside the
+scale is refused, naming the file, the run and the cell.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from .checks import check_scores
+from .runs import Run, Runs
+
+__all__ = ["REPORTED", "AVALANCHE_HEADER", "read_runs", "read_folder", "read_long_csv", "read_avalanche_csv",
+           "read_matrix_file"]
+
+#: manifest column -> metric key of the framework's own summary numbers
+REPORTED = {"reported_acc": "acc", "reported_bwt": "bwt", "reported_fwt": "fwt", "reported_forgetting": "forgetting"}
+#: the header Avalanche 0.6's CSVLogger writes to eval_results.csv
+AVALANCHE_HEADER = ("eval_exp", "training_exp", "eval_accuracy", "eval_loss", "forgetting")
+_MANIFEST = ("file", "method", "seed", "order", "taskification") + tuple(REPORTED)
+_LONG = ("method", "seed", "order", "taskification", "i", "j", "accuracy")
+
+
+def _label(method, seed, order=None, taskification=None) -> str:
+    return Run(method, seed, order, taskification, np.eye(2), "").label
+
+
+def _text(value):
+    """A manifest cell as text, or None when empty."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text if text and text.lower() not in ("nan", "none", "null") else None
+
+
+def read_runs(path, *, percent: bool = False) -> Runs:
+    """Runs from ``path``: a folder with ``runs.csv`` / ``runs.yaml``, a manifest file, or a long CSV.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(d, "long.csv"), "w").write(
+    ...     "method,seed,i,j,accuracy\\na,0,0,0,0.9\\na,0,1,0,0.7\\na,0,1,1,0.8\\n")
+    >>> rs = read_runs(os.path.join(d, "long.csv"))
+    >>> rs.format, rs.runs[0].R.tolist()
+    ('long', [[0.9, nan], [0.7, 0.8]])
+    """
+    p = Path(path)
+    if p.is_dir() or p.name in ("runs.csv", "runs.yaml", "runs.yml"):
+        return read_folder(p, percent=percent)
+    if not p.exists():
+        raise FileNotFoundError(f"runs: {str(p)!r} does not exist; give a folder with runs.csv / runs.yaml or a "
+                                "long CSV (method, seed, [order], i, j, accuracy)")
+    return read_long_csv(p, percent=percent)
+
+
+def _manifest(p: Path) -> tuple[Path, list]:
+    if p.is_dir():
+        found = [p / n for n in ("runs.csv", "runs.yaml", "runs.yml") if (p / n).exists()]
+        if not found:
+            raise FileNotFoundError(f"runs folder {str(p)!r} has no manifest runs.csv or runs.yaml (one row per run: "
+                                    "file, method, seed, [order], [taskification], [reported_acc, ...])")
+        if len(found) > 1:
+            raise ValueError(f"runs folder {str(p)!r} has two manifests ({', '.join(f.name for f in found)}); keep one")
+        p = found[0]
+    if p.suffix in (".yaml", ".yml"):
+        import yaml
+
+        data = yaml.safe_load(p.read_text())
+        rows = data.get("runs") if isinstance(data, dict) else data
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise ValueError(f"manifest {str(p)!r}: expected a list of runs (mappings with file, method, seed), "
+                             "or a mapping with the key 'runs' holding one")
+        rows = [{str(k): v for k, v in r.items()} for r in rows]
+    else:
+        with open(p, newline="") as fh:
+            rows = [dict(r) for r in csv.DictReader(fh)]
+    if not rows:
+        raise ValueError(f"manifest {str(p)!r} lists no runs")
+    return p, rows
+
+
+def read_folder(path, *, percent: bool = False) -> Runs:
+    """Runs listed in a manifest (``runs.csv`` / ``runs.yaml``), each file a matrix or Avalanche's log.
+
+    Parameters
+    ----------
+    path : str or Path
+        The folder holding the manifest, or the manifest itself.
+    percent : bool
+        Scores (and reported numbers) are percentages.
+
+    Returns
+    -------
+    Runs
+        ``format="folder"``; manifest columns that are not part of the format are named in ``notes``.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(d, "a0.csv"), "w").write("0.9,\\n0.6,0.8\\n")
+    >>> _ = open(os.path.join(d, "runs.csv"), "w").write("file,method,seed,reported_acc\\na0.csv,a,0,0.7\\n")
+    >>> r = read_folder(d).runs[0]
+    >>> r.label, r.reported, r.R.tolist()
+    ('a seed 0', {'acc': 0.7}, [[0.9, nan], [0.6, 0.8]])
+    """
+    mpath, rows = _manifest(Path(path))
+    where_m = f"manifest {str(mpath)!r}"
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    for need in ("file", "method", "seed"):
+        if need not in cols:
+            raise ValueError(f"{where_m} has no column {need!r} (columns: {cols}); each run needs file, method, seed")
+    extra = [c for c in cols if c not in _MANIFEST]
+    runs = []
+    for n, row in enumerate(rows, start=2 if mpath.suffix == ".csv" else 1):
+        at = f"{where_m} {'line' if mpath.suffix == '.csv' else 'entry'} {n}"
+        vals = {k: _text(row.get(k)) for k in ("file", "method", "seed", "order", "taskification")}
+        for need in ("file", "method", "seed"):
+            if vals[need] is None:
+                raise ValueError(f"{at}: field {need} is empty; each run needs file, method, seed")
+        label = _label(vals["method"], vals["seed"], vals["order"], vals["taskification"])
+        f = (mpath.parent / vals["file"])
+        reported = {}
+        for col, key in REPORTED.items():
+            cell = _text(row.get(col))
+            if cell is None:
+                continue
+            try:
+                x = float(cell)
+            except ValueError:
+                raise ValueError(f"{at} (run {label}): field {col} = {cell!r} is not a number") from None
+            if not np.isfinite(x):
+                raise ValueError(f"{at} (run {label}): field {col} = {cell!r} is not a finite number")
+            reported[key] = x / 100.0 if percent else x
+        R, source, used = read_matrix_file(f, run=label, percent=percent)
+        if reported:
+            used += "; reported " + ", ".join(sorted(reported)) + " from the manifest (compared, not used)"
+        extra_here = [c for c in extra if _text(row.get(c)) is not None]
+        if extra_here:
+            used += "; manifest columns not used: " + ", ".join(extra_here)
+        runs.append(Run(vals["method"], vals["seed"], vals["order"], vals["taskification"], R, source, reported,
+                        used))
+    notes = [f"manifest columns not part of the format, read and not used: {', '.join(extra)}"] if extra else []
+    return Runs(runs, str(mpath), "folder", notes)
+
+
+def _is_avalanche(f: Path) -> bool:
+    with open(f, newline="") as fh:
+        first = fh.readline().strip()
+    return tuple(c.strip() for c in first.split(",")) == AVALANCHE_HEADER
+
+
+def read_matrix_file(path, *, run: str, percent: bool = False) -> tuple[np.ndarray, str, str]:
+    """``(R, source, used)`` of one run's file: a matrix CSV, or Avalanche's ``eval_results.csv`` (or its folder).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> f = os.path.join(tempfile.mkdtemp(), "R.csv")
+    >>> _ = open(f, "w").write("t0,t1\\n90,\\n60,80\\n")
+    >>> R, source, used = read_matrix_file(f, run="a seed 0", percent=True)
+    >>> R.tolist(), used
+    ([[0.9, nan], [0.6, 0.8]], 'R 2 x 2 (header row: yes; index column: no; scale 0-100, divided by 100)')
+    """
+    f = Path(path)
+    if f.is_dir():
+        if not (f / "eval_results.csv").exists():
+            raise FileNotFoundError(f"{str(f)!r} (run {run}): field file is a folder without eval_results.csv "
+                                    "(Avalanche's CSVLogger); give a matrix CSV or a CSVLogger folder")
+        f = f / "eval_results.csv"
+    if not f.exists():
+        raise FileNotFoundError(f"{str(f)!r} (run {run}): field file: no such file")
+    if _is_avalanche(f):
+        R, used = read_avalanche_csv(f, run=run, percent=percent)
+        return R, str(f), used
+    from ..data.user import load_matrix_csv
+
+    lines = []
+    try:
+        R = load_matrix_csv(f, name="R", nan_allowed="above", scale="any", log=lines.append)
+    except ValueError as exc:
+        raise ValueError(f"{str(f)!r} (run {run}): field accuracy: {exc}") from None
+    R = check_scores(R, where=f"{str(f)!r} (run {run})", percent=percent)
+    how = lines[0].split(": read ", 1)[-1].rstrip(")").replace("scale as given", "") if lines else ""
+    how = how.split(" (", 1)[1] if " (" in how else how
+    how = how.rstrip("; ")
+    scale = "scale 0-100, divided by 100" if percent else "scale 0-1"
+    return R, str(f), f"R {len(R)} x {len(R)} ({how}; {scale})"
+
+
+def read_avalanche_csv(path, *, run: str = "", percent: bool = False) -> tuple[np.ndarray, str]:
+    """``(R, used)`` from Avalanche 0.6's ``CSVLogger`` ``eval_results.csv`` (format inferred from its code:
+    see the module docstring).
+
+    ``R[i, j]`` is ``eval_accuracy`` of the row with ``training_exp = i`` and ``eval_exp = j``. A pair
+    logged twice (``eval`` called twice after one training experience) keeps the last row, and the
+    ``used`` text says so; rows with ``training_exp = None`` (evaluation before training) are not used.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> f = os.path.join(tempfile.mkdtemp(), "eval_results.csv")
+    >>> _ = open(f, "w").write("eval_exp,training_exp,eval_accuracy,eval_loss,forgetting\\n"
+    ...     "0,0,0.9000,0.3000,0\\n1,0,0.1000,2.0000,0\\n0,1,0.6000,1.1000,0.3000\\n1,1,0.8000,0.5000,0\\n")
+    >>> R, used = read_avalanche_csv(f, run="naive seed 0")
+    >>> R.tolist()
+    [[0.9, 0.1], [0.6, 0.8]]
+    """
+    f = Path(path)
+    where = f"{str(f)!r} (run {run})" if run else repr(str(f))
+    with open(f, newline="") as fh:
+        table = list(csv.reader(fh))
+    if not table or tuple(c.strip() for c in table[0]) != AVALANCHE_HEADER:
+        raise ValueError(f"{where}: not Avalanche's eval_results.csv: the header must be {','.join(AVALANCHE_HEADER)}")
+    cells, before, repeated = {}, 0, 0
+    for n, row in enumerate(table[1:], start=2):
+        if not any(c.strip() for c in row):
+            continue
+        if len(row) != len(AVALANCHE_HEADER):
+            raise ValueError(f"{where} line {n}: {len(row)} cells, expected {len(AVALANCHE_HEADER)} "
+                             f"({','.join(AVALANCHE_HEADER)}); a tensor-valued metric (written over several lines "
+                             "by CSVLogger) cannot be read")
+        ev, tr, acc = (c.strip() for c in row[:3])
+        if tr == "None":
+            before += 1
+            continue
+        try:
+            i, j = int(tr), int(ev)
+        except ValueError:
+            raise ValueError(f"{where} line {n}: field training_exp / eval_exp must be experience numbers, got "
+                             f"{tr!r} / {ev!r}") from None
+        try:
+            x = float(acc)
+        except ValueError:
+            raise ValueError(f"{where} line {n}: field eval_accuracy = {acc!r} is not a number") from None
+        if i < 0 or j < 0:
+            raise ValueError(f"{where} line {n}: field training_exp / eval_exp must be >= 0, got {tr} / {ev}")
+        repeated += (i, j) in cells
+        cells[(i, j)] = x
+    if not cells:
+        raise ValueError(f"{where}: no evaluation after training (no row with a training_exp number)")
+    T = 1 + max(max(k) for k in cells)
+    R = np.full((T, T), np.nan)
+    for (i, j), x in cells.items():
+        R[i, j] = x
+    R = check_scores(R, where=where, percent=percent)
+    used = (f"R {T} x {T} from eval_accuracy (Avalanche CSVLogger, {len(cells)} cells"
+            + ("; percent, divided by 100" if percent else "") + "); eval_loss and forgetting read, not used")
+    if before:
+        used += f"; {before} row(s) before training (training_exp None) not used"
+    if repeated:
+        used += f"; {repeated} repeated (training_exp, eval_exp) row(s): the last one used"
+    return R, used
+
+
+def read_long_csv(path, *, percent: bool = False) -> Runs:
+    """Runs from one long CSV: ``method, seed, [order], [taskification], i, j, accuracy``, a row per cell.
+
+    Columns other than these are named in ``Runs.notes`` (read, not used). A cell given twice for
+    one run is refused.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> f = os.path.join(tempfile.mkdtemp(), "long.csv")
+    >>> _ = open(f, "w").write("method,seed,order,i,j,accuracy\\n"
+    ...     + "".join(f"a,{s},o1,{i},{j},{v}\\n" for s in (0, 1) for i, j, v in
+    ...               [(0, 0, 0.9), (1, 0, 0.6), (1, 1, 0.8)]))
+    >>> rs = read_long_csv(f)
+    >>> [r.label for r in rs], rs.runs[1].source.endswith("rows 5-7")
+    (['a seed 0 order o1', 'a seed 1 order o1'], True)
+    """
+    f = Path(path)
+    if not f.exists():
+        raise FileNotFoundError(f"long CSV {str(f)!r} does not exist")
+    with open(f, newline="") as fh:
+        reader = csv.DictReader(fh)
+        rows = list(reader)
+        cols = list(reader.fieldnames or [])
+    where = f"long CSV {str(f)!r}"
+    for need in ("method", "seed", "i", "j", "accuracy"):
+        if need not in cols:
+            raise ValueError(f"{where} has no column {need!r} (columns: {cols}); the long format is method, seed, "
+                             "[order], [taskification], i, j, accuracy")
+    groups: dict = {}
+    for n, row in enumerate(rows, start=2):
+        ident = tuple(_text(row.get(k)) for k in ("method", "seed", "order", "taskification"))
+        if ident[0] is None or ident[1] is None:
+            raise ValueError(f"{where} line {n}: field {'method' if ident[0] is None else 'seed'} is empty")
+        label = _label(*ident)
+        try:
+            i, j = int(row["i"]), int(row["j"])
+        except (TypeError, ValueError):
+            raise ValueError(f"{where} line {n} (run {label}): fields i, j must be task numbers, got "
+                             f"{row.get('i')!r}, {row.get('j')!r}") from None
+        if i < 0 or j < 0:
+            raise ValueError(f"{where} line {n} (run {label}): fields i, j must be >= 0, got {i}, {j}")
+        cell = _text(row.get("accuracy"))
+        try:
+            x = float("nan") if cell is None else float(cell)
+        except ValueError:
+            raise ValueError(f"{where} line {n} (run {label}): field accuracy = {cell!r} is not a number") from None
+        g = groups.setdefault(ident, {"cells": {}, "lines": []})
+        if (i, j) in g["cells"]:
+            raise ValueError(f"{where} line {n} (run {label}): field accuracy for (i, j) = ({i}, {j}) is given twice")
+        g["cells"][(i, j)] = x
+        g["lines"].append(n)
+    if not groups:
+        raise ValueError(f"{where} has no rows")
+    extra = [c for c in cols if c not in _LONG]
+    runs = []
+    for ident, g in groups.items():
+        label = _label(*ident)
+        T = 1 + max(max(k) for k in g["cells"])
+        R = np.full((T, T), np.nan)
+        for (i, j), x in g["cells"].items():
+            R[i, j] = x
+        lines = g["lines"]
+        span = f"rows {lines[0]}-{lines[-1]}" if lines[-1] - lines[0] + 1 == len(lines) else f"{len(lines)} rows"
+        source = f"{f} {span}"
+        R = check_scores(R, where=f"{source} (run {label})", percent=percent)
+        used = f"R {T} x {T} from {len(lines)} cells" + ("; percent, divided by 100" if percent else "")
+        if extra:
+            used += "; columns not used: " + ", ".join(extra)
+        runs.append(Run(ident[0], ident[1], ident[2], ident[3], R, source, {}, used))
+    notes = [f"long CSV columns not part of the format, read and not used: {', '.join(extra)}"] if extra else []
+    return Runs(runs, str(f), "long", notes)

@@ -1,0 +1,150 @@
+"""A comparison from runs to report: metrics, disagreements, verdicts, paragraph, planner, files.
+
+:func:`compare` does the work and returns a dict (no files); :func:`write_report` writes it into
+a folder as a notebook run does: ``results.json`` (:class:`clkit.results.RunRecord`, verdicts as
+:meth:`clkit.stats.Verdict.to_dict` so :func:`clkit.stats.rederive` can decide them again),
+``runs.csv`` (every run read and what was used from it), ``metrics.csv`` (per-run metrics),
+``verdicts.csv``, ``disagreements.csv`` and two figures saved atomically by
+:func:`clkit.plot.save_figure`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import stats
+from .checks import check_runs
+from .metrics import TOLERANCE, disagreements, metrics_table
+from .plots import mean_matrices, metric_strip
+from .verdicts import comparisons_for, planner, verdicts
+
+__all__ = ["compare", "paragraph", "write_report"]
+
+
+def paragraph(verdicts_, disagree, *, subject: str = "these runs", tol: float = TOLERANCE) -> str:
+    """The closing text: :func:`clkit.stats.closing_text` on the verdicts, then what the frameworks'
+    own numbers did (never stronger than the numbers: it lists, it does not judge).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> v = stats.paired([0.1, -0.1, 0.05], [0.0] * 3, comparison="ACC: b − a")
+    >>> print(paragraph([v], pd.DataFrame(columns=["run"])).splitlines()[-1])
+    **No null control**: fewer than 4 runs of the control method, so the rule's calibration on these runs is unchecked.
+    """
+    text = stats.closing_text(verdicts_, subject=subject)
+    if not any(v.role == "null control" for v in verdicts_):
+        text += ("\n\n**No null control**: fewer than 4 runs of the control method, so the rule's calibration on "
+                 "these runs is unchecked.")
+    if len(disagree):
+        runs = disagree["run"].nunique()
+        text += (f"\n\n**Reported numbers disagree** with those recomputed from the accuracy matrices in "
+                 f"{len(disagree)} case(s) over {runs} run(s) (|difference| > {tol:g}); the verdicts use the "
+                 "recomputed ones.")
+    return text
+
+
+def compare(runs, *, comparisons=None, reference: str | None = None, metric: str = "acc",
+            target: float | None = None, tol: float = TOLERANCE) -> dict:
+    """Check the runs, recompute their metrics and decide the comparisons.
+
+    Parameters
+    ----------
+    runs : Runs or list of Run
+    comparisons : list of str or (str, str), optional
+        Comparisons ``"A:B"`` (``A − B``); default: every method against ``reference``.
+    reference : str, optional
+        The reference method (and the null control's method; default with ``comparisons``: the B of
+        the first comparison).
+    metric : str
+        The primary metric (``acc``, ``acc_all_seen``, ``bwt``, ``fwt``, ``forgetting``).
+    target : float, optional
+        An effect to plan the number of seeds for (fraction scale, e.g. 0.01 for 1 point).
+    tol : float
+        Tolerance of :func:`clkit.compare.metrics.disagreements`.
+
+    Returns
+    -------
+    dict
+        ``runs`` (listing DataFrame), ``metrics`` (per-run DataFrame), ``disagreements``,
+        ``run_list`` (the Run records), ``comparisons``, ``verdicts`` (list of Verdict),
+        ``table`` (:func:`clkit.stats.verdict_table`),
+        ``paragraph``, ``planner`` (lines), ``control``, ``metric``, ``not_compared`` (methods read, not compared).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clkit.compare.runs import Run
+    >>> rng = np.random.default_rng(1)
+    >>> rs = [Run(m, str(s), None, None, np.tril(0.6 + 0.03 * rng.standard_normal((3, 3)))
+    ...           + (0.1 if m == "b" else 0) * (np.arange(3) == 2)[:, None], "x") for m in "ab" for s in range(8)]
+    >>> res = compare(rs, reference="a")
+    >>> res["table"].loc["ACC: b − a", "decision"], res["table"].loc["ACC: a − a (other seeds)", "control"]
+    ('b higher', 'holds')
+    """
+    from .runs import Runs
+
+    listing = runs.listing() if isinstance(runs, Runs) else Runs(list(runs), "", "").listing()
+    runs = list(runs)
+    methods = list(dict.fromkeys(r.method for r in runs))
+    pairs = comparisons_for(methods, compare=comparisons, reference=reference)
+    control = reference if reference is not None else pairs[0][1]
+    if control not in methods:
+        raise ValueError(f"--reference {control!r} is not among the runs' methods {methods}")
+    involved = list(dict.fromkeys([m for p in pairs for m in p] + [control]))
+    check_runs(runs, involved)
+    vs = verdicts(runs, pairs, metric=metric, control=control)
+    dis = disagreements(runs, tol)
+    return {"runs": listing, "run_list": runs, "metrics": metrics_table(runs), "disagreements": dis,
+            "comparisons": pairs,
+            "verdicts": vs, "table": stats.verdict_table(vs), "paragraph": paragraph(vs, dis, tol=tol),
+            "planner": planner(vs, target), "control": control, "metric": metric, "not_compared":
+            [m for m in methods if m not in involved]}
+
+
+def write_report(result: dict, out, *, params: dict | None = None) -> list:
+    """Write ``result`` of :func:`compare` into ``out``: results.json, CSVs, two figures; returns the paths.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile
+    >>> from clkit.compare.runs import Run
+    >>> rs = [Run(m, str(s), None, None, np.array([[0.9, np.nan], [0.5 + 0.01 * s + (m == "b") * 0.1, 0.8]]),
+    ...           f"{m}{s}.csv") for m in "ab" for s in range(4)]
+    >>> paths = write_report(compare(rs, reference="a"), tempfile.mkdtemp())
+    >>> sorted(p.name for p in paths)
+    ['acc_per_method.png', 'disagreements.csv', 'mean_R.png', 'metrics.csv', 'results.json', 'runs.csv', 'verdicts.csv']
+    """
+    import matplotlib.pyplot as plt
+
+    from .._io import atomic_write_text
+    from ..plot import save_figure
+    from ..results import RunRecord
+
+    d = Path(out)
+    d.mkdir(parents=True, exist_ok=True)
+    rec = RunRecord("compare", params=params or {})
+    m = result["metrics"]
+    rec.log(metric=result["metric"], control=result["control"],
+            comparisons=[list(c) for c in result["comparisons"]],
+            not_compared=result["not_compared"], num_runs=len(m),
+            runs=result["runs"].to_dict(orient="records"),
+            per_run=m.to_dict(orient="records"),
+            disagreements=result["disagreements"].to_dict(orient="records"),
+            verdicts=[v.to_dict() for v in result["verdicts"]],
+            controls_hold=stats.controls_hold(result["verdicts"])[0],
+            paragraph=result["paragraph"], planner=result["planner"])
+    paths = []
+    for name, table in (("runs", result["runs"]), ("metrics", m), ("disagreements", result["disagreements"]),
+                        ("verdicts", result["table"].reset_index())):
+        paths.append(atomic_write_text(d / f"{name}.csv", table.to_csv(index=False)))
+    ax = metric_strip(m, result["metric"])
+    paths.append(save_figure(ax.figure, f"{result['metric']}_per_method", folder=d))
+    plt.close(ax.figure)
+    fig = mean_matrices(result["run_list"], list(dict.fromkeys(m["method"])))
+    paths.append(save_figure(fig, "mean_R", folder=d))
+    plt.close(fig)
+    rec.figures = [str(p) for p in paths if p.suffix == ".png"]
+    paths.append(rec.save(d / "results.json"))
+    return paths
+
