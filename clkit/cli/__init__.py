@@ -11,6 +11,9 @@ Usage
                 [--scheduler ADDRESS] [--retry-failed]
     clkit summary DIR [--group-by COLUMN ...] [--columns PATTERN ...]
     clkit plan RESULTS.json [--effect-sds K] [--effect X] [--power P] [--family M]
+    clkit compare RUNS [--reference METHOD | --compare A:B ...] [--out DIR]
+    clkit sweep NOTEBOOK --grid GRID.yaml --print-cases; clkit run-case ROOT INDEX
+    clkit notebooks copy DIR | clkit cite NN | clkit --version
     clkit edge orders | metrics cl|temporal | drift stream | taskify bps ...
     clkit course build | grade ...
 
@@ -42,7 +45,7 @@ import os
 import sys
 import warnings
 
-from . import cite, course, drift, edge, metrics, notebooks, plan, run, summary, sweep, taskify
+from . import cite, compare, course, drift, edge, metrics, notebooks, plan, run, summary, sweep, taskify
 
 __all__ = ["main", "build_parser", "SUBCOMMANDS"]
 
@@ -50,7 +53,7 @@ __all__ = ["main", "build_parser", "SUBCOMMANDS"]
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: subcommand modules, in the order ``clkit --help`` lists them
-SUBCOMMANDS = (run, sweep, summary, plan, edge, metrics, drift, taskify, course, cite, notebooks)
+SUBCOMMANDS = (run, sweep, summary, plan, compare, edge, metrics, drift, taskify, course, cite, notebooks)
 
 
 def version_line() -> str:

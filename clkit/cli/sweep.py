@@ -24,13 +24,23 @@ def register(sub) -> None:
     w.add_argument("--retry-failed", action="store_true", help="also rerun cases that failed before")
     w.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: when stderr is a terminal)")
+    w.add_argument("--print-cases", action="store_true",
+                   help="job-array mode: write the sweep's plan, print one line per case (index, key, status, "
+                        "values) and run nothing; each array task then runs 'clkit run-case OUT/NOTEBOOK INDEX'")
     w.set_defaults(func=_cmd_sweep)
+    r = sub.add_parser("run-case", help="run one case of a sweep prepared with 'clkit sweep --print-cases' "
+                                        "(a job-array task: no Dask, no open ports)")
+    r.add_argument("root", help="the sweep's folder OUT/<notebook> (it holds sweep.json)")
+    r.add_argument("case", help="the case's index (e.g. $SLURM_ARRAY_TASK_ID) or its key")
+    r.set_defaults(func=_cmd_run_case)
 
 
 def _cmd_sweep(args):
     from ..summary import summarize
     from ..sweep import SweepInterrupted, run_sweep
 
+    if args.print_cases:
+        return _print_cases(args)
     try:
         counts = run_sweep(args.notebook, args.grid, params=args.params, out=args.out, workers=args.workers,
                            scheduler=args.scheduler, retry_failed=args.retry_failed, progress=args.progress,
@@ -44,3 +54,41 @@ def _cmd_sweep(args):
     print(f"[clkit] table of the cases: {Path(counts['root']) / 'summary.csv'} "
           f"(clkit summary {counts['root']} [--group-by COLUMN])", flush=True)
     return 1 if counts["failed"] else 0
+
+
+def _print_cases(args) -> int:
+    """``--print-cases``: the plan written, one tab-separated line per case, nothing run."""
+    import json
+
+    from ..sweep import case_status, prepare_cases
+
+    try:
+        plan = prepare_cases(args.notebook, args.grid, params=args.params, out=args.out)
+    except (ValueError, TypeError) as exc:
+        print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
+        return 2
+    root = Path(plan["root"])
+    pending = 0
+    for c in plan["cases"]:
+        status = case_status(root, c["key"])["status"]
+        pending += status != "ok"
+        print(f"{c['index']}\t{c['key']}\t{status}\t{json.dumps(c['values'], sort_keys=True)}")
+    n = len(plan["cases"])
+    print(f"[clkit] {n} cases ({pending} not complete) in {root}; a job array runs each with\n"
+          f"  clkit run-case {root} $SLURM_ARRAY_TASK_ID      # e.g. sbatch --array=0-{n - 1}", file=sys.stderr)
+    return 0
+
+
+def _cmd_run_case(args):
+    from ..sweep import run_case_of
+    from ..sweep.store import case_dir
+
+    try:
+        meta = run_case_of(args.root, args.case)
+    except (ValueError, TypeError) as exc:
+        print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
+        return 2
+    print(f"[clkit] case {meta.get('index')} ({meta.get('key')}): {meta.get('status')}"
+          + (f": {meta['error']}" if meta.get("error") else "") + f" -> {case_dir(args.root, str(meta.get('key')))}",
+          flush=True)
+    return 0 if meta.get("status") == "ok" else 1

@@ -21,9 +21,9 @@ from .verdicts import comparisons_for, planner, verdicts
 __all__ = ["compare", "paragraph", "write_report"]
 
 
-def paragraph(verdicts_, disagree, *, subject: str = "these runs", tol: float = TOLERANCE) -> str:
-    """The closing text: :func:`clkit.stats.closing_text` on the verdicts, then what the frameworks'
-    own numbers did (never stronger than the numbers: it lists, it does not judge).
+def paragraph(verdicts_, disagree, *, subject: str = "this set of runs", tol: float = TOLERANCE, small_n: int = 4) -> str:
+    """The closing text: :func:`clkit.stats.closing_text` on the verdicts (rows on fewer than ``small_n``
+    pairs are never findings, as in every notebook), then what the frameworks' own numbers did (never stronger than the numbers: it lists, it does not judge).
 
     Examples
     --------
@@ -32,7 +32,8 @@ def paragraph(verdicts_, disagree, *, subject: str = "these runs", tol: float = 
     >>> print(paragraph([v], pd.DataFrame(columns=["run"])).splitlines()[-1])
     **No null control**: fewer than 4 runs of the control method, so the rule's calibration on these runs is unchecked.
     """
-    text = stats.closing_text(verdicts_, subject=subject)
+    # the notebooks' gate: a comparison on fewer than small_n pairs is shown, never read as a finding
+    text = stats.closing_text(verdicts_, subject=subject, small_n=small_n)
     if not any(v.role == "null control" for v in verdicts_):
         text += ("\n\n**No null control**: fewer than 4 runs of the control method, so the rule's calibration on "
                  "these runs is unchecked.")

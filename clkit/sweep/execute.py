@@ -24,10 +24,11 @@ from .._io import atomic_write_json
 from .._validate import check_int
 from ..cluster import CONNECT_TIMEOUT_S, check_scheduler, close_client, default_workers, start_client
 from .grid import expand_grid, load_grid, resolve_grid
-from .store import (case_key, case_status, clean_work, notebook_hash, publish_case,
+from .store import (case_key, case_status, clean_work, notebook_hash, publish_case, read_manifest,
                     work_dir, write_manifest)
 
-__all__ = ["plan_sweep", "run_case", "run_sweep", "SweepInterrupted", "CONNECT_TIMEOUT_S"]
+__all__ = ["plan_sweep", "run_case", "run_sweep", "prepare_cases", "run_case_of", "SweepInterrupted",
+           "CONNECT_TIMEOUT_S"]
 
 TOPIC = "clkit-sweep"
 
@@ -189,6 +190,52 @@ def run_case(spec: dict) -> dict:
         raise
     finally:
         _emit("end", key)
+
+
+def prepare_cases(notebook: str, grid, params: str | None = None, out="runs/sweep") -> dict:
+    """Plan a sweep for a job array: write its ``sweep.json`` and return the plan, nothing run.
+
+    Each array task then runs one case with :func:`run_case_of` (``clkit run-case ROOT INDEX``): no
+    Dask scheduler and no open ports, for sites that forbid them. Cases already complete stay so.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> plan = prepare_cases("03", {"seed": [0, 1]}, params="smoke", out=tempfile.mkdtemp())
+    >>> [c["index"] for c in plan["cases"]], (Path(plan["root"]) / "sweep.json").exists()
+    ([0, 1], True)
+    """
+    plan = plan_sweep(notebook, grid, params, out)
+    root = Path(plan["root"])
+    root.mkdir(parents=True, exist_ok=True)
+    write_manifest(root, {k: v for k, v in plan.items() if k != "root"})
+    return plan
+
+
+def run_case_of(root, which) -> dict:
+    """Run one case of a prepared sweep (:func:`prepare_cases`) in this process: ``which`` is its index
+    (an array task id) or its key. Returns its ``run.json`` record; a complete case is not rerun.
+
+    Raises ``ValueError`` when ``root`` holds no ``sweep.json``, when no case has that index or key, or
+    when the notebook changed since the sweep was prepared (its cases' keys would no longer match).
+    """
+    root = Path(root)
+    if not (root / "sweep.json").is_file():
+        raise ValueError(f"{root} holds no sweep.json; prepare it first: clkit sweep NOTEBOOK --grid GRID "
+                         f"--out OUT --print-cases (the cases go to OUT/<notebook>)")
+    plan = read_manifest(root)
+    cases = plan["cases"]
+    text = str(which)
+    found = [c for c in cases if (text.isdigit() and c["index"] == int(text)) or c["key"] == text]
+    if not found:
+        raise ValueError(f"case {which!r}: the sweep in {root} has cases 0..{len(cases) - 1} "
+                         f"(or their keys, e.g. {cases[0]['key']})")
+    if notebook_hash(plan["notebook_path"]) != plan["notebook_hash"]:
+        raise ValueError(f"{plan['notebook_path']} changed since this sweep was prepared; prepare it again "
+                         "(--print-cases) so every case runs the same notebook")
+    case = found[0]
+    return run_case({**case, "root": str(root), "notebook": plan["notebook"], "notebook_path": plan["notebook_path"],
+                     "notebook_hash": plan["notebook_hash"]})
 
 
 def run_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep", workers: int | None = None,
