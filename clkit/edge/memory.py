@@ -118,18 +118,11 @@ def strategy_node_bytes(strategy) -> NodeBytes:
 
 
 def _host_available() -> int | None:
-    """Bytes of host memory available now (``MemAvailable``), or ``None`` where unknown."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
+    """Bytes of host memory available now (``MemAvailable``), or ``None`` where unknown
+    (:func:`clkit._validate.available_memory`)."""
+    from .._validate import available_memory
+
+    return available_memory()
 
 
 def memory_budget(device) -> tuple[int, str]:
