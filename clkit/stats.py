@@ -637,12 +637,19 @@ def pairs_needed(effect: float, sd: float, *, family: int = 1, alpha: float = AL
     --------
     >>> pairs_needed(2.0, 1.0), pairs_needed(2.0, 1.0, family=13), pairs_needed(0.0, 1.0)
     (5, 8, None)
+
+    Without spread (every difference the same) the rule's exact sign-flip test decides, and it
+    cannot reach ``p < alpha`` before ``2 / 2**n < alpha / family``:
+
+    >>> pairs_needed(0.01, 0.0), pairs_needed(0.01, 0.0, family=3)
+    (6, 7)
     """
     if not (np.isfinite(effect) and np.isfinite(sd)) or effect == 0 or sd < 0:
         return None
-    if sd == 0:
-        return 2
-    dz, level = abs(effect) / sd, alpha / max(family, 1)
+    level = alpha / max(family, 1)
+    if sd == 0:   # no spread: the rule decides by the exact sign-flip test, whose smallest p is 2 / 2**n
+        return int(max(2, np.floor(np.log2(2 / level)) + 1))
+    dz = abs(effect) / sd
     lo, hi = 2, 2
     while power(hi, dz, level) < power_target:
         lo, hi = hi, hi * 2

@@ -89,7 +89,10 @@ def test_power_and_pairs_needed_agree():
     for m in (1, 3, 13):
         n = stats.pairs_needed(2.0, 1.0, family=m)
         assert stats.power(n, 2.0, 0.05 / m) >= 0.8 > stats.power(n - 1, 2.0, 0.05 / m)
-    assert stats.pairs_needed(0.0, 1.0) is None and stats.pairs_needed(1.0, 0.0) == 2
+    assert stats.pairs_needed(0.0, 1.0) is None and stats.pairs_needed(1.0, 0.0) == 6
+    # the promise holds: 6 identical differences are decided, 5 are not (the sign-flip floor 2 / 2**n)
+    assert stats.paired([1.0] * 6, [0.0] * 6).decision != "no difference"
+    assert stats.paired([1.0] * 5, [0.0] * 5).decision == "no difference"
     v = stats.paired([0.02, -0.01, 0.03, 0.00], [0.0] * 4, comparison="small")
     assert v.decision == "no difference" and v.pairs_for_observed > 4
     assert f"about {v.pairs_for_observed} pairs would detect" in v.wording
