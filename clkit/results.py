@@ -31,6 +31,24 @@ def results_dir(notebook: str) -> Path:
     return Path(env) if env else work_dir() / "runs" / "interactive" / notebook
 
 
+class SavedPath(type(Path())):
+    """The path of a file a run saved; a notebook cell that ends with the call shows ``saved NAME``
+    (IPython's plain-text display) instead of ``PosixPath('/machine/specific/.partial/...')``.
+
+    Examples
+    --------
+    >>> p = SavedPath("/tmp/x/figures/stream.png")
+    >>> p.name, isinstance(p, Path), p.display()
+    ('stream.png', True, 'saved stream.png')
+    """
+
+    def display(self) -> str:
+        return f"saved {self.name}"
+
+    def _repr_pretty_(self, printer, cycle) -> None:   # IPython's text/plain display
+        printer.text(self.display())
+
+
 class RunRecord:
     """Collects a notebook's key numbers and figures, then saves them as JSON.
 
@@ -66,7 +84,7 @@ class RunRecord:
         """Save ``fig`` as ``<figures_dir>/<name>.png`` and remember its path."""
         path = save_figure(fig, name, notebook=self.notebook, **kwargs)
         self.figures.append(str(path))
-        return path
+        return SavedPath(path)
 
     def as_dict(self) -> dict:
         """The record as a JSON-ready dict (without timing, which varies by run), headed by the paper the
@@ -87,4 +105,4 @@ class RunRecord:
     def save(self, path=None) -> Path:
         """Write ``results.json`` atomically; returns its path."""
         path = Path(path) if path is not None else results_dir(self.notebook) / "results.json"
-        return atomic_write_json(path, self.as_dict())
+        return SavedPath(atomic_write_json(path, self.as_dict()))
