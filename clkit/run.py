@@ -48,7 +48,7 @@ def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) ->
     sees ``CLKIT_OUT_DIR=outdir`` and ``CLKIT_FIGURES_DIR`` (``figdir``, default
     ``outdir/figures``); a process-wide lock keeps concurrent calls from seeing
     each other's folders. ``progress=True`` shows a live line on stderr (cells
-    done / total, section, elapsed; see :mod:`clkit._progress`). A kernel that does not start
+    done / total, section, elapsed; see :mod:`clkit.run_progress`). A kernel that does not start
     (:func:`kernel_did_not_start`) is started once more.
 
     Returns
@@ -61,7 +61,7 @@ def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) ->
     import papermill as pm
     from papermill.engines import papermill_engines
 
-    from ._progress import CellProgress, progress_engine
+    from .run_progress import CellProgress, progress_engine
 
     notebook_path = Path(notebook_path)
     stem = notebook_path.stem
@@ -142,7 +142,7 @@ def write_timings(executed, path) -> Path:
     import nbformat
 
     from ._io import atomic_write_text
-    from ._progress import cell_timings
+    from .run_progress import cell_timings
 
     rows = cell_timings(nbformat.read(str(executed), as_version=4))
     buf = io.StringIO()

@@ -57,7 +57,7 @@ def test_ci_calls_readme_test_command():
 
 def test_shared_modules_do_not_import_paper_modules():
     shared = ["metrics", "distances", "strategies", "models", "data", "plot", "results", "run", "_io",
-              "progress", "_progress",
+              "progress", "run_progress",
               "_validate", "_seed"]
     paper = ["temporal", "taskification", "edge", "curriculum", "drift"]
     for name in shared:

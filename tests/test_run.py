@@ -122,7 +122,7 @@ def test_execute_reports_progress_and_cell_timings(tmp_path, monkeypatch):
     """Issue 15 item 7: one line per section off a terminal; timings.csv per run."""
     import io
 
-    from clkit._progress import top_cells
+    from clkit.run_progress import top_cells
 
     nb = _tiny_notebook(tmp_path / "tiny.ipynb")
     err = io.StringIO()

@@ -100,7 +100,7 @@ def _check_folder_before(flag: str, folder: Path, notebook: str) -> None:
 
 
 def _print_top_cells(path, n: int) -> None:
-    from .._progress import top_cells
+    from ..run_progress import top_cells
 
     rows = read_timings(path)
     total = sum(r["duration_s"] for r in rows)
