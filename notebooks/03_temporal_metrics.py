@@ -401,8 +401,9 @@ print(f"H = {H_eff}; DH sentinel (not crossed) = {H_eff + 1}")
 display(sh_dh.T)
 
 # %% [markdown]
-# ### Per-learner comparison (the paper's Table 1)
-# The last rows are no-learning baselines: **majority** predicts the most frequent training
+# ### Per-learner comparison (every metric of the paper's Tables 1 and 2)
+# All the run's metrics side by side (the paper's own layouts follow after the verdicts). The
+# last rows are no-learning baselines: **majority** predicts the most frequent training
 # label of period $t$ (it scores well above chance on an imbalanced stream), **chance** is
 # $1/\text{classes}$. A learner's ID/OOD are only informative above them.
 
@@ -463,7 +464,7 @@ plt.show()
 import clkit.stats as stats
 import clkit.temporal.verdicts as tmv
 
-verdicts, checks = [], []
+verdicts, checks, per_seed = [], [], {}
 if tb.verdicts_run(judged, verdict_seeds):
     seeds = [seed + i for i in range(verdict_seeds)]
     per_seed, null = tmv.seed_metrics(tasks, judged, seeds, train_kw=train_kw, learner_kwargs=LS,
@@ -480,6 +481,39 @@ display(Markdown(summary))
 record.log(verdicts=[v.to_dict() for v in verdicts], pipeline_checks=checks,
            controls_hold=stats.controls_hold(verdicts)[0] and all(c["holds"] for c in checks),
            summary=summary)
+
+# %% [markdown]
+# ### The paper's Table 1 (FMoW) / Table 2 (Yearbook) and Fig. 3
+# The run's numbers in the paper's own layout (`clkit.temporal.tables.paper_table`): its rows in
+# its order and with its labels (MoCo = `moco_sml`, FT = `finetune`), its columns and units —
+# Table 1: ID, OOD and TAS in percent, SH and DH in years; Table 2: ID and OOD averages, the OOD
+# minimum, TAS average and minimum, in percent — one decimal, with the no-learning baselines
+# below. **This run's dataset may differ from the paper's** (FMoW-Time for Table 1, Yearbook for
+# Table 2): a Wild-Time run is laid out as its own table, any other run as both; so may its
+# settings (the paper's FMoW: δ = 0.6, λ = 0.15, H = 6). Where the verdicts trained several
+# seeds, a cell is the mean ± sd over them; the note under each table says which cells are.
+#
+# The paper's Fig. 3 draws ID, OOD and TAS of MoCo+SML on Yearbook year by year, where a large
+# ID-OOD gap sits beside a TAS near 90 %. Below: the same three curves for `moco_sml` when the run
+# has it, otherwise for the learner of the heatmaps above.
+
+# %%
+from clkit.temporal import tables as ttables
+
+paper_tables = [ttables.paper_table(rows, layout, baseline=baseline, chance=chance, per_seed=per_seed,
+                                    seeds=seeds if per_seed else [seed],
+                                    horizon_unit=ttables.period_unit(dataset, period_length))
+                for layout in ttables.layouts_for(dataset)]
+for pt in paper_tables:
+    display(Markdown(f"**Layout of {pt.title}**, this run's numbers ({data.name})"), pt.formatted(),
+            Markdown(pt.note))
+record.log(paper_tables=[pt.record() for pt in paper_tables])
+
+# %%
+fig3_learner = "moco_sml" if "moco_sml" in rows else show
+fig = tplots.id_ood_tas_trends(rows[fig3_learner], data.periods, learner=fig3_learner, dataset=data.name, n=n)
+record.figure(fig, "paper_fig3_id_ood_tas")
+plt.show()
 
 # %% [markdown]
 # ## What this run shows

@@ -38,8 +38,12 @@ def test_smoke_run_records_results_and_figures(run_smoke):
     base = r["baselines"]
     assert 0 < base["majority"]["ood"] <= 1 and base["chance"] == pytest.approx(0.5)
     for fig in ("part1_adaptation_vs_difficulty", "A_and_g_heatmaps", "id_ood_tas_over_time",
-                "sh_dh_per_period"):
+                "sh_dh_per_period", "paper_fig3_id_ood_tas"):
         assert (out / "figures" / f"{fig}.png").stat().st_size > 1000
+    # the paper's tables: a rainfall run is laid out as both Table 1 (FMoW) and Table 2 (Yearbook)
+    assert [t["layout"] for t in r["paper_tables"]] == ["fmow", "yearbook"]
+    assert r["paper_tables"][0]["row_order"] == ["SI", "ERM", "A-GEM", "FT", "majority (baseline)",
+                                                  "chance (baseline)"]
     assert (out / "03_temporal_metrics.ipynb").exists()
     assert json.loads((out / "run.json").read_text())["status"] == "ok"
     # issue 26: the backward view is recorded for every trained learner; the paper's matrices

@@ -241,7 +241,8 @@ def test_paper_set_rehearsed_end_to_end(tmp_path, dataset, periods):
     # finetune (issue 38: DH joined; issue 40: the paper's CORAL and MoCo+SML joined)
     assert {v["n"] for v in r["verdicts"]} == {trh.MIN_SEEDS} and len(r["verdicts"]) == 6 + 30
     assert set(r["learners"]) == set(tm.LEARNERS) and r["budget"]["trainings"] > 0 and r["device"]["device"] == "cpu"
-    for fig in ("part1_adaptation_vs_difficulty", "A_and_g_heatmaps", "id_ood_tas_over_time", "sh_dh_per_period"):
+    for fig in ("part1_adaptation_vs_difficulty", "A_and_g_heatmaps", "id_ood_tas_over_time", "sh_dh_per_period",
+                "paper_fig3_id_ood_tas"):
         assert (path / "figures" / f"{fig}.png").stat().st_size > 1000
     text = _outputs(path)           # the note comes first, and opens the closing text
     assert text.index("**Rehearsal run**") < text.index("**Budget:**") < text.rindex("**Rehearsal run**")

@@ -1,10 +1,12 @@
-"""Notebook 03's figures: part 1's curves, the A / g heatmaps, SH / DH per period, metrics over time."""
+"""Notebook 03's figures: part 1's curves, the A / g heatmaps, SH / DH per period, metrics over time and
+the paper's Fig. 3 (ID, OOD and TAS of one learner per period)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["adaptation_curves", "accuracy_and_ratio_heatmaps", "horizons_per_period", "metrics_over_time"]
+__all__ = ["adaptation_curves", "accuracy_and_ratio_heatmaps", "horizons_per_period", "metrics_over_time",
+           "id_ood_tas_trends"]
 
 
 def adaptation_curves(part1: dict, num_periods: int):
@@ -105,5 +107,74 @@ def metrics_over_time(rows: dict, learners, num_periods: int, n: int):
                              ("accuracy A(t, t)", "mean accuracy on t+1..t+n", "mean g on t+1..t+n")):
         ax.set(title=key, xlabel="training period t", ylabel=ylab)
     axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def id_ood_tas_trends(summary: dict, periods, *, learner: str, dataset: str = "", n: int | None = None):
+    """The paper's Fig. 3: ID, OOD and TAS of one learner per training period, in percent, on one axes.
+
+    The paper plots them for MoCo+SML on Yearbook, year by year (1930-2013), to show a large
+    ID-OOD gap beside a TAS near 90 %: the drop there is harder data more than a failure to adapt.
+
+    Parameters
+    ----------
+    summary : dict
+        :func:`~clkit.temporal.metrics.summarize_learner` summary of the learner; its
+        ``per_period`` lists ``id``, ``ood`` and ``tas`` (fractions; NaN where undefined) are drawn
+        times 100.
+    periods : sequence
+        Period labels, one per training period. Numeric labels (years) are the x values, as in
+        the paper; otherwise the x values are the indices 0..T-1 and the axis label names the
+        first and last period.
+    learner : str
+        Named in the title.
+    dataset : str, optional
+        Named in the title.
+    n : int, optional
+        Future periods averaged by OOD and TAS (named in the legend).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes with three lines, in the order ID, OOD, TAS.
+
+    Examples
+    --------
+    >>> s = {"per_period": {"id": [0.9, 0.8, 0.7], "ood": [0.6, 0.5, float("nan")],
+    ...                     "tas": [0.8, 0.7, float("nan")]}}
+    >>> fig = id_ood_tas_trends(s, ["1970", "1971", "1972"], learner="finetune")
+    >>> [line.get_label() for line in fig.axes[0].get_lines()], fig.axes[0].get_lines()[0].get_xdata().tolist()
+    (['ID', 'OOD', 'TAS'], [1970.0, 1971.0, 1972.0])
+    """
+    import matplotlib.pyplot as plt
+
+    if not isinstance(summary, dict) or not isinstance(summary.get("per_period"), dict):
+        raise ValueError("summary must be a summarize_learner summary with a 'per_period' dict")
+    per = summary["per_period"]
+    missing = [k for k in ("id", "ood", "tas") if k not in per]
+    if missing:
+        raise ValueError(f"summary['per_period'] lacks {missing}")
+    periods = [str(p) for p in periods]
+    T = len(periods)
+    for key in ("id", "ood", "tas"):
+        if len(per[key]) != T:
+            raise ValueError(f"summary['per_period'][{key!r}] has {len(per[key])} values, periods {T}")
+    if T < 1:
+        raise ValueError("periods must hold at least one period")
+    try:
+        x = np.array([float(p) for p in periods])
+        numeric = True
+    except ValueError:
+        x, numeric = np.arange(T, dtype=float), False
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    more = f" (next {n})" if n else ""
+    for key, label, style in (("id", "ID", "-o"), ("ood", "OOD", "-s"), ("tas", "TAS", "-^")):
+        ax.plot(x, 100.0 * np.asarray(per[key], dtype=float), style, ms=3, label=label)
+    ax.set_xlabel("training period t" if numeric else
+                  f"training period t (0 = {periods[0]}, {T - 1} = {periods[-1]})")
+    ax.set_ylabel("%")
+    ax.set_title(f"ID, OOD{more} and TAS{more} of {learner}" + (f" on {dataset}" if dataset else ""))
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

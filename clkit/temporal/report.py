@@ -238,7 +238,10 @@ def horizons_table(rows: dict, learners, periods):
 
 
 def learner_table(rows: dict, baseline: dict, chance: float):
-    """The paper's Table 1 per learner, with the majority-class and chance baselines as last rows."""
+    """Every metric of the paper's Tables 1 and 2 per learner (and SH by Eq. 3), the baselines as last rows.
+
+    The paper's own layouts (rows, labels, units, seed spread): :func:`clkit.temporal.tables.paper_table`.
+    """
     import pandas as pd
 
     table = pd.DataFrame({name: {"ID": r["id"], "OOD": r["ood"], "OOD min": r["ood_min"], "TAS": r["tas"],
