@@ -50,6 +50,10 @@ def test_smoke_run_records_results_and_figures(run_smoke):
             assert M.shape == (r["num_tasks"][n],) * 2 and np.isfinite(M).all()
             assert cell["avg_mse"] == pytest.approx(M[-1].mean())
     assert r["river_bps"] and "the means over series order BPS" in r["summary"]
+    # the paper's Tables 1-4 in its layout, each saying that the smoke run's data are not the paper's
+    idx = [t["index"][:3] for t in r["paper_tables"].values()]
+    assert idx[1:] == [["2 days", "4 days", "6 days"]] + [["Plasticity", "Stability", "BPS"]] * 2
+    assert all("not CESNET-TimeSeries24" in t["note"] for t in r["paper_tables"].values())
     # null-stream BPS beside every BPS: case studies, Tables 3-4, river; structure lifts BPS above it
     for row in r["case_studies"].values():
         assert 0 < row["null BPS"] < row["near BPS"]
@@ -253,4 +257,31 @@ def test_paper_set_rehearses_end_to_end(tmp_path):
     assert r["summary"].startswith("**Rehearsal run** of a paper parameter set")
     text = (out / f"{NB}.ipynb").read_text()
     assert text.count("**Rehearsal run** of a paper parameter set") >= 2     # first, and before the closing text
+    # the paper's Tables 1-4 in the paper's layout (issue 40): rows, columns, labels, rounding, notes
+    pt = r["paper_tables"]
+    assert list(pt) == ["table1", "table2", "table3", "table4"]
+    splits, days = ["9d", "30d", "44d"], ["9 days", "30 days", "44 days"]
+    t1 = pt["table1"]
+    assert t1["index"][:4] == t1["paper_rows"] == ["ER", "EWC", "Finetune", "LwF"]
+    assert t1["index"][4:] == ["Constant (training mean)", "Persistence (last value)"]
+    assert t1["columns"] == ([f"{h} / {n}" for h in ("Average MSE ↓", "BWT ↑", "Forgetting ↓") for n in splits]
+                             + [f"Std. across taskifications / {s} Std." for s in ("MSE", "BWT", "Fgt")])
+    m = r["cl_mean"]["replay|9d"]
+    assert t1["cells"][0][0] == f"{m['avg_mse']:.2f}"
+    assert t1["cells"][0][3] == f"{m['bwt']:.2f}".replace("-0.00", "0.00")
+    t2 = pt["table2"]
+    assert t2["index"] == t2["columns"] == days and [t2["cells"][i][i] for i in range(3)] == ["", "", ""]
+    d = r["d_prof"]["9d|44d"]
+    assert t2["cells"][0][2] == f"{d['mean']:.2f} ± {d['std']:.1f}"
+    for key, name, cols in (("table3", "bps", days), ("table4", "bps_shifted", [f"{c} + Δ2 days" for c in days])):
+        t = pt[key]
+        assert t["columns"] == cols and t["index"][:3] == t["paper_rows"] == ["Plasticity", "Stability", "BPS"]
+        b = r[name]["30d"]
+        assert t["cells"][2][1] == f"{b['bps']:.2f} ± {b['bps_std']:.2f}"
+    for n, t in enumerate(pt.values(), 1):
+        assert t["note"].startswith(f"**The paper's Table {n}**")
+        assert "a fabricated CESNET-TimeSeries24 database (rehearsal), not the real one" in t["note"]
+        assert f"**The paper's Table {n}**" in text
+    assert "context_steps 36 (the paper: 288)" in pt["table1"]["note"]
+    assert "num_series 4 (the paper: 100)" in pt["table3"]["note"]
     assert took < 600
