@@ -241,7 +241,7 @@ def momentum_update(key: nn.Module, query: nn.Module, m: float) -> None:
     --------
     >>> qn, kn = nn.Linear(1, 1, bias=False), nn.Linear(1, 1, bias=False)
     >>> _ = nn.init.constant_(qn.weight, 1.0); _ = nn.init.constant_(kn.weight, 3.0)
-    >>> momentum_update(kn, qn, 0.75); float(kn.weight)      # 0.75 * 3 + 0.25 * 1
+    >>> momentum_update(kn, qn, 0.75); kn.weight.item()      # 0.75 * 3 + 0.25 * 1
     2.5
     """
     m = check_real("m", m, low=0, high=1)
