@@ -82,8 +82,7 @@ def matrix_heatmap(M, ax=None, *, title=None, center=None, cmap="viridis", vmin=
     ax = new_axes(ax)
     if annot is None:
         annot = max(M.shape) <= 12
-    cm = mpl.colormaps[cmap].copy() if isinstance(cmap, str) else cmap
-    cm.set_bad(nan_color)
+    cm = (mpl.colormaps[cmap] if isinstance(cmap, str) else cmap).with_extremes(bad=nan_color)   # a copy
     kws = {}
     if ticklabels is not None:
         kws = dict(xticklabels=ticklabels, yticklabels=ticklabels)
