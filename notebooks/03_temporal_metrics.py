@@ -110,7 +110,7 @@ from clkit.temporal import budget as tb
 from clkit.temporal import plots as tplots
 from clkit.data.temporal import make_drifting_gaussians, load_rainfall, load_wild_time
 from clkit.results import RunRecord
-from clkit._validate import check_choice, check_int, check_real, check_type
+from clkit._validate import check_choice, check_fits, check_int, check_real, check_type
 from clkit.models.wildtime import BACKBONES, describe_backbone
 from clkit.data.user import is_user_path, load_matrix_csv, load_period_table
 from clkit.plugins import split_learners
@@ -139,6 +139,8 @@ check_int("verdict_seeds", verdict_seeds, low=0)
 check_int("max_per_period", max_per_period, low=0)
 check_int("synthetic_periods", synthetic_periods, low=3)
 check_int("synthetic_samples", synthetic_samples, low=20)
+check_fits("synthetic_samples", synthetic_samples,  # Part 1's periods, before anything is built
+           24.0 * synthetic_periods * synthetic_samples * 8, f"{synthetic_periods} synthetic periods")
 check_int("synthetic_epochs", synthetic_epochs, low=1)
 check_int("batch_size", batch_size, low=1)
 check_real("lr", lr, low=0, low_open=True)

@@ -54,3 +54,13 @@ def test_synthetic_periods_too_large_for_memory_are_refused(monkeypatch):
     with pytest.raises(ValueError, match=r"samples_per_period 1000000000 needs about .* GiB for 12 periods"):
         make_drifting_gaussians(12, 10**9)
     assert make_drifting_gaussians(3, 20).num_periods == 3
+
+
+def test_the_temporal_budget_times_a_huge_period_on_at_most_cal_rows():
+    """``-p synthetic_samples 1000000000`` killed 03's kernel in its budget cell (8 test periods of that
+    size were built to time an evaluation); the calibration now times CAL_ROWS rows and scales up."""
+    from clkit.temporal import budget as tb
+
+    small = tb.calibrate(["erm"], (8,), 2, train_size=64, eval_size=tb.CAL_ROWS, repeats=1)
+    huge = tb.calibrate(["erm"], (8,), 2, train_size=64, eval_size=10**9, repeats=1)
+    assert huge["eval"] > 10**9 / tb.CAL_ROWS * small["eval"] / 10      # scaled up, same order (timing noise)

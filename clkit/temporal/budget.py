@@ -156,7 +156,7 @@ def calibrate(learners, input_shape, num_classes: int, *, hidden=(64,), lr: floa
       :data:`CAL_ROWS`, scaled up linearly beyond); for ``erm`` also building the strategy and
       its model, which it does every period;
     - **an evaluation pass**: a row of :func:`~clkit.temporal.accuracy_row` over 8 test periods
-      of ``eval_size`` rows, per period.
+      of ``eval_size`` rows (at most :data:`CAL_ROWS`, scaled up linearly beyond), per period.
 
     Learners sharing a strategy and settings (``erm``, ``finetune``) are timed once.
 
@@ -226,9 +226,12 @@ def calibrate(learners, input_shape, num_classes: int, *, hidden=(64,), lr: floa
                 probe = s
             step, end, built, out["calibration"][m] = timed[key]
             out["step"][m], out["period_end"][m] = step, end + (built if learner_strategy(m)[1] else 0.0)
-        tests = [task(max(1, int(eval_size)), 3 + k) for k in range(8)]
+        # at most CAL_ROWS rows per test period, scaled up linearly beyond (a huge eval_size must not
+        # allocate its periods here: -p synthetic_samples 1000000000 killed the kernel in this cell)
+        n_eval = max(1, min(int(eval_size), CAL_ROWS))
+        tests = [task(n_eval, 3 + k) for k in range(8)]
         out["eval"] = (time_per_call(lambda: accuracy_row(probe, tests), device=device, repeats=repeats) / len(tests)
-                       if learners else 0.0)
+                       * max(1.0, eval_size / n_eval) if learners else 0.0)
     return out
 
 
