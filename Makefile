@@ -24,7 +24,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 
-install: $(STAMP)
+# JupyterLab saves the tracked notebooks without outputs (clkit.lab; .gitattributes marks them)
+JUPYTER_CFG := $(VENV)/etc/jupyter/jupyter_server_config.json
+$(JUPYTER_CFG): $(STAMP) clkit/lab.py
+	$(PY) -c "from clkit.lab import enable; enable()"
+
+install: $(STAMP) $(JUPYTER_CFG)
 
 # Offline real data shipped by Debian (Fashion-MNIST). Skipped when present or not root.
 data:

@@ -146,7 +146,11 @@ def prepare_workdir(tmp: Path, notebooks: list[str], smoke: bool = True) -> Path
     """A user's project folder under ``tmp``: ``notebooks/`` with each committed pair
     (``NN.ipynb`` + ``NN.py``) and, for running, ``NN.smoke.ipynb``: the same notebook
     with its smoke parameters injected after the parameters cell (as ``clkit run
-    --params smoke`` does), unpaired so that jupytext leaves it alone."""
+    --params smoke`` does), unpaired so that jupytext leaves it alone.
+
+    Like a clone, the folder is a git repository with the project's ``.gitattributes``
+    and ``.gitignore`` in which the pairs are committed (the smoke copies are not), so
+    a test can check that running a tracked notebook leaves ``git status`` clean."""
     import nbformat
     from papermill.iorw import load_notebook_node
     from papermill.parameterize import parameterize_notebook
@@ -169,7 +173,20 @@ def prepare_workdir(tmp: Path, notebooks: list[str], smoke: bool = True) -> Path
                 if not cell.metadata.get("tags"):
                     cell.metadata.pop("tags", None)
             nbformat.write(doc, str(nbdir / f"{nb}.smoke.ipynb"))
+    if shutil.which("git"):
+        for name in (".gitattributes", ".gitignore"):
+            shutil.copy2(ROOT / name, root / name)
+        tracked = [".gitattributes", ".gitignore"] + [f"notebooks/{nb}{ext}" for nb in notebooks
+                                                      for ext in (".ipynb", ".py")]
+        git(root, "init", "-q")
+        git(root, "add", *tracked)
+        git(root, "-c", "user.name=clkit-test", "-c", "user.email=test@example.org", "commit", "-qm", "clone")
     return root
+
+
+def git(root: Path, *args) -> str:
+    """Run git in ``root``; its stdout."""
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
 
 
 # --- page helpers ---------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 
 import pytest
@@ -83,6 +84,45 @@ def test_opening_a_notebook_changes_nothing(lab, page, nb):
     finally:
         bl.shutdown_kernels(page)
     assert [bl.file_hash(p) for p in pair] == before, "opening and closing changed the files on disk"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS)
+def test_running_a_tracked_notebook_leaves_git_status_clean(lab, page, nb):
+    """Run All in the committed notebook, interrupted once outputs show, then saved: the
+    outputs stay in the page, the files on disk stay as committed (clkit.lab's save hook,
+    enabled by ``make install``)."""
+    if not shutil.which("git"):
+        pytest.skip("git is not installed")
+    rel = f"notebooks/{nb}.ipynb"
+    pair = [lab.root / rel, lab.root / "notebooks" / f"{nb}.py"]
+    before = [bl.file_hash(p) for p in pair]
+    try:
+        bl.open_notebook(page, lab, rel)
+        bl.run_all(page)
+        deadline = time.time() + 180
+        state = page.evaluate(bl.JS_STATE)
+        while time.time() < deadline and not any(c["outs"] for c in state["cells"]):
+            time.sleep(0.5)
+            state = page.evaluate(bl.JS_STATE)
+        page.evaluate("() => window.jupyterapp.commands.execute('kernelmenu:interrupt')")
+        deadline = time.time() + 60
+        while time.time() < deadline and state["kernel"] != "idle":
+            time.sleep(0.5)
+            state = page.evaluate(bl.JS_STATE)
+        shown = sum(len(c["outs"]) for c in state["cells"])
+        assert shown >= 1, f"{nb}: no output appeared within 180 s of Run All"
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        time.sleep(3)
+        state = page.evaluate(bl.JS_STATE)
+        bl.screenshot(page, f"{nb}-tracked-saved")
+        assert not state["dirty"], f"{nb}: still marked modified after saving"
+        assert sum(len(c["outs"]) for c in state["cells"]) == shown, "saving removed the outputs from the page"
+    finally:
+        bl.shutdown_kernels(page)
+        bl.close_all(page)
+    assert [bl.file_hash(p) for p in pair] == before, (
+        f"{nb}: running and saving changed the tracked files (is clkit.lab's hook enabled? `make install`)")
+    assert bl.git(lab.root, "status", "--porcelain", "--untracked-files=no") == ""
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS)
