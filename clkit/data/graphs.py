@@ -31,6 +31,7 @@ import torch
 
 from .._validate import check_choice, check_int, check_real, check_type
 from ._cache import DatasetNotFoundError, data_root
+from ._pyg import import_pyg
 
 __all__ = [
     "GraphData",
@@ -252,8 +253,7 @@ def load_planetoid(name: str = "Cora", root=None) -> GraphData:
         raw = d / name / "raw"
         looked.append(raw)
         if (raw / f"ind.{name.lower()}.graph").exists():
-            from torch_geometric.datasets import Planetoid
-
+            Planetoid = import_pyg("torch_geometric.datasets").Planetoid
             ds = Planetoid(str(d), name)
             return _from_pyg(ds[0], name.lower(), f"Planetoid {name} (torch-geometric) from {raw}")
     from .shipped import has_shipped_planetoid, read_shipped_planetoid, shipped_planetoid_dir
@@ -296,6 +296,7 @@ def load_online_graph(name: str, root=None, timeout: float = 3.0) -> GraphData:
         raise DatasetNotFoundError(name, [*(raw or [root]), f"https://{host} (unreachable within {timeout:g} s)"],
                                    f"Run once with network access: {how}{offline}.")
     try:
+        import_pyg()  # ogb imports it too
         if name == "corafull":
             from torch_geometric.datasets import CoraFull
 
@@ -317,7 +318,7 @@ def load_online_graph(name: str, root=None, timeout: float = 3.0) -> GraphData:
         raise DatasetNotFoundError(name, [root, f"https://{host}"], f"Run once with network access: {how}.",
                                    exc) from exc
     if name == "ogbn_arxiv":  # directed citations: make them undirected as GCN expects
-        from torch_geometric.utils import to_undirected
+        to_undirected = import_pyg("torch_geometric.utils").to_undirected
 
         data.edge_index = to_undirected(data.edge_index)
     return _from_pyg(data, name, f"{name} via {type(ds).__name__} from {root}")

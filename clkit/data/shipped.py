@@ -136,7 +136,9 @@ def read_shipped_planetoid(name: str = "cora"):
     """
     key = check_choice("name", str(name).lower(), list(SHIPPED_PLANETOID))
     src = shipped_planetoid_dir(key)
-    from torch_geometric.io import read_planetoid_data
+    from ._pyg import import_pyg
+
+    read_planetoid_data = import_pyg("torch_geometric.io").read_planetoid_data
 
     with tempfile.TemporaryDirectory(prefix=f"clkit-{key}-") as tmp:
         for suffix, digest in SHIPPED_PLANETOID[key].items():
