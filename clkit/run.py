@@ -26,7 +26,7 @@ from ._io import atomic_write_json, replace_dir
 from .notebooks import (PARAM_SETS, check_values, list_notebooks, load_params, notebook_parameters,  # noqa: F401
                         notebook_path, notebooks_dir, param_sets, resolve_notebook)
 
-__all__ = ["execute", "run_notebook", "write_timings", "read_timings", "kernel_did_not_start", "KERNEL_ARGS", "TIMINGS",
+__all__ = ["execute", "run_notebook", "check_notebook", "validation_cell", "write_timings", "read_timings", "kernel_did_not_start", "KERNEL_ARGS", "TIMINGS",
            "notebooks_dir", "notebook_path", "list_notebooks", "resolve_notebook", "param_sets",
            "notebook_parameters", "load_params", "check_values", "check_output_folder", "run_lock"]
 
@@ -207,6 +207,95 @@ def run_notebook(notebook: str, params: str = "default", overrides=(), out="runs
     if res["error"]:
         raise RuntimeError(res["error"])
     return outdir
+
+
+def validation_cell(cells) -> int:
+    """Index of a notebook's validation cell: the first code cell after the ``parameters`` cell that
+    calls a ``check_params(...)`` (every shipped notebook has one; it raises ``ValueError`` naming a bad
+    parameter before anything is trained or loaded).
+
+    Raises ``ValueError`` when the notebook has no ``parameters`` cell or no such cell after it.
+
+    Examples
+    --------
+    >>> import nbformat
+    >>> v4 = nbformat.v4
+    >>> validation_cell([v4.new_code_cell("a = 1", metadata={"tags": ["parameters"]}), v4.new_code_cell("import x"),
+    ...                  v4.new_markdown_cell("check_params("), v4.new_code_cell("P = x.check_params(a=a)")])
+    3
+    """
+    tagged = [i for i, c in enumerate(cells) if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if not tagged:
+        raise ValueError("the notebook has no cell tagged 'parameters': nothing to check")
+    for i in range(tagged[0] + 1, len(cells)):
+        if cells[i].cell_type == "code" and "check_params(" in cells[i].source:
+            return i
+    raise ValueError("the notebook has no validation cell (a code cell calling check_params(...) after "
+                     "its parameters cell): --check cannot tell whether the parameters are valid")
+
+
+def check_notebook(notebook: str, params: str = "default", overrides=()) -> dict:
+    """``clkit run --check``: validate a run's parameters without running it; nothing is written.
+
+    Resolves the notebook and its parameters (:func:`load_params`: unknown names, values of
+    the wrong type), then executes the notebook only up to and including its validation cell
+    (:func:`validation_cell`: the cells before it import clkit and, with ``rehearse``, prepare
+    the rehearsal) in this process, without a kernel, its ``results.json`` and figures folders pointed at a
+    temporary folder that is removed afterwards. A parameter that does not
+    fit the notebook (a learner it does not know, ``learner_kwargs`` for a learner the run does not
+    train, a device this machine lacks, ...) fails there, in seconds, as it would at the start of
+    the run.
+
+    Returns ``{"notebook", "cells", "runtime_s"}`` (``cells``: how many cells ran); raises
+    ``ValueError`` with the validation cell's error (``"<notebook> failed in cell N: Type: message"``).
+    """
+    import io
+    import tempfile
+
+    import nbformat
+
+    notebook = resolve_notebook(notebook)
+    values = load_params(notebook, params, overrides)
+    source = notebook_path(notebook)
+    cells = nbformat.read(str(source), as_version=4).cells
+    last = validation_cell(cells)
+    code = [(i, c) for i, c in enumerate(cells[:last + 1]) if c.cell_type == "code"]
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix=f"clkit-check-{notebook}-") as tmp, _ENV_LOCK, \
+            contextlib.ExitStack() as stack:
+        env_before = {k: os.environ.get(k) for k in ("CLKIT_OUT_DIR", "CLKIT_FIGURES_DIR")}
+        os.environ["CLKIT_OUT_DIR"] = str(Path(tmp) / "out")
+        os.environ["CLKIT_FIGURES_DIR"] = str(Path(tmp) / "figures")
+        cwd = os.getcwd()
+        namespace = {"__name__": "__main__"}
+        try:
+            os.chdir(source.parent)   # where a kernel of `clkit run` runs
+            stack.enter_context(contextlib.redirect_stdout(io.StringIO()))   # the cells' displays are not shown
+            n = 0   # the cell's number as a run counts it (papermill's injected parameters cell included)
+            for i, cell in code:
+                n += 1
+                try:
+                    exec(compile(_python_source(cell.source), f"<{notebook} cell {i}>", "exec"), namespace)
+                except Exception as exc:   # the notebook's own error, as a run reports it
+                    raise ValueError(f"{notebook} failed in cell {n}: {type(exc).__name__}: {exc}") from None
+                if "parameters" in cell.metadata.get("tags", []):
+                    namespace.update(values)   # what papermill's injected cell does
+                    n += bool(values)
+        finally:
+            os.chdir(cwd)
+            for k, v in env_before.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    return {"notebook": notebook, "cells": len(code), "runtime_s": round(time.perf_counter() - t0, 2)}
+
+
+def _python_source(source: str) -> str:
+    """A cell's source as Python (IPython's ``%magic`` and ``!shell`` lines transformed, as a kernel does)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return TransformerManager().transform_cell(source)
 
 
 def _publish(res, notebook, params, values, stage, stage_fig, outdir, figdir) -> bool:

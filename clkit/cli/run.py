@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from ..notebooks import list_notebooks, load_params, param_sets, resolve_notebook
-from ..run import TIMINGS, read_timings, run_notebook
+from ..run import TIMINGS, check_notebook, read_timings, run_notebook
 
 __all__ = ["register"]
 
@@ -28,6 +28,9 @@ def register(sub) -> None:
                         "(default: on; redrawn in place on a terminal, one line per section elsewhere)")
     r.add_argument("--top-cells", type=int, default=0, metavar="N",
                    help="after each notebook, print its N slowest cells (all cell times: OUT/<notebook>/timings.csv)")
+    r.add_argument("--check", action="store_true",
+                   help="only validate the parameters: run the notebook up to its validation cell in a temporary "
+                        "folder (seconds) and write nothing; exit 0 when the run would start, 2 naming the bad value")
     r.set_defaults(func=_cmd_run)
 
 
@@ -59,6 +62,22 @@ def _cmd_run(args):
             print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
             bad_input.append(nb)
             continue
+        if args.check:
+            try:
+                done = check_notebook(nb, args.params, args.p or ())
+            except KeyboardInterrupt:
+                print(f"[clkit] interrupted: the check of {nb} stopped; nothing was written", file=sys.stderr,
+                      flush=True)
+                return 130
+            except (ValueError, TypeError, RuntimeError) as exc:
+                print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
+                bad_input.append(nb)
+                continue
+            print(f"[clkit] {nb}: parameters valid (params={args.params}"
+                  + (f", {len(args.p)} override(s)" if args.p else "")
+                  + f"; its first {done['cells']} cells ran in {done['runtime_s']:.1f}s); nothing was written",
+                  flush=True)
+            continue
         print(f"[clkit] running {nb} with params={args.params} ...", flush=True)
         had_result = (Path(args.out) / nb / "run.json").is_file()
         try:
@@ -76,7 +95,7 @@ def _cmd_run(args):
         print(f"[clkit] {nb} done in {time.perf_counter() - t0:.1f}s -> {outdir}", flush=True)
         if args.top_cells:
             _print_top_cells(outdir / TIMINGS, args.top_cells)
-    if args.notebook == "all" and len(failures) + len(bad_input) < len(names):
+    if args.notebook == "all" and not args.check and len(failures) + len(bad_input) < len(names):
         df = summarize(args.out)
         print(f"[clkit] summary of {len(df)} run(s) -> {Path(args.out) / 'summary.csv'}")
     if failures:
