@@ -127,12 +127,41 @@ def finding_series(runs: dict, sweep_methods, sigmas, batch_size: int, sampling:
 
 
 def sweep_table(runs: dict, sweep_methods, sigmas, batch_size: int, sampling: str) -> pd.DataFrame:
-    """A_AUC and AF_s (%) of the sweep methods at every σ, per protocol (σ as columns)."""
-    tab = pd.concat({pr: (100 * sweep_rows(df, sigmas_of(sigmas, pr), batch_size, sampling)
-                          .loc[lambda d: d.method.isin(sweep_methods)]
-                          .groupby(["method", "sigma"])[["A_AUC", "AF_s"]].mean()).round(1)
-                     for pr, (df, _, _) in runs.items()}, axis=1)
-    return tab.unstack("sigma")
+    """A_AUC and AF_s (%) of the sweep methods: one row per protocol and σ, methods as columns.
+
+    When σ is solved per protocol (the same overlap targets give each protocol its
+    own σ), a shared σ column would be empty for the other protocol; so σ labels the
+    rows of its protocol, and the mean overlap index of that σ's streams stands
+    beside it (rows with the same overlap are comparable across protocols).
+
+    Returns
+    -------
+    DataFrame
+        Index (protocol, σ to 4 significant digits); columns ``("overlap", "")``, then
+        ``(metric, method)`` for A_AUC and AF_s.
+
+    Examples
+    --------
+    >>> rows = [dict(setting="gaussian", batch_size=10, sampling="without", sigma=s, method=m, seed=0,
+    ...              A_AUC=a, AF_s=-a / 2, overlap=ov)
+    ...         for s, ov in ((1.0, 0.2), (2.0, 0.5)) for m, a in (("bare", 0.3), ("er", 0.5))]
+    >>> df = pd.DataFrame(rows)
+    >>> t = sweep_table({"text": (df, None, None), "authors": (df.assign(sigma=df.sigma * 3), None, None)},
+    ...                 ["bare", "er"], {"text": [1.0, 2.0], "authors": [3.0, 6.0]}, 10, "without")
+    >>> t.shape, bool(t.isna().any().any()), float(t.loc[("authors", 6.0), ("A_AUC", "er")])
+    ((4, 5), False, 50.0)
+    """
+    parts = {}
+    for pr, (df, _, _) in runs.items():
+        d = sweep_rows(df, sigmas_of(sigmas, pr), batch_size, sampling)
+        overlap = d.groupby("sigma")["overlap"].mean()
+        d = d[d.method.isin(sweep_methods)]
+        t = (100 * d.groupby(["sigma", "method"])[["A_AUC", "AF_s"]].mean()).round(1).unstack("method")
+        t.insert(0, ("overlap", ""), overlap.reindex(t.index).round(3))
+        t.index = [float(f"{s:.4g}") for s in t.index]
+        parts[pr] = t
+    tab = pd.concat(parts, names=["protocol", "σ"])
+    return tab
 
 
 def sweep_record(runs: dict, sigmas, batch_size: int, sampling: str) -> dict:
