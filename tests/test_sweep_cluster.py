@@ -26,7 +26,7 @@ from tiny_notebook import notebooks_at
 pytestmark = pytest.mark.sweep
 
 BIN = Path(sys.executable).parent
-CASE_DIR = re.compile(r"[0-9a-f]{12}")
+CASE_DIR = re.compile(r"[A-Za-z0-9._=,+-]+")  # a readable case folder (clkit.sweep.store.case_name)
 
 
 def _write_tiny_notebook(folder: Path) -> None:
@@ -68,7 +68,8 @@ def _grid(path: Path, text: str) -> str:
 
 
 def _cases(root: Path) -> dict:
-    return {d.name: d for d in root.iterdir() if d.is_dir() and CASE_DIR.fullmatch(d.name)}
+    return {d.name: d for d in root.iterdir()
+            if d.is_dir() and not d.name.startswith(".") and CASE_DIR.fullmatch(d.name)}
 
 
 def _no_partial_files(folder: Path) -> list:
@@ -94,7 +95,11 @@ def test_local_cluster_runs_every_case_and_reports_the_failing_one(tiny, tmp_pat
     bad = df[df.status == "failed"].iloc[0]
     assert (bad.x, bad.seed) == (-1, 5) and "x must be >= 0" in bad.error
     assert (out / "00_tiny" / "summary.csv").exists() and (out / "00_tiny" / "summary.parquet").exists()
-    assert not _no_partial_files(out)
+    assert not _no_partial_files(out) and not (out / "00_tiny" / ".work").exists()
+    names = [f"seed={s},x={x}" for x in (0, 1, 2) for s in (0, 1)] + ["seed=5,x=-1"]
+    assert sorted(_cases(out / "00_tiny")) == sorted(names)             # readable folders, nothing else
+    assert df.case.tolist() == names                                    # the table names them too
+    assert json.loads((out / "00_tiny" / "seed=5,x=-1" / "run.json").read_text())["status"] == "failed"
 
     # Rerun: nothing is executed again, the earlier failure is reported and skipped.
     stamps = {k: (d / "run.json").stat().st_mtime_ns for k, d in _cases(out / "00_tiny").items()}
@@ -131,7 +136,20 @@ def test_retry_failed_reruns_a_case_whose_cause_was_fixed(tiny, tmp_path, capsys
     assert main(["sweep", "00", "--grid", grid, "--out", str(out), "--workers", "1"]) == 1
     assert f"FileNotFoundError: need_file {need} is missing" in capsys.readouterr().out
     need.write_text("now here")
+    # a killed worker's leftover (its process is gone) is removed; a running sweep's (this process) is kept
+    from clkit.sweep.store import work_dir
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead, live = work_dir(out / "00_tiny", gone.pid), work_dir(out / "00_tiny")
+    for d in (dead, live):
+        d.mkdir(parents=True)
+    capsys.readouterr()
     assert main(["sweep", "00", "--grid", grid, "--out", str(out), "--workers", "1"]) == 1  # still skipped
+    err = capsys.readouterr().err
+    assert not dead.exists() and live.exists()
+    assert f"removed 1 leftover work folder(s) of processes gone from this host ({dead.name})" in err, err
+    live.rmdir()
     assert main(["sweep", "00", "--grid", grid, "--out", str(out), "--workers", "1", "--retry-failed"]) == 0
     assert "4 cases: 2 run, 2 already complete, 0 failed" in capsys.readouterr().out
     assert (sweep_table(out).status == "ok").all()

@@ -17,7 +17,9 @@ def register(sub) -> None:
                    help="grid YAML file, or the name of a shipped grid (notebooks/grids/<notebook>/NAME.yaml)")
     w.add_argument("--params", default=None,
                    help="base parameter set or YAML file (default: the grid's 'params', else default)")
-    w.add_argument("--out", default="runs/sweep", help="sweep folder; cases go to OUT/<notebook>/<key>/")
+    w.add_argument("--out", default="runs/sweep",
+                   help="sweep folder; each case goes to OUT/<notebook>/<name>/, named by the values the grid "
+                        "sets, e.g. seed=1,sigma=3.0")
     w.add_argument("--workers", type=int, default=None, help="local worker processes (default: the core count)")
     w.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="run on an existing Dask cluster, e.g. tcp://host:8786 (workers need a shared file system)")
@@ -26,12 +28,13 @@ def register(sub) -> None:
                    help="progress bar (default: when stderr is a terminal)")
     w.add_argument("--print-cases", action="store_true",
                    help="job-array mode: write the sweep's plan, print one line per case (index, key, status, "
-                        "values) and run nothing; each array task then runs 'clkit run-case OUT/NOTEBOOK INDEX'")
+                        "values, folder) and run nothing; each array task then runs "
+                        "'clkit run-case OUT/NOTEBOOK INDEX'")
     w.set_defaults(func=_cmd_sweep)
     r = sub.add_parser("run-case", help="run one case of a sweep prepared with 'clkit sweep --print-cases' "
                                         "(a job-array task: no Dask, no open ports)")
     r.add_argument("root", help="the sweep's folder OUT/<notebook> (it holds sweep.json)")
-    r.add_argument("case", help="the case's index (e.g. $SLURM_ARRAY_TASK_ID) or its key")
+    r.add_argument("case", help="the case's index (e.g. $SLURM_ARRAY_TASK_ID), its key or its folder name")
     r.set_defaults(func=_cmd_run_case)
 
 
@@ -70,9 +73,9 @@ def _print_cases(args) -> int:
     root = Path(plan["root"])
     pending = 0
     for c in plan["cases"]:
-        status = case_status(root, c["key"])["status"]
+        status = case_status(root, c["key"], c["name"])["status"]
         pending += status != "ok"
-        print(f"{c['index']}\t{c['key']}\t{status}\t{json.dumps(c['values'], sort_keys=True)}")
+        print(f"{c['index']}\t{c['key']}\t{status}\t{json.dumps(c['values'], sort_keys=True)}\t{c['name']}")
     n = len(plan["cases"])
     print(f"[clkit] {n} cases ({pending} not complete) in {root}; a job array runs each with\n"
           f"  clkit run-case {root} $SLURM_ARRAY_TASK_ID      # e.g. sbatch --array=0-{n - 1}", file=sys.stderr)
@@ -88,7 +91,7 @@ def _cmd_run_case(args):
     except (ValueError, TypeError) as exc:
         print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
         return 2
-    print(f"[clkit] case {meta.get('index')} ({meta.get('key')}): {meta.get('status')}"
-          + (f": {meta['error']}" if meta.get("error") else "") + f" -> {case_dir(args.root, str(meta.get('key')))}",
+    print(f"[clkit] case {meta.get('index')} ({meta.get('name')}): {meta.get('status')}"
+          + (f": {meta['error']}" if meta.get("error") else "") + f" -> {case_dir(args.root, str(meta.get('name')))}",
           flush=True)
     return 0 if meta.get("status") == "ok" else 1

@@ -24,8 +24,8 @@ from .._io import atomic_write_json
 from .._validate import check_int
 from ..cluster import CONNECT_TIMEOUT_S, check_scheduler, close_client, default_workers, start_client
 from .grid import expand_grid, load_grid, resolve_grid
-from .store import (case_key, case_status, clean_work, notebook_hash, publish_case, read_manifest,
-                    work_dir, write_manifest)
+from .store import (case_key, case_names, case_status, clean_line, clean_work, manifest_names,
+                    make_work_dir, notebook_hash, publish_case, read_manifest, write_manifest)
 
 __all__ = ["plan_sweep", "run_case", "run_sweep", "prepare_cases", "run_case_of", "SweepInterrupted",
            "CONNECT_TIMEOUT_S"]
@@ -69,7 +69,8 @@ def plan_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep")
     dict
         The manifest: ``notebook``, ``notebook_path``, ``notebook_hash``,
         ``clkit``, ``params_set``, ``grid_params`` (names varied), ``root`` and
-        ``cases`` (``index``, ``key``, ``case`` (the case as the grid gives it),
+        ``cases`` (``index``, ``key``, ``name`` (its folder under ``root``,
+        :func:`clkit.sweep.store.case_name`), ``case`` (the case as the grid gives it),
         ``params`` (base merged with the case: what papermill injects) and
         ``values`` (every varied parameter's value, notebook defaults filled in)).
 
@@ -85,8 +86,8 @@ def plan_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep")
     >>> plan = plan_sweep("03", {"drift": [0.0, 0.5], "seed": [0, 1]}, params="smoke", out=tempfile.mkdtemp())
     >>> [c["values"] for c in plan["cases"]][:2], plan["cases"][0]["params"]["epochs"]
     ([{'drift': 0.0, 'seed': 0}, {'drift': 0.0, 'seed': 1}], 3)
-    >>> len({c["key"] for c in plan["cases"]})
-    4
+    >>> len({c["key"] for c in plan["cases"]}), plan["cases"][1]["name"]
+    (4, 'drift=0.0,seed=1')
     """
     from ..notebooks import (check_values, load_params, lookup, merge_params, notebook_parameters, notebook_path,
                              param_sets, resolve_notebook)
@@ -110,13 +111,14 @@ def plan_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep")
     nb_hash = notebook_hash(nb_path)
     root = Path(out) / notebook
     cases = []
-    for i, case in enumerate(expand_grid(g)):
+    expanded = expand_grid(g)
+    for i, (case, name) in enumerate(zip(expanded, case_names(expanded))):
         try:
             resolved = merge_params(notebook, base, case, declared)
             check_values(notebook, resolved, declared)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{where}, case {i} {case}: {exc}") from None
-        cases.append({"index": i, "key": case_key(notebook, nb_hash, resolved, __version__),
+        cases.append({"index": i, "key": case_key(notebook, nb_hash, resolved, __version__), "name": name,
                       "case": case, "params": resolved,
                       "values": {n: lookup(resolved, n, declared) for n in g.names}})
     return {"notebook": notebook, "notebook_path": str(nb_path.resolve()), "notebook_hash": nb_hash,
@@ -149,26 +151,26 @@ def _stopped(name: str | None) -> bool:
 def run_case(spec: dict) -> dict:
     """Execute one case (the Dask task); return its ``run.json`` record.
 
-    ``spec`` holds ``root``, ``key``, ``index``, ``case``, ``params``,
+    ``spec`` holds ``root``, ``key``, ``name``, ``index``, ``case``, ``params``,
     ``notebook`` and ``notebook_path``. The case runs in a fresh work folder
-    which is published to ``root/<key>/`` in one rename once ``run.json`` is
+    which is published to ``root/<name>/`` in one rename once ``run.json`` is
     written. A failing cell, or a kernel that dies, gives ``status="failed"``
     with the error; an interrupt raises :class:`CaseCancelled` and leaves
     nothing behind.
     """
     from ..run import execute
 
-    root, key = Path(spec["root"]), spec["key"]
-    done = case_status(root, key)
+    root, key, name = Path(spec["root"]), spec["key"], spec["name"]
+    done = case_status(root, key, name)
     if done["status"] == "ok":
         return done
     if _stopped(spec.get("stop_event")):
         raise CaseCancelled(f"sweep interrupted before case {spec['index']} started")
-    work = work_dir(root, key)
-    work.mkdir(parents=True)
+    work = make_work_dir(root)
     _emit("start", key)
     try:
-        atomic_write_json(work / "case.json", {k: spec[k] for k in ("key", "index", "case", "params", "notebook")}
+        atomic_write_json(work / "case.json", {k: spec[k] for k in ("key", "name", "index", "case", "params",
+                                                                    "notebook")}
                           | {"notebook_hash": spec.get("notebook_hash"), "clkit": __version__})
         t0 = time.perf_counter()
         try:
@@ -179,11 +181,11 @@ def run_case(spec: dict) -> dict:
                    "runtime_s": round(time.perf_counter() - t0, 2)}
         if res.get("ename") == "KeyboardInterrupt":  # Ctrl-C reached the kernel: not the notebook's fault
             raise CaseCancelled(res["error"])
-        meta = {"key": key, "index": spec["index"], "notebook": spec["notebook"], "case": spec["case"],
+        meta = {"key": key, "name": name, "index": spec["index"], "notebook": spec["notebook"], "case": spec["case"],
                 "status": res["status"], "error": res["error"], "runtime_s": res["runtime_s"],
                 "host": socket.gethostname(), "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
         atomic_write_json(work / "run.json", meta)
-        publish_case(work, root, key)
+        publish_case(work, root, key, name)
         return meta
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
@@ -214,7 +216,9 @@ def prepare_cases(notebook: str, grid, params: str | None = None, out="runs/swee
 
 def run_case_of(root, which) -> dict:
     """Run one case of a prepared sweep (:func:`prepare_cases`) in this process: ``which`` is its index
-    (an array task id) or its key. Returns its ``run.json`` record; a complete case is not rerun.
+    (an array task id), its key or its folder name. Returns its ``run.json`` record; a complete case is
+    not rerun. Work folders of dead processes on this host are removed first, said in one line on stderr
+    (:func:`clkit.sweep.store.clean_work`).
 
     Raises ``ValueError`` when ``root`` holds no ``sweep.json``, when no case has that index or key, or
     when the notebook changed since the sweep was prepared (its cases' keys would no longer match).
@@ -224,18 +228,22 @@ def run_case_of(root, which) -> dict:
         raise ValueError(f"{root} holds no sweep.json; prepare it first: clkit sweep NOTEBOOK --grid GRID "
                          f"--out OUT --print-cases (the cases go to OUT/<notebook>)")
     plan = read_manifest(root)
-    cases = plan["cases"]
+    cases = [{**c, "name": name} for c, name in zip(plan["cases"], manifest_names(plan))]
     text = str(which)
-    found = [c for c in cases if (text.isdigit() and c["index"] == int(text)) or c["key"] == text]
+    found = [c for c in cases if (text.isdigit() and c["index"] == int(text)) or text in (c["key"], c["name"])]
     if not found:
         raise ValueError(f"case {which!r}: the sweep in {root} has cases 0..{len(cases) - 1} "
-                         f"(or their keys, e.g. {cases[0]['key']})")
+                         f"(or their keys or folder names, e.g. {cases[0]['key']} or {cases[0]['name']})")
     if notebook_hash(plan["notebook_path"]) != plan["notebook_hash"]:
         raise ValueError(f"{plan['notebook_path']} changed since this sweep was prepared; prepare it again "
                          "(--print-cases) so every case runs the same notebook")
     case = found[0]
-    return run_case({**case, "root": str(root), "notebook": plan["notebook"], "notebook_path": plan["notebook_path"],
-                     "notebook_hash": plan["notebook_hash"]})
+    _clean(root)
+    try:
+        return run_case({**case, "root": str(root), "notebook": plan["notebook"],
+                         "notebook_path": plan["notebook_path"], "notebook_hash": plan["notebook_hash"]})
+    finally:
+        clean_work(root)  # .work/ goes when empty
 
 
 def run_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep", workers: int | None = None,
@@ -266,6 +274,11 @@ def run_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep", 
         ``{"index", "case", "error"}``, earlier failures included), ``wall_s``
         and ``root``.
 
+    Each case goes to ``OUT/<notebook>/<name>/`` (:func:`clkit.sweep.store.case_name`).
+    Before anything runs, work folders that killed workers left on this host are
+    removed (those of a sweep running beside this one are kept), said in one line on
+    stderr; a finished sweep leaves no ``.work/`` folder.
+
     Notes
     -----
     The local cluster starts its workers with ``spawn``: in a script, call this
@@ -287,14 +300,14 @@ def run_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep", 
     write_manifest(root, {k: v for k, v in plan.items() if k != "root"})
     todo, skipped, failed = [], 0, []
     for c in plan["cases"]:
-        st = case_status(root, c["key"])
+        st = case_status(root, c["key"], c["name"])
         if st["status"] == "ok":
             skipped += 1
         elif st["status"] == "failed" and not retry_failed:
             failed.append({"index": c["index"], "case": c["case"], "error": st.get("error"), "earlier": True})
         else:
             todo.append(c)
-    clean_work(root, [c["key"] for c in todo])
+    _clean(root)
     counts = {"total": len(plan["cases"]), "skipped": skipped, "done": 0, "failed": failed,
               "root": str(root)}
     if todo:
@@ -310,6 +323,33 @@ def run_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep", 
     return counts
 
 
+def _clean(root) -> dict:
+    """Remove leftover work folders of dead processes (:func:`clean_work`); one line on stderr if any."""
+    cleaned = clean_work(root)
+    line = clean_line(cleaned, root)
+    if line:
+        print(line, file=sys.stderr, flush=True)
+    return cleaned
+
+
+def _children() -> list:
+    """This process's child processes (a local cluster's workers), as ``psutil.Process``; [] without psutil."""
+    try:
+        import psutil
+
+        return psutil.Process().children(recursive=True)
+    except Exception:  # noqa: BLE001 - psutil missing or a child went meanwhile
+        return []
+
+
+def _wait_gone(procs: list, timeout: float) -> None:
+    """Wait up to ``timeout`` seconds for ``procs`` (a closed local cluster's workers) to exit."""
+    if procs:
+        import psutil
+
+        psutil.wait_procs(procs, timeout=timeout)
+
+
 def _execute(plan: dict, todo: list, counts: dict, workers: int, scheduler, progress, log) -> None:
     """Submit ``todo`` to Dask and collect results into ``counts`` (see :func:`run_sweep`)."""
     from distributed import Event
@@ -317,6 +357,7 @@ def _execute(plan: dict, todo: list, counts: dict, workers: int, scheduler, prog
 
     root = Path(plan["root"])
     client, cluster = start_client(workers, scheduler)
+    workers_pids = _children() if cluster is not None else []
     running, lock = set(), threading.Lock()
 
     def on_event(event):
@@ -372,13 +413,14 @@ def _execute(plan: dict, todo: list, counts: dict, workers: int, scheduler, prog
         except Exception:  # noqa: BLE001 - the cluster may already be going down
             pass
         close_client(client, cluster, topics=[TOPIC])
-        if cluster is not None:
-            clean_work(root, [s["key"] for s in specs])
-        status = [case_status(root, s["key"])["status"] for s in specs]
+        _wait_gone(workers_pids, timeout=10)
+        clean_work(root)  # the stopped workers' folders: said by the line below, not as leftovers
+        status = [case_status(root, s["key"], s["name"])["status"] for s in specs]
         counts.update(done=status.count("ok"), pending=status.count("pending"))
         log(f"[clkit] interrupted: {counts['done']} case(s) finished and kept, {counts['pending']} not run; "
             "rerun the same command to resume")
         raise SweepInterrupted({k: (len(v) if isinstance(v, list) else v) for k, v in counts.items()}) from None
     bar.close()
     close_client(client, cluster, topics=[TOPIC])
-    clean_work(root, [])
+    _wait_gone(workers_pids, timeout=10)
+    clean_work(root)  # a worker that died mid-case left its folder; .work/ goes when empty

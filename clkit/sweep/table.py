@@ -1,6 +1,7 @@
 """The tidy table of a sweep: one row per case, grid parameters and results as columns.
 
-Columns, in order: ``notebook``, ``case`` (its folder, the key prefix),
+Columns, in order: ``notebook``, ``case`` (its folder name, as ``sweep.json`` stores it:
+``seed=1,sigma=3.0``, see :mod:`clkit.sweep.store`),
 ``index`` (grid order), ``status`` (ok / failed / pending), the varied
 parameters under their own names (list values as JSON text, so the table stays
 flat), the scalar results flattened with dots (``learners.erm.id``; lists such
@@ -20,7 +21,7 @@ import json
 from pathlib import Path
 
 from .._io import atomic_save, atomic_write_text, flatten_scalars
-from .store import case_dir, case_status, read_manifest
+from .store import case_dir, case_status, manifest_names, read_manifest
 
 __all__ = ["find_sweeps", "sweep_table", "group_table", "write_table", "select_columns"]
 
@@ -53,12 +54,12 @@ def sweep_table(folder) -> "pandas.DataFrame":  # noqa: F821
     for root in roots:
         manifest = read_manifest(root)
         names += [n for n in manifest["grid_params"] if n not in names]
-        for c in manifest["cases"]:
-            st = case_status(root, c["key"])
-            row = {"notebook": manifest["notebook"], "case": case_dir(root, c["key"]).name,
+        for c, name in zip(manifest["cases"], manifest_names(manifest)):
+            st = case_status(root, c["key"], name)
+            row = {"notebook": manifest["notebook"], "case": name,
                    "index": c["index"], "status": st["status"]}
             row.update({n: _cell(v) for n, v in c["values"].items()})
-            res_path = case_dir(root, c["key"]) / "results.json"
+            res_path = case_dir(root, name) / "results.json"
             if st["status"] == "ok" and res_path.exists():
                 results = flatten_scalars(json.loads(res_path.read_text()).get("results", {}), depth=DEPTH)
                 row.update({(f"result.{k}" if k in row or k in names else k): v for k, v in results.items()})
