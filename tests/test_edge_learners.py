@@ -125,3 +125,21 @@ def test_learner_config_applies_only_the_learners_keywords():
     assert learner_config("ncm", CFG, {}) is CFG
     with pytest.raises(ValueError, match="unknown keyword 'ewc_lambda'; lwf accepts"):
         learner_config("lwf", CFG, {"ewc_lambda": 1.0})
+
+
+def test_learners_side_by_side_equal_one_after_another(toy):
+    """run_learners on the CPU trains the learners in threads: same numbers, torch threads restored."""
+    from clkit.edge.experiment import run_learners
+
+    xtr, xte, seqs = toy
+    data = {"x_train": xtr, "x_test": xte, "f_train": xtr, "f_test": xte}
+    names = ["finetune", "ewc", "lwf", "ncm"]
+    before = torch.get_num_threads()
+    one = run_learners(data, seqs, names, CFG, seed=3, progress=False, workers=1)
+    two = run_learners(data, seqs, names, CFG, seed=3, progress=False, workers=2)
+    assert torch.get_num_threads() == before
+    assert list(two) == names
+    for name in names:
+        assert np.array_equal(one[name]["acc_matrix"], two[name]["acc_matrix"], equal_nan=True), name
+    with pytest.raises(ValueError, match="workers"):
+        run_learners(data, seqs, names, CFG, progress=False, workers=0)
