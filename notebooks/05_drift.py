@@ -103,6 +103,8 @@ seeds: list = [1, 2, 3, 4, 5, 6, 7]  # stream, model and method seeds (7: 86 % p
 # for a 2-sd effect in the primary family of 6 at its Holm level; verdicts need 4+)
 device: str = "auto"  # auto (CUDA if available, else CPU) | cpu | cuda | cuda:N | mps
 precision: str = "fp32"  # fp32 | bf16 | fp16: autocast dtype (fp16 needs CUDA)
+workers: int = 2  # seeds trained in parallel processes on the CPU (one per core; 1 on a
+# GPU); the numbers do not depend on it
 deterministic: bool = False  # PyTorch deterministic algorithms (reproducible, slower)
 rehearse: bool = False  # the paper set on fabricated files, sizes cut (clkit.rehearsal)
 
@@ -279,7 +281,9 @@ display(Markdown(f"Stream of {T} batches ({protocols[0]} protocol). "
 # once, and only a few host-side decisions read a value back per step (docs/05_drift.md
 # names them). Before training, the run counts its work -- trainings, online steps,
 # evaluation passes, Joint steps -- and times a few real steps of every method, one
-# evaluation pass and one Joint step on this device at this graph's size.
+# evaluation pass and one Joint step on this device at this graph's size. On the CPU the
+# seeds are shared among `workers` forked processes, each training on one torch thread
+# (`drift.run_grid`); every seed's numbers are the same as in one process.
 
 # %%
 record.log(eval_every=intervals, eval_every_notes=interval_notes)
@@ -287,7 +291,8 @@ display(Markdown(report.intervals_markdown(intervals, interval_notes)))
 learner_kw = dict(hidden=hidden, lr=lr, memory_size=memory_size, eval_every=intervals,
                   learner_kwargs=LS, backbone=backbone)
 grid_kw = dict(**learner_kw, joint_epochs=joint_epochs, tau=tau, dataset=name,
-               device=rd.device, precision=rd.precision)
+               device=rd.device, precision=rd.precision,
+               workers=rd.workers(workers, fork=True))
 budget = drift_budget.estimate(data, configs, methods, sweep_methods, seeds, null_configs=null_cfg,
                                null_offset=report.NULL_SEED_OFFSET, describe=rd.describe(), **grid_kw)
 record.log(budget=budget.record())

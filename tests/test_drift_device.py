@@ -276,6 +276,30 @@ def test_bf16_runs_on_the_cpu(graph, protocol):
     assert all(0.0 <= r["A_AUC"] <= 1.0 for r in rows)
 
 
+@pytest.mark.skipif(not __import__("clkit.device", fromlist=["fork_safe"]).fork_safe(),
+                    reason="a fork could not train here (a GPU is present): run_grid runs one process")
+@pytest.mark.parametrize("protocol", ["text", "authors"])
+def test_seeds_in_forked_processes_equal_one_process(graph, protocol):
+    """run_grid(workers=2) shares the seeds among two processes: rows, curves and streams as one process
+    gives them, in its order, with the same numbers; torch's thread setting is left as it was."""
+    import pandas as pd
+
+    g, split = drift.protocol_data(graph, 2, 0.2, seed=0, protocol=protocol)
+    kw = dict(hidden=8, memory_size=12, eval_every=3, joint_epochs=2, cache=False, progress=False,
+              protocol=protocol)
+    methods = ["bare", "joint", "er", "mas_star"]
+    threads = torch.get_num_threads()
+    r1, c1, s1 = drift.run_grid(g, split, _configs(), methods, [1, 2, 3], workers=1, **kw)
+    r2, c2, s2 = drift.run_grid(g, split, _configs(), methods, [1, 2, 3], workers=2, **kw)
+    assert torch.get_num_threads() == threads
+    assert pd.DataFrame(r1).equals(pd.DataFrame(r2)) and len(r1) == len(_configs()) * len(methods) * 3
+    assert list(c1) == list(c2) and list(s1) == list(s2)
+    for k in c1:
+        assert np.array_equal(c1[k][0], c2[k][0]) and np.array_equal(c1[k][1], c2[k][1], equal_nan=True)
+    with pytest.raises(ValueError, match="workers"):
+        drift.run_grid(g, split, _configs(), methods, [1], workers=0, **kw)
+
+
 # ----------------------------------------------------------------------------------------- budget
 
 def test_budget_counts_match_a_hand_count(graph):

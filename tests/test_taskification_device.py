@@ -125,13 +125,14 @@ def test_cuda_forecasting_matches_the_cpu(method):
 def test_forked_cl_runs_fall_back_to_one_process_where_a_fork_could_not_train(monkeypatch):
     """On a machine with an accelerator (faked here) the jobs run in this process, with a warning,
     and the results equal the forked run's; RunDevice.workers(fork=True) plans for one process."""
+    from clkit import _jobs
     from clkit.taskification import forecasting as fc
 
     tasks = _tasks()
     jobs = [lambda s=s: continual_forecasting(tasks, _model, "naive", max_epochs=1, batch_size=4, seed=s)
             for s in range(2)]
     forked = fc.run_jobs(jobs, workers=2) if dv.fork_safe() else None
-    monkeypatch.setattr(fc, "fork_safe", lambda: False)
+    monkeypatch.setattr(_jobs, "fork_safe", lambda: False)
     monkeypatch.setattr(dv, "fork_safe", lambda: False)
     with pytest.warns(RuntimeWarning, match="one after another"):
         here = fc.run_jobs(jobs, workers=2)

@@ -45,6 +45,7 @@ import numpy as np
 import torch
 
 from .._seed import torch_seeded, torch_threads
+from .._validate import check_int
 from ..budget import Budget, Work, time_per_call
 from .cache import build_stream
 from .experiment import grid_plan
@@ -267,11 +268,12 @@ def estimate(data: dict, configs: dict, methods, sweep_methods, seeds, *, eval_e
              hidden: int, lr: float = 5e-3, memory_size: int = 100, learner_kwargs: dict | None = None,
              null_configs=None, null_offset: int | None = None, dataset: str = "graph", cache: bool = True,
              device="cpu", precision: str = "fp32", describe: str | None = None, steps: int = 8,
-             backbone: str = "gcn", **_) -> Budget:
+             backbone: str = "gcn", workers: int = 1, **_) -> Budget:
     """Count the study's work (:func:`count`), time it on ``device`` (:func:`calibrate`): a :class:`clkit.budget.Budget`.
 
-    ``describe`` names the device in the text (``rd.describe()``); other keywords of the
-    notebook's grid (``tau``, ...) are accepted and ignored.
+    ``describe`` names the device in the text (``rd.describe()``); ``workers`` processes
+    share the seeds (:func:`clkit.drift.experiment.run_grid`), which divides the time;
+    other keywords of the notebook's grid (``tau``, ...) are accepted and ignored.
     """
     from ..device import as_device
 
@@ -302,4 +304,5 @@ def estimate(data: dict, configs: dict, methods, sweep_methods, seeds, *, eval_e
         work.append(Work("graph swaps (authors' hard loop)", swaps, float(np.mean(list(t["swap"].values()))),
                          "one timed swap to a task's subgraph"))
     name = describe or str(as_device(device))
-    return Budget("05_drift", name, study.trainings, work, parallel=1, detail=study.detail(), leaves_out=LEAVES_OUT)
+    return Budget("05_drift", name, study.trainings, work, parallel=check_int("workers", workers, low=1),
+                  detail=study.detail(), leaves_out=LEAVES_OUT)
