@@ -64,9 +64,9 @@ TEST_WORKERS ?= 2
 test: install data browser-deps
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not paper_rehearsal"
 
-# The paper sets whose rehearsal takes minutes (EDGE's image protocols, 04's EfficientNet and
-# ResNet34 sets): each run end to end on fabricated files, spread over the test processes. CI runs
-# it after `make test`; the other paper sets rehearse inside `make test`.
+# Every paper set's rehearsal (a minute to six each on 2 cores): each notebook's paper set run
+# end to end on files fabricated in the real datasets' formats, spread over the test processes.
+# CI runs it after `make test`, which keeps the rehearsal's parts (fabrication, cuts, budgets).
 rehearse: install data
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist load --durations=10 -m paper_rehearsal
 

@@ -220,6 +220,7 @@ def test_fp16_on_the_cpu_is_refused(tmp_path):
         run_notebook(NB, "smoke", [("device", "cpu"), ("precision", "fp16")], out=tmp_path, progress=False)
 
 
+@pytest.mark.paper_rehearsal
 def test_paper_set_rehearses_end_to_end(tmp_path):
     """The paper set on a fabricated CESNET-TimeSeries24 database (cesnet-tszoo's layout) read by the real
     loader: 9/30/44-day splits, the 8-block 32-d 4-head transformer, four learners and the null control,

@@ -160,6 +160,7 @@ def test_fp16_on_the_cpu_is_refused(tmp_path):
         run_notebook("02_edge", "smoke", [("device", "cpu"), ("precision", "fp16")], out=tmp_path, progress=False)
 
 
+@pytest.mark.paper_rehearsal
 def test_fashion6_set_rehearses_end_to_end(tmp_path):
     """The Fashion-MNIST six-class set (CLIP ViT-B-16, n_train 6000, 10 epochs, 100k random sequences, five
     batched learners on all 90 orders) on fabricated Fashion-MNIST IDX files and a tiny open_clip folder,

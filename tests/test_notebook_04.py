@@ -242,10 +242,10 @@ def test_paper_set_has_the_seeds_its_verdicts_need(name):
     assert p["seeds"] >= pairs_needed(2.0, 1.0, family=family) and power(p["seeds"], 2.0, 0.05 / family) >= POWER
 
 
-# the Wide-VGG9 set rehearses in the suite; the larger backbones' (4-6 min each on 2 cores) in
-# `make rehearse`, which CI runs after `make test`
-@pytest.mark.parametrize("paper_set", [pytest.param(n, marks=[pytest.mark.paper_rehearsal] if n != "paper" else [])
-                                       for n in sorted(PAPER_BACKBONES)])
+# every paper set's rehearsal runs in `make rehearse` (2-6 min each on 2 cores), which CI runs
+# after `make test`
+@pytest.mark.paper_rehearsal
+@pytest.mark.parametrize("paper_set", sorted(PAPER_BACKBONES))
 def test_paper_set_rehearsed_end_to_end(tmp_path, paper_set):
     """``--params <paper set> -p rehearse true``: the six datasets through clkit's real loaders, reading
     the files fabricated in their own formats; the set's backbone, the class scenario, the paper's 14

@@ -155,6 +155,7 @@ def test_fp16_on_the_cpu_is_refused(run_smoke):
         run_smoke("05_drift", device="cpu", precision="fp16")
 
 
+@pytest.mark.paper_rehearsal
 def test_paper_set_rehearses_end_to_end(tmp_path):
     """``clkit run 05 --params paper -p rehearse true``: CoraFull's loader on the fabricated cora.npz, every
     method of the paper set under both protocols, figures, verdicts, budget (about a minute on 2 cores)."""

@@ -214,6 +214,7 @@ def test_paper_set_has_the_verdict_seeds_and_says_its_cost():
 
 
 @pytest.mark.notebook
+@pytest.mark.paper_rehearsal
 @pytest.mark.parametrize("dataset, periods", [("fmow", 16), ("yearbook", 16)])
 def test_paper_set_rehearsed_end_to_end(tmp_path, dataset, periods):
     """``--params paper -p rehearse true``: the Wild-Time loader reads the fabricated HDF5 file of the
