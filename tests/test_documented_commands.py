@@ -68,7 +68,7 @@ LINKED = (".venv", "examples", "benchmarks", "notebooks")
 # exact command text -> why it does not run here, and where it is exercised
 _MAKE = "a Makefile target (the checkout's set-up or a whole run)"
 EXCLUDED = {
-    "make run": f"{_MAKE}: every notebook at default scale, hours; its commands are `clkit run all --params "
+    "make run": f"{_MAKE}: every notebook at default scale, about 15 min on 2 cores; its commands are `clkit run all --params "
                 "default` (checked here) and the docs' numbers come from it (docs/generated, tests/test_docs.py)",
     "make test": f"{_MAKE}: the whole test suite (this file included); what CI runs (.ci/run)",
     "make install": f"{_MAKE}: creates .venv, which this test runs in",
@@ -77,7 +77,7 @@ EXCLUDED = {
     "make site": f"{_MAKE}: builds the HTML site from executed notebooks; tests/test_docs.py, tests/test_browser_site.py",
     "make docs": f"{_MAKE}: rewrites the guide's generated blocks from runs/default; tests/test_docs.py runs "
                  "`python -m clkit.docs regenerate --check`",
-    "make data": f"{_MAKE}: downloads the datasets (network); tests/test_data_cache.py",
+    "make data": f"{_MAKE}: installs Debian's Fashion-MNIST package with apt (root); make test runs it first",
     "make run && make docs": "make run, then make docs (both above)",
     ".venv/bin/python benchmarks/bench_strategies.py --markdown docs/generated/bench-strategies.md && make docs":
         "a benchmark of minutes that rewrites docs/generated; its `--help` is run here",
