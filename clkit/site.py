@@ -180,6 +180,58 @@ def _without_widgets(nb):
     return nb
 
 
+def machine_prefixes(project=None) -> list[tuple[str, str]]:
+    """``(absolute prefix, what the site shows instead)`` for this machine's paths, longest first.
+
+    The Python environment's ``site-packages`` becomes ``site-packages/``, the project
+    folder (default: the working directory) and clkit's own source root become relative
+    paths, the home folder ``~/``.
+
+    Examples
+    --------
+    >>> pairs = machine_prefixes("/home/ann/clkit")
+    >>> ("/home/ann/clkit/", "") in pairs and all(a.endswith("/") for a, _ in pairs)
+    True
+    """
+    import site
+    import sysconfig
+
+    pairs = {}
+    for sp in {sysconfig.get_paths().get("purelib"), *getattr(site, "getsitepackages", lambda: [])()}:
+        if sp:
+            pairs[str(Path(sp)) + "/"] = "site-packages/"
+    pairs[str(Path(sys.prefix)) + "/"] = "<python>/"
+    for root in {Path(project) if project is not None else Path.cwd(), Path(__file__).resolve().parents[1]}:
+        pairs[str(root) + "/"] = ""
+    pairs.setdefault(str(Path.home()) + "/", "~/")
+    return sorted(pairs.items(), key=lambda kv: -len(kv[0]))
+
+
+def _without_machine_paths(nb, prefixes):
+    """Replace this machine's absolute paths in every output (streams, tracebacks, text, HTML,
+    Markdown) by the relative or named forms of :func:`machine_prefixes`."""
+
+    def clean(text):
+        if isinstance(text, list):
+            return [clean(t) for t in text]
+        if not isinstance(text, str):
+            return text
+        for prefix, repl in prefixes:
+            text = text.replace(prefix, repl)
+        return text
+
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if "text" in out:
+                out["text"] = clean(out["text"])
+            if "traceback" in out:
+                out["traceback"] = clean(out["traceback"])
+            for mime in ("text/plain", "text/html", "text/markdown", "text/latex"):
+                if mime in out.get("data", {}):
+                    out["data"][mime] = clean(out["data"][mime])
+    return nb
+
+
 def _run_box(stem: str, meta: dict, nav: str, guide_link: str = "") -> str:
     num = stem.split("_", 1)[0]
     params = meta.get("params", {})
@@ -383,6 +435,8 @@ def build_site(runs="runs/default", out="site", readme="README.md", docs="docs",
     import nbformat
     from nbconvert import HTMLExporter
 
+    prefixes = machine_prefixes()   # no absolute path of this machine on the site
+
     from .run import list_notebooks
 
     runs, out, docs = Path(runs), Path(out), Path(docs)
@@ -436,7 +490,7 @@ def build_site(runs="runs/default", out="site", readme="README.md", docs="docs",
 
     rows = []
     for nb, path in found.items():
-        doc = _without_widgets(nbformat.read(str(path), as_version=4))
+        doc = _without_machine_paths(_without_widgets(nbformat.read(str(path), as_version=4)), prefixes)
         meta_path = path.parent / "run.json"
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
         body, _ = exporter.from_notebook_node(doc, resources={"metadata": {"name": _title(doc) or nb}})

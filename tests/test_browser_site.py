@@ -92,6 +92,9 @@ def test_site_has_front_page_and_notebook_pages(site):
         page = (site_dir / f"{nb}.html").read_text()
         assert f"clkit run {nb[:2]}" in page and f"notebooks/{nb}.ipynb" in page
         assert "widget-view+json" not in page
+        # no path of the machine that built it, no warning printed by a library
+        assert str(bl.ROOT) + "/" not in page, f"{nb}.html shows a path of this machine"
+        assert "FutureWarning" not in page and "DeprecationWarning" not in page, f"{nb}.html shows a warning"
 
 
 def test_every_page_loads_with_figures_and_working_links(site, server):
