@@ -20,6 +20,11 @@ Input formats (``docs/compare.md`` has examples)
 3. **Avalanche 0.6's CSVLogger** ``eval_results.csv`` (header
    ``eval_exp,training_exp,eval_accuracy,eval_loss,forgetting``), listed in a manifest; the
    format was inferred from Avalanche's code (:mod:`clkit.compare.readers` names file and commit).
+4. **mammoth's ``logs.pyd``** and **PyCIL's training log** (:mod:`clkit.compare.frameworks`): a
+   results folder of either with no manifest, one log file, or a manifest row (``format`` column
+   ``mammoth`` / ``pycil``, or recognised from the file). Both formats were inferred from the
+   frameworks' code (commits named there), not produced by running them; both log percentages,
+   which these readers always divide by 100.
 
 Scores are fractions in [0, 1]; with ``percent=True`` (``--percent``) percentages, divided by 100.
 A value outside the scale, NaN on or below the diagonal, different task counts, a duplicated
@@ -43,11 +48,13 @@ from __future__ import annotations
 
 from .checks import check_runs, check_scores
 from .metrics import disagreements, metrics_table, run_metrics
+from .frameworks import read_mammoth_log, read_pycil_log
 from .readers import read_avalanche_csv, read_folder, read_long_csv, read_runs
 from .report import compare, paragraph, write_report
 from .runs import Run, Runs
 from .verdicts import comparisons_for, null_pairs, planner, verdicts
 
-__all__ = ["Run", "Runs", "read_runs", "read_folder", "read_long_csv", "read_avalanche_csv", "check_scores",
+__all__ = ["Run", "Runs", "read_runs", "read_folder", "read_long_csv", "read_avalanche_csv", "read_mammoth_log",
+           "read_pycil_log", "check_scores",
            "check_runs", "run_metrics", "metrics_table", "disagreements", "comparisons_for", "null_pairs", "verdicts",
            "planner", "compare", "paragraph", "write_report"]

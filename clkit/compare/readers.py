@@ -26,6 +26,10 @@ column                 meaning
 ``reported_bwt``,      scale; compared with the recomputed ones, never used in their place
 ``reported_fwt``,
 ``reported_forgetting``
+``format``             optional: ``matrix``, ``avalanche``, ``mammoth`` (``logs.pyd``) or ``pycil``
+                       (PyCIL's log; :mod:`clkit.compare.frameworks`); empty: ``*.pyd`` is
+                       mammoth, a first line ``<time> [<file>.py] => ...`` PyCIL, Avalanche's
+                       header Avalanche, anything else a matrix
 =====================  =====================================================================
 
 **Long CSV** -- one file, one row per matrix cell: ``method, seed, [order], [taskification], i,
@@ -43,6 +47,10 @@ tag v0.6.0 (commit b34abe5c93adb0cfd5a38aaf9e2bb22144a8c3aa; unchanged at eb075b
 metric is not monitored) are read but not used, and rows with ``training_exp = None`` (scores
 before training) are listed as not used. The file carries no method or seed: a manifest names them.
 
+**mammoth / PyCIL** -- a folder without a manifest holding ``**/logs.pyd`` or ``**/*.log``, a
+single such file, or manifest rows: see :mod:`clkit.compare.frameworks` (formats inferred from their
+code; both log percentages, always divided by 100).
+
 Percent or fraction: matrices hold fractions in [0, 1]; with ``percent=True`` they hold
 percentages in [0, 100] and are divided by 100 (the reported numbers too). A value outside the
 scale is refused, naming the file, the run and the cell.
@@ -51,11 +59,13 @@ scale is refused, naming the file, the run and the cell.
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import numpy as np
 
 from .checks import check_scores
+from .frameworks import FORMATS
 from .runs import Run, Runs
 
 __all__ = ["REPORTED", "AVALANCHE_HEADER", "read_runs", "read_folder", "read_long_csv", "read_avalanche_csv",
@@ -65,7 +75,7 @@ __all__ = ["REPORTED", "AVALANCHE_HEADER", "read_runs", "read_folder", "read_lon
 REPORTED = {"reported_acc": "acc", "reported_bwt": "bwt", "reported_fwt": "fwt", "reported_forgetting": "forgetting"}
 #: the header Avalanche 0.6's CSVLogger writes to eval_results.csv
 AVALANCHE_HEADER = ("eval_exp", "training_exp", "eval_accuracy", "eval_loss", "forgetting")
-_MANIFEST = ("file", "method", "seed", "order", "taskification") + tuple(REPORTED)
+_MANIFEST = ("file", "method", "seed", "order", "taskification", "format") + tuple(REPORTED)
 _LONG = ("method", "seed", "order", "taskification", "i", "j", "accuracy")
 
 
@@ -95,8 +105,18 @@ def read_runs(path, *, percent: bool = False) -> Runs:
     ('long', [[0.9, nan], [0.7, 0.8]])
     """
     p = Path(path)
+    if p.is_dir() and not any((p / n).exists() for n in ("runs.csv", "runs.yaml", "runs.yml")):
+        from .frameworks import read_framework_folder
+
+        found = read_framework_folder(p)
+        if found is not None:
+            return found
     if p.is_dir() or p.name in ("runs.csv", "runs.yaml", "runs.yml"):
         return read_folder(p, percent=percent)
+    if p.exists() and _sniff(p) in ("mammoth", "pycil"):
+        from .frameworks import read_mammoth_log, read_pycil_log
+
+        return (read_mammoth_log if _sniff(p) == "mammoth" else read_pycil_log)(p)
     if not p.exists():
         raise FileNotFoundError(f"runs: {str(p)!r} does not exist; give a folder with runs.csv / runs.yaml or a "
                                 "long CSV (method, seed, [order], i, j, accuracy)")
@@ -182,8 +202,27 @@ def read_folder(path, *, percent: bool = False) -> Runs:
             if not np.isfinite(x):
                 raise ValueError(f"{at} (run {label}): field {col} = {cell!r} is not a finite number")
             reported[key] = x / 100.0 if percent else x
-        R, source, used = read_matrix_file(f, run=label, percent=percent)
-        if reported:
+        fmt = _text(row.get("format"))
+        if fmt is not None and fmt.lower() not in FORMATS:
+            raise ValueError(f"{at} (run {label}): field format = {fmt!r}; expected one of {', '.join(FORMATS)} "
+                             "(empty: recognised from the file)")
+        fmt = fmt.lower() if fmt else (_sniff(f) if f.is_file() else None)
+        if fmt in ("mammoth", "pycil"):
+            from .frameworks import read_mammoth_log, read_pycil_log
+
+            one = (read_mammoth_log if fmt == "mammoth" else read_pycil_log)(
+                f, method=vals["method"], seed=vals["seed"], label=label).runs[0]
+            R, source, used = one.R, one.source, one.used
+            overridden = sorted(set(reported) & set(one.reported))
+            reported = {**one.reported, **reported}
+            if overridden:
+                used += "; manifest's " + ", ".join(f"reported_{k}" for k in overridden) + " used over the log's"
+        else:
+            if fmt == "avalanche" and f.is_file() and not _is_avalanche(f):
+                raise ValueError(f"{str(f)!r} (run {label}): field format = avalanche, but the header is not "
+                                 f"{','.join(AVALANCHE_HEADER)}")
+            R, source, used = read_matrix_file(f, run=label, percent=percent)
+        if reported and fmt not in ("mammoth", "pycil"):
             used += "; reported " + ", ".join(sorted(reported)) + " from the manifest (compared, not used)"
         extra_here = [c for c in extra if _text(row.get(c)) is not None]
         if extra_here:
@@ -192,6 +231,19 @@ def read_folder(path, *, percent: bool = False) -> Runs:
                         used))
     notes = [f"manifest columns not part of the format, read and not used: {', '.join(extra)}"] if extra else []
     return Runs(runs, str(mpath), "folder", notes)
+
+
+def _sniff(f: Path) -> str:
+    """The format of one run's file when the manifest gives none: ``*.pyd`` is mammoth's ``logs.pyd``, a
+    file whose first line is ``<date> <time>,<ms> [<file>.py] => ...`` PyCIL's log, Avalanche's
+    header ``avalanche``, anything else a ``matrix``."""
+    if f.suffix == ".pyd":
+        return "mammoth"
+    with open(f, newline="", errors="replace") as fh:
+        first = fh.readline()
+    if re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ \[[^\]]+\.py\] => ", first):
+        return "pycil"
+    return "avalanche" if tuple(c.strip() for c in first.strip().split(",")) == AVALANCHE_HEADER else "matrix"
 
 
 def _is_avalanche(f: Path) -> bool:
