@@ -26,7 +26,7 @@ from ._io import atomic_write_json, replace_dir
 from .notebooks import (PARAM_SETS, check_values, list_notebooks, load_params, notebook_parameters,  # noqa: F401
                         notebook_path, notebooks_dir, param_sets, resolve_notebook)
 
-__all__ = ["execute", "run_notebook", "check_notebook", "validation_cell", "write_timings", "read_timings", "kernel_did_not_start", "KERNEL_ARGS", "TIMINGS",
+__all__ = ["execute", "run_notebook", "ParameterError", "check_notebook", "validation_cell", "write_timings", "read_timings", "kernel_did_not_start", "KERNEL_ARGS", "TIMINGS",
            "notebooks_dir", "notebook_path", "list_notebooks", "resolve_notebook", "param_sets",
            "notebook_parameters", "load_params", "check_values", "check_output_folder", "run_lock"]
 
@@ -55,7 +55,10 @@ def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) ->
     -------
     dict
         ``status`` ("ok" or "failed"), ``error`` (``"<stem> failed in cell N:
-        Type: message"`` or ``None``), ``ename`` and ``runtime_s``.
+        Type: message"`` or ``None``), ``ename``, ``runtime_s`` and, for a failed run,
+        ``bad_input``: the ``ValueError`` / ``TypeError`` came from the notebook's
+        validation cell or a cell before it (:func:`validation_cell`), i.e. a parameter
+        was refused before any work began.
     """
     import nbformat
     import papermill as pm
@@ -105,7 +108,9 @@ def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) ->
             final = outdir / f"{stem}.failed.ipynb"
             os.replace(partial, final)
             out.update(status="failed", ename=exc.ename,
-                       error=f"{stem} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}")
+                       error=f"{stem} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}",
+                       bad_input=exc.ename in ("ValueError", "TypeError") and _failed_validating(final,
+                                                                                                exc.exec_count))
         finally:
             partial.unlink(missing_ok=True)
             for k, v in env_before.items():
@@ -116,6 +121,32 @@ def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) ->
     out["runtime_s"] = round(time.perf_counter() - t0, 2)
     write_timings(final, outdir / TIMINGS)
     return out
+
+
+class ParameterError(ValueError, RuntimeError):
+    """A parameter the notebook refused before any work (its validation cell, or a cell before it).
+
+    A ``ValueError`` (bad input: ``clkit run`` exits 2 and writes nothing), and a
+    ``RuntimeError`` like every other error a notebook raises through :func:`run_notebook`.
+
+    Examples
+    --------
+    >>> issubclass(ParameterError, ValueError) and issubclass(ParameterError, RuntimeError)
+    True
+    """
+
+
+def _failed_validating(executed: Path, exec_count) -> bool:
+    """Whether the cell of ``executed`` that ran as ``exec_count`` is the validation cell or one before it."""
+    import nbformat
+
+    try:
+        cells = nbformat.read(str(executed), as_version=4).cells
+        failed = next(i for i, c in enumerate(cells)
+                      if c.cell_type == "code" and c.get("execution_count") == exec_count)
+        return failed <= validation_cell(cells)
+    except (OSError, ValueError, StopIteration):
+        return False
 
 
 def kernel_did_not_start(exc: BaseException) -> bool:
@@ -171,7 +202,10 @@ def run_notebook(notebook: str, params: str = "default", overrides=(), out="runs
     ``results.json``, ``run.json``, executed notebook and figures. A run whose
     cell fails has run to its end too: it is published (``run.json`` says
     ``failed``, the notebook is kept as ``<notebook>.failed.ipynb``) and a
-    ``RuntimeError`` with the failing cell's error is raised.
+    ``RuntimeError`` with the failing cell's error is raised. A parameter refused by
+    the notebook's validation cell (a ``ValueError`` / ``TypeError`` there or before
+    it) is bad input, not a failed run: nothing is published, the previous result is
+    kept, and :class:`ParameterError` is raised (``clkit run`` exits 2).
 
     Raises
     ------
@@ -205,7 +239,7 @@ def run_notebook(notebook: str, params: str = "default", overrides=(), out="runs
                 with contextlib.suppress(OSError):
                     d.rmdir()
     if res["error"]:
-        raise RuntimeError(res["error"])
+        raise (ParameterError if res.get("bad_input") else RuntimeError)(res["error"])
     return outdir
 
 
@@ -302,6 +336,8 @@ def _publish(res, notebook, params, values, stage, stage_fig, outdir, figdir) ->
     """Write ``run.json`` and move the finished run into place (Ctrl-C held meanwhile)."""
     if res["ename"] == "KeyboardInterrupt":  # Ctrl-C reached the kernel: not the notebook's fault
         raise KeyboardInterrupt(res["error"])
+    if res.get("bad_input"):   # a parameter refused before any work: nothing is written
+        return False
     meta = {"notebook": notebook, "params_set": params, "params": values, "status": res["status"],
             "error": res["error"], "runtime_s": res["runtime_s"],
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "manifest": _kernel_manifest(stage)}

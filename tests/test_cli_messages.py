@@ -97,3 +97,19 @@ def test_a_garbage_npy_is_not_a_numpy_file_and_gets_no_pickle_advice(tmp_path, c
     line = _one_line(capsys.readouterr().err, 160, bad)
     assert line == (f"clkit metrics: error: R matrix: '{bad}' is not a text CSV file (binary content); write the "
                     "matrix as CSV, one row per line")
+
+
+@pytest.mark.notebook
+def test_a_value_the_validation_cell_refuses_is_bad_input_and_keeps_the_previous_result(tmp_path, capsys):
+    """Exit 2 (bad input, as for a refused value before the run), one line, nothing written: the
+    previous result stays as it was (a run failing after its validation cell exits 1: tests/test_run.py)."""
+    prev = tmp_path / "03_temporal_metrics"
+    prev.mkdir()
+    (prev / "run.json").write_text('{"status": "ok"}')
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    assert main(["run", "03", "--params", "smoke", "-p", "delta", "-0.5", "--out", str(tmp_path),
+                 "--no-progress"]) == 2
+    line = _one_line(capsys.readouterr().err, 400)
+    assert "03_temporal_metrics failed in cell" in line and "delta" in line and line.endswith("nothing was written")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    assert (prev / "run.json").read_text() == '{"status": "ok"}'

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from ..notebooks import list_notebooks, load_params, param_sets, resolve_notebook
-from ..run import TIMINGS, check_notebook, read_timings, run_notebook
+from ..run import TIMINGS, ParameterError, check_notebook, read_timings, run_notebook
 
 __all__ = ["register"]
 
@@ -88,7 +88,11 @@ def _cmd_run(args):
                     else "nothing was written")
             print(f"[clkit] interrupted: {nb} did not finish; {kept}", file=sys.stderr, flush=True)
             return 130
-        except (ValueError, TypeError, RuntimeError) as exc:
+        except (ParameterError, ValueError, TypeError) as exc:   # refused before any work (validation cell)
+            print(f"[clkit] ERROR: {exc}; nothing was written", file=sys.stderr, flush=True)
+            bad_input.append(nb)
+            continue
+        except RuntimeError as exc:
             print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
             failures.append(nb)
             continue
