@@ -62,13 +62,15 @@ run: install data
 # process so a notebook's smoke run is shared by its tests. TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= 2
 test: install data browser-deps
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not paper_rehearsal"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not paper_rehearsal and not documented_runs"
 
 # Every paper set's rehearsal (a minute to six each on 2 cores): each notebook's paper set run
 # end to end on files fabricated in the real datasets' formats, spread over the test processes.
 # CI runs it after `make test`, which keeps the rehearsal's parts (fabrication, cuts, budgets).
+# With them, every smoke-sized `clkit run` of README.md and docs/ executed to its end as written
+# (tests/test_documented_commands.py; make test checks those through their validation cell).
 rehearse: install data
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist load --durations=10 -m paper_rehearsal
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist load --durations=10 -m "paper_rehearsal or documented_runs"
 
 browser-test: install data browser-deps
 	CLKIT_BROWSER_NOTEBOOKS=all $(PY) -m pytest -q -rs tests/test_browser.py

@@ -343,8 +343,19 @@ def _sweep_cases_checked(argv: list[str], env: dict, cwd: Path) -> list[str]:
     return problems
 
 
-def run_command(cmd: Command, env: dict, cwd: Path) -> tuple[int, str, str, list[str]]:
-    """Run ``cmd`` (with ``--check`` / ``--print-cases`` for runs and sweeps); rc, stdout, stderr, problems."""
+def runs_as_written(cmd: Command) -> bool:
+    """A smoke-sized ``clkit run`` (``--params smoke``): executed to its end, as written, by
+    :func:`test_documented_smoke_runs_as_written` (``make rehearse``)."""
+    words = shlex.split(cmd.text) if not cmd.template else []
+    while words and re.match(r"^[A-Za-z_]\w*=", words[0]):
+        words.pop(0)
+    return (words[:2] in (["clkit", "run"], [".venv/bin/clkit", "run"]) and "--check" not in words
+            and "--params" in words and words[words.index("--params") + 1:words.index("--params") + 2] == ["smoke"])
+
+
+def run_command(cmd: Command, env: dict, cwd: Path, as_written: bool = False) -> tuple[int, str, str, list[str]]:
+    """Run ``cmd`` (with ``--check`` / ``--print-cases`` for runs and sweeps unless ``as_written``);
+    rc, stdout, stderr, problems."""
     for name, text in cmd.files.items():
         if not (cwd / name).exists():
             (cwd / name).write_text(text, encoding="utf-8")
@@ -357,7 +368,7 @@ def run_command(cmd: Command, env: dict, cwd: Path) -> tuple[int, str, str, list
     if not shell_like and words[0] in ("clkit", ".venv/bin/clkit"):
         argv = words[1:]
         extra = []
-        if argv[:1] == ["run"]:
+        if argv[:1] == ["run"] and not as_written:
             argv.append("--check")
         elif argv[:1] == ["sweep"]:
             argv.append("--print-cases")
@@ -398,3 +409,32 @@ def test_documented_command_runs(cmd, projects):
     assert rc == cmd.expect, shown
     assert "Traceback (most recent call last)" not in err, shown
     assert not problems, f"{cmd.id}: `{cmd.text}`: " + "; ".join(problems)
+
+
+# --------------------------------------------------------------------------- smoke runs, to the end
+
+@pytest.mark.documented_runs
+@pytest.mark.parametrize("page", sorted({c.page for c in RUNNABLE if runs_as_written(c)}))
+def test_documented_smoke_runs_as_written(page, tmp_path):
+    """The page's commands in order, its smoke-sized ``clkit run`` commands executed to the end exactly
+    as written (the others as in :func:`test_documented_command_runs`). Minutes per page, so this runs
+    in ``make rehearse`` (CI, after ``make test``)."""
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    site = tmp_path / "site"
+    site.mkdir()
+    env = _project(cwd, site)
+    sys.path.insert(0, str(site))
+    importlib.invalidate_caches()
+    ran = 0
+    try:
+        for cmd in [c for c in RUNNABLE if c.page == page]:
+            full = runs_as_written(cmd)
+            rc, out, err, problems = run_command(cmd, env, cwd, as_written=full)
+            shown = (f"{cmd.id}: `{cmd.text}` exited {rc} (expected {cmd.expect})\n--- stdout\n{out[-2000:]}\n"
+                     f"--- stderr\n{err[-3000:]}")
+            assert rc == cmd.expect and "Traceback (most recent call last)" not in err and not problems, shown
+            ran += full
+    finally:
+        sys.path.remove(str(site))
+    assert ran >= 1
