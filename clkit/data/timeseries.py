@@ -28,6 +28,7 @@ import numpy as np
 
 from .._validate import check_choice, check_int, check_real
 from ._cache import DatasetNotFoundError, data_root
+from ._reads import record_read
 
 __all__ = ["TimeSeriesData", "CESNET_FEATURES", "CESNET_TARGET", "synthetic_network_traffic",
            "load_cesnet_timeseries24", "RIVER_STREAMS", "load_river_stream"]
@@ -209,6 +210,7 @@ def _read_cache(path: Path, num_series: int) -> TimeSeriesData:
     with np.load(path, allow_pickle=False) as z:
         values = np.asarray(z["values"], dtype=np.float32)
         features = tuple(str(f) for f in z["features"])
+    record_read(path)
     if values.ndim != 3 or values.shape[2] != len(features) or CESNET_TARGET not in features:
         raise ValueError(f"{path} is not a clkit CESNET cache: values {values.shape}, features {features}")
     if values.shape[0] < num_series:
@@ -285,6 +287,7 @@ def load_cesnet_timeseries24(num_series: int = 100, root=None, download: bool = 
                                 init_workers=0, train_workers=0, all_workers=0, random_state=0),
                 display_config_details=None)
             values = np.asarray(ds.get_all_numpy(workers=0), dtype=np.float32)   # (pool, T, 12)
+        record_read(db)
     except Exception as err:  # noqa: BLE001 -- any failure means the data is not available
         raise DatasetNotFoundError("CESNET-TimeSeries24", [cache, db], how, cause=err) from err
     if available < num_series:
@@ -342,7 +345,7 @@ def load_river_stream(name: str = "occupancy") -> TimeSeriesData:
     path = Path(rdd.__file__).parent / fname
     if not path.exists():
         raise DatasetNotFoundError(f"river:{name}", [path], "Reinstall river (pip install --force-reinstall river).")
-    frame = pd.read_csv(path)
+    frame = pd.read_csv(record_read(path))
     values = frame[cols].to_numpy(dtype=np.float32)[None]
     features = ("temperature", "humidity", "light", "co2") if name == "occupancy" else tuple(c.lower() for c in cols)
     cps: list[int] = []

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._reads import record_read
+
 __all__ = ["is_user_path", "load_stream_table", "load_class_names_file", "load_image_folder",
            "imagefolder_enumerable", "load_matrix_csv", "load_period_table", "load_graph_file",
            "load_graph_class", "load_graph_source", "load_labels"]
@@ -73,6 +75,8 @@ def _existing(path, what: str, *, folder: bool = False) -> Path:
         raise ValueError(f"{what}: {str(p)!r} is not a folder")
     if not folder and p.is_dir():
         raise ValueError(f"{what}: {str(p)!r} is a folder, expected a file")
+    if not folder:
+        record_read(p)   # the caller reads it next (a file it cannot read raises there)
     return p
 
 
@@ -280,6 +284,7 @@ def load_image_folder(root, *, image_size: int | None = None, channels: int = 1,
     def read(f: Path):
         try:
             with Image.open(f) as im:
+                record_read(f, group=root)
                 im = im.convert("L" if channels == 1 else "RGB")
                 if image_size is not None:
                     im = im.resize((image_size, image_size))
