@@ -138,7 +138,7 @@ import clkit.drift as drift
 import clkit.stats as drift_stats
 from clkit.data.graphs import load_graph, resolve_auto
 from clkit.data.user import is_user_path, load_graph_source
-from clkit.drift import budget as drift_budget, calibrate, plots, report
+from clkit.drift import budget as drift_budget, calibrate, plots, report, tables as dtables
 from clkit.plugins import split_learners
 from clkit.results import RunRecord
 
@@ -526,6 +526,27 @@ record.log(
         c: bt[c].div(100).to_dict() for c in bt.columns if c.startswith("B=")
     }
 )
+
+# %% [markdown]
+# ### The paper's layout (Tables 2, 3, 5-10)
+#
+# The same numbers as the paper prints them (`drift.tables.paper_tables`): its method order
+# and labels, mean ± std over seeds in %, the best online method of each column in bold and
+# the second underlined (Joint, the offline bound, unranked), this run's dataset as the
+# column group. Runs on several datasets fill the paper's multi-dataset layout with the same
+# call (`{dataset: rows}`). Shown for the first protocol; results.json holds both.
+
+# %%
+paper = {
+    pr: dtables.paper_tables(
+        {name: runs[pr][0]}, sigma=sigma, sigmas=sweep_sigmas[pr], p=p, k_bl=k_bl,
+        batch_size=batch_size, batch_sizes=batch_sizes, sampling=sampling,
+    )
+    for pr in protocols
+}
+for t in paper[p0]:
+    display(Markdown(f"**{t.title}** ({p0} protocol)"), t.styled(), Markdown(t.note))
+record.log(paper_tables={pr: [t.record() for t in ts] for pr, ts in paper.items()})
 
 # %% [markdown]
 # ### The CL advantage in every setting
