@@ -11,7 +11,9 @@ Three parts:
    PyTorch step on the same rows as the common unit, and, for A-GEM/GEM, the one-pass lower bound
    (a bare step on the batch and the memory rows stacked) and a hand-written exact one-pass step
    (:func:`projection_prototype`, checked against separate autograd passes on every run), with
-   each case's minor page faults per step. ``--markdown FILE`` writes this table.
+   each case's minor page faults per step. On ``small_cnn`` clkit's A-GEM / GEM run their stacked
+   rows in channels_last (``one_pass_channels_last``, the default on the CPU); the "NCHW pass" rows
+   are the same steps with it off. ``--markdown FILE`` writes this table.
 2. The same ratios for every registered strategy on SmallCNN (3x32x32, 30 outputs, batch 128).
 3. End-of-task importance passes (EWC's per-sample Fisher, MAS's importance): clkit's (the
    outer-product shortcut for MLPs, one batched backward with per-sample products per layer for
@@ -36,7 +38,10 @@ block freed so far. Measured on small_cnn at 64 + 64 rows: 0 to 17,000 minor pag
 step, up to twice the step's time, changing with which other cases ran in the same process. By
 default (``steady``) the bench serves every block from the heap and never trims it (``mallopt``)
 so no case pays for another's history; ``--allocator default`` leaves glibc as it is. The table
-prints the minor page faults per step of every case either way.
+prints the minor page faults per step of every case either way. ``--allocator both`` runs part 1
+once per allocator, each in its own process (glibc's settings cannot be undone in a process), and
+``--markdown`` then writes both tables, each under its allocator's name (``--markdown`` without
+``--allocator`` does so).
 
 Usage: .venv/bin/python benchmarks/bench_strategies.py [--runs N] [--rounds R] [--quick] [--only PART]
        [--avalanche-json FILE] [--markdown docs/generated/bench-strategies.md]   (--help for all options)
@@ -160,6 +165,12 @@ MLP_CASES = [  # (label, strategy, kwargs, extra rows in the one stacked pass)
     ("gem", "gem", {"gem_patterns_per_task": 256}, 512),
 ]
 CNN_CASES = [c for c in MLP_CASES if c[1] in ("naive", "agem", "gem")]
+#: clkit's one-pass step in the NCHW layout (one_pass_channels_last=False), after its default
+#: (channels_last stacked rows on the CPU) at 64 reference rows
+CNN_CASES[2:2] = [("agem (64, NCHW pass)", "agem", {"memory_size": 256, "agem_sample_size": 64,
+                                                    "one_pass_channels_last": False}, 64)]
+CNN_CASES[4:4] = [("gem (64/task, NCHW pass)", "gem", {"gem_patterns_per_task": 64,
+                                                       "one_pass_channels_last": False}, 128)]
 #: the hand-written one-pass steps (projection_prototype) in the table: (method, extra rows) -> label
 PROTO = {("agem", 64): "agem prototype (64)", ("gem", 128): "gem prototype (64/task)"}
 #: Avalanche 0.6's names in avalanche_reference.py
@@ -362,7 +373,7 @@ def print_steps(runs, rounds, inner, avalanche_json=None, cnn_rounds=None, alloc
         rn = {k: statistics.median(ratios(t, "naive")[k] for t in per_run) for k in per_run[0]}
         listed = []
         for case in cases:   # each prototype right after the kit's step at 64 rows (per task)
-            proto = PROTO.get((case[1], case[3]))
+            proto = None if "one_pass_channels_last" in case[2] else PROTO.get((case[1], case[3]))
             listed += [case] if proto is None else [case, (proto, case[1], {}, case[3])]
         errors[kind] = prototype_error(*_proto_inputs("mlp" if kind == "mlp" else "cnn"))
         for label, name, kw, extra in listed:
@@ -418,6 +429,10 @@ def print_steps(runs, rounds, inner, avalanche_json=None, cnn_rounds=None, alloc
         f"Allocator: {allocator}. 'page faults/step': minor page faults of the thread per step (median over "
         "rounds; each is a 4 KiB page the step touched after the system took it back, at ~2 us each). With "
         "glibc's default settings they depend on what the process freed before (`--help`: Allocator).",
+        "Layout (small_cnn): clkit's one-pass A-GEM / GEM step runs the stacked rows in channels_last on the "
+        "CPU (`one_pass_channels_last`, parameters and gradients left contiguous); the 'NCHW pass' rows are the "
+        "same step with `one_pass_channels_last=False`. The bare step, the one-pass bound and the prototypes "
+        "run in the default (NCHW) layout, so clkit's default step can lie below that bound.",
         f"Every clkit step gathers its batch from the task by index (`train_batch`, as `train_task` runs it); "
         f"the bare step does not. A bare step that gathers its 64 rows the same way costs {gathered:.2f}x the "
         "bare step (MLP): that much of each clkit ratio is fetching the batch.",
@@ -515,22 +530,36 @@ def print_importance(quick):
           " of the mean loss over the same rows, the cost of any pass that differentiates them)\n")
 
 
-def write_markdown(path, md, notes, args):
-    """Write part 1's table and notes as a Markdown file (atomically)."""
+#: the heading of each allocator's table in the Markdown output
+ALLOCATOR_TITLES = {"steady": "Steady allocator (`--allocator steady`: glibc mallopt, no mmap, no trimming)",
+                    "default": "glibc's default allocator (`--allocator default`)"}
+
+
+def write_markdown(path, sections, args):
+    """Write part 1's table(s) and notes as a Markdown file (atomically): ``sections`` is a list of
+    ``(allocator, md, notes, load)``, one table per allocator, each under its name (``load``: the
+    1-minute load average when that table was measured)."""
     import datetime
     import platform
 
     from clkit._io import atomic_write_text
 
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    text = "\n".join([
+    flag = "" if args.allocator == "steady" else f" --allocator {args.allocator}"
+    lines = [
         f"Measured {stamp} by `benchmarks/bench_strategies.py --runs {args.runs} --rounds {args.rounds} "
-        f"--inner {args.inner}{'' if args.allocator == 'steady' else ' --allocator default'}` "
+        f"--inner {args.inner}{flag}` "
         f"(torch {torch.__version__}, {platform.processor() or platform.machine()}, one thread). "
-        f"1-minute load average when the table was written: {os.getloadavg()[0]:.1f} on {os.cpu_count()} "
-        "cores (other programs sharing the machine inflate absolute milliseconds through cache "
-        "contention; CPU time, not wall-clock, and ratios from interleaved rounds limit the effect).",
-        "", *md, "", *[f"- {n}" for n in notes], ""])
+        "1-minute load average (the higher of its values at the start and at the end of each table's run): "
+        + ", ".join(f"{load:.1f} ({name})" for name, _, _, load in sections)
+        + f" on {os.cpu_count()} cores (other programs sharing the machine inflate absolute milliseconds "
+        "through cache contention; CPU time, not wall-clock, and ratios from interleaved rounds limit the "
+        "effect)."]
+    for name, md, notes, _ in sections:
+        if len(sections) > 1:
+            lines += ["", f"#### {ALLOCATOR_TITLES[name]}"]
+        lines += ["", *md, "", *[f"- {n}" for n in notes]]
+    text = "\n".join([*lines, ""])
     atomic_write_text(path, text)
     print(f"wrote {path}")
     splice_block(PAGE, "bench-strategies", text)
@@ -597,27 +626,76 @@ def main(argv=None):
     ap.add_argument("--avalanche-json", default=None, metavar="FILE",
                     help="output of benchmarks/avalanche_reference.py run in an Avalanche venv; "
                          "without it the quoted figures are shown and the table says so")
-    ap.add_argument("--allocator", choices=["steady", "default"], default="steady",
+    ap.add_argument("--allocator", choices=["steady", "default", "both"], default=None,
                     help="steady: no mmap, no heap trimming (glibc mallopt), so freed memory stays mapped between steps "
-                         "(every case timed without page-faulting its memory in again); default: leave glibc as is")
+                         "(every case timed without page-faulting its memory in again); default: leave glibc as is; "
+                         "both: part 1 once with each, each in its own process (--markdown writes both tables). "
+                         "Unset: both with --markdown (the documented table names both), steady otherwise")
+    ap.add_argument("--sections-json", default=None, help=argparse.SUPPRESS)   # internal: --allocator both
     ap.add_argument("--markdown", default=None, metavar="FILE",
                     help="also write part 1's table to FILE (e.g. docs/generated/bench-strategies.md), atomically")
     args = ap.parse_args(argv)
+    if args.allocator is None:
+        args.allocator = "both" if args.markdown and args.only in (None, "steps") else "steady"
     torch.set_num_threads(1)
-    allocator = steady_allocator() if args.allocator == "steady" else "glibc's default settings (--allocator default)"
     if args.quick:
         args.rounds, args.runs = 8, 1
+    if args.allocator == "both":
+        if args.only in (None, "steps"):
+            sections = both_allocators(args)
+            if args.markdown:
+                write_markdown(args.markdown, sections, args)
+        if args.only == "steps":
+            return
+        args.only = args.only or "rest"   # the other parts with the steady allocator, in this process
+        args.allocator = "steady"
+    allocator = steady_allocator() if args.allocator == "steady" else "glibc's default settings (--allocator default)"
     print(f"torch {torch.__version__}, threads: {torch.get_num_threads()}, allocator: {allocator}\n")
     if args.only in (None, "steps"):
+        load = os.getloadavg()[0]
         md, notes = print_steps(args.runs, args.rounds, args.inner, args.avalanche_json, allocator=allocator)
-        if args.markdown:
-            write_markdown(args.markdown, md, notes, args)
-    if args.only in (None, "cnn"):
+        load = max(load, os.getloadavg()[0])
+        if args.sections_json:
+            import json
+
+            with open(args.sections_json, "w") as fh:
+                json.dump([args.allocator, md, notes, load], fh)
+        elif args.markdown:
+            write_markdown(args.markdown, [(args.allocator, md, notes, load)], args)
+    if args.only == "rest":
+        args.only = None
+        parts = ("cnn", "importance", "layout")
+    else:
+        parts = (args.only,) if args.only else ("cnn", "importance", "layout")
+    if "cnn" in parts:
         print_cnn(max(3, args.rounds // 5), 3)
-    if args.only in (None, "importance"):
+    if "importance" in parts:
         print_importance(args.quick)
-    if args.only in (None, "layout"):
+    if "layout" in parts:
         print_layout(max(3, args.rounds // 10), 3)
+
+
+def both_allocators(args):
+    """Part 1 once per allocator, each in a fresh process of this script (their output passes
+    through); returns ``[(allocator, md, notes, load), ...]``, steady first."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    sections = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("steady", "default"):
+            out = os.path.join(tmp, f"{name}.json")
+            cmd = [sys.executable, os.path.abspath(__file__), "--only", "steps", "--runs", str(args.runs),
+                   "--rounds", str(args.rounds), "--inner", str(args.inner), "--allocator", name,
+                   "--sections-json", out]
+            if args.avalanche_json:
+                cmd += ["--avalanche-json", args.avalanche_json]
+            subprocess.run(cmd, check=True)
+            with open(out) as fh:
+                sections.append(tuple(json.load(fh)))
+    return sections
 
 
 if __name__ == "__main__":

@@ -438,3 +438,67 @@ def test_projections_train_a_channels_last_cnn_as_a_contiguous_one(name):
         out.append([p.detach().clone() for p in net.parameters()])
     for a, b in zip(*out):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_si_writes_its_total_gradient_over_the_residual_buffer_exactly(big):
+    """SI's step writes loss gradient + penalty gradient over the penalty's residual buffer
+    (FusedQuadratic.total_over_residual, one addcmul per parameter, for few large tensors; new
+    tensors for many small ones): bitwise the out-of-place sum, the unregularised gradient
+    untouched; a penalty evaluated outside a step afterwards takes a new buffer, so .grad stays
+    as it was."""
+    g = torch.Generator().manual_seed(7)
+    model = MLP(784, 10, hidden=(256,)) if big else _Net()
+    fused = FusedQuadratic(trainable(model), _random_terms(model, 1, g), 1.5)
+    assert fused._per_parameter == big
+    grads = [torch.randn(p.shape, generator=g) for p in fused.params]
+    kept = [t.clone() for t in grads]
+    u = fused.residual(in_step=True)
+    want = [t.clone() for t in fused.plus_grad(grads, u)]
+    got = fused.total_over_residual(grads)
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
+    assert (got[0].data_ptr() == fused.u.data_ptr()) == big
+    assert all(torch.equal(a, b) for a, b in zip(grads, kept))
+    seen = [t.clone() for t in got]
+    fused()   # outside a step
+    assert all(torch.equal(a, b) for a, b in zip(got, seen))
+
+    tasks = _tasks(seed=4, n=32)[:2]
+    with torch_seeded(6):
+        s = SI(MLP(6, 6, hidden=(16,)), lr=0.05, epochs=1, batch_size=16, scenario="task", si_lambda=2.0)
+    s.train_task(tasks[0])
+    s.begin_task(tasks[1])
+    s.train_batch(tasks[1], torch.arange(16))   # a step at the anchor: the penalty gradient is 0
+    pre = {n: p.detach().clone() for n, p in trainable(s.model)}
+    s.train_batch(tasks[1], torch.arange(16, 32))
+    (omega, anchor), = s.terms
+    for (n, p), unreg in zip(trainable(s.model), s.unregularised_gradient.values()):
+        want = unreg + 2 * s.coefficient * omega[n] * (pre[n] - anchor[n])
+        torch.testing.assert_close(p.grad, want, rtol=1e-6, atol=1e-7)
+    before = [p.grad.clone() for p in s._params]
+    float(s.penalty(None).detach())   # outside a step
+    assert all(torch.equal(p.grad, b) for p, b in zip(s._params, before))
+
+
+def test_si_on_few_large_tensors_trains_like_the_per_parameter_reference():
+    """The same with few large tensors (the residual buffer reused for the total gradient):
+    weights and path integral equal the per-parameter reference after two tasks."""
+    g = torch.Generator().manual_seed(8)
+    tasks = []
+    for t in range(2):
+        x = torch.randn(64, 300, generator=g) + t
+        tasks.append(Task(x, 2 * t + (x[:, t] > t).long(), task_id=t, classes=(2 * t, 2 * t + 1)))
+    runs = []
+    for c in (SI, _ReferenceSI):
+        with torch_seeded(9):
+            s = c(MLP(300, 4, hidden=(256,)), lr=0.05, epochs=3, batch_size=16, scenario="task", si_lambda=2.0)
+        for task in tasks:
+            s.train_task(task)
+        runs.append(s)
+    fused, ref = runs
+    assert fused.fused()._per_parameter
+    for a, b in zip(fused.model.parameters(), ref.model.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+    for n in fused.path:
+        assert float(fused.path[n].abs().max()) > 0
+        torch.testing.assert_close(fused.path[n], ref.path[n], rtol=1e-5, atol=1e-5 * float(ref.path[n].abs().max()))

@@ -247,3 +247,85 @@ def test_negative_batch_indices_gather_the_same_rows_into_the_stacking_buffer():
         finals.append([p.detach().clone() for p in s.model.parameters()])
     for a, b in zip(*finals):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def _image_tasks():
+    g = torch.Generator().manual_seed(21)
+    return [Task(torch.rand(48, 3, 12, 12, generator=g) + 0.3 * t, torch.randint(0, 6, (48,), generator=g), task_id=t)
+            for t in range(3)]
+
+
+def _checked_run(cls, kw, layout):
+    """Train ``cls`` on the image tasks with ``one_pass_channels_last=layout``; in every step with
+    memory, compare its gradient rows with float64 autograd on the same rows and pre-step weights
+    and check the projected row against the constraints. Returns (strategy, largest relative
+    error, smallest constraint slack, layouts the steps took)."""
+    import copy
+
+    with torch_seeded(22):
+        s = cls(SmallCNN(3, 6, width=8, blocks=2), lr=0.05, epochs=1, batch_size=16, scenario="class",
+                one_pass_channels_last=layout, **kw)
+    worst, slack, layouts = [0.0], [float("inf")], set()
+    proj, step_rows = s.project, s.step_rows
+
+    def recording_step(xb, yb, tb, task, incoming=None):
+        s._pre = (copy.deepcopy(s.model).double(), xb.clone(), yb.clone())
+        return step_rows(xb, yb, tb, task, incoming)
+
+    def checked(rows, views, grads):
+        if rows is None:
+            return proj(rows, views, grads)
+        layouts.add(s.last_layout)
+        ref_model, xb, yb = s._pre
+        mx, my, _, sizes = s._memory_rows
+        xs, ys = [xb, *mx.split(sizes)], [yb, *my.split(sizes)]
+        ref_params = list(ref_model.parameters())
+        for row, x, y in zip(rows, xs, ys):
+            want = torch.autograd.grad(F.cross_entropy(ref_model(x.double()), y), ref_params)
+            want = torch.cat([w.reshape(-1) for w in want])
+            worst[0] = max(worst[0], float((row.double() - want).abs().max() / want.abs().max()))
+        proj(rows, views, grads)
+        g = torch.cat([gr.reshape(-1) for gr in grads])
+        scale = float(g.norm()) * float(rows[1:].norm(dim=1).max())
+        slack[0] = min(slack[0], float((rows[1:] @ g).min()) / scale)
+
+    s.step_rows, s.project = recording_step, checked
+    for task in _image_tasks():
+        s.train_task(task)
+    return s, worst[0], slack[0], layouts
+
+
+@pytest.mark.parametrize("cls, kw", [(AGEM, {"agem_sample_size": 16, "memory_size": 32}),
+                                     (GEM, {"gem_patterns_per_task": 16})])
+def test_channels_last_one_pass_is_as_exact_as_the_contiguous_one(cls, kw):
+    """The one-pass step on a contiguous CNN runs its stacked rows in channels_last by default on
+    the CPU (parameters untouched): every group's gradient is within 2x the contiguous step's
+    float32 error of float64 autograd on the same rows and weights, the gradients keep the
+    parameters' layout, and the projected update satisfies the A-GEM / GEM constraints."""
+    errors = {}
+    for layout in (False, None):
+        s, worst, slack, layouts = _checked_run(cls, kw, layout)
+        assert layouts == {"contiguous" if layout is False else "channels_last"}
+        assert all(p.is_contiguous() for p in s.model.parameters())
+        assert all(p.grad.is_contiguous() for p in s.model.parameters())
+        assert slack >= -1e-5, f"constraint violated by {slack} (relative)"
+        errors[layout] = worst
+    assert 0 < errors[False] < 1e-5
+    assert errors[None] <= 2 * errors[False], errors
+
+
+def test_channels_last_switch_is_validated_and_skips_what_it_cannot_serve():
+    with pytest.raises(ValueError, match="one_pass_channels_last must be None, True or False, got 'yes'"):
+        AGEM(SmallCNN(1, 4), one_pass_channels_last="yes")
+    with pytest.raises(ValueError, match="one_pass_channels_last"):
+        GEM(SmallCNN(1, 4), one_pass_channels_last=1)
+    for net, layout, want in [(_net("mlp"), None, "contiguous"), (_net("mlp"), True, "contiguous"),
+                              (_net("cnn"), None, "channels_last"), (_net("cnn"), False, "contiguous"),
+                              (_net("cnn").to(memory_format=torch.channels_last), None, "contiguous")]:
+        kind = "mlp" if isinstance(net, MLP) else "cnn"
+        s = AGEM(net, lr=0.1, epochs=1, batch_size=16, memory_size=16, agem_sample_size=8,
+                 one_pass_channels_last=layout)
+        tasks = _tasks(kind)[:2]
+        s.train_task(tasks[0])
+        s.train_task(tasks[1])
+        assert s.last_pass == "one pass" and s.last_layout == want, (kind, layout, s.last_layout)

@@ -147,6 +147,7 @@ class FusedQuadratic:
         self.u = torch.empty_like(self.anchor)                            # residual buffer
         self.u_views = flat_views(self.u, self.params)
         self.last_residual = None
+        self._lent = False   # the residual buffer holds gradients handed out by total_over_residual
         # theta - B per parameter (a Python call each) when the tensors are large on average
         self._per_parameter = len(self.anchor) >= 16384 * len(self.params)
 
@@ -154,7 +155,7 @@ class FusedQuadratic:
         """The penalty at the current parameters (differentiable with respect to them)."""
         return _FusedPenalty.apply(self, *self.params)
 
-    def residual(self, theta: torch.Tensor | None = None) -> list[torch.Tensor]:
+    def residual(self, theta: torch.Tensor | None = None, *, in_step: bool = False) -> list[torch.Tensor]:
         """``u = sqrt(S) (theta - B)`` at the current parameters, into a reused flat buffer.
 
         Parameters
@@ -162,12 +163,20 @@ class FusedQuadratic:
         theta : Tensor, shape (P,), optional
             The parameters already copied into one flat vector (SI keeps such a copy); read
             from the parameters otherwise.
+        in_step : bool
+            Called by a strategy's step after ``zero_grad``: the buffer is reused even where
+            :meth:`total_over_residual` handed it out as the previous step's gradients (a call
+            from anywhere else then takes a new buffer, so those gradients stay as they are).
 
         Returns
         -------
         list of Tensor
             Views of the buffer shaped like each parameter; valid until the next call.
         """
+        if self._lent and not in_step:
+            self.u = torch.empty_like(self.anchor)
+            self.u_views = flat_views(self.u, self.params)
+        self._lent = False
         with torch.no_grad():
             if theta is not None:
                 torch.sub(theta, self.anchor, out=self.u)
@@ -206,6 +215,26 @@ class FusedQuadratic:
         """Add the penalty's gradient for the residual ``u`` into ``grads`` in place."""
         with torch.no_grad():
             torch._foreach_addcmul_(grads, self.root_views, u)
+
+    def total_over_residual(self, grads) -> list[torch.Tensor]:
+        """``grads`` plus the penalty's gradient for the latest :meth:`residual` (``grads`` are left
+        as they are), equal to :meth:`plus_grad`.
+
+        For few large tensors (``_per_parameter``) the sums are written over the residual buffer,
+        one ``addcmul`` per parameter (no new tensors, and the residual and its value have just
+        brought the buffer into the cache), and its views are returned: the residual is gone
+        afterwards, and the views are the step's gradients until the next in-step
+        :meth:`residual` (SI), as the projections' gradient rows are. For many small tensors
+        they are new tensors (one ``foreach`` call).
+        """
+        if not self._per_parameter:
+            return self.plus_grad(grads, self.u_views)
+        with torch.no_grad():
+            for g, r, u in zip(grads, self.root_views, self.u_views):
+                torch.addcmul(g, r, u, out=u)
+        self.last_residual = None
+        self._lent = True
+        return self.u_views
 
 
 class _FusedPenalty(torch.autograd.Function):
@@ -274,8 +303,8 @@ class _Quadratic(TaskAwareStrategy):
         fused = self.fused()
         if fused is None:
             return 0.0
-        if getattr(self, "_in_step", False):
-            self._pending = fused.residual(self._flat_theta(fused))
+        if getattr(self, "_in_step", False):   # after the step's zero_grad(set_to_none=True)
+            self._pending = fused.residual(self._flat_theta(fused), in_step=True)
             # the value only enters the reported loss: read on the CPU, a tensor on an accelerator
             return fused.value() if self.sync_free else fused.value_float()
         return fused()
@@ -395,7 +424,10 @@ class SI(_Quadratic):
         """Keep the unregularised gradient and the pre-step weights; then add the penalty's gradient.
 
         In a step ``.grad`` holds the task loss's gradient only; those tensors are kept as they are
-        (no copy) and each parameter gets a new ``.grad``: loss gradient plus penalty gradient.
+        (no copy) and each parameter gets a new ``.grad``: loss gradient plus penalty gradient,
+        written over the penalty's residual buffer once its value is read
+        (:meth:`FusedQuadratic.total_over_residual`: no new tensors, and the buffer is still in
+        the cache), a view of that buffer until the next step.
         """
         with torch.no_grad():
             params = self._params
@@ -404,7 +436,7 @@ class SI(_Quadratic):
             if u is not None:
                 self._pending = None
                 fused = self._fused
-                total = fused.plus_grad(grads_of(fused.params), u)
+                total = fused.total_over_residual(grads_of(fused.params))
                 for p, g in zip(fused.params, total):
                     p.grad = g
             else:   # a penalty from outside a step (autograd): remove its gradient 2 c Omega (theta - theta*)
