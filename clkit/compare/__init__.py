@@ -15,11 +15,14 @@ Input formats (``docs/compare.md`` has examples)
    framework's summary numbers ``reported_acc, reported_bwt, reported_fwt,
    reported_forgetting``. ``file`` is the run's accuracy matrix ``R`` as CSV (T x T, row i =
    after training task i, column j = task j; cells above the diagonal may be empty or NaN),
-   or Avalanche's ``eval_results.csv`` (or the ``CSVLogger`` folder holding it).
+   or Avalanche's ``eval_results.csv`` (or the ``CSVLogger`` folder holding it), or a JSON file of
+   Avalanche's ``strategy.eval`` results dicts.
 2. **A long CSV**: ``method, seed, [order], [taskification], i, j, accuracy``, one row per cell.
 3. **Avalanche 0.6's CSVLogger** ``eval_results.csv`` (header
-   ``eval_exp,training_exp,eval_accuracy,eval_loss,forgetting``), listed in a manifest; the
-   format was inferred from Avalanche's code (:mod:`clkit.compare.readers` names file and commit).
+   ``eval_exp,training_exp,eval_accuracy,eval_loss,forgetting``), listed in a manifest, and the
+   **results dicts** ``strategy.eval`` returns (:func:`read_avalanche_results`: a list, or a JSON
+   file of it); both checked against real runs of avalanche-lib 0.6.0
+   (``tests/test_compare_avalanche.py``; :mod:`clkit.compare.readers`).
 4. **mammoth's ``logs.pyd``** and **PyCIL's training log** (:mod:`clkit.compare.frameworks`): a
    results folder of either with no manifest, one log file, or a manifest row (``format`` column
    ``mammoth`` / ``pycil``, or recognised from the file). Both formats were inferred from the
@@ -49,12 +52,13 @@ from __future__ import annotations
 from .checks import check_runs, check_scores
 from .metrics import disagreements, metrics_table, run_metrics
 from .frameworks import read_mammoth_log, read_pycil_log
-from .readers import read_avalanche_csv, read_folder, read_long_csv, read_runs
+from .readers import read_avalanche_csv, read_avalanche_results, read_folder, read_long_csv, read_runs
 from .report import compare, paragraph, write_report
 from .runs import Run, Runs
 from .verdicts import comparisons_for, null_pairs, planner, verdicts
 
-__all__ = ["Run", "Runs", "read_runs", "read_folder", "read_long_csv", "read_avalanche_csv", "read_mammoth_log",
+__all__ = ["Run", "Runs", "read_runs", "read_folder", "read_long_csv", "read_avalanche_csv", "read_avalanche_results",
+           "read_mammoth_log",
            "read_pycil_log", "check_scores",
            "check_runs", "run_metrics", "metrics_table", "disagreements", "comparisons_for", "null_pairs", "verdicts",
            "planner", "compare", "paragraph", "write_report"]

@@ -17,8 +17,9 @@ column                 meaning
 ``file``               the run's accuracy matrix, relative to the manifest's folder (required):
                        a CSV matrix ``R`` (T x T, row i = after training task i, column j =
                        task j; empty / NaN cells only above the diagonal; a header row or index
-                       column with text is recognised as by ``clkit metrics cl``), or an
-                       Avalanche ``eval_results.csv`` (or the folder holding one)
+                       column with text is recognised as by ``clkit metrics cl``), an
+                       Avalanche ``eval_results.csv`` (or the folder holding one), or a ``.json``
+                       file of Avalanche's ``strategy.eval`` results dicts
 ``method``, ``seed``   required
 ``order``              class-order id (optional; runs pair on seed, order, taskification)
 ``taskification``      optional
@@ -27,9 +28,10 @@ column                 meaning
 ``reported_fwt``,
 ``reported_forgetting``
 ``format``             optional: ``matrix``, ``avalanche``, ``mammoth`` (``logs.pyd``) or ``pycil``
-                       (PyCIL's log; :mod:`clkit.compare.frameworks`); empty: ``*.pyd`` is
-                       mammoth, a first line ``<time> [<file>.py] => ...`` PyCIL, Avalanche's
-                       header Avalanche, anything else a matrix
+                       (PyCIL's log; :mod:`clkit.compare.frameworks`); empty: ``*.json`` is
+                       Avalanche's results dicts, ``*.pyd`` mammoth, a first line
+                       ``<time> [<file>.py] => ...`` PyCIL, Avalanche's header Avalanche,
+                       anything else a matrix
 =====================  =====================================================================
 
 **Long CSV** -- one file, one row per matrix cell: ``method, seed, [order], [taskification], i,
@@ -39,13 +41,25 @@ missing (allowed above the diagonal only).
 **Avalanche 0.6 ``CSVLogger``** -- ``eval_results.csv`` with the header
 ``eval_exp,training_exp,eval_accuracy,eval_loss,forgetting`` and one row per evaluated
 experience after each training experience (``training_exp`` is ``None`` for an evaluation before
-any training). This format was **inferred from the code**, not produced by running Avalanche
-(which is not installed here): ``avalanche/logging/csv_logger.py`` of ContinualAI/avalanche at
-tag v0.6.0 (commit b34abe5c93adb0cfd5a38aaf9e2bb22144a8c3aa; unchanged at eb075be3 of
-2025-03-11). Its ``eval_accuracy`` is ``Top1_Acc_Exp`` (a fraction, written with ``%.4f``);
+any training), written by ``avalanche/logging/csv_logger.py``. Its ``eval_accuracy`` is
+``Top1_Acc_Exp`` (a fraction, written with ``%.4f``);
 ``eval_loss`` and ``forgetting`` (Avalanche's ``ExperienceForgetting``, written as 0 when that
 metric is not monitored) are read but not used, and rows with ``training_exp = None`` (scores
 before training) are listed as not used. The file carries no method or seed: a manifest names them.
+
+**Avalanche 0.6's ``eval`` results dicts** -- what ``strategy.eval(benchmark.test_stream)`` returns
+(``{"Top1_Acc_Exp/eval_phase/test_stream/Task000/Exp001": 0.475, ...}``), one dict per training
+experience in training order, as a Python list or a JSON file holding that list
+(``json.dump(results, fh, default=str)``); a manifest row's ``file`` ending in ``.json`` is read
+so (:func:`read_avalanche_results`). ``R[i, j]`` is ``Top1_Acc_Exp`` of experience ``j`` in dict
+``i``; the last dict's ``Top1_Acc_Stream`` becomes the reported ACC (equal to clkit's ``acc`` when
+the experiences' test sets are equal in size); other keys are counted as read, not used.
+
+Both Avalanche formats were checked against real runs of avalanche-lib 0.6.0 (PyPI) with torch
+2.14 on 2026-11-27 (``tests/test_compare_avalanche.py`` trains Naive and Replay on a tiny
+3-experience benchmark for two seeds and reads what they wrote); the CSV matched the format read
+here, inferred first from ``avalanche/logging/csv_logger.py`` at tag v0.6.0 (commit
+b34abe5c93adb0cfd5a38aaf9e2bb22144a8c3aa).
 
 **mammoth / PyCIL** -- a folder without a manifest holding ``**/logs.pyd`` or ``**/*.log``, a
 single such file, or manifest rows: see :mod:`clkit.compare.frameworks` (formats inferred from their
@@ -69,7 +83,7 @@ from .frameworks import FORMATS
 from .runs import Run, Runs
 
 __all__ = ["REPORTED", "AVALANCHE_HEADER", "read_runs", "read_folder", "read_long_csv", "read_avalanche_csv",
-           "read_matrix_file"]
+           "read_avalanche_results", "read_matrix_file"]
 
 #: manifest column -> metric key of the framework's own summary numbers
 REPORTED = {"reported_acc": "acc", "reported_bwt": "bwt", "reported_fwt": "fwt", "reported_forgetting": "forgetting"}
@@ -77,6 +91,8 @@ REPORTED = {"reported_acc": "acc", "reported_bwt": "bwt", "reported_fwt": "fwt",
 AVALANCHE_HEADER = ("eval_exp", "training_exp", "eval_accuracy", "eval_loss", "forgetting")
 _MANIFEST = ("file", "method", "seed", "order", "taskification", "format") + tuple(REPORTED)
 _LONG = ("method", "seed", "order", "taskification", "i", "j", "accuracy")
+_AV_EXP = re.compile(r"Top1_Acc_Exp/eval_phase/(?P<stream>[^/]+)/Task(?P<task>\d+)/Exp(?P<exp>\d+)")
+_AV_STREAM = re.compile(r"Top1_Acc_Stream/eval_phase/(?P<stream>[^/]+)/Task(?P<task>\d+)")
 
 
 def _label(method, seed, order=None, taskification=None) -> str:
@@ -206,8 +222,16 @@ def read_folder(path, *, percent: bool = False) -> Runs:
         if fmt is not None and fmt.lower() not in FORMATS:
             raise ValueError(f"{at} (run {label}): field format = {fmt!r}; expected one of {', '.join(FORMATS)} "
                              "(empty: recognised from the file)")
-        fmt = fmt.lower() if fmt else (_sniff(f) if f.is_file() else None)
-        if fmt in ("mammoth", "pycil"):
+        fmt = fmt.lower() if fmt else ("avalanche" if f.suffix == ".json" else _sniff(f) if f.is_file() else None)
+        if fmt == "avalanche" and f.suffix == ".json":
+            R, own, used = read_avalanche_results(f, run=label, percent=percent)
+            source = str(f)
+            overridden = sorted(set(reported) & set(own))
+            reported = {**own, **reported}
+            if overridden:
+                used += "; manifest's " + ", ".join(f"reported_{k}" for k in overridden) + " used over the dicts'"
+            fmt = "avalanche results"
+        elif fmt in ("mammoth", "pycil"):
             from .frameworks import read_mammoth_log, read_pycil_log
 
             one = (read_mammoth_log if fmt == "mammoth" else read_pycil_log)(
@@ -222,7 +246,7 @@ def read_folder(path, *, percent: bool = False) -> Runs:
                 raise ValueError(f"{str(f)!r} (run {label}): field format = avalanche, but the header is not "
                                  f"{','.join(AVALANCHE_HEADER)}")
             R, source, used = read_matrix_file(f, run=label, percent=percent)
-        if reported and fmt not in ("mammoth", "pycil"):
+        if reported and fmt not in ("mammoth", "pycil", "avalanche results"):
             used += "; reported " + ", ".join(sorted(reported)) + " from the manifest (compared, not used)"
         extra_here = [c for c in extra if _text(row.get(c)) is not None]
         if extra_here:
@@ -290,6 +314,14 @@ def read_matrix_file(path, *, run: str, percent: bool = False) -> tuple[np.ndarr
     return R, str(f), f"R {len(R)} x {len(R)} ({how}; {scale})"
 
 
+def _from_cells(cells: dict, T: int, *, where: str, percent: bool) -> np.ndarray:
+    """The checked T x T matrix of ``{(i, j): score}``, NaN where no cell is given."""
+    R = np.full((T, T), np.nan)
+    for (i, j), x in cells.items():
+        R[i, j] = x
+    return check_scores(R, where=where, percent=percent)
+
+
 def read_avalanche_csv(path, *, run: str = "", percent: bool = False) -> tuple[np.ndarray, str]:
     """``(R, used)`` from Avalanche 0.6's ``CSVLogger`` ``eval_results.csv`` (format inferred from its code:
     see the module docstring).
@@ -342,10 +374,7 @@ def read_avalanche_csv(path, *, run: str = "", percent: bool = False) -> tuple[n
     if not cells:
         raise ValueError(f"{where}: no evaluation after training (no row with a training_exp number)")
     T = 1 + max(max(k) for k in cells)
-    R = np.full((T, T), np.nan)
-    for (i, j), x in cells.items():
-        R[i, j] = x
-    R = check_scores(R, where=where, percent=percent)
+    R = _from_cells(cells, T, where=where, percent=percent)
     used = (f"R {T} x {T} from eval_accuracy (Avalanche CSVLogger, {len(cells)} cells"
             + ("; percent, divided by 100" if percent else "") + "); eval_loss and forgetting read, not used")
     if before:
@@ -353,6 +382,108 @@ def read_avalanche_csv(path, *, run: str = "", percent: bool = False) -> tuple[n
     if repeated:
         used += f"; {repeated} repeated (training_exp, eval_exp) row(s): the last one used"
     return R, used
+
+
+def read_avalanche_results(results, *, run: str = "", stream: str | None = None,
+                           percent: bool = False) -> tuple[np.ndarray, dict, str]:
+    """``(R, reported, used)`` from Avalanche 0.6's ``strategy.eval`` results dicts (or a JSON file of them).
+
+    Parameters
+    ----------
+    results : list of dict, or str or Path
+        What ``strategy.eval(benchmark.test_stream)`` returned after each ``strategy.train(exp)``, in
+        training order (one dict per training experience), or a JSON file holding that list
+        (``json.dump(results, fh, default=str)``).
+    run : str
+        The run's label for messages (``"naive seed 0"``).
+    stream : str, optional
+        The evaluation stream to read (``"test_stream"``); by default the only one in the dicts.
+    percent : bool
+        The accuracies are percentages (Avalanche writes fractions; kept for symmetry with the other readers).
+
+    Returns
+    -------
+    R : ndarray, shape (T, T)
+        ``R[i, j]`` = ``Top1_Acc_Exp/eval_phase/<stream>/Task<t>/Exp<j>`` of dict ``i``; experiences not
+        evaluated are NaN (allowed above the diagonal only).
+    reported : dict
+        ``{"acc": ...}`` from the last dict's ``Top1_Acc_Stream/eval_phase/<stream>/Task<t>`` when it has
+        one task label (the accuracy over the whole stream's samples: clkit's ``acc`` when the
+        experiences' test sets are equal in size).
+    used : str
+        What was read and what was not.
+
+    Examples
+    --------
+    >>> k = "Top1_Acc_Exp/eval_phase/test_stream/Task000/Exp00{}".format
+    >>> dicts = [{k(0): 0.9, k(1): 0.1, "Loss_Exp/eval_phase/test_stream/Task000/Exp000": 0.3},
+    ...          {k(0): 0.6, k(1): 0.8, "Top1_Acc_Stream/eval_phase/test_stream/Task000": 0.7}]
+    >>> R, reported, used = read_avalanche_results(dicts, run="naive seed 0")
+    >>> R.tolist(), reported
+    ([[0.9, 0.1], [0.6, 0.8]], {'acc': 0.7})
+    >>> used
+    'R 2 x 2 from Top1_Acc_Exp of test_stream (Avalanche eval results, 2 dicts, 4 cells); reported acc from Top1_Acc_Stream; 1 other key(s) read, not used'
+    """
+    where = f"run {run}" if run else "Avalanche results"
+    if isinstance(results, (str, Path)):
+        f = Path(results)
+        where = f"{str(f)!r} (run {run})" if run else repr(str(f))
+        if not f.exists():
+            raise FileNotFoundError(f"{where}: field file: no such file")
+        import json
+
+        try:
+            results = json.loads(f.read_text())
+        except ValueError as exc:
+            raise ValueError(f"{where}: not JSON ({exc}); expected the list of strategy.eval results dicts") from None
+    if isinstance(results, dict):
+        results = [results]
+    if not isinstance(results, (list, tuple)) or not results or not all(isinstance(d, dict) for d in results):
+        raise ValueError(f"{where}: expected a non-empty list of strategy.eval results dicts (one per training "
+                         "experience, in training order)")
+    streams = sorted({m["stream"] for d in results for k in d if (m := _AV_EXP.fullmatch(str(k)))})
+    if not streams:
+        raise ValueError(f"{where}: no key Top1_Acc_Exp/eval_phase/<stream>/Task<t>/Exp<e>; monitor "
+                         "accuracy_metrics(experience=True) in the EvaluationPlugin")
+    if stream is None:
+        if len(streams) > 1:
+            raise ValueError(f"{where}: field stream: the dicts hold several streams ({', '.join(streams)}); "
+                             "choose one with stream=...")
+        stream = streams[0]
+    elif stream not in streams:
+        raise ValueError(f"{where}: field stream = {stream!r} is not in the dicts (streams: {', '.join(streams)})")
+    cells, other = {}, 0
+    for i, d in enumerate(results):
+        for k, v in d.items():
+            m = _AV_EXP.fullmatch(str(k))
+            if not m or m["stream"] != stream:
+                other += 1
+                continue
+            j = int(m["exp"])
+            if (i, j) in cells:
+                raise ValueError(f"{where} dict {i}: field {k}: experience {j} appears under two task labels")
+            try:
+                cells[(i, j)] = float(v)
+            except (TypeError, ValueError):
+                raise ValueError(f"{where} dict {i}: field {k} = {v!r} is not a number") from None
+    T, width = len(results), 1 + max(j for _, j in cells)
+    if width != T:
+        raise ValueError(f"{where}: {T} results dict(s) but experiences 0..{width - 1} evaluated; give one dict per "
+                         "training experience (strategy.eval after each strategy.train), in training order")
+    R = _from_cells(cells, T, where=where, percent=percent)
+    used = (f"R {T} x {T} from Top1_Acc_Exp of {stream} (Avalanche eval results, {T} dicts, {len(cells)} cells"
+            + ("; percent, divided by 100" if percent else "") + ")")
+    reported = {}
+    accs = [v for k, v in results[-1].items() if (m := _AV_STREAM.fullmatch(str(k))) and m["stream"] == stream]
+    if len(accs) == 1:
+        try:
+            reported["acc"] = float(accs[0]) / (100.0 if percent else 1.0)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where} dict {T - 1}: field Top1_Acc_Stream = {accs[0]!r} is not a number") from None
+        used += "; reported acc from Top1_Acc_Stream"
+    if other - len(accs):
+        used += f"; {other - len(accs)} other key(s) read, not used"
+    return R, reported, used
 
 
 def read_long_csv(path, *, percent: bool = False) -> Runs:
