@@ -6,7 +6,8 @@ with :func:`close_client`. A local cluster has one thread per worker process, so
 task gets one core; with ``scheduler="tcp://host:port"`` the tasks go to an
 existing cluster (``dask scheduler`` / ``dask worker``, dask-jobqueue,
 Kubernetes), whose workers must run the same clkit environment and see the
-folders on a shared file system.
+folders on a shared file system. :func:`start_slurm` starts such a cluster on Slurm
+(dask-jobqueue's ``SLURMCluster``, the ``slurm`` extra), one worker per batch job.
 """
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
 import threading
 
-__all__ = ["CONNECT_TIMEOUT_S", "default_workers", "check_scheduler", "start_client", "close_client", "dask_setup"]
+__all__ = ["CONNECT_TIMEOUT_S", "CLUSTERS", "default_workers", "check_scheduler", "start_client", "close_client",
+           "dask_setup", "slurm_kwargs", "start_slurm"]
 
 CONNECT_TIMEOUT_S = 5
+#: batch systems ``clkit sweep --cluster`` starts Dask workers on
+CLUSTERS = ("slurm",)
 
 
 def default_workers() -> int:
@@ -135,3 +140,105 @@ def close_client(client, cluster=None, topics=()) -> None:
     client.close()
     if cluster is not None:
         cluster.close()
+
+
+_MEMORY = re.compile(r"^\d+(\.\d+)?\s*([KMGT]i?B|[KMGT]|B)$", re.IGNORECASE)
+#: Slurm's --time forms: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS
+_WALLTIME = re.compile(r"^(\d+|\d+:\d{2}|\d+:\d{2}:\d{2}|\d+-\d{1,2}(:\d{2}){0,2})$")
+
+
+def _count(name: str, value, least: int) -> int:
+    try:
+        n = int(str(value))
+    except ValueError:
+        n = None
+    if n is None or n < least:
+        raise ValueError(f"{name} must be a whole number >= {least}, got {value!r}")
+    return n
+
+
+def slurm_kwargs(cores=1, memory="4GB", walltime="01:00:00", gpus=0, queue=None, account=None) -> dict:
+    """dask-jobqueue ``SLURMCluster`` arguments for workers that run one case at a time each.
+
+    Each batch job is one Dask worker with one thread (one case at a time, as a local
+    cluster's workers) given ``cores`` CPUs (``--cpus-per-task``), ``memory``, ``walltime``
+    and ``gpus`` GPUs (``--gres=gpu:N``) on partition ``queue``.
+
+    Parameters
+    ----------
+    cores : int
+        CPUs per job, >= 1.
+    memory : str
+        Memory per job: a number and a unit, e.g. ``"16GB"`` or ``"512MiB"``.
+    walltime : str
+        Slurm's time limit per job: ``MM``, ``MM:SS``, ``HH:MM:SS`` or ``D-HH[:MM[:SS]]``.
+    gpus : int
+        GPUs per job, >= 0.
+    queue, account : str, optional
+        Slurm partition (``-p``) and account (``-A``).
+
+    Raises
+    ------
+    ValueError
+        A value Slurm would not take; the message names the option, the value and what is allowed.
+
+    Examples
+    --------
+    >>> kw = slurm_kwargs(cores=8, memory="16GB", walltime="02:00:00", gpus=1, queue="gpu")
+    >>> kw["job_cpu"], kw["cores"], kw["processes"], kw["memory"], kw["walltime"], kw["queue"]
+    (8, 1, 1, '16GB', '02:00:00', 'gpu')
+    >>> kw["job_extra_directives"]
+    ['--gres=gpu:1']
+    >>> slurm_kwargs(walltime="2h")
+    Traceback (most recent call last):
+    ...
+    ValueError: walltime must be Slurm's MM, MM:SS, HH:MM:SS or D-HH[:MM[:SS]], got '2h'
+    """
+    cores = _count("cores", cores, 1)
+    gpus = _count("gpus", gpus, 0)
+    if not isinstance(memory, str) or not _MEMORY.match(memory.strip()):
+        raise ValueError(f"memory must be a number and a unit such as '16GB' or '512MiB', got {memory!r}")
+    if not isinstance(walltime, str) or not _WALLTIME.match(walltime.strip()):
+        raise ValueError(f"walltime must be Slurm's MM, MM:SS, HH:MM:SS or D-HH[:MM[:SS]], got {walltime!r}")
+    for name, value in (("queue", queue), ("account", account)):
+        if value is not None and (not isinstance(value, str) or not re.fullmatch(r"[\w.,-]+", value)):
+            raise ValueError(f"{name} must be a Slurm {'partition' if name == 'queue' else 'account'} name "
+                             f"(letters, digits, _ . , -), got {value!r}")
+    kw = {"cores": 1, "processes": 1, "job_cpu": cores, "memory": memory.strip(), "walltime": walltime.strip(),
+          "job_extra_directives": [f"--gres=gpu:{gpus}"] if gpus else []}
+    if queue is not None:
+        kw["queue"] = queue
+    if account is not None:
+        kw["account"] = account
+    return kw
+
+
+def start_slurm(jobs: int, **options):
+    """A dask-jobqueue ``SLURMCluster`` asking Slurm for ``jobs`` batch jobs (:func:`slurm_kwargs` ``options``).
+
+    Pass its ``scheduler_address`` to :func:`start_client` (``scheduler=``) and ``close()`` it at the end,
+    which cancels the jobs. Needs the ``slurm`` extra (``pip install 'clkit[slurm]'``) and ``sbatch``.
+
+    Raises
+    ------
+    ValueError
+        ``jobs`` or an option is out of range (see :func:`slurm_kwargs`).
+    ImportError
+        dask-jobqueue is not installed; the message says how to install it.
+
+    Examples
+    --------
+    >>> start_slurm(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: jobs must be a whole number >= 1, got 0
+    """
+    jobs = _count("jobs", jobs, 1)
+    kw = slurm_kwargs(**options)
+    try:
+        from dask_jobqueue import SLURMCluster
+    except ImportError as exc:
+        raise ImportError(f"--cluster slurm needs dask-jobqueue: pip install 'clkit[slurm]' ({exc})") from None
+    cluster = SLURMCluster(**kw, scheduler_options={"dashboard_address": ":0"})
+    cluster.scale(jobs=jobs)
+    return cluster

@@ -17,7 +17,8 @@ def _name(req: str) -> str:
 def _pyproject_deps():
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     deps = {_name(d) for d in meta["dependencies"]}
-    deps |= {_name(d) for d in meta["optional-dependencies"]["test"]}
+    for extra in meta["optional-dependencies"].values():   # test, trackers, slurm: all in environment.yml
+        deps |= {_name(d) for d in extra}
     return deps
 
 

@@ -23,6 +23,17 @@ def register(sub) -> None:
     w.add_argument("--workers", type=int, default=None, help="local worker processes (default: the core count)")
     w.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="run on an existing Dask cluster, e.g. tcp://host:8786 (workers need a shared file system)")
+    w.add_argument("--cluster", default=None, metavar="slurm",
+                   help="start the Dask workers as batch jobs: slurm (dask-jobqueue; pip install 'clkit[slurm]'); "
+                        "each job is one worker running one case at a time")
+    g = w.add_argument_group("--cluster slurm: each job's resources")
+    g.add_argument("--jobs", default=None, help="batch jobs (workers) to ask for (default 1)")
+    g.add_argument("--cores", default=None, help="CPUs per job (default 1)")
+    g.add_argument("--memory", default=None, help="memory per job, e.g. 16GB (default 4GB)")
+    g.add_argument("--walltime", default=None, help="time limit per job, HH:MM:SS (default 01:00:00)")
+    g.add_argument("--gpus", default=None, help="GPUs per job, as --gres=gpu:N (default 0)")
+    g.add_argument("--queue", default=None, help="Slurm partition")
+    g.add_argument("--account", default=None, help="Slurm account")
     w.add_argument("--retry-failed", action="store_true", help="also rerun cases that failed before")
     w.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: when stderr is a terminal)")
@@ -45,18 +56,53 @@ def _cmd_sweep(args):
     if args.print_cases:
         return _print_cases(args)
     try:
+        cluster = _batch_cluster(args)
+    except (ValueError, ImportError) as exc:
+        print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
+        return 2
+    scheduler = cluster.scheduler_address if cluster is not None else args.scheduler
+    try:
         counts = run_sweep(args.notebook, args.grid, params=args.params, out=args.out, workers=args.workers,
-                           scheduler=args.scheduler, retry_failed=args.retry_failed, progress=args.progress,
+                           scheduler=scheduler, retry_failed=args.retry_failed, progress=args.progress,
                            log=lambda line: print(line, flush=True))
     except SweepInterrupted:  # run_sweep said what finished, in one line
         return 130
     except (ValueError, TypeError, ConnectionError) as exc:
         print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
         return 2
+    finally:
+        if cluster is not None:
+            cluster.close()   # cancels the batch jobs
     summarize(counts["root"])
     print(f"[clkit] table of the cases: {Path(counts['root']) / 'summary.csv'} "
           f"(clkit summary {counts['root']} [--group-by COLUMN])", flush=True)
     return 1 if counts["failed"] else 0
+
+
+_SLURM_OPTIONS = ("jobs", "cores", "memory", "walltime", "gpus", "queue", "account")
+
+
+def _batch_cluster(args):
+    """``--cluster slurm``: the SLURMCluster with ``--jobs`` jobs asked for; ``None`` without ``--cluster``."""
+    given = {k: getattr(args, k) for k in _SLURM_OPTIONS if getattr(args, k) is not None}
+    if args.cluster is None:
+        if given:
+            raise ValueError(f"--{next(iter(given))} sets a batch job's resources: it needs --cluster slurm")
+        return None
+    from ..cluster import CLUSTERS, start_slurm
+
+    if args.cluster not in CLUSTERS:
+        raise ValueError(f"--cluster must be one of {', '.join(CLUSTERS)}, got {args.cluster!r}")
+    if args.scheduler is not None:
+        raise ValueError("--cluster starts its own Dask scheduler: leave --scheduler out")
+    jobs = given.pop("jobs", 1)
+    try:
+        cluster = start_slurm(jobs, **given)
+    except ValueError as exc:   # "cores must be ...": name the option as typed
+        raise ValueError(f"--{exc}" if str(exc).split()[0] in _SLURM_OPTIONS else str(exc)) from None
+    print(f"[clkit] {args.cluster}: asked for {jobs} job(s); the cases start as the jobs do "
+          f"(squeue --me), scheduler {cluster.scheduler_address}", flush=True)
+    return cluster
 
 
 def _print_cases(args) -> int:
