@@ -188,10 +188,10 @@ class _Projection(TaskAwareStrategy):
     so the convolutions and poolings run oneDNN's NHWC kernels instead of reordering NCHW to their
     blocked layout and back; the parameters are left as they are and the gradient rows stay in the
     parameters' layout. ``None`` (the default) does so on the CPU for a model with a 4-D
-    (convolution) weight, where it was measured faster (``small_cnn``, 64 + 64 rows, one thread:
-    A-GEM 2.1x -> 1.5x and GEM at 64 rows per task 3.1x -> 2.2x the bare step,
-    ``benchmarks/bench_strategies.py``), and not on other devices (not measured there); ``False``
-    never. The gradients equal separate autograd passes to float32 rounding either way, but the
+    (convolution) weight, where it was measured faster (``small_cnn``, 64 reference rows, one
+    thread, 32x32 pixels: A-GEM 2.1x -> 1.5x and GEM at 64 rows per task 3.0x -> 2.2x the bare
+    step; 20-30 % less time at 8x8 and 64x64 too; ``benchmarks/bench_strategies.py``,
+    docs/benchmarks.md), and not on other devices (not measured there); ``False`` never. The gradients equal separate autograd passes to float32 rounding either way, but the
     two layouts round differently, so a run's numbers differ from the contiguous step's at that
     level (``self.last_layout`` says which the latest step used).
     """
