@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from clkit.run import run_notebook
+from clkit.run import ParameterError, run_notebook
 
 pytestmark = pytest.mark.notebook
 
@@ -242,9 +242,9 @@ def test_paper_set_pairs_enough_draws_for_its_verdicts():
 
 def test_bad_parameter_fails_in_the_validation_cell(tmp_path):
     # 6 classes cannot form 4 equal tasks; the other checks are unit-tested on check_params
-    with pytest.raises(RuntimeError, match="num_tasks must divide"):
+    with pytest.raises(ParameterError, match="num_tasks must divide"):
         run_notebook("02_edge", "smoke", [("num_tasks", "4")], out=tmp_path, progress=False)
-    assert (tmp_path / "02_edge" / "02_edge.failed.ipynb").exists()
+    assert not (tmp_path / "02_edge").exists()   # bad input: nothing written (clkit run exits 2)
 
 
 def test_check_params_names_the_bad_parameter():

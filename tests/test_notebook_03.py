@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 
-from clkit.run import run_notebook
+from clkit.run import ParameterError, run_notebook
 
 pytestmark = pytest.mark.notebook
 
@@ -127,9 +127,9 @@ def _differences(x, y, path="") -> list:
 
 
 def test_bad_parameter_value_fails_in_validation_cell(tmp_path):
-    with pytest.raises(RuntimeError, match="delta"):
+    with pytest.raises(ParameterError, match="delta"):
         run_notebook("03_temporal_metrics", "smoke", [("delta", "1.5")], out=tmp_path, progress=False)
-    assert (tmp_path / "03_temporal_metrics" / "03_temporal_metrics.failed.ipynb").exists()
+    assert not (tmp_path / "03_temporal_metrics").exists()   # bad input: nothing written (clkit run exits 2)
 
 
 def test_unknown_learner_is_refused(tmp_path):

@@ -59,7 +59,8 @@ FAMILIES = {"primary": "03 primary: TAS, SH, DH − finetune",
 
 
 def metric_values(A, *, oracle=None, **metric_kw) -> dict:
-    """The metrics judged by :func:`verdicts` for one accuracy matrix A, shape (T, T).
+    """The metrics judged by :func:`verdicts` for one accuracy matrix A, shape (T, T), and the
+    paper tables' other columns (``id``, ``ood_min``, ``tas_min``: their spread over seeds).
 
     ``metric_kw`` go to :func:`clkit.temporal.summarize_learner` (delta, epsilon, lam, n, ...).
 
@@ -68,12 +69,13 @@ def metric_values(A, *, oracle=None, **metric_kw) -> dict:
     >>> A = [[0.9, 0.8], [0.7, 0.9]]
     >>> v = metric_values(A, delta=0.8, epsilon=0.01, lam=0.1, n=1)
     >>> sorted(v), round(v["forgetting"], 2)
-    (['backward_accuracy', 'dh', 'forgetting', 'ood', 'sh', 'tas'], 0.2)
+    (['backward_accuracy', 'dh', 'forgetting', 'id', 'ood', 'ood_min', 'sh', 'tas', 'tas_min'], 0.2)
     """
     s = metrics.summarize_learner(A, oracle=oracle, **metric_kw)
     b = report.backward_summary(A)
     return {"tas": s["tas"], "sh": s["sh"], "dh": s["dh"], "ood": s["ood"],
-            "backward_accuracy": b["backward_accuracy"], "forgetting": b["forgetting"]}
+            "backward_accuracy": b["backward_accuracy"], "forgetting": b["forgetting"],
+            "id": s["id"], "ood_min": s["ood_min"], "tas_min": s["tas_min"]}
 
 
 def _directions(name: str, key: str) -> tuple[str, str]:
