@@ -30,18 +30,17 @@ learners; an ordinary ``Strategy`` runs there one sequence after the other throu
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Callable
 
 import numpy as np
 
+from ._import_path import is_plugin_name, load_object
+
 __all__ = ["ENTRY_POINT_GROUP", "CAPABILITIES", "NOTEBOOK_NEEDS", "FACTORY_SIGNATURES", "capabilities",
            "strategy_entry_points", "available_strategies", "load_object", "resolve_strategy",
            "is_plugin_name", "require_capabilities", "split_learners", "use_strategies", "resolve_factory",
            "build_model", "train_sequences_sequentially"]
-
-ENTRY_POINT_GROUP = "clkit.strategies"
 
 #: capability -> (class attribute, its value when the attribute is missing, meaning)
 CAPABILITIES = {
@@ -89,178 +88,28 @@ FACTORY_SIGNATURES = {
 
 # --------------------------------------------------------------------------- discovery
 
-def strategy_entry_points() -> dict:
-    """Entry points of the group ``clkit.strategies`` of every installed distribution.
+#: names resolved in :mod:`clkit.strategies.registry`, re-exported here on first access (so that
+#: ``import clkit.plugins`` stays cheap: importing that module imports every strategy and torch)
+_REGISTRY_NAMES = ("ENTRY_POINT_GROUP", "strategy_entry_points", "available_strategies", "resolve_strategy")
 
-    Returns ``{name: importlib.metadata.EntryPoint}``; nothing is imported. The first
-    distribution on ``sys.path`` wins when two declare the same name.
+
+def __getattr__(name):
+    """``ENTRY_POINT_GROUP``, ``strategy_entry_points``, ``available_strategies``, ``resolve_strategy``.
+
+    They live in :mod:`clkit.strategies.registry` (below both this module and
+    :mod:`clkit.strategies`, issue 42) and are looked up there on first access.
     """
-    from importlib.metadata import entry_points
+    if name in _REGISTRY_NAMES:
+        from .strategies import registry
 
-    out = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        out.setdefault(ep.name, ep)
-    return out
-
-
-def _builtin_registry() -> dict:
-    from .strategies import _all  # noqa: F401  (registers every built-in strategy)
-    from .strategies.base import _REGISTRY
-
-    return _REGISTRY
+        return getattr(registry, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _origin_of_entry_point(ep) -> str:
-    dist = getattr(ep, "dist", None)
-    who = f"{dist.name} {dist.version}" if dist is not None else "an installed distribution"
-    return f"entry point of {who} ({ep.value})"
+def _resolve(name: str, parameter: str):
+    from .strategies.registry import resolve_strategy
 
-
-def available_strategies() -> dict:
-    """Every strategy name usable in the notebooks, and where it comes from.
-
-    Returns
-    -------
-    dict
-        ``{name: origin}``, sorted by name. ``origin`` is ``"built-in (module:Class)"``,
-        ``"entry point of DIST VERSION (module:Class)"`` (not imported until used) or
-        ``"import path"`` for a class registered under its ``"package.module:Class"``.
-
-    Examples
-    --------
-    >>> available_strategies()["ewc"]
-    'built-in (clkit.strategies.importance:EWC)'
-    """
-    reg = _builtin_registry()
-    out = {}
-    for name, cls in reg.items():
-        if getattr(cls, "_clkit_origin", None) and cls._clkit_origin.get(name):
-            out[name] = cls._clkit_origin[name]
-        else:
-            out[name] = f"built-in ({cls.__module__}:{cls.__qualname__})"
-    for name, ep in strategy_entry_points().items():
-        out.setdefault(name, _origin_of_entry_point(ep))
-    return _StrategyNames(sorted(out.items()))
-
-
-class _StrategyNames(dict):
-    """``{name: origin}``; ``"package.module:Class" in names`` is true when that path resolves.
-
-    So a check ``name in available_strategies()`` accepts an import path in any process
-    (e.g. a worker that has not registered it yet).
-    """
-
-    def __contains__(self, name):
-        if dict.__contains__(self, name):
-            return True
-        if is_plugin_name(name):
-            try:
-                resolve_strategy(name)
-            except (ValueError, TypeError):
-                return False
-            return True
-        return False
-
-
-def is_plugin_name(name) -> bool:
-    """Whether ``name`` looks like an import path ``"package.module:Name"``."""
-    return isinstance(name, str) and ":" in name
-
-
-def load_object(path: str, *, parameter: str = "learner"):
-    """Import ``"package.module:Name"`` (``Name`` may be dotted) and return the object.
-
-    Raises ``ValueError`` naming the parameter and the path when the module cannot be
-    imported or has no such attribute.
-
-    Examples
-    --------
-    >>> load_object("clkit.models.mlp:MLP").__name__
-    'MLP'
-    >>> load_object("clkit.models.mlp:Nope", parameter="backbone")
-    Traceback (most recent call last):
-    ...
-    ValueError: backbone: 'clkit.models.mlp:Nope' cannot be loaded: module 'clkit.models.mlp' has no attribute 'Nope'
-    """
-    if not isinstance(path, str) or path.count(":") != 1 or not all(path.split(":")):
-        raise ValueError(f"{parameter}: {path!r} is not an import path; allowed: 'package.module:Name'")
-    mod_name, attr = path.split(":")
-    try:
-        obj = importlib.import_module(mod_name)
-    except Exception as exc:  # noqa: BLE001 - any import failure is the user's to see
-        raise ValueError(f"{parameter}: {path!r} cannot be loaded: importing {mod_name!r} failed with "
-                         f"{type(exc).__name__}: {exc}") from exc
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ValueError(f"{parameter}: {path!r} cannot be loaded: module {mod_name!r} has no attribute "
-                             f"{attr!r}")
-        obj = getattr(obj, part)
-    return obj
-
-
-def _check_strategy_class(obj, name: str, parameter: str):
-    from .strategies.base import Strategy
-
-    if not (inspect.isclass(obj) and issubclass(obj, Strategy)):
-        what = f"class {obj.__name__}" if inspect.isclass(obj) else type(obj).__name__
-        raise TypeError(f"{parameter}: {name!r} must name a subclass of clkit.strategies.Strategy, got {what}")
-    return obj
-
-
-def _register(name: str, cls, origin: str):
-    reg = _builtin_registry()
-    if "name" not in vars(cls):
-        cls.name = name
-    if "_clkit_origin" not in vars(cls):
-        cls._clkit_origin = {}
-    cls._clkit_origin[name] = origin
-    dict.__setitem__(reg, name, cls)
-    return cls
-
-
-def resolve_strategy(name: str, *, parameter: str = "strategy"):
-    """The strategy class behind ``name``: a registry name, an entry point or an import path.
-
-    Entry points and import paths are imported on first use and registered, so that
-    ``clkit.strategies.make_strategy(name, model)`` builds them like built-ins.
-
-    Raises
-    ------
-    ValueError
-        Unknown name (the message lists the available names), or an import path /
-        entry point that cannot be imported.
-    TypeError
-        The object is not a ``clkit.strategies.Strategy`` subclass.
-
-    Examples
-    --------
-    >>> resolve_strategy("ewc").__name__
-    'EWC'
-    >>> resolve_strategy("clkit.strategies.importance:SI").__name__
-    'SI'
-    """
-    if not isinstance(name, str):
-        raise TypeError(f"{parameter} must be a strategy name or 'package.module:ClassName', "
-                        f"got {type(name).__name__} {name!r}")
-    reg = _builtin_registry()
-    if name in reg:
-        return reg[name]
-    if is_plugin_name(name):
-        cls = _check_strategy_class(load_object(name, parameter=parameter), name, parameter)
-        return _register(name, cls, "import path")
-    eps = strategy_entry_points()
-    if name in eps:
-        ep = eps[name]
-        try:
-            obj = ep.load()
-        except Exception as exc:  # noqa: BLE001
-            raise ValueError(f"{parameter}: entry point {name!r} = {ep.value!r} ({ENTRY_POINT_GROUP}) cannot be "
-                             f"loaded: {type(exc).__name__}: {exc}") from exc
-        cls = _check_strategy_class(obj, name, parameter)
-        return _register(name, cls, _origin_of_entry_point(ep))
-    allowed = sorted(set(reg) | set(eps))
-    raise ValueError(f"{parameter} must be one of {allowed} or an import path 'package.module:ClassName', "
-                     f"got {name!r}")
+    return resolve_strategy(name, parameter=parameter)
 
 
 # --------------------------------------------------------------------------- capabilities
@@ -270,6 +119,7 @@ def capabilities(cls) -> frozenset:
 
     Examples
     --------
+    >>> from clkit.plugins import resolve_strategy
     >>> sorted(capabilities(resolve_strategy("pnn")))
     ['any_backbone', 'generic_model', 'graph', 'regression', 'task_scenario']
     """
@@ -294,7 +144,7 @@ def require_capabilities(learner: str, needed, notebook: str, *, parameter: str 
     ...
     ValueError: methods: learner 'ewc' lacks capability 'task_free' (trains online without task boundaries (observe()); declare task_free = True) needed by notebook 05_drift
     """
-    cls = resolve_strategy(learner, parameter=parameter)
+    cls = _resolve(learner, parameter)
     have = capabilities(cls)
     missing = [c for c in needed if c not in have]
     for c in missing:
@@ -367,6 +217,8 @@ def use_strategies(names, *, notebook: str, parameter: str = "strategies", extra
     ``available_strategies()`` and ``make_strategy`` know every name, plugins included.
     Built-in names are left to the notebook's own validation.
     """
+    from .strategies.registry import _builtin_registry
+
     reg = _builtin_registry()
     builtin = [n for n in names if isinstance(n, str) and dict.__contains__(reg, n)
                and not getattr(reg[n], "_clkit_origin", {}).get(n)]
@@ -489,7 +341,7 @@ def train_sequences_sequentially(x_train, x_test, sequences, learner: str, confi
     """
     from .edge.learners import LearnerConfig, train_strategy_sequences
 
-    strategy_class = resolve_strategy(learner, parameter="learners")
+    strategy_class = _resolve(learner, "learners")
     return train_strategy_sequences(x_train, x_test, sequences, strategy_class,
                                     LearnerConfig() if config is None else config, seed=seed,
                                     model_factory=model_factory, progress=progress, num_threads=num_threads,

@@ -8,7 +8,11 @@ module named: ``from .a import f`` -> ``pkg.a``; ``from . import a`` -> ``pkg.a`
 when ``a`` is a submodule, else ``pkg`` (the package's ``__init__``). A package's
 ``__init__`` is *not* added as a target of its submodules' imports: re-exporting
 submodules from ``__init__`` is the normal downward direction, and the interpreter
-runs the parent first anyway.
+runs the parent first anyway. An import from *outside* a package, though, runs that
+package's ``__init__`` before the submodule named (``from .pkg import _all`` loads
+``pkg`` too), so it adds an edge to every package above the target that does not
+hold the importing module (issue 42: ``clkit.strategies`` -> ``clkit.plugins`` ->
+``clkit.strategies._all`` is a circle through ``clkit.strategies``).
 
 A circle is reported as the path that closes it, e.g.
 ``clkit.plot -> clkit.results -> clkit.plot``, with the line of each import.
@@ -52,6 +56,17 @@ def _targets(node, mod: str, is_pkg: bool, known: set[str]) -> list[str]:
     return []
 
 
+def _parents_outside(target: str, mod: str, known: set[str]) -> list[str]:
+    """The packages above ``target`` whose ``__init__`` an import from ``mod`` runs.
+
+    Those of them that hold ``mod`` itself are left out (the interpreter runs them
+    before ``mod``; that is the downward direction).
+    """
+    parts = target.split(".")
+    return [p for p in (".".join(parts[:i]) for i in range(1, len(parts)))
+            if p in known and p != mod and not mod.startswith(p + ".")]
+
+
 def import_graph(root: Path = ROOT) -> dict[str, dict[str, int]]:
     """``{module: {imported module: line}}`` over the package folder ``root`` (only its own modules)."""
     files = {module_name(p, root): p for p in sorted(root.rglob("*.py"))}
@@ -66,6 +81,9 @@ def import_graph(root: Path = ROOT) -> dict[str, dict[str, int]]:
                     target = target.rsplit(".", 1)[0]
                 if target in known and target != mod:
                     edges.setdefault(target, node.lineno)
+                    # importing clkit.a.b from outside clkit.a runs clkit.a's __init__ first
+                    for parent in _parents_outside(target, mod, known):
+                        edges.setdefault(parent, node.lineno)
         graph[mod] = edges
     return graph
 
@@ -140,8 +158,8 @@ def test_the_checker_finds_relative_and_function_level_circles(tmp_path):
     (pkg / "sub" / "b.py").write_text("def g():\n    from ..a import f  # lazy: still an edge\n    return f\n")
     (pkg / "c.py").write_text("import pkg.sub.b\nfrom pkg import a\n")
     graph = import_graph(pkg)
-    assert graph["pkg.c"] == {"pkg.sub.b": 1, "pkg.a": 2}
-    assert graph["pkg.a"] == {"pkg.sub.b": 1}
+    assert graph["pkg.c"] == {"pkg.sub.b": 1, "pkg.sub": 1, "pkg.a": 2}
+    assert graph["pkg.a"] == {"pkg.sub.b": 1, "pkg.sub": 1}
     assert find_cycles(graph) == [["pkg.a", "pkg.sub.b", "pkg.a"]]
     assert describe(find_cycles(graph)[0], graph) == \
         "pkg.a -> pkg.sub.b (line 1 of pkg.a) -> pkg.a (line 2 of pkg.sub.b)"
@@ -150,6 +168,23 @@ def test_the_checker_finds_relative_and_function_level_circles(tmp_path):
     (pkg / "d.py").write_text("import importlib\nM = importlib.import_module('pkg.e')\n")
     (pkg / "e.py").write_text("def h():\n    return __import__('pkg.d')\n")
     assert find_cycles(import_graph(pkg)) == [["pkg.d", "pkg.e", "pkg.d"]]
+
+
+def test_the_checker_sees_the_package_an_import_from_outside_runs(tmp_path):
+    """``from .sub import _all`` from outside ``sub`` runs ``sub/__init__`` too: an edge to ``pkg.sub``."""
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from . import base\n\ndef resolve():\n    from .. import plugins\n")
+    (pkg / "sub" / "base.py").write_text("")
+    (pkg / "sub" / "_all.py").write_text("from . import base\n")
+    (pkg / "plugins.py").write_text("def registry():\n    from .sub import _all\n")
+    graph = import_graph(pkg)
+    assert graph["pkg.plugins"] == {"pkg.sub._all": 2, "pkg.sub": 2}
+    assert graph["pkg.sub._all"] == {"pkg.sub.base": 1}  # its own package is not an edge
+    assert find_cycles(graph) == [["pkg.plugins", "pkg.sub", "pkg.plugins"]]
+    (pkg / "sub" / "__init__.py").write_text("from . import base\n")
+    assert find_cycles(import_graph(pkg)) == []
 
 
 def test_clkit_has_no_import_circle():

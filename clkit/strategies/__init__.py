@@ -3,8 +3,8 @@
 ``make_strategy(name, model, **kwargs)`` builds one by name;
 ``available_strategies()`` maps every name to where it comes from: built in, an
 entry point of the group ``clkit.strategies`` of an installed package, or an import
-path ``"package.module:ClassName"`` (see :mod:`clkit.plugins`). ``make_strategy``
-accepts all three.
+path ``"package.module:ClassName"`` (resolved in :mod:`~clkit.strategies.registry`; see
+:mod:`clkit.plugins`). ``make_strategy`` accepts all three.
 
 One module per family:
 
@@ -48,13 +48,12 @@ from .projection import AGEM, GEM
 from .prompt import L2P
 from .prototype import RanPAC, SimpleCIL
 from .rehearsal import ER, Cumulative, GDumb, Replay
+from .registry import available_strategies, resolve_strategy
 
 Naive = Strategy
 
 
 def _resolve_plugin(name):
-    from ..plugins import resolve_strategy
-
     return resolve_strategy(name)
 
 
@@ -62,23 +61,11 @@ def _resolve_plugin(name):
 _base._REGISTRY.fallback = _resolve_plugin
 
 
-def available_strategies() -> dict:
-    """``{name: origin}`` of every strategy: built-ins, entry points, registered import paths.
-
-    See :func:`clkit.plugins.available_strategies`.
-    """
-    from ..plugins import available_strategies as _available
-
-    return _available()
-
-
 def make_strategy(name: str, model, **kwargs) -> Strategy:
     """Build the strategy ``name`` (registry name, entry point or ``"package.module:Class"``) around ``model``.
 
     Raises ``ValueError`` naming the allowed strategies for an unknown name.
     """
-    from ..plugins import resolve_strategy
-
     return resolve_strategy(name, parameter="strategy")(model, **kwargs)
 
 

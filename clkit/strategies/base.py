@@ -49,8 +49,8 @@ class _Registry(dict):
     registry knows the modules imported so far (:mod:`clkit.strategies._all` imports
     them all). A name it lacks goes to ``fallback`` when one is set:
     :mod:`clkit.strategies` sets it to the plugin resolver
-    (:func:`clkit.plugins.resolve_strategy`: entry points, import paths), so this
-    module never imports the modules above it.
+    (:func:`clkit.strategies.registry.resolve_strategy`: entry points, import paths), so
+    this module never imports the modules above it.
     """
 
     fallback: Callable[[str], type] | None = None
