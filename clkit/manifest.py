@@ -1,4 +1,5 @@
-"""What ran a run: clkit's version and commit, Python and the key libraries, the machine, the data files.
+"""What ran a run: clkit's version and commit, Python and the key libraries, the machine, the data files,
+the seeds.
 
 Every ``run.json`` (written by :func:`clkit.run.run_notebook`) and every ``results.json``
 (:class:`clkit.results.RunRecord`) carries :func:`manifest`, so a number can be traced to
@@ -17,7 +18,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["LIBRARIES", "version", "scm_version", "git_state", "libraries", "machine", "manifest", "differences"]
+__all__ = ["LIBRARIES", "version", "scm_version", "git_state", "libraries", "machine", "seeds", "manifest",
+           "differences"]
 
 #: the libraries whose versions a manifest records (distribution names)
 LIBRARIES = ("numpy", "scipy", "pandas", "scikit-learn", "statsmodels", "matplotlib", "torch", "torchvision",
@@ -154,21 +156,76 @@ def machine(*, gpu: bool = True) -> dict:
     return info
 
 
-def manifest(*, gpu: bool = True) -> dict:
+def _is_int(value) -> bool:
+    """An integer (a NumPy one too), not a boolean."""
+    from numbers import Integral
+
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def seeds(params: dict) -> dict:
+    """The run's seeds among its parameters ``params``: ``{name: value}``, in the parameters' order.
+
+    The rule, right for the five notebooks' parameters:
+
+    - ``seed`` and every ``*_seed`` holding an integer is a seed (every notebook's ``seed``);
+    - ``seeds`` and every ``*_seeds`` holding a list (or tuple) of integers is a list of seeds
+      (02's RS protocol ``seeds``, 05's ``seeds``);
+    - ``seeds`` / ``*_seeds`` holding an integer is a *count* of seeds (01's ``cl_seeds``, 03's
+      ``verdict_seeds``, 04's ``seeds``: the seeds ``seed``, ``seed + 1``, ... that the count
+      implies are fixed by ``seed``, which is recorded) and is left out, as is a value of any other
+      type (``None``, a string, a boolean) under those names.
+
+    Parameters
+    ----------
+    params : dict
+        The run's parameters (``name -> value``); only the top-level names are read.
+
+    Returns
+    -------
+    dict
+        ``{name: value}`` (lists as lists); empty when the run has no seed parameter.
+
+    Examples
+    --------
+    >>> seeds({"seed": 0, "seeds": [0, 42, 1993], "num_null": 5, "lr": 0.1})
+    {'seed': 0, 'seeds': [0, 42, 1993]}
+    >>> seeds({"cl_seeds": 7, "seed": 0, "data_seed": 3, "verdict_seeds": 8, "use_seed": True})
+    {'seed': 0, 'data_seed': 3}
+    """
+    out = {}
+    for name, value in (params or {}).items():
+        if not isinstance(name, str):
+            continue
+        if (name == "seed" or name.endswith("_seed")) and _is_int(value):
+            out[name] = int(value)
+        elif (name == "seeds" or name.endswith("_seeds")) and isinstance(value, (list, tuple)) \
+                and all(_is_int(v) for v in value):
+            out[name] = [int(v) for v in value]
+    return out
+
+
+def manifest(*, gpu: bool = True, params: dict | None = None) -> dict:
     """Everything above in one dict: ``clkit``, ``git``, ``python``, ``libraries``, ``machine``, and
     ``data_files``: every data file this process read, ``{"path", "sha256", "bytes"}`` each
-    (:func:`clkit.data._reads.data_files`; empty when the run generated its data).
+    (:func:`clkit.data._reads.data_files`; empty when the run generated its data); given the run's
+    ``params``, also ``seeds``: its seeds, :func:`seeds` (issue 42).
 
     Examples
     --------
     >>> m = manifest(gpu=False)
     >>> sorted(m), m["python"] == platform.python_version()
     (['clkit', 'data_files', 'git', 'libraries', 'machine', 'python'], True)
+    >>> manifest(gpu=False, params={"seed": 3, "seeds": 6})["seeds"]
+    {'seed': 3}
     """
     from .data._reads import data_files
 
-    return {"clkit": version(), "git": git_state(), "python": platform.python_version(),
-            "libraries": libraries(), "machine": machine(gpu=gpu), "data_files": data_files()}
+    out = {"clkit": version(), "git": git_state(), "python": platform.python_version(),
+           "libraries": libraries(), "machine": machine(gpu=gpu), "data_files": data_files()}
+    if params is not None:
+        out["seeds"] = seeds(params)
+    return out
 
 
 def differences(manifests: dict) -> list[str]:

@@ -89,14 +89,15 @@ class RunRecord:
     def as_dict(self) -> dict:
         """The record as a JSON-ready dict (without timing, which varies by run), headed by the paper the
         notebook implements (:func:`clkit.citation.paper`, where it is one of clkit's) and the run's
-        :func:`clkit.manifest.manifest` (clkit's version and commit, libraries, machine)."""
+        :func:`clkit.manifest.manifest` (clkit's version and commit, libraries, machine, and the seeds among
+        the parameters: :func:`clkit.manifest.seeds`)."""
         from .citation import paper
         from .manifest import manifest
 
         return {
             "notebook": self.notebook,
             "paper": paper(self.notebook),
-            "manifest": manifest(),
+            "manifest": manifest(params=self.params),
             "params": to_jsonable(self.params),
             "results": self.results,
             "figures": [Path(f).name for f in self.figures],

@@ -340,7 +340,7 @@ def _publish(res, notebook, params, values, stage, stage_fig, outdir, figdir) ->
         return False
     meta = {"notebook": notebook, "params_set": params, "params": values, "status": res["status"],
             "error": res["error"], "runtime_s": res["runtime_s"],
-            "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "manifest": _kernel_manifest(stage)}
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "manifest": _kernel_manifest(stage, values)}
     atomic_write_json(stage / "run.json", meta)
     with _interrupt_held():
         if stage_fig is not None:
@@ -349,9 +349,9 @@ def _publish(res, notebook, params, values, stage, stage_fig, outdir, figdir) ->
     return True
 
 
-def _kernel_manifest(stage: Path) -> dict:
+def _kernel_manifest(stage: Path, params: dict | None = None) -> dict:
     """The manifest the kernel wrote into ``results.json`` (it saw the device the run used); when the run
-    wrote none (it failed early), this process's own, without asking CUDA."""
+    wrote none (it failed early), this process's own, without asking CUDA, with the seeds of ``params``."""
     from .manifest import manifest
 
     found = sorted(stage.rglob("results.json"))
@@ -362,7 +362,7 @@ def _kernel_manifest(stage: Path) -> dict:
                 return m
         except (OSError, ValueError):
             pass
-    return manifest(gpu=False)
+    return manifest(gpu=False, params=params)
 
 
 def check_output_folder(flag: str, folder, notebook: str) -> None:

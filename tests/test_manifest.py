@@ -35,6 +35,7 @@ def test_run_json_and_results_json_carry_the_same_manifest(tiny):
     git = mf.git_state()
     assert m["git"] == git and (git is None or re.fullmatch(r"[0-9a-f]{40}", git["commit"]))
     assert res["paper"] is None                           # not one of clkit's five notebooks
+    assert m["seeds"] == {"seed": 1}                      # the run's seed parameters
     first = (out / "00_tiny" / "results.json").read_bytes()
     assert main(["run", "00", "--params", "plain", "--out", str(out), "--no-progress"]) == 0
     assert (out / "00_tiny" / "results.json").read_bytes() == first   # nothing timed or random in it
@@ -79,3 +80,28 @@ def test_summary_notes_runs_from_different_environments(tmp_path, capsys):
 def test_differences_is_empty_for_one_environment():
     m = mf.manifest(gpu=False)
     assert mf.differences({"a": m, "b": json.loads(json.dumps(m))}) == []
+
+
+def test_results_json_manifest_records_the_seeds(tmp_path):
+    """The seeds of a fabricated record: ``seed`` / ``*_seed`` integers, ``seeds`` / ``*_seeds`` lists."""
+    import numpy as np
+
+    from clkit.results import RunRecord
+
+    rec = RunRecord("demo", params={"seed": np.int64(3), "seeds": [0, 42], "cl_seeds": 7, "data_seed": 5,
+                                    "verdict_seeds": 8, "num_null": 5, "lr": 0.1})
+    saved = json.loads(rec.save(tmp_path / "results.json").read_text())
+    assert saved["manifest"]["seeds"] == {"seed": 3, "seeds": [0, 42], "data_seed": 5}
+    assert mf.seeds({"seeds": 6, "seed": None, "seeds_note": "x"}) == {}
+
+
+def test_the_seed_rule_fits_the_five_notebooks():
+    """A plural integer (01's cl_seeds, 03's verdict_seeds, 04's seeds) is a count, not a seed."""
+    from clkit.notebooks import notebook_parameters
+
+    expected = {"01_taskification": {"seed": 0}, "02_edge": {"seeds": [0, 42, 1993], "seed": 0},
+                "03_temporal_metrics": {"seed": 0}, "04_curriculum": {"seed": 0},
+                "05_drift": {"seeds": [1, 2, 3, 4, 5, 6, 7]}}
+    for nb, want in expected.items():
+        defaults = {k: v["default"] for k, v in notebook_parameters(nb).items()}
+        assert mf.seeds(defaults) == want, nb

@@ -43,6 +43,7 @@ def _verdict_record_is_whole(r, learners):
 def test_smoke_run_records_the_edge_experiment(run_smoke):
     res, out = run_smoke("02_edge")
     r = res["results"]
+    assert res["manifest"]["seeds"] == {"seeds": res["params"]["seeds"], "seed": res["params"]["seed"]}
     assert "Fashion-MNIST" in r["data_source"] and r["encoder_used"].startswith("glove")
     # combinatorics and sample sizes
     assert r["num_sequences"]["6/3"] == "90" and r["num_sequences"]["9/3"] == "1680"
