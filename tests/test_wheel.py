@@ -16,19 +16,37 @@ FILES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "CITATION.cff
 FOLDERS = ["clkit", "notebooks", "data/class_names"]
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory):
-    """The wheel built from a copy of the checkout's sources (nothing written into the checkout)."""
+def _sources(tmp_path_factory) -> Path:
+    """A copy of the checkout's sources that a build reads (nothing is written into the checkout)."""
     src = tmp_path_factory.mktemp("src")
     for f in FILES:
         shutil.copy2(ROOT / f, src / f)
     for d in FOLDERS:
         shutil.copytree(ROOT / d, src / d, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+    return src
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    """The wheel built from a copy of the checkout's sources (nothing written into the checkout)."""
+    src = _sources(tmp_path_factory)
     out = tmp_path_factory.mktemp("dist")
     # build isolation: pip brings the setuptools pyproject.toml asks for (a venv's own may be older)
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "-q", "-w", str(out)],
                    check=True, capture_output=True, text=True)
     return next(out.glob("clkit-*.whl"))
+
+
+def test_twine_check_passes_for_the_wheel_and_the_sdist(wheel, tmp_path_factory):
+    """PyPI would accept both: metadata complete, README.md renders as the long description (issue 42)."""
+    pytest.importorskip("twine")
+    src, out = _sources(tmp_path_factory), tmp_path_factory.mktemp("sdist")
+    subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(out)], cwd=src, check=True,
+                   capture_output=True, text=True)
+    [sdist] = out.glob("clkit-*.tar.gz")
+    res = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(wheel), str(sdist)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0 and res.stdout.count("PASSED") == 2, res.stdout + res.stderr
 
 
 def test_the_wheel_carries_every_notebook_set_grid_and_class_list(wheel):
