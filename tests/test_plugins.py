@@ -10,7 +10,7 @@ import torch
 from clkit import plugins
 from clkit.models import MLP
 from clkit.strategies import Strategy, Task, available_strategies, make_strategy
-from tests.plugin_env import install_example_plugin
+from plugin_env import install_example_plugin  # not "tests.plugin_env": avalanche-lib ships a "tests" package
 
 
 @pytest.fixture(scope="module")
@@ -182,7 +182,7 @@ def plugin_notebooks(tmp_path_factory):
     import os
 
     from clkit.run import run_notebook
-    from tests.plugin_env import write_graph, write_image_folder
+    from plugin_env import write_graph, write_image_folder
 
     base = tmp_path_factory.mktemp("plugin_notebooks")
     site = install_example_plugin(base / "site")
