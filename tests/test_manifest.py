@@ -67,6 +67,27 @@ def test_citation_cff_lists_the_five_papers_as_the_kit_cites_them():
     assert [str(r["year"]) for r in cff["references"]] == [p["year"] for p in PAPERS.values()]
 
 
+def test_citation_cff_validates_against_the_cff_1_2_0_schema():
+    """CITATION.cff is valid Citation File Format 1.2.0, checked as ``cffconvert --validate`` checks it.
+
+    cffconvert's own check is ``jsonschema.validate`` of the parsed file against the CFF 1.2.0 JSON
+    schema with a format checker; ``tests/data/cff-1.2.0-schema.json`` is that schema, copied from
+    cffconvert 2.0.0 (citation-file-format.github.io/1.2.0/schema.json, CC-BY-4.0). cffconvert itself
+    is not a test dependency: every release pins ``jsonschema<4``, which jupyterlab-server and
+    jupyter-events (``jsonschema>=4.18``) exclude, so ``clkit[test]`` could not be installed with it.
+    """
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((ROOT / "tests" / "data" / "cff-1.2.0-schema.json").read_text())
+    assert schema["$id"] == "https://citation-file-format.github.io/1.2.0/schema.json"
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    jsonschema.validate(instance=cff, schema=schema, format_checker=jsonschema.FormatChecker())
+    assert len(cff["references"]) == len(PAPERS) == 5
+    assert [r["notes"].split()[1].rstrip(";") for r in cff["references"]] == list(PAPERS)
+    broken = {**cff, "references": [{**cff["references"][0], "type": "blog-entry"}]}   # not a CFF type
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(instance=broken, schema=schema, format_checker=jsonschema.FormatChecker())
+
+
 def test_summary_notes_runs_from_different_environments(tmp_path, capsys):
     for name, torch in (("a", "2.14.1"), ("b", "2.11.0")):
         (tmp_path / name).mkdir()
