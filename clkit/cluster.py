@@ -8,6 +8,15 @@ existing cluster (``dask scheduler`` / ``dask worker``, dask-jobqueue,
 Kubernetes), whose workers must run the same clkit environment and see the
 folders on a shared file system. :func:`start_slurm` starts such a cluster on Slurm
 (dask-jobqueue's ``SLURMCluster``, the ``slurm`` extra), one worker per batch job.
+
+GPUs are Dask worker resources: a case whose ``device`` parameter is ``"cuda"`` or
+``"cuda:N"`` (:func:`needs_gpu`; ``"auto"`` does not require one) is submitted with
+``resources={"GPU": 1}`` (:func:`case_resources`), so it only starts on a worker that
+declares a GPU: a local cluster's first workers, one per CUDA device, each seeing its
+own device as ``cuda`` (:func:`start_client`); a Slurm job started with ``gpus=N``
+(``--resources GPU=N``, :func:`slurm_kwargs`); or ``dask worker --resources GPU=1`` on
+an existing cluster. :func:`check_gpu_workers` refuses such cases up front on a
+cluster without a GPU worker, where they would otherwise wait forever.
 """
 
 from __future__ import annotations
@@ -20,11 +29,92 @@ import signal
 import threading
 
 __all__ = ["CONNECT_TIMEOUT_S", "CLUSTERS", "default_workers", "check_scheduler", "start_client", "close_client",
-           "dask_setup", "slurm_kwargs", "start_slurm"]
+           "dask_setup", "slurm_kwargs", "start_slurm", "GPU", "needs_gpu", "case_resources", "local_gpus",
+           "check_gpu_workers"]
 
 CONNECT_TIMEOUT_S = 5
 #: batch systems ``clkit sweep --cluster`` starts Dask workers on
 CLUSTERS = ("slurm",)
+#: the Dask worker resource a GPU case asks for and a GPU worker declares
+GPU = "GPU"
+_CUDA = re.compile(r"cuda(:\d+)?")
+
+
+def needs_gpu(params) -> bool:
+    """Whether a case's resolved parameters ask for a GPU: ``device`` is ``"cuda"`` or ``"cuda:N"``.
+
+    ``"auto"`` takes a GPU when the worker has one but runs on the CPU otherwise, so it
+    requires none.
+
+    Examples
+    --------
+    >>> needs_gpu({"device": "cuda:1"}), needs_gpu({"device": "auto"}), needs_gpu({"seed": 0})
+    (True, False, False)
+    """
+    device = params.get("device") if isinstance(params, dict) else None
+    return isinstance(device, str) and _CUDA.fullmatch(device.strip()) is not None
+
+
+def case_resources(params) -> dict:
+    """The Dask resources a case's task asks for: ``{"GPU": 1}`` when :func:`needs_gpu`, else ``{}``.
+
+    Examples
+    --------
+    >>> case_resources({"device": "cuda"}), case_resources({"device": "cpu"})
+    ({'GPU': 1}, {})
+    """
+    return {GPU: 1} if needs_gpu(params) else {}
+
+
+def local_gpus() -> int:
+    """CUDA devices this process sees (0 without CUDA or without torch)."""
+    try:
+        import torch
+
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:  # noqa: BLE001 - no torch, or a driver that cannot be queried: no GPU worker
+        return 0
+
+
+def check_gpu_workers(cases, workers, where: str) -> None:
+    """Refuse cases that need a GPU (:func:`needs_gpu`) when no worker declares the ``GPU`` resource.
+
+    Dask would keep such a task waiting for a worker that never comes; this says so before
+    anything is submitted.
+
+    Parameters
+    ----------
+    cases : list of dict
+        The sweep's cases (``index``, ``name``, ``params``).
+    workers : iterable of dict
+        Each worker's resources, e.g. ``{"GPU": 1}`` (``client.scheduler_info()``'s ``resources``).
+    where : str
+        The cluster, as the message names it.
+
+    Raises
+    ------
+    ValueError
+        Some case needs a GPU and no worker has one; the message names the case, its
+        ``device`` and the cluster.
+
+    Examples
+    --------
+    >>> check_gpu_workers([{"index": 0, "name": "seed=0", "params": {"device": "cuda"}}], [{"GPU": 1}], "x")
+    >>> check_gpu_workers([{"index": 0, "name": "seed=0", "params": {"device": "cuda"}}], [{}], "a local cluster")
+    Traceback (most recent call last):
+    ...
+    ValueError: device: case 0 (seed=0) has device='cuda' (1 of 1 case(s) need a GPU), but a local cluster has no GPU worker (no worker declares the Dask resource GPU); ask for GPU workers (--cluster slurm --gpus N, 'dask worker --resources GPU=1' on an existing cluster, a machine with CUDA for a local one) or set device to 'auto' or 'cpu'
+    """
+    cases = list(cases)
+    gpu_cases = [c for c in cases if needs_gpu(c.get("params"))]
+    if not gpu_cases or any(float((w or {}).get(GPU, 0)) >= 1 for w in workers):
+        return
+    c = gpu_cases[0]
+    raise ValueError(f"device: case {c.get('index')} ({c.get('name')}) has device={c['params']['device']!r} "
+                     f"({len(gpu_cases)} of {len(cases)} case(s) need a GPU), but {where} has no GPU worker "
+                     f"(no worker declares the Dask resource {GPU}); ask for GPU workers (--cluster slurm --gpus N, "
+                     f"'dask worker --resources {GPU}=1' on an existing cluster, a machine with CUDA for a local "
+                     "one) or set device to 'auto' or 'cpu'")
 
 
 def default_workers() -> int:
@@ -52,7 +142,7 @@ def check_scheduler(scheduler) -> str | None:
     return scheduler
 
 
-def start_client(workers: int, scheduler: str | None = None):
+def start_client(workers: int, scheduler: str | None = None, gpus: int | None = None):
     """A Dask client and, for a local cluster, the cluster: ``(client, cluster or None)``.
 
     Close both with :func:`close_client`.
@@ -63,6 +153,10 @@ def start_client(workers: int, scheduler: str | None = None):
         Worker processes of a local cluster (one thread each); ignored with ``scheduler``.
     scheduler : str, optional
         Address of an existing Dask scheduler (``tcp://host:port``).
+    gpus : int, optional
+        CUDA devices of a local cluster (default: :func:`local_gpus`). The first
+        ``min(gpus, workers)`` workers each declare the resource ``GPU=1`` and see one
+        device (``CUDA_VISIBLE_DEVICES``), as ``cuda``; the others are unchanged.
 
     Raises
     ------
@@ -97,10 +191,28 @@ def start_client(workers: int, scheduler: str | None = None):
     # the kernels running the notebooks.
     with _interrupt_ignored(), dask.config.set({"distributed.worker.profile.enabled": False,
                                                 "distributed.worker.preload": [__name__]}):
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+        n_gpu = min(local_gpus() if gpus is None else gpus, workers)
+        cluster = LocalCluster(n_workers=workers - n_gpu, threads_per_worker=1, processes=True,
                                dashboard_address=":0", silence_logs=logging.CRITICAL)
+        if n_gpu:
+            _add_gpu_workers(cluster, n_gpu)
         client = Client(cluster)
+        if n_gpu:
+            client.wait_for_workers(workers, timeout=120)
     return client, cluster
+
+
+def _add_gpu_workers(cluster, n: int) -> None:
+    """Start ``n`` more workers on a local cluster, worker ``i`` declaring ``GPU=1`` and seeing CUDA device ``i``."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = [d.strip() for d in visible.split(",")] if visible else [str(i) for i in range(n)]
+    for i in range(min(n, len(ids))):
+        [(name, spec)] = cluster.new_worker_spec().items()
+        options = spec["options"]
+        cluster.worker_spec[name] = {**spec, "options": {
+            **options, "resources": {**(options.get("resources") or {}), GPU: 1},
+            "env": {**(options.get("env") or {}), "CUDA_VISIBLE_DEVICES": ids[i]}}}
+    cluster.scale(len(cluster.worker_spec))
 
 
 @contextlib.contextmanager
@@ -162,7 +274,9 @@ def slurm_kwargs(cores=1, memory="4GB", walltime="01:00:00", gpus=0, queue=None,
 
     Each batch job is one Dask worker with one thread (one case at a time, as a local
     cluster's workers) given ``cores`` CPUs (``--cpus-per-task``), ``memory``, ``walltime``
-    and ``gpus`` GPUs (``--gres=gpu:N``) on partition ``queue``.
+    and ``gpus`` GPUs (``--gres=gpu:N``) on partition ``queue``; a job with GPUs starts its
+    worker with ``--resources GPU=N``, so that a case that needs a GPU (:func:`case_resources`)
+    lands on it.
 
     Parameters
     ----------
@@ -187,8 +301,8 @@ def slurm_kwargs(cores=1, memory="4GB", walltime="01:00:00", gpus=0, queue=None,
     >>> kw = slurm_kwargs(cores=8, memory="16GB", walltime="02:00:00", gpus=1, queue="gpu")
     >>> kw["job_cpu"], kw["cores"], kw["processes"], kw["memory"], kw["walltime"], kw["queue"]
     (8, 1, 1, '16GB', '02:00:00', 'gpu')
-    >>> kw["job_extra_directives"]
-    ['--gres=gpu:1']
+    >>> kw["job_extra_directives"], kw["worker_extra_args"]
+    (['--gres=gpu:1'], ['--resources', 'GPU=1'])
     >>> slurm_kwargs(walltime="2h")
     Traceback (most recent call last):
     ...
@@ -205,7 +319,8 @@ def slurm_kwargs(cores=1, memory="4GB", walltime="01:00:00", gpus=0, queue=None,
             raise ValueError(f"{name} must be a Slurm {'partition' if name == 'queue' else 'account'} name "
                              f"(letters, digits, _ . , -), got {value!r}")
     kw = {"cores": 1, "processes": 1, "job_cpu": cores, "memory": memory.strip(), "walltime": walltime.strip(),
-          "job_extra_directives": [f"--gres=gpu:{gpus}"] if gpus else []}
+          "job_extra_directives": [f"--gres=gpu:{gpus}"] if gpus else [],
+          "worker_extra_args": ["--resources", f"{GPU}={gpus}"] if gpus else []}
     if queue is not None:
         kw["queue"] = queue
     if account is not None:

@@ -57,7 +57,7 @@ def _cmd_sweep(args):
         return _print_cases(args)
     try:
         cluster = _batch_cluster(args)
-    except (ValueError, ImportError) as exc:
+    except (ValueError, TypeError, ImportError) as exc:
         print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
         return 2
     scheduler = cluster.scheduler_address if cluster is not None else args.scheduler
@@ -89,7 +89,8 @@ def _batch_cluster(args):
         if given:
             raise ValueError(f"--{next(iter(given))} sets a batch job's resources: it needs --cluster slurm")
         return None
-    from ..cluster import CLUSTERS, start_slurm
+    from ..cluster import CLUSTERS, _count, check_gpu_workers, slurm_kwargs, start_slurm
+    from ..sweep import plan_sweep
 
     if args.cluster not in CLUSTERS:
         raise ValueError(f"--cluster must be one of {', '.join(CLUSTERS)}, got {args.cluster!r}")
@@ -97,9 +98,14 @@ def _batch_cluster(args):
         raise ValueError("--cluster starts its own Dask scheduler: leave --scheduler out")
     jobs = given.pop("jobs", 1)
     try:
-        cluster = start_slurm(jobs, **given)
+        _count("jobs", jobs, 1)
+        kw = slurm_kwargs(**given)
     except ValueError as exc:   # "cores must be ...": name the option as typed
         raise ValueError(f"--{exc}" if str(exc).split()[0] in _SLURM_OPTIONS else str(exc)) from None
+    if not kw["worker_extra_args"]:   # no GPU worker will come: refuse GPU cases before asking Slurm for jobs
+        plan = plan_sweep(args.notebook, args.grid, params=args.params, out=args.out)
+        check_gpu_workers(plan["cases"], [], f"--cluster {args.cluster} without --gpus")
+    cluster = start_slurm(jobs, **given)
     print(f"[clkit] {args.cluster}: asked for {jobs} job(s); the cases start as the jobs do "
           f"(squeue --me), scheduler {cluster.scheduler_address}", flush=True)
     return cluster

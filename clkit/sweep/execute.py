@@ -22,13 +22,14 @@ from pathlib import Path
 from .. import __version__
 from .._io import atomic_write_json
 from .._validate import check_int
-from ..cluster import CONNECT_TIMEOUT_S, check_scheduler, close_client, default_workers, start_client
+from ..cluster import (CONNECT_TIMEOUT_S, case_resources, check_gpu_workers, check_scheduler, close_client,
+                       default_workers, start_client)
 from .grid import expand_grid, load_grid, resolve_grid
 from .store import (case_key, case_names, case_status, clean_line, clean_work, manifest_names,
                     make_work_dir, notebook_hash, publish_case, read_manifest, write_manifest)
 
 __all__ = ["plan_sweep", "run_case", "run_sweep", "prepare_cases", "run_case_of", "SweepInterrupted",
-           "CONNECT_TIMEOUT_S"]
+           "submit_options", "CONNECT_TIMEOUT_S"]
 
 TOPIC = "clkit-sweep"
 
@@ -350,6 +351,35 @@ def _wait_gone(procs: list, timeout: float) -> None:
         psutil.wait_procs(procs, timeout=timeout)
 
 
+def submit_options(spec: dict, run_id: str) -> dict:
+    """``client.submit``'s keyword arguments for a case's task (besides the function and ``spec``).
+
+    A task key unique to the case and to this sweep run, ``pure=False``, and
+    ``resources={"GPU": 1}`` when the case's ``device`` is ``cuda`` or ``cuda:N``
+    (:func:`clkit.cluster.case_resources`), so that it only starts on a GPU worker.
+
+    Examples
+    --------
+    >>> submit_options({"key": "0123456789abcdef", "params": {"device": "cuda"}}, "run1")
+    {'key': 'clkit-case-0123456789ab-run1', 'pure': False, 'resources': {'GPU': 1}}
+    >>> submit_options({"key": "0123456789abcdef", "params": {"device": "auto"}}, "run1")
+    {'key': 'clkit-case-0123456789ab-run1', 'pure': False}
+    """
+    options = {"key": f"clkit-case-{spec['key'][:12]}-{run_id}", "pure": False}
+    resources = case_resources(spec.get("params"))
+    if resources:
+        options["resources"] = resources
+    return options
+
+
+def _check_gpus(client, specs: list, where: str) -> None:
+    """:func:`clkit.cluster.check_gpu_workers` on the workers connected now (skipped while none is: batch jobs
+    still queued, or a scheduler whose workers come later)."""
+    workers = client.scheduler_info().get("workers", {})
+    if workers:
+        check_gpu_workers(specs, [w.get("resources") or {} for w in workers.values()], where)
+
+
 def _execute(plan: dict, todo: list, counts: dict, workers: int, scheduler, progress, log) -> None:
     """Submit ``todo`` to Dask and collect results into ``counts`` (see :func:`run_sweep`)."""
     from distributed import Event
@@ -370,6 +400,12 @@ def _execute(plan: dict, todo: list, counts: dict, workers: int, scheduler, prog
     bar = tqdm(total=len(todo), desc=plan["notebook"], unit="case", file=sys.stderr,
                disable=not (sys.stderr.isatty() if progress is None else progress))
     where = scheduler or f"a local cluster of {workers} worker process(es)"
+    try:
+        _check_gpus(client, specs, f"the Dask cluster at {scheduler}" if scheduler else where)
+    except ValueError:
+        close_client(client, cluster)
+        _wait_gone(workers_pids, timeout=10)
+        raise
     log(f"[clkit] sweep {plan['notebook']}: {len(todo)} of {counts['total']} case(s) to run on {where}")
     futures = {}
     run_id = uuid.uuid4().hex[:8]
@@ -380,7 +416,7 @@ def _execute(plan: dict, todo: list, counts: dict, workers: int, scheduler, prog
             pass
         for spec in specs:
             spec["stop_event"] = f"clkit-stop-{run_id}"
-            fut = client.submit(run_case, spec, key=f"clkit-case-{spec['key'][:12]}-{run_id}", pure=False)
+            fut = client.submit(run_case, spec, **submit_options(spec, run_id))
             futures[fut] = spec
         pending = set(futures)
         while pending:
