@@ -1,5 +1,6 @@
 """The built wheel works outside any checkout: notebooks, parameter sets, grids, course and class names ship
-as package data copied from the checkout at build time (issue 42)."""
+as package data copied from the checkout at build time, so that installed elsewhere it lists, runs a smoke
+set, builds the course and runs a sweep (issue 42)."""
 
 import json
 import os
@@ -89,3 +90,22 @@ def test_installed_outside_a_checkout_it_lists_and_runs(wheel, tmp_path):
                                "print(len(load_class_names('cifar100')))"], cwd=work, env=env,
                               capture_output=True, text=True, check=True)
     assert from_cls.stdout.strip() == "100"
+
+    # the course build: nbgrader's release of the five assignments, from the sources the wheel carries
+    built = clkit("course", "build", "--out", str(work / "course"))
+    assert built.returncode == 0, built.stdout + built.stderr
+    course = json.loads((work / "course" / "course.json").read_text())
+    for name in course["assignments"]:
+        release = work / "course" / "release" / name / f"{name}.ipynb"
+        assert release.exists() and "### BEGIN SOLUTION" not in release.read_text(), name
+    assert len(course["assignments"]) == 5
+
+    # a sweep on a local Dask cluster of one worker: one case of 03's smoke set (two learners)
+    (work / "grid.yaml").write_text("params: smoke\ngrid:\n  learners: [[erm, finetune]]\n")
+    swept = clkit("sweep", "03", "--grid", "grid.yaml", "--out", str(work / "sweep"), "--workers", "1",
+                  "--no-progress")
+    assert swept.returncode == 0, swept.stdout + swept.stderr
+    case = work / "sweep" / "03_temporal_metrics" / "learners=erm+finetune"
+    assert json.loads((case / "run.json").read_text())["status"] == "ok"
+    assert json.loads((case / "results.json").read_text())["params"]["learners"] == ["erm", "finetune"]
+    assert (work / "sweep" / "03_temporal_metrics" / "summary.csv").exists()
