@@ -83,6 +83,8 @@ def test_a_sweep_over_a_dotted_name_shows_it_as_its_own_column(tiny, tmp_path, c
                       out=tmp_path)
     assert [c["values"] for c in plan["cases"]] == [{"learner_kwargs.ewc.ewc_lambda": 1, "seed": 5},
                                                     {"learner_kwargs.ewc.ewc_lambda": 10, "seed": 5}]
+    assert [c["name"] for c in plan["cases"]] == ["learner_kwargs.ewc.ewc_lambda=1,seed=5",
+                                                  "learner_kwargs.ewc.ewc_lambda=10,seed=5"]
     assert plan["cases"][1]["params"] == {"seed": 5, "learner_kwargs": {"si": {"si_lambda": 1.0},
                                                                         "ewc": {"ewc_lambda": 10}}}
     root = tmp_path / STEM
@@ -91,7 +93,7 @@ def test_a_sweep_over_a_dotted_name_shows_it_as_its_own_column(tiny, tmp_path, c
     for case in plan["cases"]:  # the Dask task itself, run here without a cluster
         spec = {**case, "root": str(root), "notebook": plan["notebook"], "notebook_path": plan["notebook_path"]}
         assert run_case(spec)["status"] == "ok"
-        saved = json.loads((case_dir(root, case["key"]) / "results.json").read_text())
+        saved = json.loads((case_dir(root, case["name"]) / "results.json").read_text())
         assert saved["params"]["learner_kwargs"]["ewc"] == {"ewc_lambda": case["values"]["learner_kwargs.ewc.ewc_lambda"]}
     assert main(["summary", str(tmp_path), "--group-by", "learner_kwargs.ewc.ewc_lambda"]) == 0
     printed = capsys.readouterr().out

@@ -36,7 +36,8 @@ def test_a_file_where_the_runs_folder_goes_is_refused(tiny, capsys):
 def test_a_second_run_into_a_busy_folder_is_refused_and_the_first_finishes(tiny, capsys):
     out = tiny / "runs"
     with run_mod.run_lock(out / "00_tiny"):
-        assert main(["run", "00", "--params", "plain", "--out", str(out), "--no-progress"]) == 1
+        # refused before any work, nothing written: bad input's exit status (docs/running.md)
+        assert main(["run", "00", "--params", "plain", "--out", str(out), "--no-progress"]) == 2
         assert "another clkit run (process" in capsys.readouterr().err
         assert not (out / "00_tiny").exists()
     assert main(["run", "00", "--params", "plain", "--out", str(out), "--no-progress"]) == 0
