@@ -34,6 +34,11 @@ def test_run_json_and_results_json_carry_the_same_manifest(tiny):
     assert {"numpy", "torch", "scipy"} <= set(m["libraries"])
     git = mf.git_state()
     assert m["git"] == git and (git is None or re.fullmatch(r"[0-9a-f]{40}", git["commit"]))
+    if git is not None:   # the commit is the checkout's HEAD, as git itself says (a clone in CI)
+        import subprocess
+
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+        assert head.returncode != 0 or git["commit"] == head.stdout.strip()
     assert res["paper"] is None                           # not one of clkit's five notebooks
     assert m["seeds"] == {"seed": 1}                      # the run's seed parameters
     first = (out / "00_tiny" / "results.json").read_bytes()
