@@ -142,6 +142,8 @@ def test_every_strategy_trains_on_a_non_cpu_device(name):
     assert s.steps > 0
 
 
+# meta tensors hold no values: GDumb's host mirror of the labels reads them as NaN and casts them
+@pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")
 @pytest.mark.parametrize("name", [n for n in VECTOR if _REGISTRY[n].task_free and n != "naive"] + ["naive"])
 def test_task_free_strategies_observe_on_a_non_cpu_device(name):
     s = make_strategy(name, MLP(6, 6, hidden=(8,)), device=META, batch_size=8, **_kwargs(name))
