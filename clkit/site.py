@@ -181,11 +181,8 @@ def _without_widgets(nb):
 
 
 def machine_prefixes(project=None) -> list[tuple[str, str]]:
-    """``(absolute prefix, what the site shows instead)`` for this machine's paths, longest first.
-
-    The Python environment's ``site-packages`` becomes ``site-packages/``, the project
-    folder (default: the working directory) and clkit's own source root become relative
-    paths, the home folder ``~/``.
+    """``(absolute prefix, what the site shows instead)`` for this machine's paths, longest first:
+    :func:`clkit.data._reads.machine_folders` as text (a run's manifest names files the same way).
 
     Examples
     --------
@@ -193,18 +190,10 @@ def machine_prefixes(project=None) -> list[tuple[str, str]]:
     >>> ("/home/ann/clkit/", "") in pairs and all(a.endswith("/") for a, _ in pairs)
     True
     """
-    import site
-    import sysconfig
+    from .data._reads import machine_folders
 
-    pairs = {}
-    for sp in {sysconfig.get_paths().get("purelib"), *getattr(site, "getsitepackages", lambda: [])()}:
-        if sp:
-            pairs[str(Path(sp)) + "/"] = "site-packages/"
-    pairs[str(Path(sys.prefix)) + "/"] = "<python>/"
-    for root in {Path(project) if project is not None else Path.cwd(), Path(__file__).resolve().parents[1]}:
-        pairs[str(root) + "/"] = ""
-    pairs.setdefault(str(Path.home()) + "/", "~/")
-    return sorted(pairs.items(), key=lambda kv: -len(kv[0]))
+    pairs = [(str(folder).rstrip("/") + "/", f"{shown}/" if shown else "") for folder, shown in machine_folders(project)]
+    return sorted(dict.fromkeys(pairs), key=lambda kv: -len(kv[0]))
 
 
 def _without_machine_paths(nb, prefixes):

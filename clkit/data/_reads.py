@@ -34,11 +34,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sysconfig
 import threading
 from pathlib import Path
 
-__all__ = ["record_read", "data_files", "file_sha256", "display_path", "forget_reads"]
+__all__ = ["record_read", "data_files", "file_sha256", "display_path", "machine_folders", "forget_reads"]
 
 _CHUNK = 1 << 20
 _LOCK = threading.Lock()
@@ -109,21 +108,40 @@ def file_sha256(path) -> str:
     return digest
 
 
-def _prefixes() -> list:
-    """(folder, shown as) pairs, the first that holds a path wins."""
+def machine_folders(project=None) -> list[tuple[Path, str]]:
+    """This machine's folders a shared file should not show, each with what is shown instead.
+
+    clkit's package folder as ``clkit``, the data root (:func:`clkit.data._cache.data_root`) as
+    ``<data>``, the environment's ``site-packages`` as ``<site-packages>`` and its prefix as
+    ``<python>``, the project folder (default: ``$PWD`` and the working folder) as nothing
+    (paths relative to it), the home folder as ``~``. Deepest first, so the first folder that
+    holds a path is the most specific one. A run's manifest (:func:`display_path`) and the site
+    (``clkit.site``) both use it.
+
+    Examples
+    --------
+    >>> pairs = machine_folders("/home/ann/project")
+    >>> (Path("/home/ann/project").resolve(), "") in pairs
+    True
+    >>> depths = [len(folder.parts) for folder, _ in pairs]
+    >>> depths == sorted(depths, reverse=True)
+    True
+    """
+    import sys
+    import sysconfig
+
     from ._cache import data_root
 
-    out = [(Path(__file__).resolve().parent.parent, "clkit"), (data_root().resolve(), "<data>")]
+    pairs = [(Path(__file__).resolve().parent.parent, "clkit"), (data_root().resolve(), "<data>")]
     for key in ("purelib", "platlib"):
-        try:
-            out.append((Path(sysconfig.get_paths()[key]).resolve(), "<site-packages>"))
-        except (KeyError, OSError):
-            pass
-    for folder in (os.environ.get("PWD"), os.getcwd()):
-        if folder:
-            out.append((Path(folder).resolve(), ""))
-    out.append((Path.home().resolve(), "~"))
-    return out
+        if sysconfig.get_paths().get(key):
+            pairs.append((Path(sysconfig.get_paths()[key]).resolve(), "<site-packages>"))
+    pairs.append((Path(sys.prefix).resolve(), "<python>"))
+    projects = [project] if project is not None else [os.environ.get("PWD"), os.getcwd()]
+    pairs += [(Path(f).resolve(), "") for f in projects if f]
+    pairs.append((Path.home().resolve(), "~"))
+    unique = list(dict.fromkeys(pairs))
+    return sorted(unique, key=lambda fs: -len(fs[0].parts))
 
 
 def display_path(path) -> str:
@@ -138,7 +156,7 @@ def display_path(path) -> str:
     '/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz'
     """
     p = Path(path).resolve()
-    for folder, shown in _prefixes():
+    for folder, shown in machine_folders():
         if p == folder or folder in p.parents:
             rel = p.relative_to(folder).as_posix()
             return f"{shown}/{rel}" if shown else rel
