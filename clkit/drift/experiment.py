@@ -265,16 +265,11 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
             hidden=hidden, lr=lr, memory_size=memory_size, learner_kwargs=learner_kwargs, eval_every=eval_every,
             joint_epochs=joint_epochs, tau=tau, dataset=dataset, cache=cache, protocol=protocol, device=device,
             precision=precision, backbone=backbone))
-    if device.type == "cpu":
-        with torch_threads(1):
-            return _run_grid(graph, split, configs, methods, seeds, hidden=hidden, lr=lr, memory_size=memory_size,
-                             learner_kwargs=learner_kwargs, eval_every=eval_every, joint_epochs=joint_epochs,
-                             tau=tau, dataset=dataset, cache=cache, progress=progress, p=p, device=device,
-                             precision=precision, backbone=backbone)
-    return _run_grid(graph, split, configs, methods, seeds, hidden=hidden, lr=lr, memory_size=memory_size,
-                     learner_kwargs=learner_kwargs, eval_every=eval_every, joint_epochs=joint_epochs, tau=tau,
-                     dataset=dataset, cache=cache, progress=progress, p=p, device=device, precision=precision,
-                     backbone=backbone)
+    with torch_threads(1 if device.type == "cpu" else None):   # None: an accelerator keeps torch's setting
+        return _run_grid(graph, split, configs, methods, seeds, hidden=hidden, lr=lr, memory_size=memory_size,
+                         learner_kwargs=learner_kwargs, eval_every=eval_every, joint_epochs=joint_epochs, tau=tau,
+                         dataset=dataset, cache=cache, progress=progress, p=p, device=device, precision=precision,
+                         backbone=backbone)
 
 
 def _run_grid_forked(graph, split, configs, methods, seeds, workers, progress, kwargs):
