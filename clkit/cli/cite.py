@@ -18,7 +18,8 @@ def cite(args) -> int:
     names = list(PAPERS) if args.notebook == "all" else [resolve_notebook(args.notebook)]
     for name in names:
         if name not in PAPERS:
-            raise ValueError(f"{name} is not one of clkit's five notebooks; it cites no paper")
+            raise ValueError(f"{name} reproduces no paper, so it cites none; the notebooks that do: "
+                             f"{', '.join(PAPERS)}. Cite clkit itself from CITATION.cff")
         print(f"% {name}\n{bibtex(name)}\n")
     print("% clkit itself: see CITATION.cff (GitHub's 'Cite this repository')")
     return 0

@@ -46,7 +46,7 @@ def paragraph(verdicts_, disagree, *, subject: str = "this set of runs", tol: fl
 
 
 def compare(runs, *, comparisons=None, reference: str | None = None, metric: str = "acc",
-            target: float | None = None, tol: float = TOLERANCE) -> dict:
+            target: float | None = None, tol: float = TOLERANCE, oracle_shift: float | None = None) -> dict:
     """Check the runs, recompute their metrics and decide the comparisons.
 
     Parameters
@@ -63,6 +63,10 @@ def compare(runs, *, comparisons=None, reference: str | None = None, metric: str
         An effect to plan the number of seeds for (fraction scale, e.g. 0.01 for 1 point).
     tol : float
         Tolerance of :func:`clkit.compare.metrics.disagreements`.
+    oracle_shift : float, optional
+        In (0, 1]: add the oracle control (:func:`clkit.compare.oracle.oracle_verdict`), a copy of the
+        control method with this fraction of its final row's error removed, which the rule must call
+        higher. ``None`` or 0: no oracle.
 
     Returns
     -------
@@ -95,6 +99,10 @@ def compare(runs, *, comparisons=None, reference: str | None = None, metric: str
     involved = list(dict.fromkeys([m for p in pairs for m in p] + [control]))
     check_runs(runs, involved)
     vs = verdicts(runs, pairs, metric=metric, control=control)
+    if oracle_shift:
+        from .oracle import oracle_verdict
+
+        vs.insert(1 if vs and vs[0].role == "null control" else 0, oracle_verdict(runs, control, oracle_shift))
     dis = disagreements(runs, tol)
     return {"runs": listing, "run_list": runs, "metrics": metrics_table(runs), "disagreements": dis,
             "comparisons": pairs,

@@ -185,8 +185,6 @@ def planner(verdicts, target: float | None = None) -> list:
                                 f"needs at least {n_min} pairs at {level}; the runs have {v.n}.")
             continue
         need = v.pairs_for_observed
-        text = (f"{v.comparison}: observed {stats._num(v.effect, True)} (sd of differences {stats._num(v.sd)}, "
-                f"{v.n} pairs); ")
         if need is None:
             text += "no number of pairs detects a zero effect"
         elif need <= v.n:
