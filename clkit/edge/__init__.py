@@ -27,7 +27,9 @@ Modules:
   exploratory rows, controls judged alone, pipeline checks;
 - :mod:`clkit.edge.tables` -- the paper's Tables 1-2 layout and how its units relate to ours;
 - :mod:`clkit.edge.encoders` -- EDGE with CLIP text encoders of different sizes (Fig. 4, Table A4);
-- :mod:`clkit.edge.bounds` -- each protocol's min / max accuracy on the classic splits (Fig. 5).
+- :mod:`clkit.edge.bounds` -- each protocol's min / max accuracy on the classic splits (Fig. 5);
+- :mod:`clkit.edge.readback` -- the loop closed: orders trained elsewhere read back into this analysis
+  (``clkit edge orders`` / ``clkit edge analyse``).
 """
 
 from .combinatorics import (RS_SEEDS, canonical, check_sequence, enumerate_sequences, log_num_sequences,

@@ -23,7 +23,7 @@ import numpy as np
 from .._validate import check_int, check_type
 from .combinatorics import RS_SEEDS, canonical, check_num_tasks
 
-__all__ = ["CLASSIC_SPLITS", "ClassicBounds", "classic_bounds", "train_distinct"]
+__all__ = ["CLASSIC_SPLITS", "ClassicBounds", "classic_bounds", "bounds_from_values", "train_distinct"]
 
 #: The paper's classic splits (Sect. 5.2, Fig. 5; Appendix E.2, Tables A7-A8): CIFAR-100, CUB-200
 #: and ImageNet-R, each "partitioned into 10 sequential tasks" of equal size (Appendix E.2, which
@@ -209,7 +209,7 @@ def classic_bounds(class_names, num_tasks: int, sim, train, *, seeds=RS_SEEDS, e
     ({'RS': {'min': 2.0, 'max': 23.0}, 'EDGE': {'min': 1.0, 'max': 23.0}}, True, 4)
     """
     from .report import protocol_sequences
-    from .sequences import easy_sequence, hard_sequence, sequence_scores
+    from .sequences import easy_sequence, hard_sequence
     from .similarity_matrix import check_class_names
 
     names = check_class_names(class_names)
@@ -225,9 +225,46 @@ def classic_bounds(class_names, num_tasks: int, sim, train, *, seeds=RS_SEEDS, e
     easy = easy_sequence(S, k, granularities=granularities)
     protos = protocol_sequences(n, k, hard, easy, seeds=seeds, edge_num_random=edge_num_random,
                                 granularities=granularities)
-    order = ("RS", "EDGE")
-    stacked = np.concatenate([protos[p] for p in order])
+    stacked = np.concatenate([protos[p] for p in ("RS", "EDGE")])
     flat = train_distinct(train, stacked)
+    return bounds_from_values(names, k, S, {p: protos[p] for p in ("RS", "EDGE")}, flat)
+
+
+def bounds_from_values(class_names, num_tasks: int, sim, sequences: dict, flat: dict) -> ClassicBounds:
+    """Fig. 5's bars from accuracies already trained: what :func:`classic_bounds` computes after ``train``.
+
+    Parameters
+    ----------
+    class_names : list of str, length N
+    num_tasks : int
+    sim : array_like, shape (N, N)
+        The similarity EDGE's hard (``sequences["EDGE"][0]``) and easy (``[-1]``) sequences came from.
+    sequences : dict
+        ``{"RS": (R, K, M), "EDGE": (E, K, M)}`` (EDGE: hard, random(s), easy).
+    flat : dict
+        ``{learner: accuracies (R + E,)}``: RS's sequences, then EDGE's, in that order.
+
+    Returns
+    -------
+    ClassicBounds
+        As :func:`classic_bounds` returns it.
+
+    Examples
+    --------
+    >>> seqs = {"RS": np.array([[[0, 2], [1, 3]]]), "EDGE": np.array([[[0, 1], [2, 3]], [[0, 2], [1, 3]],
+    ...                                                                [[0, 3], [1, 2]]])}
+    >>> b = bounds_from_values(["a", "b", "c", "d"], 2, np.eye(4), seqs, {"f": np.array([50.0, 40.0, 50.0, 60.0])})
+    >>> b.bounds["f"], b.num_trained
+    ({'RS': {'min': 50.0, 'max': 50.0}, 'EDGE': {'min': 40.0, 'max': 60.0}}, 3)
+    """
+    from .sequences import sequence_scores
+
+    order = ("RS", "EDGE")
+    protos = {p: np.asarray(sequences[p]) for p in order}
+    stacked = np.concatenate([protos[p] for p in order])
+    S = np.asarray(sim, dtype=float)
+    hard, easy = protos["EDGE"][0], protos["EDGE"][-1]
+    names, k = list(class_names), int(num_tasks)
     num_trained = len({s.tobytes() for s in canonical(stacked)})
     cut = np.cumsum([len(protos[p]) for p in order])[:-1]
     values, bounds, contains = {}, {}, {}
