@@ -140,3 +140,31 @@ def test_task_count_differs_between_runs(tmp_path):
     rs = read_runs(tmp_path / "m")
     with pytest.raises(ValueError, match=r"field num_tasks.*derpp.*logs\.pyd line 2 \(run derpp seed 1\) has 2"):
         check_runs(rs.runs)
+
+
+def test_pycil_b50_inc10_tasks_are_the_mean_of_their_ten_class_groups(tmp_path):
+    """PyCIL's B50-Inc10 setting (init_cls 50, increment 10): task 0 holds the groups 00-09 … 40-49,
+    each later task one group; a task's accuracy is the mean of its groups (equal test sets per group)."""
+    t = "2024-01-01 00:00:00,000 [trainer.py] => "
+    g1 = {"00-09": 90.0, "10-19": 80.0, "20-29": 70.0, "30-39": 60.0, "40-49": 50.0}
+    g2 = {**{k: v - 10 for k, v in g1.items()}, "50-59": 88.0}
+    g3 = {**{k: v - 20 for k, v in g1.items()}, "50-59": 66.0, "60-69": 77.0}
+
+    def cnn(groups):
+        total = sum(groups.values()) / len(groups)
+        return "CNN: {'total': " + repr(total) + ", " + ", ".join(f"'{k}': np.float64({v})" for k, v in
+                                                                      groups.items()) + ", 'old': 0, 'new': 0}"
+
+    lines = ["model_name: der", "init_cls: 50", "increment: 10", "seed: 1993"]
+    for g in (g1, g2, g3):
+        lines += ["All params: 5", cnn(g)]
+    lines.append("Forgetting (CNN): 12.5")
+    f = tmp_path / "reproduce_1993_resnet32.log"
+    f.write_text("".join(t + s + "\n" for s in lines))
+    r = read_pycil_log(f).runs[0]
+    expect = np.array([[70.0, np.nan, np.nan],      # mean of 90, 80, 70, 60, 50
+                       [60.0, 88.0, np.nan],
+                       [50.0, 66.0, 77.0]]) / 100
+    np.testing.assert_allclose(r.R, expect, equal_nan=True)
+    assert r.reported["acc"] == pytest.approx((70 + 60 + 50 + 40 + 30 + 66 + 77) / 7 / 100)  # the last total
+    assert "mean of up to 5 10-class groups per task" in r.used
