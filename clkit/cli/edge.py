@@ -40,9 +40,9 @@ def register(sub) -> None:
                                    "method, seed, order, i, j, accuracy; or a folder / runs.csv clkit compare reads "
                                    "(Avalanche, mammoth, PyCIL logs with an order column)")
     a.add_argument("--percent", action="store_true", help="the CSV's accuracies are percentages (default fractions)")
-    a.add_argument("--metric", choices=("final", "incremental"), default="final",
-                   help="one number per accuracy matrix: final (mean of the last row, default) or incremental "
-                        "(mean over steps of the accuracy on the tasks seen; notebook 02's Eq. 1)")
+    a.add_argument("--metric", choices=("final", "incremental"), default="incremental",
+                   help="one number per accuracy matrix: incremental (mean over steps of the accuracy on the tasks "
+                        "seen; notebook 02's Eq. 1, the default) or final (mean of the last row)")
     a.add_argument("--method", default="learner", help="method of rows without a method column (default learner)")
     a.add_argument("--out", required=True, metavar="DIR", help="write results.json, report.md, tables and figures here")
     a.set_defaults(func=guarded(analyse))

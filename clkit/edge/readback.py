@@ -283,14 +283,14 @@ def _tidy_rows(f: Path, *, method: str, percent: bool) -> list:
     return out
 
 
-def read_order_results(path, manifest: dict, *, percent: bool = False, metric: str = "final",
+def read_order_results(path, manifest: dict, *, percent: bool = False, metric: str = "incremental",
                        method: str = "learner"):
     """Per-order accuracies (percent) from ``path``, checked against ``manifest``; and every run read.
 
     Parameters
     ----------
     path : path-like
-        A tidy CSV ``order_id, seed, accuracy[, method]`` (final accuracy per run); a long CSV of
+        A tidy CSV ``order_id, seed, accuracy[, method]`` (one number per run); a long CSV of
         accuracy matrices (``method, seed, order, i, j, accuracy``); or a folder / ``runs.csv`` /
         ``runs.yaml`` that :func:`clkit.compare.readers.read_runs` reads (Avalanche, mammoth, PyCIL
         logs; every run needs its ``order``).
