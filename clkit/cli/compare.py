@@ -1,4 +1,5 @@
-"""``clkit compare``: runs from any trainer in (a folder with a manifest, a long CSV, Avalanche's CSVLogger),
+"""``clkit compare``: runs from any trainer in (a folder with a manifest, a long CSV, Avalanche's CSVLogger,
+mammoth / PyCIL logs, MLflow / W&B exports),
 metrics recomputed, verdicts with a null control, a paragraph and a seed budget out (:mod:`clkit.compare`)."""
 
 from __future__ import annotations
@@ -6,7 +7,8 @@ from __future__ import annotations
 from ._output import guarded, show
 
 USAGE = ("clkit compare RUNS [--reference METHOD | --compare A:B ...] [--metric acc] [--percent] "
-         "[--target-effect E] [--tolerance T] [--out DIR]")
+         "[--target-effect E] [--tolerance T] [--out DIR] [--metric-pattern REGEX] [--method-key KEY] [--seed-key KEY] "
+         "[--steps index|order] [--task-base 0|1]")
 
 
 def register(sub) -> None:
@@ -16,7 +18,9 @@ def register(sub) -> None:
                            "RUNS is a folder with runs.csv / runs.yaml (file, method, seed, [order], "
                            "[taskification], [reported_acc, reported_bwt, reported_fwt, reported_forgetting]; "
                            "each file an accuracy matrix CSV R[i, j] or Avalanche's eval_results.csv), or a long "
-                           "CSV (method, seed, [order], [taskification], i, j, accuracy). See docs/compare.md."))
+                           "CSV (method, seed, [order], [taskification], i, j, accuracy), a mammoth / PyCIL results "
+                           "folder, an MLflow file store (mlruns) or metric-history table, or W&B history exports. "
+                           "See docs/compare.md."))
     p.add_argument("runs", help="folder with runs.csv / runs.yaml, a manifest file, or a long CSV")
     p.add_argument("--reference", default=None, metavar="METHOD",
                    help="compare every method against METHOD (also the null control's method)")
@@ -35,6 +39,18 @@ def register(sub) -> None:
     p.add_argument("--out", default=None, metavar="DIR",
                    help="write results.json, runs.csv, metrics.csv, verdicts.csv, disagreements.csv and two "
                         "figures into DIR")
+    g = p.add_argument_group("MLflow / W&B exports (docs/compare.md)")
+    g.add_argument("--metric-pattern", default=None, metavar="REGEX",
+                   help="regex matching a whole metric key, the evaluated task in a named group 'task' (default: "
+                        "acc_task_3, acc/task_3, eval_accuracy_task_3, ...)")
+    g.add_argument("--method-key", default=None, metavar="KEY",
+                   help="the param / tag / config key holding the method (default method)")
+    g.add_argument("--seed-key", default=None, metavar="KEY",
+                   help="the param / tag / config key holding the seed (default seed)")
+    g.add_argument("--steps", default=None, choices=["index", "order"],
+                   help="index (default): the step is the task trained; order: the k-th evaluation step is row k")
+    g.add_argument("--task-base", default=None, type=int, choices=[0, 1],
+                   help="the number of the first task in the metric keys (default 0; 1 for acc_task_1 .. acc_task_T)")
     p.set_defaults(func=guarded(compare))
 
 
@@ -48,7 +64,9 @@ def compare(args) -> int:
     check_real("--tolerance", tol, low=0)
     if args.target_effect is not None:
         check_real("--target-effect", args.target_effect, low=0)
-    runs = cmp.read_runs(args.runs, percent=args.percent)
+    runs = cmp.read_runs(args.runs, percent=args.percent, metric_pattern=getattr(args, "metric_pattern", None),
+                         method_key=getattr(args, "method_key", None), seed_key=getattr(args, "seed_key", None),
+                         steps=getattr(args, "steps", None), task_base=getattr(args, "task_base", None))
     res = cmp.compare(runs, comparisons=args.compare, reference=args.reference, metric=args.metric,
                       target=args.target_effect, tol=tol)
     show(res["runs"], f"{len(runs)} run(s) read from {runs.source} ({runs.format}); what was used from each:")

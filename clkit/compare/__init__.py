@@ -28,6 +28,15 @@ Input formats (``docs/compare.md`` has examples)
    ``mammoth`` / ``pycil``, or recognised from the file). Both formats were inferred from the
    frameworks' code (commits named there), not produced by running them; both log percentages,
    which these readers always divide by 100.
+5. **MLflow and W&B run exports** (:mod:`clkit.compare.trackers`): per-task accuracies logged as
+   metrics whose key names the evaluated task (``acc_task_3``, ``acc/task_3``,
+   ``eval_accuracy_task_3``, or a ``metric_pattern`` regex with a group ``task``) at the step of the
+   task trained; method and seed from the run's params / tags / config (``method_key``,
+   ``seed_key``) or a manifest row (``format`` ``mlflow`` / ``wandb``). MLflow: a file store
+   (``mlruns``, checked against runs logged with mlflow-skinny 3.17.2) or a ``get_metric_history``
+   table (:func:`read_mlflow_store`, :func:`read_mlflow_history`); W&B: a ``history()`` CSV or
+   ``scan_history()`` JSON lines with a ``config.yaml`` sidecar (:func:`read_wandb_history`; format
+   inferred from wandb 0.31.0's code, not produced by a run).
 
 Scores are fractions in [0, 1]; with ``percent=True`` (``--percent``) percentages, divided by 100.
 A value outside the scale, NaN on or below the diagonal, different task counts, a duplicated
@@ -52,6 +61,7 @@ from __future__ import annotations
 from .checks import check_runs, check_scores
 from .metrics import disagreements, metrics_table, run_metrics
 from .frameworks import read_mammoth_log, read_pycil_log
+from .trackers import read_mlflow_history, read_mlflow_store, read_wandb_history
 from .readers import read_avalanche_csv, read_avalanche_results, read_folder, read_long_csv, read_runs
 from .report import compare, paragraph, write_report
 from .runs import Run, Runs
@@ -59,6 +69,6 @@ from .verdicts import comparisons_for, null_pairs, planner, verdicts
 
 __all__ = ["Run", "Runs", "read_runs", "read_folder", "read_long_csv", "read_avalanche_csv", "read_avalanche_results",
            "read_mammoth_log",
-           "read_pycil_log", "check_scores",
+           "read_pycil_log", "read_mlflow_store", "read_mlflow_history", "read_wandb_history", "check_scores",
            "check_runs", "run_metrics", "metrics_table", "disagreements", "comparisons_for", "null_pairs", "verdicts",
            "planner", "compare", "paragraph", "write_report"]

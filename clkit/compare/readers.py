@@ -27,11 +27,15 @@ column                 meaning
 ``reported_bwt``,      scale; compared with the recomputed ones, never used in their place
 ``reported_fwt``,
 ``reported_forgetting``
-``format``             optional: ``matrix``, ``avalanche``, ``mammoth`` (``logs.pyd``) or ``pycil``
-                       (PyCIL's log; :mod:`clkit.compare.frameworks`); empty: ``*.json`` is
-                       Avalanche's results dicts, ``*.pyd`` mammoth, a first line
-                       ``<time> [<file>.py] => ...`` PyCIL, Avalanche's header Avalanche,
-                       anything else a matrix
+``format``             optional: ``matrix``, ``avalanche``, ``mammoth`` (``logs.pyd``), ``pycil``
+                       (PyCIL's log; :mod:`clkit.compare.frameworks`), ``mlflow`` or ``wandb``
+                       (:mod:`clkit.compare.trackers`); empty: an MLflow run folder or a table
+                       with columns ``key, value, step`` MLflow, a ``.csv`` / ``.json`` /
+                       ``.jsonl`` with ``_step`` W&B, another ``*.json`` Avalanche's results
+                       dicts, ``*.pyd`` mammoth, a first line ``<time> [<file>.py] => ...``
+                       PyCIL, Avalanche's header Avalanche, anything else a matrix
+``metric_pattern``     optional, ``mlflow`` / ``wandb`` rows: the regex naming the evaluated task
+                       in the metric keys (a named group ``task``)
 =====================  =====================================================================
 
 **Long CSV** -- one file, one row per matrix cell: ``method, seed, [order], [taskification], i,
@@ -65,6 +69,12 @@ b34abe5c93adb0cfd5a38aaf9e2bb22144a8c3aa).
 single such file, or manifest rows: see :mod:`clkit.compare.frameworks` (formats inferred from their
 code; both log percentages, always divided by 100).
 
+**MLflow / W&B** -- an MLflow file store (or one experiment or run folder of it), a folder of W&B
+history exports with their config sidecars, a single such export, or manifest rows: see
+:mod:`clkit.compare.trackers` (per-task accuracies logged as metrics, the step = the task trained).
+Their options (``metric_pattern``, ``method_key``, ``seed_key``, ``steps``, ``task_base``) are
+keyword arguments of :func:`read_runs` and :func:`read_folder`.
+
 Percent or fraction: matrices hold fractions in [0, 1]; with ``percent=True`` they hold
 percentages in [0, 100] and are divided by 100 (the reported numbers too). A value outside the
 scale is refused, naming the file, the run and the cell.
@@ -79,8 +89,9 @@ from pathlib import Path
 import numpy as np
 
 from .checks import check_scores
-from .frameworks import FORMATS
+from .frameworks import FORMATS as _FRAMEWORK_FORMATS
 from .runs import Run, Runs
+from .trackers import TRACKER_FORMATS, TRACKER_OPTIONS, read_tracker_file, read_tracker_folder, sniff_tracker
 
 __all__ = ["REPORTED", "AVALANCHE_HEADER", "read_runs", "read_folder", "read_long_csv", "read_avalanche_csv",
            "read_avalanche_results", "read_matrix_file"]
@@ -89,7 +100,9 @@ __all__ = ["REPORTED", "AVALANCHE_HEADER", "read_runs", "read_folder", "read_lon
 REPORTED = {"reported_acc": "acc", "reported_bwt": "bwt", "reported_fwt": "fwt", "reported_forgetting": "forgetting"}
 #: the header Avalanche 0.6's CSVLogger writes to eval_results.csv
 AVALANCHE_HEADER = ("eval_exp", "training_exp", "eval_accuracy", "eval_loss", "forgetting")
-_MANIFEST = ("file", "method", "seed", "order", "taskification", "format") + tuple(REPORTED)
+#: values of a manifest's ``format`` column
+FORMATS = _FRAMEWORK_FORMATS + TRACKER_FORMATS
+_MANIFEST = ("file", "method", "seed", "order", "taskification", "format", "metric_pattern") + tuple(REPORTED)
 _LONG = ("method", "seed", "order", "taskification", "i", "j", "accuracy")
 _AV_EXP = re.compile(r"Top1_Acc_Exp/eval_phase/(?P<stream>[^/]+)/Task(?P<task>\d+)/Exp(?P<exp>\d+)")
 _AV_STREAM = re.compile(r"Top1_Acc_Stream/eval_phase/(?P<stream>[^/]+)/Task(?P<task>\d+)")
@@ -107,8 +120,19 @@ def _text(value):
     return text if text and text.lower() not in ("nan", "none", "null") else None
 
 
-def read_runs(path, *, percent: bool = False) -> Runs:
-    """Runs from ``path``: a folder with ``runs.csv`` / ``runs.yaml``, a manifest file, or a long CSV.
+def _tracker_options(tracker: dict) -> dict:
+    unknown = sorted(set(tracker) - set(TRACKER_OPTIONS))
+    if unknown:
+        raise TypeError(f"unknown option(s) {unknown}; the tracker readers take {', '.join(TRACKER_OPTIONS)}")
+    return {k: v for k, v in tracker.items() if v is not None}
+
+
+def read_runs(path, *, percent: bool = False, **tracker) -> Runs:
+    """Runs from ``path``: a folder with ``runs.csv`` / ``runs.yaml``, a manifest file, a long CSV, a framework's
+    or tracker's folder or file (mammoth, PyCIL, MLflow, W&B).
+
+    ``tracker`` holds the MLflow / W&B readers' options (``metric_pattern``, ``method_key``,
+    ``seed_key``, ``steps``, ``task_base``: :mod:`clkit.compare.trackers`).
 
     Examples
     --------
@@ -121,14 +145,21 @@ def read_runs(path, *, percent: bool = False) -> Runs:
     ('long', [[0.9, nan], [0.7, 0.8]])
     """
     p = Path(path)
+    tracker = _tracker_options(tracker)
     if p.is_dir() and not any((p / n).exists() for n in ("runs.csv", "runs.yaml", "runs.yml")):
         from .frameworks import read_framework_folder
+
+        found = read_tracker_folder(p, percent=percent, **tracker)  # first: a W&B run folder holds *.log files
+        if found is not None:
+            return found
 
         found = read_framework_folder(p)
         if found is not None:
             return found
     if p.is_dir() or p.name in ("runs.csv", "runs.yaml", "runs.yml"):
-        return read_folder(p, percent=percent)
+        return read_folder(p, percent=percent, **tracker)
+    if p.exists() and _sniff(p) in TRACKER_FORMATS:
+        return read_tracker_file(p, _sniff(p), percent=percent, **tracker)
     if p.exists() and _sniff(p) in ("mammoth", "pycil"):
         from .frameworks import read_mammoth_log, read_pycil_log
 
@@ -165,7 +196,7 @@ def _manifest(p: Path) -> tuple[Path, list]:
     return p, rows
 
 
-def read_folder(path, *, percent: bool = False) -> Runs:
+def read_folder(path, *, percent: bool = False, **tracker) -> Runs:
     """Runs listed in a manifest (``runs.csv`` / ``runs.yaml``), each file a matrix or Avalanche's log.
 
     Parameters
@@ -174,6 +205,9 @@ def read_folder(path, *, percent: bool = False) -> Runs:
         The folder holding the manifest, or the manifest itself.
     percent : bool
         Scores (and reported numbers) are percentages.
+    **tracker
+        Options of the MLflow / W&B readers for rows of those formats (:mod:`clkit.compare.trackers`);
+        a row's ``metric_pattern`` takes precedence.
 
     Returns
     -------
@@ -190,6 +224,7 @@ def read_folder(path, *, percent: bool = False) -> Runs:
     >>> r.label, r.reported, r.R.tolist()
     ('a seed 0', {'acc': 0.7}, [[0.9, nan], [0.6, 0.8]])
     """
+    tracker = _tracker_options(tracker)
     mpath, rows = _manifest(Path(path))
     where_m = f"manifest {str(mpath)!r}"
     cols = list(dict.fromkeys(k for r in rows for k in r))
@@ -222,7 +257,7 @@ def read_folder(path, *, percent: bool = False) -> Runs:
         if fmt is not None and fmt.lower() not in FORMATS:
             raise ValueError(f"{at} (run {label}): field format = {fmt!r}; expected one of {', '.join(FORMATS)} "
                              "(empty: recognised from the file)")
-        fmt = fmt.lower() if fmt else ("avalanche" if f.suffix == ".json" else _sniff(f) if f.is_file() else None)
+        fmt = fmt.lower() if fmt else (_sniff(f) if f.exists() else "avalanche" if f.suffix == ".json" else None)
         if fmt == "avalanche" and f.suffix == ".json":
             R, own, used = read_avalanche_results(f, run=label, percent=percent)
             source = str(f)
@@ -231,6 +266,11 @@ def read_folder(path, *, percent: bool = False) -> Runs:
             if overridden:
                 used += "; manifest's " + ", ".join(f"reported_{k}" for k in overridden) + " used over the dicts'"
             fmt = "avalanche results"
+        elif fmt in TRACKER_FORMATS:
+            opts = {**tracker, "metric_pattern": _text(row.get("metric_pattern")) or tracker.get("metric_pattern")}
+            one = read_tracker_file(f, fmt, percent=percent, method=vals["method"], seed=vals["seed"], label=label,
+                                    **opts).runs[0]
+            R, source, used = one.R, one.source, one.used
         elif fmt in ("mammoth", "pycil"):
             from .frameworks import read_mammoth_log, read_pycil_log
 
@@ -257,10 +297,17 @@ def read_folder(path, *, percent: bool = False) -> Runs:
     return Runs(runs, str(mpath), "folder", notes)
 
 
-def _sniff(f: Path) -> str:
-    """The format of one run's file when the manifest gives none: ``*.pyd`` is mammoth's ``logs.pyd``, a
-    file whose first line is ``<date> <time>,<ms> [<file>.py] => ...`` PyCIL's log, Avalanche's
-    header ``avalanche``, anything else a ``matrix``."""
+def _sniff(f: Path) -> str | None:
+    """The format of one run's file when the manifest gives none: an MLflow or W&B export
+    (:func:`~clkit.compare.trackers.sniff_tracker`) ``mlflow`` / ``wandb``, another folder None (a matrix
+    reader's ``CSVLogger`` folder), another ``*.json`` Avalanche's results dicts, ``*.pyd`` mammoth's
+    ``logs.pyd``, a file whose first line is ``<date> <time>,<ms> [<file>.py] => ...`` PyCIL's log,
+    Avalanche's header ``avalanche``, anything else a ``matrix``."""
+    tracker = sniff_tracker(f)
+    if tracker is not None or f.is_dir():
+        return tracker
+    if f.suffix == ".json":
+        return "avalanche"
     if f.suffix == ".pyd":
         return "mammoth"
     with open(f, newline="", errors="replace") as fh:
