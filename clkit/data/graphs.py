@@ -71,6 +71,9 @@ class GraphData:
     name : str
     source : str
         Where the data came from ("synthetic: ..." for generated graphs).
+    node_year : Tensor of int64, shape (num_nodes,), or None
+        Each node's publication year where the dataset has one (ogbn-arxiv), for
+        time-ordered streams (:func:`clkit.drift.streams.time_stream`).
     """
 
     x: torch.Tensor
@@ -78,6 +81,7 @@ class GraphData:
     y: torch.Tensor
     name: str
     source: str
+    node_year: torch.Tensor | None = None
 
     @property
     def num_nodes(self) -> int:
@@ -217,7 +221,9 @@ def split_per_class(y, test_fraction: float = 0.2, seed: int = 0):
 
 def _from_pyg(data, name: str, source: str) -> GraphData:
     y = data.y.view(-1).long()
-    return GraphData(data.x.float(), data.edge_index.long(), y, name, source)
+    year = getattr(data, "node_year", None)
+    year = None if year is None else torch.as_tensor(year).view(-1).long()
+    return GraphData(data.x.float(), data.edge_index.long(), y, name, source, year)
 
 
 def load_planetoid(name: str = "Cora", root=None) -> GraphData:
@@ -277,6 +283,18 @@ def _host_reachable(host: str, timeout: float) -> bool:
         return False
 
 
+#: the raw files ``ogb`` processes into ogbn-arxiv (``<root>/ogbn_arxiv/raw/<name>.csv.gz``)
+OGBN_ARXIV_RAW = ("edge", "node-feat", "node-label", "node_year", "num-node-list", "num-edge-list")
+
+
+def _ogb_safe_globals():
+    """Allow torch-geometric's storage classes in ``torch.load(weights_only=True)`` (ogb's processed file)."""
+    from torch_geometric.data.data import DataEdgeAttr, DataTensorAttr
+    from torch_geometric.data.storage import GlobalStorage
+
+    return torch.serialization.safe_globals([DataEdgeAttr, DataTensorAttr, GlobalStorage])
+
+
 def load_online_graph(name: str, root=None, timeout: float = 3.0) -> GraphData:
     """One of the paper's datasets through its ecosystem loader (needs network on first use).
 
@@ -284,7 +302,9 @@ def load_online_graph(name: str, root=None, timeout: float = 3.0) -> GraphData:
     A copy already under ``root`` (default ``data_root()/<name>``) is used without
     network: the raw files torch-geometric reads (it downloads only when one is
     missing; e.g. CoraFull's ``<root>/cora/raw/cora.npz``, placed there by hand or
-    by :func:`clkit.data.fixtures.write`), or for ogbn-arxiv a processed copy.
+    by :func:`clkit.data.fixtures.write`), or for ogbn-arxiv a processed copy or
+    the raw CSVs ``ogb`` processes (``<root>/ogbn_arxiv/raw/*.csv.gz`` beside
+    ``RELEASE_v1.txt``). ogbn-arxiv keeps each paper's year (``GraphData.node_year``).
     Otherwise the download host must answer within ``timeout`` seconds, else
     :class:`DatasetNotFoundError` (naming where it looked) is raised at once.
     """
@@ -292,8 +312,10 @@ def load_online_graph(name: str, root=None, timeout: float = 3.0) -> GraphData:
     host, how = ONLINE_GRAPH_DATASETS[name]
     root = Path(root) if root is not None else data_root() / name
     raw = [root / f for f in {"corafull": ["cora/raw/cora.npz"], "roman_empire": ["roman_empire/raw/roman_empire.npz"],
-                              "reddit": ["raw/reddit_data.npz", "raw/reddit_graph.npz"]}.get(name, [])]
-    local = all(f.is_file() for f in raw) if raw else root.exists() and any(root.rglob("processed/*.pt"))
+                              "reddit": ["raw/reddit_data.npz", "raw/reddit_graph.npz"],
+                              "ogbn_arxiv": [f"ogbn_arxiv/raw/{f}.csv.gz" for f in OGBN_ARXIV_RAW]}.get(name, [])]
+    processed = root.exists() and any(root.rglob("processed/*.pt"))
+    local = all(f.is_file() for f in raw) or (name == "ogbn_arxiv" and processed)
     if not local and not _host_reachable(host, timeout):
         offline = f"; or copy its raw files to {', '.join(map(str, raw))}" if raw else ""
         raise DatasetNotFoundError(name, [*(raw or [root]), f"https://{host} (unreachable within {timeout:g} s)"],
@@ -315,7 +337,8 @@ def load_online_graph(name: str, root=None, timeout: float = 3.0) -> GraphData:
         else:
             from ogb.nodeproppred import PygNodePropPredDataset
 
-            ds = PygNodePropPredDataset("ogbn-arxiv", root=str(root))
+            with _ogb_safe_globals():   # ogb's torch.load(processed) predates torch's weights_only default
+                ds = PygNodePropPredDataset("ogbn-arxiv", root=str(root))
         data = ds[0]
         for f in raw:
             record_read(f)

@@ -18,19 +18,26 @@ from .cache import build_stream
 from .evaluate import METHODS, make_learner, run_stream, train_joint
 from .protocol import stream_metrics
 from .schedule import DEFAULT_TAU, latent_tasks, mixing_entropy, overlap_index
-from .streams import SAMPLINGS, SETTINGS
+from .streams import SAMPLINGS, SETTINGS, TIME_SETTING, time_stream, year_bins
 
 #: notebook 05_drift's parameters, in the order results.json records them
 NOTEBOOK_PARAMETERS = ("dataset", "data_dir", "protocol", "num_nodes", "num_classes", "homophily",
                        "avg_degree", "feature_signal", "classes_per_task", "test_fraction", "setting", "sigma",
                        "sigmas", "overlaps", "sweep_methods", "p", "k_bl", "batch_size", "batch_sizes",
-                       "sampling", "methods", "memory_size", "learner_kwargs", "hidden", "backbone", "lr", "eval_every",
+                       "sampling", "methods", "memory_size", "learner_kwargs", "hidden", "backbone",
+                       "neighbour_sampling", "stream", "lr", "eval_every",
                        "eval_every_authors", "joint_epochs", "tau", "seeds", "device", "precision", "workers",
                        "deterministic", "rehearse")
 
 __all__ = ["NOTEBOOK_PARAMETERS", "check_learner_settings", "LatentTaskSplit", "split_tasks", "protocol_data", "stream_metrics", "StreamConfig", "run_grid",
            "study_configs", "GridPart", "grid_plan", "null_control_configs", "null_control_methods", "run_protocols", "run_null_control",
-           "check_params"]
+           "check_params", "STREAMS", "TIME_TASKS", "time_split", "run_time_stream"]
+
+#: notebook 05's ``stream``: the paper's streams over class-based latent tasks only, or also the
+#: time-evolving ogbn-arxiv stream (:func:`run_time_stream`)
+STREAMS = ["latent", TIME_SETTING]
+#: latent tasks of the time-evolving stream: year bins of roughly equal size (:func:`clkit.drift.streams.year_bins`)
+TIME_TASKS = 5
 
 
 @dataclass
@@ -50,6 +57,8 @@ class LatentTaskSplit:
     test_task: np.ndarray
     task_classes: list
     val_idx: np.ndarray | None = None
+    #: a time split's (first year, last year) per task (:func:`time_split`), else None
+    task_years: list | None = None
 
     def relabel(self, new_id) -> "LatentTaskSplit":
         """The split with node ids mapped through ``new_id`` (an array old id -> new id)."""
@@ -95,6 +104,44 @@ def split_tasks(y, classes_per_task: int = 2, test_fraction: float = 0.2, seed: 
     keep = te_task >= 0
     return LatentTaskSplit([train_idx[tr_task == k] for k in range(len(task_classes))], test_idx[keep],
                            te_task[keep], task_classes, val_idx)
+
+
+def time_split(y, node_year, num_tasks: int = TIME_TASKS, test_fraction: float = 0.2,
+               seed: int = 0) -> LatentTaskSplit:
+    """Latent tasks that are consecutive year ranges (ogbn-arxiv's time-evolving stream).
+
+    The tasks are :func:`clkit.drift.streams.year_bins` of ``node_year`` (roughly equal node
+    counts, a year never split); ``test_fraction`` of every task's nodes, drawn with ``seed``,
+    are its test set, the rest its training nodes (streamed in publication order by
+    :func:`clkit.drift.streams.time_stream`). A task's classes are those present in it (every
+    class may recur: the task is a period, not a set of classes); ``task_years`` names the
+    periods.
+
+    Examples
+    --------
+    >>> years = np.repeat([2001, 2002, 2003, 2004], 10)
+    >>> s = time_split(np.arange(40) % 3, years, num_tasks=2, test_fraction=0.2)
+    >>> s.task_years, [len(t) for t in s.task_nodes], np.bincount(s.test_task).tolist()
+    ([(2001, 2002), (2003, 2004)], [16, 16], [4, 4])
+    """
+    test_fraction = check_real("test_fraction", test_fraction, low=0, high=1, low_open=True, high_open=True)
+    y = np.asarray(y)
+    node_year = np.asarray(node_year).reshape(-1)
+    if node_year.shape != y.shape:
+        raise ValueError(f"node_year must give one year per node ({y.size}), got shape {node_year.shape}")
+    task, ranges = year_bins(node_year, num_tasks)
+    rng = np.random.default_rng(seed)
+    task_nodes, tests, test_task, classes = [], [], [], []
+    for k in range(len(ranges)):
+        nodes = rng.permutation(np.flatnonzero(task == k))
+        n_test = int(round(test_fraction * nodes.size)) if nodes.size > 1 else 0
+        n_test = min(max(n_test, 1 if nodes.size > 1 else 0), nodes.size - 1)
+        tests.append(np.sort(nodes[:n_test]))
+        test_task.append(np.full(n_test, k, dtype=np.int64))
+        task_nodes.append(np.sort(nodes[n_test:]))
+        classes.append(tuple(int(c) for c in np.unique(y[nodes])))
+    return LatentTaskSplit(task_nodes, np.concatenate(tests), np.concatenate(test_task), classes,
+                           task_years=ranges)
 
 
 def protocol_data(graph, classes_per_task: int = 2, test_fraction: float = 0.2, seed: int = 0,
@@ -198,7 +245,8 @@ def check_learner_settings(learner_kwargs, methods, protocols=("text",)) -> dict
 def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: int = 256, lr: float = 5e-3,
              memory_size: int = 100, learner_kwargs: dict | None = None, eval_every: int = 10, joint_epochs: int = 50, tau: float = DEFAULT_TAU,
              dataset: str = "graph", cache: bool = True, progress: bool = True, protocol: str = "text",
-             device="cpu", precision: str = "fp32", backbone: str = "gcn", workers: int = 1):
+             device="cpu", precision: str = "fp32", backbone: str = "gcn", workers: int = 1,
+             neighbour_sampling: str = "full"):
     """Run every method on every configuration and seed (each stream built once per config and seed).
 
     Parameters
@@ -237,6 +285,17 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
         GCN, hidden 64: 1.92 s against 2.31 s) and kept one core of two idle. The rows,
         curves and streams come back in the order one process gives, with the same
         numbers. An accelerator runs the seeds one after another.
+    neighbour_sampling : {"full", "sampled", "auto"}
+        How a training step reaches the graph (:mod:`clkit.models.sampling`). ``"full"``: the
+        backbone's own path (every step propagates over the whole graph it holds; the default,
+        earlier numbers unchanged). ``"sampled"``: every call of the model in training -- the
+        batch, a replay buffer's rows, a regulariser's importance pass, Joint's batches -- scores
+        its nodes on their own L-hop graph, sampled with the backbone's ``fanouts`` (the
+        authors' (10, 25) under their protocol; every in-edge under the text's, which then gives
+        the same logits as ``"full"``), from a CPU generator seeded with the run's seed;
+        evaluation scores the graph layer by layer in chunks of nodes. ``"auto"``: sampled when
+        the graph has more than :data:`clkit.models.sampling.AUTO_NODES` (100,000) nodes or
+        :data:`clkit.models.sampling.AUTO_EDGES` (1,000,000) edges (ogbn-arxiv), else full.
 
     Returns
     -------
@@ -257,6 +316,9 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
     precision = check_precision(precision, device)
     workers = check_int("workers", workers, low=1)
     backbone = check_choice("backbone", backbone, ["gcn", "gin", "gat"])
+    from ..models.sampling import resolve_neighbour_sampling
+
+    sampled = resolve_neighbour_sampling(neighbour_sampling, graph.num_nodes, int(graph.edge_index.shape[1]))
     own = [m for m in methods if m in METHODS]  # others: clkit strategies and plugins (make_learner)
     methods = list(methods) if len(own) < len(methods) else check_choices("methods", list(methods), METHODS)
     seeds = list(seeds)
@@ -264,12 +326,12 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
         return _run_grid_forked(graph, split, list(configs), list(methods), seeds, workers, progress, dict(
             hidden=hidden, lr=lr, memory_size=memory_size, learner_kwargs=learner_kwargs, eval_every=eval_every,
             joint_epochs=joint_epochs, tau=tau, dataset=dataset, cache=cache, protocol=protocol, device=device,
-            precision=precision, backbone=backbone))
+            precision=precision, backbone=backbone, neighbour_sampling="sampled" if sampled else "full"))
     with torch_threads(1 if device.type == "cpu" else None):   # None: an accelerator keeps torch's setting
         return _run_grid(graph, split, configs, methods, seeds, hidden=hidden, lr=lr, memory_size=memory_size,
                          learner_kwargs=learner_kwargs, eval_every=eval_every, joint_epochs=joint_epochs, tau=tau,
                          dataset=dataset, cache=cache, progress=progress, p=p, device=device, precision=precision,
-                         backbone=backbone)
+                         backbone=backbone, sampled=sampled)
 
 
 def _run_grid_forked(graph, split, configs, methods, seeds, workers, progress, kwargs):
@@ -304,9 +366,10 @@ def _run_grid_forked(graph, split, configs, methods, seeds, workers, progress, k
 
 
 def _run_grid(graph, split, configs, methods, seeds, *, hidden, lr, memory_size, learner_kwargs, eval_every,
-              joint_epochs, tau, dataset, cache, progress, p, device, precision, backbone):
+              joint_epochs, tau, dataset, cache, progress, p, device, precision, backbone, sampled=False):
     """The body of :func:`run_grid` in this process (arguments checked there)."""
     from ..models.gnn import make_graph_backbone
+    from ..models.sampling import set_neighbour_sampling
     from .authors import make_authors_learner
     from .protocol import TaskEvaluator, induced_subgraph, protocol_eval_points, protocol_metrics
 
@@ -317,8 +380,9 @@ def _run_grid(graph, split, configs, methods, seeds, *, hidden, lr, memory_size,
 
     def new_model(seed):
         with torch_seeded(seed):
-            return make_graph_backbone(backbone, graph.x, graph.edge_index, C, hidden=hidden,
-                                       protocol="authors" if p.backbone == "authors" else "text", seed=seed)
+            model = make_graph_backbone(backbone, graph.x, graph.edge_index, C, hidden=hidden,
+                                        protocol="authors" if p.backbone == "authors" else "text", seed=seed)
+        return set_neighbour_sampling(model, True, seed=seed) if sampled else model
 
     def segment_graphs(nodes_per_segment):
         """Each segment's training subgraph as the authors' loop trains it: its train and its task's test nodes."""
@@ -337,9 +401,15 @@ def _run_grid(graph, split, configs, methods, seeds, *, hidden, lr, memory_size,
 
         it = tqdm(todo, desc=f"streams ({p.name})")
     for cfg, seed in it:
-        stream = build_stream(split.task_nodes, cfg.setting, dataset=dataset, batch_size=cfg.batch_size,
-                              sampling=cfg.sampling, seed=seed, sigma=cfg.sigma, p=cfg.p, k_bl=cfg.k_bl,
-                              cache=cache, protocol=p.name)
+        if cfg.setting == TIME_SETTING:
+            if getattr(graph, "node_year", None) is None or p.name != "text":
+                raise ValueError(f"setting {TIME_SETTING!r} needs a graph with node years (ogbn_arxiv) under "
+                                 f"protocol 'text', got graph {graph.name!r} under protocol {p.name!r}")
+            stream = time_stream(split.task_nodes, np.asarray(graph.node_year), cfg.batch_size, seed=seed)
+        else:
+            stream = build_stream(split.task_nodes, cfg.setting, dataset=dataset, batch_size=cfg.batch_size,
+                                  sampling=cfg.sampling, seed=seed, sigma=cfg.sigma, p=cfg.p, k_bl=cfg.k_bl,
+                                  cache=cache, protocol=p.name)
         streams[(cfg, seed)] = stream
         ov, ent = overlap_index(stream.weights, tau), mixing_entropy(stream.weights)
         # the authors' per-task loop (hard, boundary-local, global): every batch belongs to a task segment,
@@ -432,7 +502,7 @@ def _before_step(model, seen_class_loss: bool, segment_graphs, segments):
 def check_params(*, dataset, setting, sigma, sigmas, p, k_bl, batch_size, batch_sizes, sampling, methods, memory_size,
                  eval_every, seeds, classes_per_task, tau, hidden, lr, joint_epochs, test_fraction,
                  protocol="text", sweep_methods=None, all_methods=None, eval_every_authors=None, overlaps=None,
-                 backbone="gcn", workers=1, **_):
+                 backbone="gcn", workers=1, neighbour_sampling="full", stream="latent", **_):
     """Validate notebook 05_drift's parameters; raises ``ValueError``/``TypeError`` naming the parameter.
 
     ``sweep_methods`` must name online methods among ``all_methods`` (default:
@@ -491,6 +561,13 @@ def check_params(*, dataset, setting, sigma, sigmas, p, k_bl, batch_size, batch_
     check_int("hidden", hidden, low=1)
     check_int("workers", workers, low=1)
     check_choice("backbone", backbone, ["gcn", "gin", "gat"])
+    from ..models.sampling import NEIGHBOUR_SAMPLING
+
+    check_choice("neighbour_sampling", neighbour_sampling, NEIGHBOUR_SAMPLING)
+    check_choice("stream", stream, STREAMS)
+    if stream == TIME_SETTING and dataset != "ogbn_arxiv":
+        raise ValueError(f"stream={TIME_SETTING!r} needs dataset='ogbn_arxiv' (the graph with publication "
+                         f"years), got dataset={dataset!r}; allowed with other datasets: 'latent'")
     if backbone == "gat" and hidden % 8:
         raise ValueError(f"hidden must be a multiple of 8 with backbone='gat' (8 heads of hidden / 8, the "
                          f"authors' 8 x 32 at hidden = 256), got {hidden}")
@@ -688,3 +765,38 @@ def run_null_control(data: dict, config, seeds, offset: int, sweep_methods=("bar
                               eval_every=every[part.protocol] if isinstance(every, dict) else every, **kwargs)
         out[part.protocol] = pd.DataFrame(rows)
     return out
+
+
+def run_time_stream(graph, methods, seeds, *, num_tasks: int = TIME_TASKS, test_fraction: float = 0.2,
+                    batch_size: int = 10, **kwargs):
+    """The time-evolving stream of a graph with node years (ogbn-arxiv) for ``methods`` and ``seeds``.
+
+    Latent tasks are year bins (:func:`time_split`, split with ``min(seeds)``); the stream
+    brings every training node once in publication order, shuffled within a year by the
+    seed (:func:`clkit.drift.streams.time_stream`); every evaluation scores each year bin's
+    test nodes, as the other streams score their latent tasks, under the text protocol.
+
+    Parameters
+    ----------
+    graph : GraphData with ``node_year``
+    methods, seeds : list
+    num_tasks, test_fraction, batch_size : the split and the stream
+    **kwargs : passed to :func:`run_grid` (hidden, lr, device, neighbour_sampling, ...)
+
+    Returns
+    -------
+    split : LatentTaskSplit -- its ``task_years`` name the bins
+    rows : DataFrame -- :func:`run_grid`'s rows (AA, AF, A_AUC, AF_s per method and seed)
+    curves : dict -- ``(config, method, seed) -> (eval_batches, acc)``
+    """
+    import pandas as pd
+
+    if getattr(graph, "node_year", None) is None:
+        raise ValueError(f"graph must carry node years (GraphData.node_year; ogbn_arxiv) for the "
+                         f"{TIME_SETTING!r} stream, got graph {graph.name!r} without them")
+    seeds = list(seeds)
+    split = time_split(graph.y.numpy(), graph.node_year.numpy(), num_tasks, test_fraction, seed=min(seeds))
+    cfg = StreamConfig(TIME_SETTING, batch_size=check_int("batch_size", batch_size, low=1))
+    kwargs.pop("protocol", None)
+    rows, curves, _ = run_grid(graph, split, [cfg], list(methods), seeds, protocol="text", **kwargs)
+    return split, pd.DataFrame(rows), curves

@@ -11,6 +11,10 @@ Sampling (Sect. 4.4 / App. A.3):
 - ``"with"`` -- samples drawn independently and uniformly with replacement.
 
 Finally the samples of every batch are shuffled within the batch.
+
+A time-evolving stream (:func:`time_stream`, the notebook's ``setting="arxiv_time"``) has
+no mixing curve: nodes arrive in publication order (shuffled within a year by the stream
+seed) and its latent tasks are consecutive year ranges (:func:`year_bins`).
 """
 
 from __future__ import annotations
@@ -33,7 +37,13 @@ __all__ = [
     "global_stream",
     "authors_boundary_local_stream",
     "authors_global_stream",
+    "TIME_SETTING",
+    "year_bins",
+    "time_stream",
 ]
+
+#: the time-evolving stream's setting name (ogbn-arxiv's publication years; :func:`time_stream`)
+TIME_SETTING = "arxiv_time"
 
 SETTINGS = ["hard", "gaussian", "boundary_local", "global"]
 SAMPLINGS = ["without", "with"]
@@ -474,3 +484,81 @@ def authors_global_stream(task_nodes, batch_size: int, p: float, *, seed: int = 
     return _segment_stream(segments, task_nodes, batch_size, "global",
                            {"p": p, "sampling": "without", "seed": seed, "construction": "authors",
                             "dropped": int(pool.size - K * per)})
+
+
+def year_bins(years, num_tasks: int):
+    """Consecutive year ranges with roughly equal node counts: the latent tasks of a time-evolving stream.
+
+    A year is never split: year ``y`` goes to bin ``floor(K * m_y / N)`` with ``m_y`` the
+    number of nodes published before ``y`` plus half of those published in ``y`` (its
+    midpoint quantile), ``K`` = ``num_tasks``, ``N`` the nodes; empty bins are dropped, so
+    a year holding most nodes gives fewer than ``K`` bins. (The OGB split's years -- up to
+    2017, 2018, 2019 and later -- would give three tasks of very unequal size.)
+
+    Parameters
+    ----------
+    years : array_like of int, shape (n,)
+    num_tasks : int >= 1
+
+    Returns
+    -------
+    task : ndarray of int64, shape (n,) -- the bin of every node, 0 = earliest
+    ranges : list of (int, int) -- the first and last year of every bin
+
+    Examples
+    --------
+    >>> task, ranges = year_bins([2001, 2001, 2002, 2003, 2003, 2004, 2005, 2005], 3)
+    >>> task.tolist(), ranges
+    ([0, 0, 0, 1, 1, 2, 2, 2], [(2001, 2002), (2003, 2003), (2004, 2005)])
+    """
+    num_tasks = check_int("num_tasks", num_tasks, low=1)
+    years = np.asarray(years, dtype=np.int64).reshape(-1)
+    if years.size == 0:
+        raise ValueError("years must hold at least one node's year, got none")
+    uniq, inv, counts = np.unique(years, return_inverse=True, return_counts=True)
+    mid = np.cumsum(counts) - counts / 2.0
+    bin_of_year = np.minimum((num_tasks * mid / years.size).astype(np.int64), num_tasks - 1)
+    used, bin_of_year = np.unique(bin_of_year, return_inverse=True)   # drop empty bins, keep order
+    ranges = [(int(uniq[bin_of_year == k].min()), int(uniq[bin_of_year == k].max())) for k in range(used.size)]
+    return bin_of_year[inv].astype(np.int64), ranges
+
+
+def time_stream(task_nodes, node_time, batch_size: int, *, seed: int = 0) -> Stream:
+    """The nodes of ``task_nodes`` in time order, cut into batches: a time-evolving stream.
+
+    Nodes arrive ordered by ``node_time`` (e.g. ogbn-arxiv's publication year), those of
+    one time in an order drawn from ``seed``; every node is seen once. The last batch is
+    partial (padded with -1, as :func:`hard_stream` with ``partial_last``). ``counts`` is
+    the realised task composition of every batch and ``weights`` the same as shares: with
+    tasks that are consecutive time ranges (:func:`year_bins`) the stream is a sequence of
+    hard transitions, a batch mixed only where it spans a boundary.
+
+    Parameters
+    ----------
+    task_nodes : list of ndarray of int -- training nodes of each latent task
+    node_time : array_like, shape (num_nodes,) -- the time of every node of the graph
+    batch_size : int
+    seed : int -- the order within a time
+
+    Examples
+    --------
+    >>> s = time_stream([np.array([0, 1, 2]), np.array([3, 4])], np.array([5, 5, 6, 7, 7]), 2, seed=0)
+    >>> s.batches[1:].tolist(), s.counts.tolist(), s.setting
+    ([[2, 3], [4, -1]], [[2, 0], [1, 1], [0, 1]], 'arxiv_time')
+    """
+    batch_size, _ = _check_common(task_nodes, batch_size, "without")
+    node_time = np.asarray(node_time).reshape(-1)
+    nodes = np.concatenate([np.asarray(t, dtype=np.int64) for t in task_nodes])
+    task = np.repeat(np.arange(len(task_nodes)), [len(t) for t in task_nodes])
+    rng = np.random.default_rng(seed)
+    order = np.lexsort((rng.random(nodes.size), node_time[nodes]))
+    nodes, task = nodes[order], task[order]
+    T = -(-nodes.size // batch_size)
+    pad = T * batch_size - nodes.size
+    batches = np.concatenate([nodes, np.full(pad, -1, dtype=np.int64)]).reshape(T, batch_size)
+    slot = np.repeat(np.arange(T), batch_size)[:nodes.size]
+    K = len(task_nodes)
+    counts = np.bincount(slot * K + task, minlength=T * K).reshape(T, K)
+    weights = counts / counts.sum(1, keepdims=True)
+    return Stream(batches, counts, weights, TIME_SETTING, {"sampling": "without", "seed": seed,
+                                                           "time": "node_time"})

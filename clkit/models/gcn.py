@@ -28,6 +28,12 @@ structure (``crow``, ``col``; made once, not a buffer) for host-side graph algor
 -- subgraph sampling and curvature in :mod:`clkit.strategies.graph` -- which read it
 instead of the device. Under autocast (``precision`` bf16/fp16) the linear layers run
 in the lower precision and the propagation in float32.
+
+**Large graphs.** :func:`clkit.models.sampling.set_neighbour_sampling` switches a model
+to per-batch sampled L-hop graphs in training (``forward_blocks``' layers on the blocks
+of :func:`clkit.models.sampling.sample_blocks`) and to layer-wise inference in node
+chunks in evaluation; the models here and in :mod:`clkit.models.gnn` expose their two
+layers as ``layer(l, h_src, adj, dst)`` for it.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import torch
 from torch import nn
 
 from .._validate import check_int
+from .sampling import SampledForward
 
 __all__ = ["GCN", "AuthorsGCN", "Adjacency", "normalized_adjacency", "sum_adjacency", "propagate", "rows_of"]
 
@@ -97,10 +104,10 @@ def sum_adjacency(edge_index: torch.Tensor, num_nodes: int):
     return crow, col, torch.ones_like(val)
 
 
-def _csr(crow, col, val, n):
+def _csr(crow, col, val, n, m=None):
     with warnings.catch_warnings():  # "sparse CSR support is in beta"
         warnings.simplefilter("ignore", UserWarning)
-        return torch.sparse_csr_tensor(crow, col, val, (n, n))
+        return torch.sparse_csr_tensor(crow, col, val, (n, n if m is None else m))
 
 
 def rows_of(crow: torch.Tensor, nnz: int) -> torch.Tensor:
@@ -117,6 +124,9 @@ def rows_of(crow: torch.Tensor, nnz: int) -> torch.Tensor:
 def propagate(crow, col, val, row, h: torch.Tensor, num_rows: int) -> torch.Tensor:
     """``A h`` for the CSR matrix ``A`` (``crow``, ``col``, ``val``; ``row``: the row of each nonzero).
 
+    ``A`` has ``num_rows`` rows and ``len(h)`` columns (square for a graph; rectangular for a
+    sampled block, :mod:`clkit.models.sampling`).
+
     A CSR product on the CPU and CUDA; elsewhere (``meta``, MPS: no sparse kernels) the
     same sum over the nonzeros with ``index_add_``. ``h`` is propagated in float32, outside autocast.
 
@@ -129,7 +139,7 @@ def propagate(crow, col, val, row, h: torch.Tensor, num_rows: int) -> torch.Tens
     h = h.float()
     if h.device.type in ("cpu", "cuda"):
         with torch.autocast(h.device.type, enabled=False):   # autocast would cast the product to bf16/fp16
-            return torch.sparse.mm(_csr(crow, col, val, num_rows), h)
+            return torch.sparse.mm(_csr(crow, col, val, num_rows, h.shape[0]), h)
     out = torch.zeros((num_rows, h.shape[1]), dtype=h.dtype, device=h.device)
     return out.index_add_(0, row, val[:, None] * h[col])
 
@@ -210,7 +220,7 @@ class Adjacency:
         return Adjacency(torch.cat(crows), torch.cat(cols), torch.cat(vals), torch.cat(rows))
 
 
-class GCN(nn.Module):
+class GCN(SampledForward, nn.Module):
     """Two-layer GCN over a fixed graph; ``model(idx)`` returns the logits of nodes ``idx``.
 
     Parameters
@@ -240,6 +250,8 @@ class GCN(nn.Module):
     #: Â's normalisation (``False``: un-normalised sums over A + I) and the layers' bias
     normalize = True
     bias = True
+    #: message-passing layers (``layer(0, ...)``, ``layer(1, ...)``)
+    num_layers = 2
 
     def __init__(self, x: torch.Tensor, edge_index: torch.Tensor, num_classes: int, hidden: int = 256):
         super().__init__()
@@ -258,7 +270,8 @@ class GCN(nn.Module):
 
     def _set_adjacency(self, adj: Adjacency) -> None:
         """Use ``adj`` (built on the host) from now on: moved to the model's device, ``Â X`` recomputed there."""
-        self._host_crow, self._host_col = adj.crow, adj.col   # host copy for graph algorithms (not buffers)
+        # host copy for graph algorithms and the neighbour sampler (not buffers)
+        self._host_crow, self._host_col, self._host_val = adj.crow, adj.col, adj.val
         moved = adj.to(self.x.device)
         for name in ("crow", "col", "val", "row"):
             if name in self._buffers:
@@ -324,6 +337,8 @@ class GCN(nn.Module):
         own (fixed shapes, no read of which rows are negative).
         """
         idx = torch.as_tensor(idx, dtype=torch.int64)
+        if self.neighbour_sampling:
+            return self._embed_sampled(idx)
         if not self.on_host:
             neg = idx < 0
             iso = torch.relu(self.lin1(self.x[(-idx - 1).clamp(min=0)])).float()
@@ -356,12 +371,28 @@ class GCN(nn.Module):
         """Logits of nodes ``idx``, shape (len(idx), num_classes)."""
         return self._limit(self.head(self.embed(idx)))
 
+    def layer(self, layer: int, h: torch.Tensor, adj: Adjacency, dst=None) -> torch.Tensor:
+        """Layer ``layer`` (0: ``relu(A h W1 + b1)``, 1: ``A h``, the head's input) for the rows of ``adj``.
+
+        ``h``: the inputs of ``adj``'s columns; ``dst``: the columns of its rows (None: a prefix; unused
+        here, GIN and GAT read it).
+        """
+        if layer == 0:
+            return torch.relu(self.lin1(adj.matmul(h))).float()
+        return adj.matmul(h)
+
     def forward_blocks(self, nodes: torch.Tensor, adj: Adjacency, centers: torch.Tensor) -> torch.Tensor:
         """Logits of ``centers`` computed on a graph of ``nodes`` with adjacency ``adj`` (on the model's device).
 
         ``adj`` must use the model's aggregation (``Adjacency.from_edges(..., normalize=model.normalize)``);
-        several subgraphs joined by :meth:`Adjacency.block_diag` are scored in one pass.
+        several subgraphs joined by :meth:`Adjacency.block_diag` are scored in one pass (layer-wise in
+        chunks of rows in evaluation when the model samples, :mod:`clkit.models.sampling`).
         """
+        if self.neighbour_sampling and not self.training:
+            from .sampling import layerwise_inference
+
+            return self._limit(self.head(layerwise_inference(self, self.x[nodes], adj,
+                                                             self.inference_chunk)[centers]))
         h = torch.relu(self.lin1(adj.matmul(self.x[nodes]))).float()
         return self._limit(self.head(adj.matmul(h)[centers]))
 

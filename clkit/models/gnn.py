@@ -33,7 +33,10 @@ replacement from the model's own generator (``seed``); evaluation uses full
 neighbourhoods. Dropout draws from the same generator (no global RNG).
 
 Cost: every forward propagates over the whole graph it holds (fixed shapes, the same on
-every device, nothing read back); fine at Cora scale.
+every device, nothing read back); fine at Cora scale. For large graphs,
+:func:`clkit.models.sampling.set_neighbour_sampling` trains on each batch's sampled L-hop
+graph instead (its two layers, ``layer(l, h_src, adj, dst)``, run on the sampled blocks) and
+evaluates layer by layer in node chunks.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from torch.nn import functional as F
 
 from .._validate import check_int, check_real
 from .gcn import Adjacency, propagate
+from .sampling import SampledForward
 
 __all__ = ["GIN", "GAT", "GraphBackbone", "BACKBONES", "make_graph_backbone"]
 
@@ -53,15 +57,17 @@ __all__ = ["GIN", "GAT", "GraphBackbone", "BACKBONES", "make_graph_backbone"]
 BACKBONES = ["gcn", "gin", "gat"]
 
 
-class GraphBackbone(nn.Module):
+class GraphBackbone(SampledForward, nn.Module):
     """The graph-holding part shared by :class:`GIN` and :class:`GAT` (see the module docstring).
 
-    Subclasses define ``head`` (the last linear map) and ``_embed_all(x, adj, masks)``:
-    the head's input for every node of ``adj`` given their features.
+    Subclasses define ``head`` (the last linear map) and ``layer(l, h_src, adj, dst, mask)``: layer
+    ``l`` (0 or 1; 1 gives the head's input) for the rows of ``adj`` from the inputs ``h_src`` of its
+    columns; row ``i`` is column ``dst[i]`` (None: ``i``, the rows a prefix of the columns).
     """
 
     #: the aggregation is over A + I with unit weights (``Adjacency.from_edges(..., normalize=False)``)
     normalize = False
+    num_layers = 2
 
     def __init__(self, x: torch.Tensor, edge_index: torch.Tensor, num_classes: int, hidden: int, *,
                  fanouts=None, seed: int = 0):
@@ -86,7 +92,7 @@ class GraphBackbone(nn.Module):
 
     # ------------------------------------------------------------ the graph
     def _set_adjacency(self, adj: Adjacency) -> None:
-        self._host_crow, self._host_col = adj.crow, adj.col
+        self._host_crow, self._host_col, self._host_val = adj.crow, adj.col, adj.val
         moved = adj.to(self.x.device)
         for name in ("crow", "col", "val", "row"):
             if name in self._buffers:
@@ -149,12 +155,18 @@ class GraphBackbone(nn.Module):
         return self._sampled(adj, self.fanouts[0]), self._sampled(adj, self.fanouts[1])
 
     # ------------------------------------------------------------ forward
-    def _embed_all(self, x: torch.Tensor, adj: Adjacency, masks) -> torch.Tensor:  # pragma: no cover
-        raise NotImplementedError
+    def layer(self, layer: int, h: torch.Tensor, adj: Adjacency, dst=None, mask=None) -> torch.Tensor:
+        raise NotImplementedError  # pragma: no cover
+
+    def _embed_all(self, x: torch.Tensor, adj: Adjacency, masks) -> torch.Tensor:
+        """The head's input for every node of ``adj`` (``masks``: sampled nonzeros per layer, or None)."""
+        return self.layer(1, self.layer(0, x, adj, None, masks[0]), adj, None, masks[1])
 
     def embed(self, idx: torch.Tensor) -> torch.Tensor:
         """The head's input for nodes ``idx``; ``-(v + 1)`` enters node ``v`` isolated (only its self-loop)."""
         idx = torch.as_tensor(idx, dtype=torch.int64, device=self.x.device)
+        if self.neighbour_sampling:
+            return self._embed_sampled(idx)
         adj = self.adjacency
         full = self._embed_all(self.x, adj, self._masks(adj))[idx.clamp(min=0)]
         neg = idx < 0
@@ -176,7 +188,12 @@ class GraphBackbone(nn.Module):
 
     def forward_blocks(self, nodes: torch.Tensor, adj: Adjacency, centers: torch.Tensor) -> torch.Tensor:
         """Logits of ``centers`` on a graph of ``nodes`` with adjacency ``adj`` (``normalize=False``; full
-        neighbourhoods)."""
+        neighbourhoods; layer-wise in chunks of rows in evaluation when the model samples)."""
+        if self.neighbour_sampling and not self.training:
+            from .sampling import layerwise_inference
+
+            return self._limit(self.head(layerwise_inference(self, self.x[nodes], adj,
+                                                             self.inference_chunk)[centers]))
         return self._limit(self.head(self._embed_all(self.x[nodes], adj, (None, None))[centers]))
 
     def forward_subgraph(self, nodes: torch.Tensor, edge_index: torch.Tensor, centers: torch.Tensor) -> torch.Tensor:
@@ -210,14 +227,16 @@ class GIN(GraphBackbone):
         self.lin1 = nn.Linear(self.x.shape[1], self.hidden)
         self.head = nn.Linear(self.hidden, self.num_classes)
 
-    def _aggregate(self, adj: Adjacency, h: torch.Tensor, mask) -> torch.Tensor:
+    def _aggregate(self, adj: Adjacency, h: torch.Tensor, mask, dst=None) -> torch.Tensor:
         val = adj.val if mask is None else adj.val * mask.to(adj.val.dtype)
         h = h.float()
-        return (1 + self.eps) * h + propagate(adj.crow, adj.col, val, adj.row, h, adj.num_nodes)
+        own = h[:adj.num_nodes] if dst is None else h[dst]
+        return (1 + self.eps) * own + propagate(adj.crow, adj.col, val, adj.row, h, adj.num_nodes)
 
-    def _embed_all(self, x, adj, masks):
-        h = torch.relu(self.lin1(self._aggregate(adj, x, masks[0])))
-        return self._aggregate(adj, h, masks[1])
+    def layer(self, layer, h, adj, dst=None, mask=None):
+        """GIN layer ``layer`` (0: with the MLP ``relu(lin1(.))``; 1: the head's input)."""
+        agg = self._aggregate(adj, h, mask, dst)
+        return torch.relu(self.lin1(agg)) if layer == 0 else agg
 
 
 class GAT(GraphBackbone):
@@ -265,16 +284,18 @@ class GAT(GraphBackbone):
         for w in (self.fc1.weight, self.att_src1, self.att_dst1, self.head.weight, self.att_src2, self.att_dst2):
             nn.init.xavier_normal_(w, gain=gain)
 
-    def attention(self, wh: torch.Tensor, adj: Adjacency, layer: int, mask=None) -> torch.Tensor:
+    def attention(self, wh: torch.Tensor, adj: Adjacency, layer: int, mask=None, dst=None) -> torch.Tensor:
         """Attention weights over ``adj``'s nonzeros, shape (nnz, heads): for every node the weights of its
         in-edges (self-loop included) sum to 1 (before attention dropout).
 
-        ``wh``: the layer's transformed features ``W h``, shape (n, heads, width) or (n, heads * width).
+        ``wh``: the layer's transformed features ``W h`` of ``adj``'s columns, shape (n, heads, width) or
+        (n, heads * width); row ``i`` of ``adj`` is column ``dst[i]`` (None: ``i``).
         """
         a_src, a_dst = (self.att_src1, self.att_dst1) if layer == 1 else (self.att_src2, self.att_dst2)
         wh = wh.reshape(wh.shape[0], a_src.shape[1], a_src.shape[2]).float()
         el = (wh * a_src).sum(-1)
         er = (wh * a_dst).sum(-1)
+        er = er[:adj.num_nodes] if dst is None else er[dst]
         e = F.leaky_relu(el[adj.col] + er[adj.row], self.negative_slope)
         if mask is not None:
             e = e.masked_fill(~mask[:, None], float("-inf"))
@@ -285,16 +306,21 @@ class GAT(GraphBackbone):
         denom = torch.zeros_like(emax).index_add_(0, adj.row, ex)
         return ex / denom[adj.row]
 
-    def _embed_all(self, x, adj, masks):
-        n, per = adj.num_nodes, self.hidden // self.heads
-        wh = self.fc1(self._dropout(x, self.feat_drop)).reshape(n, self.heads, per).float()
-        alpha = self._dropout(self.attention(wh, adj, 1, masks[0]), self.attn_drop)
-        h = torch.zeros_like(wh).index_add_(0, adj.row, alpha[:, :, None] * wh[adj.col])
-        h = F.elu(h.reshape(n, self.hidden))
+    def layer(self, layer, h, adj, dst=None, mask=None):
+        """GAT layer ``layer`` (0: the 8-head layer, heads concatenated, ELU; 1: the head's input)."""
+        n = adj.num_nodes
+        if layer == 0:
+            per = self.hidden // self.heads
+            wh = self.fc1(self._dropout(h, self.feat_drop)).reshape(h.shape[0], self.heads, per).float()
+            alpha = self._dropout(self.attention(wh, adj, 1, mask, dst), self.attn_drop)
+            out = torch.zeros((n, self.heads, per), dtype=wh.dtype, device=wh.device)
+            out = out.index_add_(0, adj.row, alpha[:, :, None] * wh[adj.col])
+            return F.elu(out.reshape(n, self.hidden))
         h2 = self._dropout(h, self.feat_drop)
-        alpha2 = self._dropout(self.attention(self.head(h2), adj, 2, masks[1]), self.attn_drop)
+        alpha2 = self._dropout(self.attention(self.head(h2), adj, 2, mask, dst), self.attn_drop)
         # the output layer is sum_j alpha_ij W2 h_j = W2 (sum_j alpha_ij h_j): the head's input
-        return torch.zeros_like(h2).index_add_(0, adj.row, alpha2[:, :1] * h2[adj.col].float())
+        out = torch.zeros((n, h2.shape[1]), dtype=h2.dtype, device=h2.device)
+        return out.index_add_(0, adj.row, alpha2[:, :1] * h2[adj.col].float())
 
 
 def make_graph_backbone(backbone: str, x, edge_index, num_classes: int, *, hidden: int = 256,
