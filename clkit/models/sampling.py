@@ -15,10 +15,14 @@ The kept edges carry the model's own values (GCN's Â entries, the unit sums of 
 authors' layers), so with fanouts at least the largest in-degree the sampled graph is
 the exact L-hop neighbourhood and the logits are those of full-graph propagation.
 
-:func:`layerwise_inference` is the evaluation counterpart (as the authors' code scores
-a large graph layer by layer): layer 1 for every node, in chunks of rows, then layer 2 from
-those outputs. A chunk gathers only its rows' in-neighbours, so the temporaries grow with
-the chunk's edges, not the graph's (GAT's per-edge messages are ``edges x hidden``).
+:func:`layerwise_inference` is the evaluation counterpart over full neighbourhoods:
+layer 1 for every node, in chunks of rows, then layer 2 from those outputs. A chunk
+gathers only its rows' in-neighbours, so the temporaries grow with the chunk's edges, not
+the graph's (GAT's per-edge messages are ``edges x hidden``), and no node's layer-1 output
+is computed twice. (The authors' code scores test nodes in batches of their own blocks,
+drawn by the same ``NeighborSampler`` as in training -- sampled neighbourhoods at
+evaluation too -- or by ``MultiLayerFullNeighborSampler`` without ``--sample_nbs``; the
+models here evaluate on full neighbourhoods, as before.)
 
 PyG's ``NeighborLoader`` needs ``pyg-lib`` or ``torch-sparse``; this path needs neither.
 Sizes here depend on the values (how many neighbours, which are new), so sampling runs on
