@@ -48,7 +48,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .._validate import check_int, check_real
-from .gcn import Adjacency, propagate
+from .adjacency import Adjacency, propagate
 from .sampling import SampledForward
 
 __all__ = ["GIN", "GAT", "GraphBackbone", "BACKBONES", "make_graph_backbone"]

@@ -147,7 +147,7 @@ def sample_blocks(crow, col, targets, fanouts, *, val=None, generator=None) -> B
     ...                                          generator=g).adjs[0].crow)]   # one in-edge per row
     [1, 1]
     """
-    from .gcn import Adjacency
+    from .adjacency import Adjacency
 
     fanouts = _check_fanouts(fanouts)
     crow = torch.as_tensor(crow, dtype=torch.int64).cpu()
@@ -179,7 +179,7 @@ def sample_blocks(crow, col, targets, fanouts, *, val=None, generator=None) -> B
 
 def _row_chunk(adj: Adjacency, a: int, b: int):
     """Rows ``a:b`` of ``adj`` with their in-neighbours relabelled: (source ids, chunk adjacency, dst positions)."""
-    from .gcn import Adjacency
+    from .adjacency import Adjacency
 
     lo, hi = int(adj.crow[a]), int(adj.crow[b])
     dst = torch.arange(a, b, device=adj.col.device)
@@ -275,7 +275,7 @@ class SampledForward:
 
     def _isolated(self, v: torch.Tensor) -> torch.Tensor:
         """The head's input of nodes ``v`` entered alone (only their self-loops)."""
-        from .gcn import Adjacency
+        from .adjacency import Adjacency
 
         alone = Adjacency.from_edges(torch.zeros((2, 0), dtype=torch.int64), len(v), self.normalize).to(self.x.device)
         h = self.x[v]
