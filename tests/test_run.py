@@ -39,9 +39,12 @@ def test_load_params_overrides_and_checks():
 
 
 def test_every_param_set_matches_declared_parameters():
+    from clkit.citation import PAPERS
+
     for nb in notebooks.list_notebooks():
         sets = notebooks.param_sets(nb)
-        assert {"smoke", "default", "paper"} <= set(sets), nb
+        # a paper notebook reproduces its paper with `paper`; 06 (your runs) has no paper to reproduce
+        assert ({"smoke", "default", "paper"} if nb in PAPERS else {"smoke", "default"}) <= set(sets), nb
         for s in sets:
             notebooks.load_params(nb, s)  # raises on unknown names or wrong types
 
