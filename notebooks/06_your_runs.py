@@ -135,7 +135,8 @@ plt.show()
 # * **Oracle control.** A copy of the reference's runs with `oracle_shift` of every final-row
 #   cell's error removed, $R'_{T-1,j} = R_{T-1,j} + s\,(1 - R_{T-1,j})$, paired with the
 #   originals: a planted ACC gain of $s\,(1-\mathrm{ACC})$ per run that the rule must find
-#   (`clkit.compare.oracle`).
+#   (`clkit.compare.oracle`). Each run is paired with its own copy, so this checks the pipeline
+#   (reading, pairing, the metric, the direction), not the power (that is `detectable`, below).
 # * **Detectable** is the smallest effect the row could have found (80 % power at its level);
 #   "no difference" above it is not "no effect".
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ._output import guarded, show
 
 USAGE = ("clkit compare RUNS [--reference METHOD | --compare A:B ...] [--metric acc] [--percent] "
-         "[--target-effect E] [--tolerance T] [--out DIR] [--metric-pattern REGEX] [--method-key KEY] [--seed-key KEY] "
+         "[--target-effect E] [--tolerance T] [--oracle-shift S] [--out DIR] [--metric-pattern REGEX] [--method-key KEY] [--seed-key KEY] "
          "[--steps index|order] [--task-base 0|1]")
 
 
@@ -33,6 +33,9 @@ def register(sub) -> None:
                         "outside [0, 1] are refused)")
     p.add_argument("--target-effect", type=float, default=None, metavar="E",
                    help="plan the seeds needed to detect an effect E (fraction scale: 0.01 is one point)")
+    p.add_argument("--oracle-shift", type=float, default=None, metavar="S",
+                   help="add the oracle control: a copy of the reference method with the share S (0-1] of its "
+                        "final row's error removed, which the rule must call higher (clkit.compare.oracle)")
     p.add_argument("--tolerance", type=float, default=None, metavar="T",
                    help="reported numbers differing from the recomputed ones by more than T are listed "
                         "(default 1e-3, fraction scale)")
@@ -64,11 +67,13 @@ def compare(args) -> int:
     check_real("--tolerance", tol, low=0)
     if args.target_effect is not None:
         check_real("--target-effect", args.target_effect, low=0)
+    if args.oracle_shift is not None:
+        check_real("--oracle-shift", args.oracle_shift, low=0, high=1, low_open=True)
     runs = cmp.read_runs(args.runs, percent=args.percent, metric_pattern=getattr(args, "metric_pattern", None),
                          method_key=getattr(args, "method_key", None), seed_key=getattr(args, "seed_key", None),
                          steps=getattr(args, "steps", None), task_base=getattr(args, "task_base", None))
     res = cmp.compare(runs, comparisons=args.compare, reference=args.reference, metric=args.metric,
-                      target=args.target_effect, tol=tol)
+                      target=args.target_effect, tol=tol, oracle_shift=args.oracle_shift)
     show(res["runs"], f"{len(runs)} run(s) read from {runs.source} ({runs.format}); what was used from each:")
     for note in runs.notes:
         print(f"note: {note}")
@@ -96,7 +101,7 @@ def compare(args) -> int:
             print(f"  {line}")
     if args.out is not None:
         params = {k: getattr(args, k) for k in ("runs", "reference", "compare", "metric", "percent",
-                                                "target_effect")}
+                                                "target_effect", "oracle_shift")}
         params["tolerance"] = tol
         for path in cmp.write_report(res, args.out, params=params):
             print(f"wrote {path}")

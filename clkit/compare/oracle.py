@@ -7,6 +7,9 @@ of a known size *can* show. It is a copy of one method's runs with every cell of
 R[T-1, j])``, paired with the originals seed by seed. The copy stays a valid accuracy matrix (every
 cell in [0, 1]) and its ACC rises by exactly ``shift (1 - ACC)`` per run, so the planted effect
 on ACC is ``shift`` times the mean error of the method. The rule must call the copy "higher".
+Each run is paired with its own copy, so the differences carry no seed noise: the oracle checks
+the pipeline (reading, pairing, the metric and its direction), not the power. How small an effect
+the runs can show is each verdict's ``detectable`` and :func:`clkit.compare.verdicts.planner`.
 
 This moves the final row only, so of the other metrics BWT and forgetting move too and FWT does
 not; the oracle is decided on ACC (the final-row mean), alone at α (it is a check, not a finding).
