@@ -325,3 +325,16 @@ def test_bad_tracker_input_named(tmp_path):
     with pytest.raises(ValueError, match=r"acc_task_0' line 2 \(run r1, er seed 0\): field acc_task_0: expected "
                                          r"'<timestamp> <value> <step>', got '2 zero 1'"):
         read_runs(tmp_path / "mlruns")
+
+
+def test_local_wandb_run_folder_is_named_not_read_as_a_pycil_log(tmp_path):
+    """A local wandb/run-*/ folder holds its history only in the binary .wandb log (and .log files that
+    used to fall through to the PyCIL reader): the error says so and how to export it."""
+    run = tmp_path / "wandb" / "run-20260101_000000-abc123"
+    (run / "files").mkdir(parents=True)
+    (run / "run-abc123.wandb").write_bytes(b"\x00binary")
+    (run / "logs").mkdir()
+    (run / "logs" / "debug.log").write_text("2026-01-01 00:00:00,000 INFO    MainThread:1 [wandb_init.py:1] x\n")
+    (run / "files" / "output.log").write_text("epoch 1\n")
+    with pytest.raises(ValueError, match=r"local W&B run folder \(run-abc123.wandb\).*history\(\)\.to_csv"):
+        read_runs(tmp_path / "wandb")

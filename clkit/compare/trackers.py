@@ -897,6 +897,12 @@ def read_tracker_folder(path, *, percent: bool = False, **options) -> Runs | Non
         return read_tracker_file(p, "mlflow", percent=percent, **options)
     found = _wandb_histories(p)
     if not found:
+        binary = sorted(q.name for q in p.rglob("*.wandb"))[:3]
+        if binary:  # a local wandb/run-*/ folder: its history is only in the binary log
+            raise ValueError(f"{str(p)!r} is a local W&B run folder ({', '.join(binary)}): W&B keeps the history in "
+                             "its binary .wandb log, which clkit does not read. Export it first, e.g. "
+                             "wandb.Api().run(PATH).history().to_csv('history.csv') beside a config.yaml "
+                             "(docs/compare.md, 'Input: MLflow and W&B run exports')")
         return None
     per_folder = {}
     for q in found:

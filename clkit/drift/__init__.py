@@ -24,7 +24,7 @@ authors -> experiment -> budget, report, plots; rehearsal stands alone.
 
 from .experiment import (NOTEBOOK_PARAMETERS, GridPart, LatentTaskSplit, StreamConfig, check_learner_settings, check_params, grid_plan,
                          null_control_configs, null_control_methods, protocol_data, run_grid, run_null_control, run_protocols,
-                         split_tasks, stream_metrics, study_configs)
+                         split_tasks, stream_metrics, study_configs, TIME_TASKS, time_split, run_time_stream)
 from .protocol import (AUTHORS_EVAL_EVERY, AUTHORS_TAU, eval_intervals, PROTOCOLS, Protocol, TaskEvaluator, get_protocol, protocol_eval_points,
                        protocol_metrics)
 from .evaluate import METHODS, StreamRun, eval_points, make_learner, run_stream, task_accuracy, train_joint
@@ -32,7 +32,8 @@ from .cache import build_stream, stream_key
 from .schedule import (DEFAULT_TAU, gaussian_weights, hard_weights, largest_remainder, latent_tasks,
                        mixing_entropy, overlap_index, task_centers)
 from .streams import (SAMPLINGS, SETTINGS, Stream, authors_boundary_local_stream, authors_global_stream,
-                      boundary_local_stream, fill_counts, gaussian_stream, global_stream, hard_stream)
+                      boundary_local_stream, fill_counts, gaussian_stream, global_stream, hard_stream, time_stream,
+                      year_bins)
 
 __all__ = [
     "NOTEBOOK_PARAMETERS", "GridPart", "LatentTaskSplit", "StreamConfig", "check_learner_settings", "check_params", "grid_plan",
@@ -44,4 +45,5 @@ __all__ = [
     "DEFAULT_TAU", "gaussian_weights", "hard_weights", "largest_remainder", "latent_tasks", "mixing_entropy",
     "overlap_index", "task_centers", "SAMPLINGS", "SETTINGS", "Stream", "boundary_local_stream", "fill_counts",
     "gaussian_stream", "global_stream", "hard_stream", "authors_boundary_local_stream", "authors_global_stream",
+    "TIME_TASKS", "time_split", "run_time_stream", "time_stream", "year_bins",
 ]

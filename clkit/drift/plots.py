@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
 __all__ = ["STYLE", "PROTOCOL_MARKER", "mixing_curves", "dynamics", "protocol_findings", "method_scatter",
-           "advantage_vs_overlap"]
+           "advantage_vs_overlap", "time_stream_curves"]
 
 #: line style per method: Bare a thick grey line under the others, each CL method its own style and marker
 STYLE = {
@@ -136,3 +136,26 @@ def advantage_vs_overlap(adv, configs_main):
     return method_scatter(xs, ys, labels, styles, xlabel=r"overlap index $\mathcal{O}$",
                           ylabel=r"best CL − Bare, $A_{AUC}$ (points)", title="CL advantage vs overlap",
                           zero_line=True, figsize=(7.5, 4))
+
+
+def time_stream_curves(curves: dict, seed: int, *, dataset: str = "ogbn-arxiv"):
+    """Mean accuracy over the year bins along the time-ordered stream, one line per method (seed ``seed``).
+
+    ``curves`` is :func:`clkit.drift.experiment.run_time_stream`'s ``{(protocol, method, seed): (when, acc)}``
+    with ``acc`` of shape (evaluations, year bins); line styles differ so coinciding curves stay visible.
+
+    Examples
+    --------
+    >>> c = {("text", "bare", 0): (np.array([10, 20]), np.array([[0.5, 0.0], [0.4, 0.6]]))}
+    >>> time_stream_curves(c, 0).axes[0].get_ylabel()
+    'mean accuracy over year bins (%)'
+    """
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    mine = [(k[1], v) for k, v in curves.items() if k[2] == seed]
+    for i, (m, (when, acc)) in enumerate(mine):
+        ax.plot(when, 100 * np.nanmean(acc, axis=1), label=m, ls=["-", "--", ":", "-."][i % 4],
+                marker="osD^v<>"[i % 7], markevery=max(1, len(when) // 8))
+    ax.set(xlabel="batches", ylabel="mean accuracy over year bins (%)",
+           title=f"{dataset} in publication order (seed {seed})")
+    ax.legend()
+    return fig

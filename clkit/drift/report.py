@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-__all__ = ["METRICS", "summarise", "setting_table", "firings_table", "sweep_rows", "sweep_series",
+__all__ = ["time_stream_table", "year_bins_markdown", "METRICS", "summarise", "setting_table", "firings_table", "sweep_rows", "sweep_series",
            "advantage_series", "sigmas_of", "finding_series", "sweep_verdicts", "study_verdicts", "judge_families",
            "family_names", "PRIMARY", "PAPER_FORGETTING", "PipelineCheck", "pipeline_checks", "checks_hold",
            "pipeline_table", "contraction_verdict", "forgetting_verdict", "verdict_findings", "NULL_SEED_OFFSET",
@@ -211,6 +211,29 @@ def advantage_table(stats_by: dict, configs_main, methods) -> pd.DataFrame:
                     row[f"advantage_{key}"] = block.loc[best, key] - block.loc["bare", key]
                 adv.append(row)
     return pd.DataFrame(adv)
+
+
+def time_stream_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """AA, AF and A_AUC per method on the time-ordered stream: mean and sd over seeds, in %, one decimal.
+
+    Examples
+    --------
+    >>> r = pd.DataFrame({"method": ["bare", "bare"], "AA": [0.5, 0.7], "AF": [0.1, 0.1], "A_AUC": [0.4, 0.4]})
+    >>> float(time_stream_table(r).loc["bare", ("AA", "mean")])
+    60.0
+    """
+    return (100 * rows.groupby("method", sort=False)[["AA", "AF", "A_AUC"]].agg(["mean", "std"])).round(1)
+
+
+def year_bins_markdown(task_years) -> str:
+    """``Year bins: task 0: 1971-2010, ...`` for the time-ordered stream's tasks.
+
+    Examples
+    --------
+    >>> year_bins_markdown([(1971, 2010), (2011, 2014)])
+    'Year bins: task 0: 1971-2010, task 1: 2011-2014'
+    """
+    return "Year bins: " + ", ".join(f"task {k}: {a}-{b}" for k, (a, b) in enumerate(task_years))
 
 
 def data_markdown(graph, stats: dict, data: dict, dataset: str, name: str, dropped, classes_per_task: int) -> str:
