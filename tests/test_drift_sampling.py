@@ -170,3 +170,22 @@ def test_auto_threshold():
     assert resolve_neighbour_sampling("auto", 169_343, 2_315_598)
     assert resolve_neighbour_sampling("sampled", 10, 10) and not resolve_neighbour_sampling("full", 10**9, 10**9)
     assert np.isscalar(resolve_neighbour_sampling("auto", 1, 1))
+
+
+def test_budget_times_sampled_steps_where_the_run_samples():
+    """The budget calibrates on the model the run trains: with neighbour_sampling 'sampled' its model samples,
+    and its text says so; 'auto' on a small graph is the whole-graph path."""
+    import clkit.drift as drift
+    from clkit.data.graphs import csbm
+    from clkit.drift import budget as db
+
+    g = csbm(120, 4, seed=0)
+    data = {pr: drift.protocol_data(g, 2, 0.2, seed=0, protocol=pr) for pr in ("text",)}
+    c = drift.study_configs(sigma=2.0, sigmas=[2.0], p=0.3, k_bl=1, batch_size=10, batch_sizes=[10],
+                            sampling="without")
+    kw = dict(eval_every={"text": 4}, joint_epochs=1, hidden=16, cache=False, steps=2)
+    b = db.estimate(data, c, ["bare"], ["bare"], [1], neighbour_sampling="sampled", **kw)
+    assert "sampled neighbourhoods" in b.text()
+    assert db._sampled(data, "sampled") and not db._sampled(data, "auto") and not db._sampled(data, "full")
+    assert "sampled neighbourhoods" not in db.estimate(data, c, ["bare"], ["bare"], [1], **kw).text()
+    assert db._model(g, "text", 16, 0, "gcn", sampled=True).neighbour_sampling is True

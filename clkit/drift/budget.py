@@ -170,18 +170,29 @@ def count(data: dict, configs: dict, methods, sweep_methods, seeds, *, eval_ever
     return out
 
 
-def _model(graph, protocol, hidden: int, seed: int, backbone: str = "gcn"):
+def _model(graph, protocol, hidden: int, seed: int, backbone: str = "gcn", sampled: bool = False):
     from ..models.gnn import make_graph_backbone
+    from ..models.sampling import set_neighbour_sampling
 
     with torch_seeded(seed):
-        return make_graph_backbone(backbone, graph.x, graph.edge_index, graph.num_classes, hidden=hidden,
-                                   protocol="authors" if get_protocol(protocol).backbone == "authors" else "text",
-                                   seed=seed)
+        model = make_graph_backbone(backbone, graph.x, graph.edge_index, graph.num_classes, hidden=hidden,
+                                    protocol="authors" if get_protocol(protocol).backbone == "authors" else "text",
+                                    seed=seed)
+    return set_neighbour_sampling(model, True, seed=seed) if sampled else model
+
+
+def _sampled(data: dict, neighbour_sampling: str) -> bool:
+    """Whether the run samples neighbourhoods on its graph (as :func:`clkit.drift.experiment.run_grid` decides)."""
+    from ..models.sampling import resolve_neighbour_sampling
+
+    graph = next(iter(data.values()))[0]
+    return resolve_neighbour_sampling(neighbour_sampling, graph.num_nodes, int(graph.edge_index.shape[1]))
 
 
 def calibrate(data: dict, study: StudyCount, *, hidden: int, lr: float = 5e-3, memory_size: int = 100,
               learner_kwargs: dict | None = None, device="cpu", precision: str = "fp32", seed: int = 0,
-              steps: int = 8, warmup: int | None = None, backbone: str = "gcn") -> dict:
+              steps: int = 8, warmup: int | None = None, backbone: str = "gcn",
+              neighbour_sampling: str = "full") -> dict:
     """Seconds per unit of work on ``device``, timed at the run's graph size (with ``backbone``'s network).
 
     For each protocol: ``observe`` steps of every method the study runs (``steps`` timed
@@ -190,7 +201,8 @@ def calibrate(data: dict, study: StudyCount, *, hidden: int, lr: float = 5e-3, m
     batch of the protocol's Joint batch size) and, under the authors' protocol, one graph
     swap (:meth:`~clkit.models.gcn.GCN.set_graph` to a task's subgraph). One model per
     protocol serves every method (timing does not depend on its weights). Timed with one
-    torch thread, as the runs train (:func:`clkit.drift.evaluate.run_stream`). ``warmup``
+    torch thread, as the runs train (:func:`clkit.drift.evaluate.run_stream`), and with the run's
+    ``neighbour_sampling`` (sampled steps and chunked evaluation where the run samples). ``warmup``
     defaults to the steps that fill a replay memory of ``memory_size`` nodes, plus two:
     while a memory fills, every step stores (SSM, SEM: draws the subgraphs of) a whole
     batch, about twice a later step's cost.
@@ -206,11 +218,11 @@ def calibrate(data: dict, study: StudyCount, *, hidden: int, lr: float = 5e-3, m
     device = as_device(device)
     with torch_threads(1):
         return _calibrate(data, study, hidden, lr, memory_size, learner_kwargs, device, precision, seed, steps,
-                          warmup, backbone)
+                          warmup, backbone, _sampled(data, neighbour_sampling))
 
 
 def _calibrate(data, study, hidden, lr, memory_size, learner_kwargs, device, precision, seed, steps, warmup,
-               backbone="gcn"):
+               backbone="gcn", sampled=False):
     from ..device import move
     from ..strategies import Strategy, Task
     from .authors import make_authors_learner
@@ -225,7 +237,7 @@ def _calibrate(data, study, hidden, lr, memory_size, learner_kwargs, device, pre
         if stream is None:
             continue
         fill = warmup if warmup is not None else math.ceil(memory_size / stream.batch_size) + 2
-        model = _model(graph, pr, hidden, seed, backbone)
+        model = _model(graph, pr, hidden, seed, backbone, sampled)
         y = move(torch.as_tensor(graph.y, dtype=torch.int64), device)
         rows = torch.as_tensor(stream.batches[np.all(stream.batches >= 0, axis=1)], dtype=torch.int64)
         batches = move(rows, device)
@@ -268,21 +280,24 @@ def estimate(data: dict, configs: dict, methods, sweep_methods, seeds, *, eval_e
              hidden: int, lr: float = 5e-3, memory_size: int = 100, learner_kwargs: dict | None = None,
              null_configs=None, null_offset: int | None = None, dataset: str = "graph", cache: bool = True,
              device="cpu", precision: str = "fp32", describe: str | None = None, steps: int = 8,
-             backbone: str = "gcn", workers: int = 1, **_) -> Budget:
+             backbone: str = "gcn", workers: int = 1, neighbour_sampling: str = "full", **_) -> Budget:
     """Count the study's work (:func:`count`), time it on ``device`` (:func:`calibrate`): a :class:`clkit.budget.Budget`.
 
     ``describe`` names the device in the text (``rd.describe()``); ``workers`` processes
     share the seeds (:func:`clkit.drift.experiment.run_grid`), which divides the time;
-    other keywords of the notebook's grid (``tau``, ...) are accepted and ignored.
+    ``neighbour_sampling`` times the steps and passes as the run makes them (sampled where it
+    samples); other keywords of the notebook's grid (``tau``, ...) are accepted and ignored.
     """
     from ..device import as_device
 
     study = count(data, configs, methods, sweep_methods, seeds, eval_every=eval_every, joint_epochs=joint_epochs,
                   null_configs=null_configs, null_offset=null_offset, dataset=dataset, cache=cache)
     t = calibrate(data, study, hidden=hidden, lr=lr, memory_size=memory_size, learner_kwargs=learner_kwargs,
-                  device=device, precision=precision, seed=min(seeds), steps=steps, backbone=backbone)
+                  device=device, precision=precision, seed=min(seeds), steps=steps, backbone=backbone,
+                  neighbour_sampling=neighbour_sampling)
     graph = next(iter(data.values()))[0]
-    size = f"{graph.num_nodes:,} nodes, {graph.x.shape[1]:,} features, {backbone.upper()} hidden {hidden}"
+    size = (f"{graph.num_nodes:,} nodes, {graph.x.shape[1]:,} features, {backbone.upper()} hidden {hidden}"
+            + (", sampled neighbourhoods" if _sampled(data, neighbour_sampling) else ""))
     step_s = sum(study.steps(pr, m) * s for (pr, m), s in t["step"].items())
     n_steps = study.steps()
     per = {f"{pr} {m}": s for (pr, m), s in t["step"].items()}
