@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 
 import torch
 
 __all__ = ["torch_seeded", "torch_threads"]
+
+#: held for the whole of a torch_seeded block: torch's CPU generator is one per process, so two
+#: threads seeding and drawing from it at once would take each other's numbers
+_GLOBAL_GENERATOR = threading.RLock()
 
 
 @contextlib.contextmanager
@@ -14,7 +19,10 @@ def torch_seeded(seed: int):
     """Run the block with torch's CPU generator seeded to ``seed``; restore it afterwards.
 
     Use it around model construction so results depend on ``seed`` only and the
-    caller's global random state is untouched.
+    caller's global random state is untouched. The block holds a process-wide lock: threads
+    that build models side by side (e.g. :func:`clkit.edge.experiment.run_learners`) take
+    turns at the one global generator instead of drawing each other's numbers, so keep the
+    block to the draws that need it.
 
     Examples
     --------
@@ -25,7 +33,7 @@ def torch_seeded(seed: int):
     >>> bool((a == b).all())
     True
     """
-    with torch.random.fork_rng(devices=[]):
+    with _GLOBAL_GENERATOR, torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         yield
 

@@ -456,7 +456,7 @@ def test_memory_format_reaches_the_backbone_of_every_stream(monkeypatch):
 
 
 def cnn_factory(in_channels, num_classes, image_size):
-    """A plugin backbone factory (``"tests.test_curriculum:cnn_factory"``)."""
+    """A plugin backbone factory (``"test_curriculum:cnn_factory"``; not "tests.…": avalanche-lib ships a "tests" package)."""
     from clkit.models.cnn import SmallCNN
 
     return SmallCNN(in_channels, num_classes, width=4)

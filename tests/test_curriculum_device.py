@@ -107,7 +107,7 @@ def test_difficulty_runs_on_the_device_with_a_run_device(monkeypatch, spy_strate
 
 def test_channels_last_and_a_plugin_backbone_keep_their_layout_on_the_device(spy_strategies):
     benches = _benches()
-    for backbone in ("small_cnn", "tests.test_curriculum:cnn_factory"):
+    for backbone in ("small_cnn", "test_curriculum:cnn_factory"):
         with dv.DeviceAudit(META):
             cur.run_stream(benches[0], ["a", "b"], "naive", device=META, backbone=backbone, epochs=1,
                            memory_format="channels_last", **SMALL)
