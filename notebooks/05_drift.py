@@ -590,28 +590,16 @@ if len(adv):
 
 # %%
 if stream == "arxiv_time":
-    from clkit.drift.experiment import TIME_TASKS, run_time_stream
-
     t_kw = {**grid_kw, "eval_every": intervals.get("text", eval_every)}
-    t_split, t_rows, t_curves = run_time_stream(
-        graph, methods, seeds, num_tasks=TIME_TASKS, test_fraction=test_fraction,
+    t_split, t_rows, t_curves = drift.run_time_stream(
+        graph, methods, seeds, num_tasks=drift.TIME_TASKS, test_fraction=test_fraction,
         batch_size=batch_size, **t_kw
     )
-    t_table = (100 * t_rows.groupby("method", sort=False)[["AA", "AF", "A_AUC"]]
-               .agg(["mean", "std"])).round(1)
     record.log(arxiv_time={"task_years": t_split.task_years,
                            "rows": t_rows.to_dict("records")})
-    display(Markdown("Year bins: " + ", ".join(f"task {k}: {a}-{b}" for k, (a, b)
-                                               in enumerate(t_split.task_years))))
-    display(t_table)
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    mine = [(k[1], v) for k, v in t_curves.items() if k[2] == min(seeds)]
-    for i, (m, (when, acc)) in enumerate(mine):   # styles keep coinciding curves visible
-        ax.plot(when, 100 * np.nanmean(acc, axis=1), label=m, ls=["-", "--", ":", "-."][i % 4],
-                marker="osD^v<>"[i % 7], markevery=max(1, len(when) // 8))
-    ax.set(xlabel="batches", ylabel="mean accuracy over year bins (%)",
-           title=f"ogbn-arxiv in publication order (seed {min(seeds)})")
-    ax.legend()
+    display(Markdown(report.year_bins_markdown(t_split.task_years)),
+            report.time_stream_table(t_rows))
+    fig = plots.time_stream_curves(t_curves, min(seeds))
     record.figure(fig, "arxiv_time")
     plt.show()
 
