@@ -225,6 +225,10 @@ def _run_box(stem: str, meta: dict, nav: str, guide_link: str = "") -> str:
     num = stem.split("_", 1)[0]
     params = meta.get("params", {})
     shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in params.items())
+    # an override the notebook takes: its seed where it has one, else its first parameter as run
+    example = ("seed 1" if "seed" in params else
+               next((f"{k} {v}" for k, v in params.items() if isinstance(v, (str, int, float)) and " " not in str(v)),
+                    "NAME VALUE"))
     failed = meta.get("status") not in (None, "ok")
     status = (f"<b>This run failed:</b> {html.escape(str(meta.get('error')))}<br>" if failed else "")
     runtime = meta.get("runtime_s")
@@ -237,7 +241,7 @@ This page is notebook <b>{stem}</b> as executed by <code>clkit run</code> (<code
 <br><b>Run it yourself</b> from the project folder, headless:
 <pre>clkit run {num} --params smoke            # about a minute
 clkit run {num} --params default          # the run shown here
-clkit run {num} -p seed 1                 # any parameter: -p NAME VALUE</pre>
+clkit run {num} -p {html.escape(example):<22} # any parameter: -p NAME VALUE</pre>
 or interactively: <code>jupyter lab notebooks/{stem}.ipynb</code>, edit the parameters cell, then
 <i>Run &rarr; Run All Cells</i>. Download this executed notebook:
 <a href="notebooks/{stem}.ipynb">{stem}.ipynb</a>. {guide_link}
