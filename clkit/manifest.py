@@ -166,7 +166,7 @@ def _is_int(value) -> bool:
 def seeds(params: dict) -> dict:
     """The run's seeds among its parameters ``params``: ``{name: value}``, in the parameters' order.
 
-    The rule, right for the five notebooks' parameters:
+    The rule, right for the six notebooks' parameters:
 
     - ``seed`` and every ``*_seed`` holding an integer is a seed (every notebook's ``seed``);
     - ``seeds`` and every ``*_seeds`` holding a list (or tuple) of integers is a list of seeds

@@ -33,7 +33,7 @@ Why nbconvert: it is Jupyter's own, maintained converter, already installed with
 JupyterLab and papermill, renders stored outputs as they are, so the site cannot
 drift from the run, and its Markdown renderer keeps formulas for MathJax. Sphinx
 with myst-nb or Jupyter Book would add a documentation toolchain (and, for
-Jupyter Book 2, Node.js) for a README, a dozen guide pages and five notebooks.
+Jupyter Book 2, Node.js) for a README, a dozen guide pages and six notebooks.
 """
 
 from __future__ import annotations
