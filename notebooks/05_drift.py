@@ -116,9 +116,10 @@ rehearse: bool = False  # the paper set on fabricated files, sizes cut (clkit.re
 
 # %% [markdown]
 # **Rehearsal.** With `rehearse = True` the parameter set runs on fabricated files written
-# in the real datasets' own formats (CoraFull's `cora.npz`, read by torch-geometric's
-# loader), with its sizes, counts and epochs cut by one rule (`clkit.rehearsal`); the
-# table below says what was cut. Everything after this cell runs as in a real run.
+# in the real datasets' own formats (CoraFull's `cora.npz`, Reddit's and Roman-Empire's
+# `.npz` files read by torch-geometric's loaders, ogbn-arxiv's CSVs read by `ogb`), with its
+# sizes, counts and epochs cut by one rule (`clkit.rehearsal`); the table below says what
+# was cut. Everything after this cell runs as in a real run.
 
 # %%
 from IPython.display import Markdown, display

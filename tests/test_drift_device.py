@@ -355,5 +355,7 @@ def test_rehearsal_plan_cuts_sizes_and_keeps_the_structure():
     for kept in ("methods", "hidden", "protocol", "sigmas", "batch_sizes", "eval_every", "dataset"):
         assert kept not in changes
     assert PLAN.fixtures(PAPER) == {"corafull": FIXTURE_SIZES["corafull"]}
-    with pytest.raises(ValueError, match="dataset 'ogbn_arxiv' has no fabricated copy"):
-        PLAN.fixtures({**PAPER, "dataset": "ogbn_arxiv"})
+    for graph in ("ogbn_arxiv", "reddit", "roman_empire"):    # the other paper sets' graphs are fabricated too
+        assert PLAN.fixtures({**PAPER, "dataset": graph}) == {graph: FIXTURE_SIZES[graph]}
+    with pytest.raises(ValueError, match="dataset 'graph.pt' has no fabricated copy"):
+        PLAN.fixtures({**PAPER, "dataset": "graph.pt"})

@@ -16,7 +16,8 @@
 - :mod:`clkit.drift.report` -- the notebook's tables, findings and closing text;
 - :mod:`clkit.drift.plots` -- the notebook's figures;
 - :mod:`clkit.drift.budget` -- the study's work counted and timed on the run's device;
-- :mod:`clkit.drift.rehearsal` -- the ``paper`` set's rehearsal plan (fabricated CoraFull).
+- :mod:`clkit.drift.rehearsal` -- the ``paper*`` sets' rehearsal plan (fabricated CoraFull, ogbn-arxiv,
+  Reddit, Roman-Empire).
 
 Imports run one way: schedule -> streams -> protocol -> cache, evaluate ->
 authors -> experiment -> budget, report, plots; rehearsal stands alone.
