@@ -161,16 +161,32 @@ def _number(value, *, where: str, field: str) -> float:
     return float(value)
 
 
-def _pick(runs: list, logged: list, seed, where: str, label: str) -> list:
-    """The run of a multi-run log whose logged seed is ``seed`` (a manifest's choice)."""
-    if seed is None or len(runs) == 1:
+def pick_logged(runs: list, logged: list, seed, where: str, label: str, *, method=None, logged_methods=None) -> list:
+    """The run of a file (or store) holding several whose logged seed is ``seed``: a manifest row's choice.
+
+    ``logged`` holds each run's logged seed; where several runs have ``seed`` and
+    ``logged_methods`` is given, the one whose logged method is ``method``. ``seed=None`` or
+    one run: all of ``runs``. Used by the framework logs (mammoth, PyCIL) and the trackers
+    (MLflow, W&B).
+
+    Examples
+    --------
+    >>> pick_logged(["r1", "r2"], [1, 2], "2", "'log'", "er seed 2")
+    ['r2']
+    >>> pick_logged(["a", "b"], [1, 1], 1, "'store'", "b seed 1", method="b", logged_methods=["a", "b"])
+    ['b']
+    """
+    if seed is None or len(runs) <= 1:
         return runs
-    hit = [r for r, s in zip(runs, logged) if str(s) == str(seed)]
+    hit = [i for i, s in enumerate(logged) if str(s) == str(seed)]
+    if len(hit) > 1 and logged_methods is not None:
+        hit = [i for i in hit if str(logged_methods[i]) == str(method)]
     if len(hit) != 1:
-        raise ValueError(f"{where} (run {label}): field seed: the log holds {len(runs)} runs with seeds "
-                         f"{[str(s) for s in logged]}, and {'none' if not hit else len(hit)} of them has seed {seed}; "
-                         "the manifest's seed chooses the run")
-    return hit
+        also = f" and method {method}" if logged_methods is not None else ""
+        raise ValueError(f"{where} (run {label}): field seed: it holds {len(runs)} runs with seeds "
+                         f"{[str(s) for s in logged]}, and {'none' if not hit else len(hit)} of them has seed {seed}"
+                         f"{also}; the manifest's seed chooses the run (or point its file at the run's own folder)")
+    return [runs[i] for i in hit]
 
 
 def read_mammoth_log(path, *, method: str | None = None, seed: str | None = None, label: str = "") -> Runs:
@@ -264,7 +280,7 @@ def read_mammoth_log(path, *, method: str | None = None, seed: str | None = None
                            if d.get(k) is not None)) + " (compared, not used); arguments and memory usage not used")
         runs.append(Run(str(m), str(s), None, None, R, f"{f} line {n}", reported, used))
         logged.append(d.get("seed"))
-    runs = _pick(runs, logged, seed, repr(str(f)), label or f"{method} seed {seed}")
+    runs = pick_logged(runs, logged, seed, repr(str(f)), label or f"{method} seed {seed}")
     return Runs(runs, str(f), "mammoth", [])
 
 
@@ -417,7 +433,7 @@ def read_pycil_log(path, *, method: str | None = None, seed: str | None = None, 
                 f"Forgetting ({head.upper()}) (compared, not used); curves, old/new and top5 not used")
         runs.append(Run(str(m), str(s), None, None, R, f"{f} lines {p['first']}-{p['last']}", reported, used))
         logged.append(a.get("seed"))
-    runs = _pick(runs, logged, seed, repr(str(f)), label or f"{method} seed {seed}")
+    runs = pick_logged(runs, logged, seed, repr(str(f)), label or f"{method} seed {seed}")
     return Runs(runs, str(f), "pycil", [])
 
 

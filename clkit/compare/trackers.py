@@ -272,17 +272,11 @@ def _field(sources: list, key: str, *, given, where: str, what: str, hint: str) 
 
 
 def _pick_one(runs: list, *, where: str, method, seed, logged: list) -> list:
-    """The run (or run folder) a manifest row names (by logged seed, then method) when ``path`` holds several."""
-    if seed is None or len(runs) <= 1:
-        return runs
-    hit = [r for r, (m, s) in zip(runs, logged) if s == str(seed)]
-    if len(hit) > 1:
-        hit = [r for r, (m, s) in zip(runs, logged) if s == str(seed) and m == str(method)]
-    if len(hit) != 1:
-        raise ValueError(f"{where} (run {method} seed {seed}): field seed: {len(runs)} runs there, "
-                         f"{'none' if not hit else len(hit)} of them with seed {seed} (and method {method}); point the "
-                         "manifest's file at the run's folder")
-    return hit
+    """The run a manifest row names when ``path`` holds several: ``logged`` is each run's ``(method, seed)``."""
+    from .frameworks import pick_logged
+
+    return pick_logged(runs, [s for _, s in logged], seed, where, f"{method} seed {seed}", method=method,
+                       logged_methods=[m for m, _ in logged])
 
 
 def _no_reruns(runs: list) -> None:
