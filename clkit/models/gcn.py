@@ -218,10 +218,7 @@ class GCN(SampledForward, nn.Module):
         chunks of rows in evaluation when the model samples, :mod:`clkit.models.sampling`).
         """
         if self.neighbour_sampling and not self.training:
-            from .sampling import layerwise_inference
-
-            return self._limit(self.head(layerwise_inference(self, self.x[nodes], adj,
-                                                             self.inference_chunk)[centers]))
+            return self._forward_blocks_layerwise(nodes, adj, centers)
         h = torch.relu(self.lin1(adj.matmul(self.x[nodes]))).float()
         return self._limit(self.head(adj.matmul(h)[centers]))
 

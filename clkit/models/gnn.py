@@ -190,10 +190,7 @@ class GraphBackbone(SampledForward, nn.Module):
         """Logits of ``centers`` on a graph of ``nodes`` with adjacency ``adj`` (``normalize=False``; full
         neighbourhoods; layer-wise in chunks of rows in evaluation when the model samples)."""
         if self.neighbour_sampling and not self.training:
-            from .sampling import layerwise_inference
-
-            return self._limit(self.head(layerwise_inference(self, self.x[nodes], adj,
-                                                             self.inference_chunk)[centers]))
+            return self._forward_blocks_layerwise(nodes, adj, centers)
         return self._limit(self.head(self._embed_all(self.x[nodes], adj, (None, None))[centers]))
 
     def forward_subgraph(self, nodes: torch.Tensor, edge_index: torch.Tensor, centers: torch.Tensor) -> torch.Tensor:

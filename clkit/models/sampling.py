@@ -273,6 +273,11 @@ class SampledForward:
     inference_chunk = INFERENCE_CHUNK
     block_sampler = None
 
+    def _forward_blocks_layerwise(self, nodes: torch.Tensor, adj, centers: torch.Tensor) -> torch.Tensor:
+        """``forward_blocks`` in evaluation when the model samples: :func:`layerwise_inference` in chunks of rows
+        (the host's ``head`` and ``_limit`` give the logits)."""
+        return self._limit(self.head(layerwise_inference(self, self.x[nodes], adj, self.inference_chunk)[centers]))
+
     def _isolated(self, v: torch.Tensor) -> torch.Tensor:
         """The head's input of nodes ``v`` entered alone (only their self-loops)."""
         from .adjacency import Adjacency
