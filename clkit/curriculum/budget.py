@@ -328,7 +328,8 @@ def calibrate(device="cpu", precision: str | None = None, *, backbone: str, imag
     is timed (:func:`clkit.budget.time_per_call`: a warm-up call, CUDA synchronised, the median
     of three). Naive steps of ``batch_size`` rows and of a quarter of them give the step's cost
     ``per_step + per_row * rows`` (:func:`step_model`): a task's last, partial batch and the
-    memory rows stacked into a step are costed by their rows. Per-sample gradients are timed on
+    memory rows stacked into a step are costed by their rows; when timing noise gives the pair no
+    positive fit, it is timed again (three tries at most). Per-sample gradients are timed on
     ``per_sample_rows`` rows (0: as many as one chunk of them holds, 2 to 32).
 
     Returns
@@ -357,9 +358,14 @@ def calibrate(device="cpu", precision: str | None = None, *, backbone: str, imag
     strat = make_strategy("naive", model, **common)
     part = max(1, batch_size // 4)
     timing = dict(device=dev, warmup=1, repeats=3, max_seconds=8.0)
-    out = {"step": time_per_call(lambda: strat.train_step(x, y), **timing)}
-    t_part = time_per_call(lambda: strat.train_step(x[:part], y[:part]), **timing) if part < batch_size else out["step"]
-    out["per_step"], out["per_row"] = step_model(out["step"], t_part, batch_size, part)
+    out = {}
+    for _ in range(3):  # timing noise can hide the fixed cost of a small step (no positive fit): time the pair again
+        out["step"] = time_per_call(lambda: strat.train_step(x, y), **timing)
+        t_part = (time_per_call(lambda: strat.train_step(x[:part], y[:part]), **timing) if part < batch_size
+                  else out["step"])
+        out["per_step"], out["per_row"] = step_model(out["step"], t_part, batch_size, part)
+        if out["per_step"] > 0 or part >= batch_size:
+            break
     out["forward"] = time_per_call(lambda: strat.predict(x), **timing)
     if per_sample:
         with torch_seeded(seed):
