@@ -107,6 +107,34 @@ def test_notebook_pairs_in_step():
                         f"jupytext --to ipynb --update notebooks/{py.name}")
 
 
+FILTER = "-jupytext.text_representation.jupytext_version"
+
+
+@pytest.mark.parametrize("version", ["1.19.6", "1.19.7", "99.0.0"])
+def test_saved_pairs_carry_no_jupytext_version(monkeypatch, version):
+    """Saving a notebook writes its paired .py as jupytext does (the JupyterLab contents manager,
+    ``jupytext --sync``, the pre-commit hook): under any jupytext version the text equals the
+    committed .py, because each notebook's own metadata filters the version out of the header
+    (issue 55: jupytext 1.19.7 rewrote ``jupytext_version: 1.19.6`` on every save)."""
+    import jupytext
+    import jupytext.formats
+    import jupytext.header
+
+    monkeypatch.setattr(jupytext.header, "__version__", version)
+    monkeypatch.setattr(jupytext.formats, "__version__", version)
+    for nb in NOTEBOOKS:
+        py = nb.with_suffix(".py")
+        notebook = jupytext.read(str(nb))
+        assert notebook.metadata["jupytext"].get("notebook_metadata_filter") == FILTER, nb.name
+        assert jupytext.writes(notebook, fmt="py:percent") == py.read_text(), \
+            f"saving {nb.name} under jupytext {version} would rewrite {py.name}"
+        assert not re.search(r"^#\s+jupytext_version:", py.read_text(), re.M), py.name
+    # the control: without the filter the same save writes the version (the test can fail)
+    notebook = jupytext.read(str(NOTEBOOKS[0]))
+    del notebook.metadata["jupytext"]["notebook_metadata_filter"]
+    assert f"jupytext_version: {version}" in jupytext.writes(notebook, fmt="py:percent")
+
+
 def test_notebook_metadata_as_jupyterlab_writes_it():
     """JupyterLab rewrites kernelspec and language_info on open; when they already match,
     an untouched notebook is not marked modified (tests/test_browser.py checks it live)."""
