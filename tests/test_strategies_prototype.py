@@ -147,6 +147,31 @@ def test_ranpac_chooses_lambda_like_the_paper_on_a_held_out_split():
     np.testing.assert_allclose(s.head_weight.numpy(), W, rtol=1e-7, atol=1e-9)
 
 
+def test_ranpac_own_loop_solves_once_per_task_as_train_task_does():
+    """Issue 55: ``train_step`` kept re-solving the ridge head, with its lambda search, on every
+    batch. Now the own-loop route (begin_task, train_step per batch, after_task) keeps the
+    features and solves once in after_task: the same lambda and head as train_task."""
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(60, 2, generator=g)
+    y = ((x[:, 0] + 0.7 * torch.randn(60, generator=g)) > 0).long()
+    tasks = [Task(x[:30], y[:30], task_id=0), Task(x[30:], y[30:], task_id=1)]
+    whole = RanPAC(nn.Identity(), num_classes=2, projection_dim=24, seed=4)
+    loop = RanPAC(nn.Identity(), num_classes=2, projection_dim=24, seed=4)
+    for task in tasks:
+        whole.train_task(task)
+        loop.begin_task(task)
+        for s in range(0, 30, 7):                        # batches of 7 rows, each row once
+            loop.train_step(task.x[s:s + 7], task.y[s:s + 7], task)
+        loop.after_task(task)
+    assert loop.ridges == whole.ridges and len(loop.ridges) == 2   # one choice per task, not per batch
+    torch.testing.assert_close(loop.head_weight, whole.head_weight, rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(loop.predict(x), whole.predict(x))
+    fresh = RanPAC(nn.Identity(), num_classes=2, projection_dim=24, seed=4)
+    fresh.begin_task(tasks[0])
+    fresh.train_step(tasks[0].x, tasks[0].y, tasks[0])
+    assert fresh.ridges == [] and float(fresh.model.head.G.abs().sum()) == 0.0   # kept, not absorbed yet
+
+
 def test_same_seed_same_run_other_seed_other_projection():
     ta, tb, x, y = _three_classes()
 

@@ -275,18 +275,23 @@ class _FrozenFeatureStrategy(Strategy):
         return None
 
     # ------------------------------------------------------------------ features
-    def _feature_batches(self, x, y, rows: torch.Tensor | None = None, keep: list | None = None):
+    def _feature_batches(self, x, y, rows: torch.Tensor | None = None, keep: list | None = None,
+                         embedded: bool = False):
         """``(features, labels)`` per batch of ``batch_size`` rows of ``x`` (all rows in order, or
         the rows ``rows``, a CPU index tensor); the extractor in evaluation mode, no gradients.
-        With ``keep`` (a list) each pair is also appended to it."""
+        With ``keep`` (a list) each pair is also appended to it. ``embedded``: ``x`` already holds
+        the extractor's features (``(N, d)``), which are passed through."""
         self.model.eval()
         n = (len(x[0]) if isinstance(x, (tuple, list)) else len(x)) if rows is None else len(rows)
         bs = self.batch_size
         for s in range(0, n, bs):
             idx = slice(s, s + bs) if rows is None else rows[s:s + bs]
-            with torch.no_grad(), self.amp.autocast():
-                f = self.model.embed(take(x, idx))
-            self.steps += 1
+            if embedded:
+                f = take(x, idx)
+            else:
+                with torch.no_grad(), self.amp.autocast():
+                    f = self.model.embed(take(x, idx))
+                self.steps += 1
             yb = take(y, idx)
             if keep is not None:
                 keep.append((f, yb))
@@ -473,6 +478,7 @@ class RanPAC(_FrozenFeatureStrategy):
         self.val_fraction = check_real("val_fraction", val_fraction, low=0, high=1, low_open=True, high_open=True)
         self._seed_for_head = kwargs.get("seed", 0)
         self._ridges: list = []
+        self._pending: list = []   # (features, labels) kept by train_step until after_task
         super().__init__(model, num_classes=num_classes, **kwargs)
 
     def _make_head(self) -> nn.Module:
@@ -499,14 +505,14 @@ class RanPAC(_FrozenFeatureStrategy):
         """The ``lambda`` of each refit so far (read from the device here)."""
         return [host_float(r) if isinstance(r, torch.Tensor) else float(r) for r in self._ridges]
 
-    def _stats(self, x, y, rows=None, keep: list | None = None):
+    def _stats(self, x, y, rows=None, keep: list | None = None, embedded: bool = False):
         """``(G, C, counts)`` of the rows ``rows`` (all rows when ``None``) of ``(x, y)``."""
         head = self.model.head
         M, K = self.projection_dim, self.num_classes
         G = torch.zeros(M, M, dtype=torch.float64, device=self.device)
         C = torch.zeros(M, K, dtype=torch.float64, device=self.device)
         counts = torch.zeros(K, dtype=torch.float64, device=self.device)
-        for f, yb in self._feature_batches(x, y, rows, keep):
+        for f, yb in self._feature_batches(x, y, rows, keep, embedded):
             h = head.project(f).to(torch.float64)
             G.addmm_(h.T, h)
             C.index_add_(1, yb, h.T)
@@ -534,19 +540,39 @@ class RanPAC(_FrozenFeatureStrategy):
         grid = torch.tensor(self.ridge_grid, dtype=torch.float64, device=self.device)
         return grid.index_select(0, torch.argmin(errors).reshape(1)).reshape(())   # no read of the index
 
-    def absorb(self, x, y, task: Task | None = None, keep: list | None = None) -> None:
+    def train_step(self, x, y, task: Task | None = None):
+        """Own-loop route (:meth:`begin_task`, ``train_step`` per batch, :meth:`after_task`): embed
+        the batch and keep its features; :meth:`after_task` absorbs the task's rows once, with one
+        choice of ``lambda`` and one solve, as :meth:`train_task` does (issue 55: re-solving with
+        the ``lambda`` search on every batch cost 0.8 s a 64-row batch and chose ``lambda`` on 13
+        validation rows). Pass each row once. Returns a 0-dim zero tensor on the device."""
+        for f, yb in self._feature_batches(x, y):
+            self._pending.append((f, yb))
+        return torch.zeros((), device=self.device)
+
+    def after_task(self, task: Task) -> None:
+        """Absorb the rows kept by :meth:`train_step` since the task began (none after
+        :meth:`train_task`, which absorbs the task itself), then the base class's end of task."""
+        if self._pending:
+            f = torch.cat([p[0] for p in self._pending])
+            yb = torch.cat([p[1] for p in self._pending])
+            self._pending = []
+            self.absorb(f, yb, task, embedded=True)
+        super().after_task(task)
+
+    def absorb(self, x, y, task: Task | None = None, keep: list | None = None, embedded: bool = False) -> None:
         head = self.model.head
         n = len(y)
         if n == 0:
             return
         if self.ridge is not None:
-            G_new, C_new, counts = self._stats(x, y, keep=keep)
+            G_new, C_new, counts = self._stats(x, y, keep=keep, embedded=embedded)
             ridge = torch.tensor(self.ridge, dtype=torch.float64, device=self.device)
         else:
             perm = torch.randperm(n, generator=self.generator)
             n_fit = int(n * (1.0 - self.val_fraction))
-            G_fit, C_fit, c_fit = self._stats(x, y, perm[:n_fit], keep)
-            G_val, C_val, c_val = self._stats(x, y, perm[n_fit:], keep)
+            G_fit, C_fit, c_fit = self._stats(x, y, perm[:n_fit], keep, embedded)
+            G_val, C_val, c_val = self._stats(x, y, perm[n_fit:], keep, embedded)
             ridge = self._choose_ridge(G_fit, C_fit, G_val, C_val, n - n_fit)
             G_new, C_new, counts = G_fit + G_val, C_fit + C_val, c_fit + c_val
         head.G += G_new
