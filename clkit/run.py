@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import shutil
+import sys
 import signal
 import threading
 import time
@@ -22,6 +23,7 @@ import uuid
 from pathlib import Path
 
 from ._io import atomic_write_json, replace_dir
+from ._signals import HELD_SIGNALS
 # the notebooks' names and parameters, importable from here as before
 from .notebooks import (PARAM_SETS, check_values, list_notebooks, load_params, notebook_parameters,  # noqa: F401
                         notebook_path, notebooks_dir, param_sets, resolve_notebook)
@@ -227,6 +229,7 @@ def run_notebook(notebook: str, params: str = "default", overrides=(), out="runs
     published, res = False, None
     try:
         with run_lock(outdir):
+            _remove_stale_partials(notebook, [outdir.parent] + ([figdir.parent] if figdir else []), keep=tag)
             res = execute(notebook_path(notebook), stage, values, figdir=stage_fig,
                           progress=True if progress is None else progress)
             published = _publish(res, notebook, params, values, stage, stage_fig, outdir, figdir)
@@ -393,6 +396,30 @@ def check_output_folder(flag: str, folder, notebook: str) -> None:
         raise ValueError(f"{flag} {folder} is not writable (a read-only folder?); give a folder you can write")
 
 
+def _remove_stale_partials(notebook: str, folders, keep: str) -> list:
+    """Remove the ``.<notebook>.partial-*`` folders a killed run left in ``folders`` (SIGKILL, a power cut:
+    no ``finally`` ran); called under :func:`run_lock`, so no live run of ``notebook`` into the same
+    folder owns one. Says each on stderr in one line; returns the removed paths.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, contextlib, io
+    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / ".03_temporal_metrics.partial-0badf00d").mkdir()
+    >>> with contextlib.redirect_stderr(io.StringIO()):
+    ...     [p.name for p in _remove_stale_partials("03_temporal_metrics", [d], keep="x")]
+    ['.03_temporal_metrics.partial-0badf00d']
+    """
+    removed = []
+    for folder in folders:
+        for path in sorted(Path(folder).glob(f".{notebook}.partial-*")) if Path(folder).is_dir() else ():
+            if path.name != keep and path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+                print(f"[clkit] note: removed {path}, left by an earlier run of {notebook} that was killed",
+                      file=sys.stderr, flush=True)
+    return removed
+
+
 @contextlib.contextmanager
 def run_lock(outdir):
     """Hold ``<out>/.<notebook>.lock`` while a run writes ``outdir``: a second run into the same folder
@@ -450,7 +477,7 @@ def _merge_dir(src: Path, dst: Path) -> None:
 
 @contextlib.contextmanager
 def _interrupt_held():
-    """Hold Ctrl-C (SIGINT) until the block is done, so that publishing a run is never left half done.
+    """Hold Ctrl-C (SIGINT) and SIGTERM until the block is done, so that publishing a run is never left half done.
 
     Only in the main thread (elsewhere Python delivers no signal); a held Ctrl-C is
     raised as ``KeyboardInterrupt`` after the block.
@@ -459,10 +486,11 @@ def _interrupt_held():
         yield
         return
     held = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append((signum, frame)))
+    previous = {s: signal.signal(s, lambda signum, frame: held.append((signum, frame))) for s in HELD_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-        if held and callable(previous):
-            previous(*held[0])
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if held and callable(previous[held[0][0]]):
+            previous[held[0][0]](*held[0])

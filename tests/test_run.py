@@ -227,7 +227,7 @@ def test_ctrl_c_during_a_rerun_keeps_the_previous_result(tmp_path, monkeypatch, 
             proc.kill()
     assert proc.returncode == 130, stdout + stderr
     assert stderr.splitlines() == [f"[clkit] interrupted: 00_tiny did not finish; the previous result in "
-                                   f"{out / '00_tiny'} is kept"], stderr
+                                   f"{out / '00_tiny'} is kept; rerun the same command to run it again"], stderr
     assert {p: p.read_bytes() for p in before} == before  # results.json, run.json, the notebook, the figure
     assert not list(out.glob(".*")) and not list(figs.glob(".*"))  # no staging folder left behind
 
@@ -237,6 +237,52 @@ def test_ctrl_c_during_a_rerun_keeps_the_previous_result(tmp_path, monkeypatch, 
     assert json.loads((out / "00_tiny" / "run.json").read_text())["status"] == "failed"
     assert sorted(p.name for p in (out / "00_tiny").iterdir()) == ["00_tiny.failed.ipynb", "run.json",
                                                                   "timings.csv"]
+
+
+def test_sigterm_during_a_rerun_is_handled_like_ctrl_c(tmp_path, monkeypatch, capsys):
+    """Issue 55: SIGTERM (what ``timeout``, ``kill`` and a Slurm time limit send, to the clkit process
+    alone) stopped a run with no message and left its lock and ``.partial-*`` folders behind. Now:
+    one line, exit 143, the previous result kept, nothing left behind; and a folder a SIGKILLed run
+    left is removed by the next run."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tiny_notebook import write_tiny_notebook
+
+    write_tiny_notebook(tmp_path / "nb", {"plain": {"seed": 1}})
+    monkeypatch.setenv("CLKIT_NOTEBOOKS", str(tmp_path / "nb"))
+    out, figs = tmp_path / "runs", tmp_path / "figs"
+    args = ["run", "00", "--params", "plain", "--out", str(out), "--figures", str(figs), "--no-progress"]
+    assert main(args) == 0
+    before = (out / "00_tiny" / "results.json").read_bytes()
+
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "clkit"), *args, "-p", "seed", "2", "-p", "sleep", "60"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _wait_for_running_cell(out, "time.sleep(sleep)", proc)
+        assert list(out.glob(".00_tiny.partial-*")) and (out / ".00_tiny.lock").exists()
+        os.kill(proc.pid, signal.SIGTERM)              # the process only, as timeout(1) and kill(1) send it
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, stdout + stderr
+    assert stderr.splitlines() == [f"[clkit] terminated (SIGTERM): 00_tiny did not finish; the previous result in "
+                                   f"{out / '00_tiny'} is kept; rerun the same command to run it again"], stderr
+    assert (out / "00_tiny" / "results.json").read_bytes() == before
+    assert not list(out.glob(".*")) and not list(figs.glob(".*"))   # no lock, no staging folder
+
+    # a run killed outright (SIGKILL: no handler runs) leaves its staging folders; the next run removes them
+    for d in (out, figs):
+        (d / ".00_tiny.partial-0badf00d").mkdir()
+        (d / ".00_tiny.partial-0badf00d" / "half.ipynb").write_text("{")
+    capsys.readouterr()
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert err.count("left by an earlier run of 00_tiny that was killed") == 2, err
+    assert not list(out.glob(".*")) and not list(figs.glob(".*"))
 
 
 def test_a_kernel_that_does_not_start_is_started_once_more(tmp_path, monkeypatch):

@@ -83,10 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Entry point of the ``clkit`` command; returns the exit status (130 after Ctrl-C)."""
+    """Entry point of the ``clkit`` command; returns the exit status (130 after Ctrl-C, 143 after SIGTERM,
+    which every command handles as Ctrl-C: :mod:`clkit._signals`)."""
+    from .._signals import exit_status, stop_word, terminate_as_interrupt
+
     args = build_parser().parse_args(argv)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), terminate_as_interrupt():
             default = warnings.showwarning
 
             def note(message, category, filename, lineno, file=None, line=None):
@@ -98,6 +101,6 @@ def main(argv=None) -> int:
 
             warnings.showwarning = note
             return args.func(args)
-    except KeyboardInterrupt:  # a command that has no more to say about it than this
-        print(f"[clkit] interrupted: clkit {args.cmd} stopped", file=sys.stderr, flush=True)
-        return 130
+    except KeyboardInterrupt as exc:  # a command that has no more to say about it than this
+        print(f"[clkit] {stop_word(exc)}: clkit {args.cmd} stopped", file=sys.stderr, flush=True)
+        return exit_status(exc)

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from .._signals import exit_status, stop_word
 from ..notebooks import list_notebooks, load_params, param_sets, resolve_notebook
 from ..run import TIMINGS, ParameterError, check_notebook, read_timings, run_notebook
 
@@ -65,10 +66,10 @@ def _cmd_run(args):
         if args.check:
             try:
                 done = check_notebook(nb, args.params, args.p or ())
-            except KeyboardInterrupt:
-                print(f"[clkit] interrupted: the check of {nb} stopped; nothing was written", file=sys.stderr,
+            except KeyboardInterrupt as exc:
+                print(f"[clkit] {stop_word(exc)}: the check of {nb} stopped; nothing was written", file=sys.stderr,
                       flush=True)
-                return 130
+                return exit_status(exc)
             except (ValueError, TypeError, RuntimeError) as exc:
                 print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
                 bad_input.append(nb)
@@ -83,11 +84,12 @@ def _cmd_run(args):
         try:
             outdir = run_notebook(nb, args.params, args.p or (), out=args.out, figures=args.figures,
                                   progress=args.progress)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             kept = (f"the previous result in {Path(args.out) / nb} is kept" if had_result
                     else "nothing was written")
-            print(f"[clkit] interrupted: {nb} did not finish; {kept}", file=sys.stderr, flush=True)
-            return 130
+            print(f"[clkit] {stop_word(exc)}: {nb} did not finish; {kept}; rerun the same command to run it again",
+                  file=sys.stderr, flush=True)
+            return exit_status(exc)
         except (ParameterError, ValueError, TypeError) as exc:   # refused before any work (validation cell)
             print(f"[clkit] ERROR: {exc}; nothing was written", file=sys.stderr, flush=True)
             bad_input.append(nb)

@@ -65,8 +65,8 @@ def _cmd_sweep(args):
         counts = run_sweep(args.notebook, args.grid, params=args.params, out=args.out, workers=args.workers,
                            scheduler=scheduler, retry_failed=args.retry_failed, progress=args.progress,
                            log=lambda line: print(line, flush=True))
-    except SweepInterrupted:  # run_sweep said what finished, in one line
-        return 130
+    except SweepInterrupted as exc:  # run_sweep said what finished, in one line
+        return 143 if exc.terminated else 130
     except (ValueError, TypeError, ConnectionError) as exc:
         print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
         return 2

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .. import __version__
 from .._io import atomic_write_json
+from .._signals import Terminated, stop_word
 from .._validate import check_int
 from ..cluster import (CONNECT_TIMEOUT_S, case_resources, check_gpu_workers, check_scheduler, close_client,
                        default_workers, start_client)
@@ -44,9 +45,11 @@ class SweepInterrupted(KeyboardInterrupt):
     ``counts`` says what had finished; rerunning the same sweep resumes it.
     """
 
-    def __init__(self, counts: dict):
-        super().__init__(f"sweep interrupted: {counts}")
+    def __init__(self, counts: dict, terminated: bool = False):
+        super().__init__(f"sweep {'terminated (SIGTERM)' if terminated else 'interrupted'}: {counts}")
         self.counts = counts
+        #: stopped by SIGTERM (``clkit sweep`` exits 143) rather than Ctrl-C (130)
+        self.terminated = terminated
 
 
 def plan_sweep(notebook: str, grid, params: str | None = None, out="runs/sweep") -> dict:
@@ -439,7 +442,7 @@ def _execute(plan: dict, todo: list, counts: dict, workers: int, scheduler, prog
             bar.refresh()
             if pending:
                 time.sleep(0.2)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         bar.close()
         # Cases a worker has queued but not started see the event and return at once; the
         # running ones stop with their worker process.
@@ -453,9 +456,10 @@ def _execute(plan: dict, todo: list, counts: dict, workers: int, scheduler, prog
         clean_work(root)  # the stopped workers' folders: said by the line below, not as leftovers
         status = [case_status(root, s["key"], s["name"])["status"] for s in specs]
         counts.update(done=status.count("ok"), pending=status.count("pending"))
-        log(f"[clkit] interrupted: {counts['done']} case(s) finished and kept, {counts['pending']} not run; "
+        log(f"[clkit] {stop_word(exc)}: {counts['done']} case(s) finished and kept, {counts['pending']} not run; "
             "rerun the same command to resume")
-        raise SweepInterrupted({k: (len(v) if isinstance(v, list) else v) for k, v in counts.items()}) from None
+        raise SweepInterrupted({k: (len(v) if isinstance(v, list) else v) for k, v in counts.items()},
+                               terminated=isinstance(exc, Terminated)) from None
     bar.close()
     close_client(client, cluster, topics=[TOPIC])
     _wait_gone(workers_pids, timeout=10)
