@@ -17,11 +17,24 @@ One module per family:
 - :mod:`~clkit.strategies.projection` -- ``gem``, ``agem``;
 - :mod:`~clkit.strategies.architectural` -- ``mste``, ``pnn``, ``cwr`` (CWR*);
 - :mod:`~clkit.strategies.der` -- ``der`` (dynamically expandable representation, rehearsal);
+- :mod:`~clkit.strategies.foster` -- ``foster`` (feature boosting and compression, rehearsal);
+- :mod:`~clkit.strategies.memo` -- ``memo`` (shared generalised blocks, a specialised block per
+  task, herding rehearsal);
+- :mod:`~clkit.strategies.tagfex` -- ``tagfex`` (DER guided by a contrastive task-agnostic
+  extractor);
 - :mod:`~clkit.strategies.generative` -- ``generative_replay`` (VAE + old solver);
 - :mod:`~clkit.strategies.prototype` -- ``simplecil``, ``ranpac`` (closed-form heads on
   frozen features, no gradient training);
 - :mod:`~clkit.strategies.prompt` -- ``l2p`` (a prompt pool for a frozen ViT, chosen per image by
   key-query matching);
+- :mod:`~clkit.strategies.coda_prompt` -- ``coda_prompt`` (decomposed attention-weighted prefix
+  prompts for a frozen ViT);
+- :mod:`~clkit.strategies.hide_prompt` -- ``hide_prompt`` (per-task prefix prompts, task identity
+  inferred from the frozen ViT's features, heads re-trained on class statistics);
+- :mod:`~clkit.strategies.ease` -- ``ease`` (an adapter subspace per task on a frozen ViT,
+  prototype complement);
+- :mod:`~clkit.strategies.mos` -- ``mos`` (merged adapters, classifier alignment, self-refined
+  adapter retrieval);
 - :mod:`~clkit.strategies.memory` -- reservoir, class- and task-balanced buffers.
 
 Task-incremental only: ``mste``, ``pnn`` (they need the task id to pick an
@@ -32,13 +45,22 @@ Regression (``loss="mse"``) is supported by every strategy except ``gdumb``
 (class-balanced memory needs labels), ``icarl`` (exemplars per class, nearest class mean),
 ``cwr`` (per-class output rows), ``simplecil`` and ``ranpac`` (class prototypes, one-hot targets);
 ``lwf`` distils with MSE there, ``generative_replay`` replays the old solver's outputs.
-``der`` is classification only too (per-class heads and exemplars).
+``der``, ``foster``, ``memo``, ``tagfex`` and the ViT methods (``l2p``, ``coda_prompt``,
+``hide_prompt``, ``ease``, ``mos``) are classification only too (per-class heads, exemplars or
+prototypes).
 """
 
 from .architectural import CWRStar, MSTE, PNN, ProgressiveNet
 from . import base as _base
 from .base import Strategy, Task, register, take
+from .coda_prompt import CODAPrompt
 from .der import DER, DERNet
+from .ease import EASE
+from .foster import FOSTER, FOSTERNet
+from .hide_prompt import HiDePrompt
+from .memo import MEMO, MEMONet
+from .mos import MOS
+from .tagfex import TagFex
 from .distillation import LwF
 from .icarl import ICaRL
 from .generative import VAE, GenerativeReplay
@@ -72,4 +94,5 @@ def make_strategy(name: str, model, **kwargs) -> Strategy:
 __all__ = ["Strategy", "Naive", "Task", "available_strategies", "make_strategy", "register", "take",
            "EWC", "SI", "MAS", "LwF", "ICaRL", "Replay", "ER", "Cumulative", "GDumb", "AGEM", "GEM",
            "MSTE", "PNN", "ProgressiveNet", "CWRStar", "GenerativeReplay", "VAE", "SimpleCIL", "RanPAC",
-           "DER", "DERNet", "L2P", "ReservoirBuffer", "ClassBalancedBuffer", "TaskBalancedBuffer"]
+           "DER", "DERNet", "L2P", "FOSTER", "FOSTERNet", "MEMO", "MEMONet", "TagFex", "CODAPrompt",
+           "HiDePrompt", "EASE", "MOS", "ReservoirBuffer", "ClassBalancedBuffer", "TaskBalancedBuffer"]

@@ -12,3 +12,10 @@ from . import prototype  # noqa: F401
 from . import der  # noqa: F401
 from . import icarl  # noqa: F401
 from . import prompt  # noqa: F401
+from . import foster  # noqa: F401
+from . import memo  # noqa: F401
+from . import tagfex  # noqa: F401
+from . import coda_prompt  # noqa: F401
+from . import hide_prompt  # noqa: F401
+from . import ease  # noqa: F401
+from . import mos  # noqa: F401
