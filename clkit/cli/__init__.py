@@ -88,6 +88,17 @@ def main(argv=None) -> int:
     from .._signals import exit_status, stop_word, terminate_as_interrupt
 
     args = build_parser().parse_args(argv)
+    if args.cmd != "run":   # clkit run checks its folders per notebook (clkit.cli.run)
+        from .._outpath import check_out_folder
+
+        for flag in ("out", "figures"):
+            value = getattr(args, flag, None)
+            if isinstance(value, str) and value:
+                try:
+                    check_out_folder(f"--{flag}", value)
+                except ValueError as exc:   # before any work: one line, nothing written
+                    print(f"[clkit] ERROR: {exc}; nothing was written", file=sys.stderr, flush=True)
+                    return 2
     try:
         with warnings.catch_warnings(), terminate_as_interrupt():
             default = warnings.showwarning

@@ -30,6 +30,12 @@ def _cmd_export(args) -> int:
     except (ValueError, ImportError) as exc:
         print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
         return 2
+    except KeyboardInterrupt as exc:
+        from .._signals import exit_status, stop_word
+
+        print(f"[clkit] {stop_word(exc)}: export stopped; the runs already written to {out} stay, and rerunning "
+              "the same command resumes (unchanged runs are skipped)", file=sys.stderr, flush=True)
+        return exit_status(exc)
     print(f"[clkit] {args.to}: {counts['written']} written, {counts['replaced']} replaced, "
           f"{counts['unchanged']} unchanged -> {out}", flush=True)
     return 0
