@@ -46,7 +46,10 @@ def test_percent_scales_the_baseline_like_the_matrix(tmp_path, capsys, files):
     ("5,5,5,5", [], "5 is outside [0, 1]"),
     ("0.1,nan,0.1,0.1", [], "nan is not a finite number"),
     ("0.1,inf,0.1,0.1", [], "inf is not a finite number"),
-    ("0.1,0.1,0.1,0.1", ["--percent"], None),          # 0.1 % is a valid (if odd) percent score
+    # issue 55: a baseline at or below 1 % on every task is fractions given with --percent (read as 0.1 %,
+    # FWT came out 0.112 instead of 0.013): refused by clkit._scale's one rule
+    ("0.1,0.1,0.1,0.1", ["--percent"], "--baseline: every value is at most 1 (0.1 to 0.1) with --percent"),
+    ("0.1,2,0.1,0.1", ["--percent"], None),            # one value above 1: percentages, if low ones
     ("150,10,10,10", ["--percent"], "150 is outside [0, 100]"),
 ])
 def test_baseline_out_of_scale_or_not_finite_is_refused(tmp_path, capsys, files, baseline, extra, message):

@@ -100,6 +100,10 @@ def parse_baseline(text: str, num_tasks: int, *, percent: bool = False, error: b
     bad = b[~np.isfinite(b)]
     if bad.size:
         raise ValueError(f"--baseline: {bad[0]:g} is not a finite number; give a score for every task")
+    if percent and not error:
+        from .._scale import check_not_fractions
+
+        check_not_fractions(b, where="--baseline")
     if percent:
         b = b / 100.0
     if not error:

@@ -15,12 +15,14 @@ from collections import Counter
 
 import numpy as np
 
+from .._scale import check_not_fractions
+
 from .runs import seed_key
 
 __all__ = ["check_scores", "check_runs"]
 
 
-def check_scores(R, *, where: str, percent: bool = False) -> np.ndarray:
+def check_scores(R, *, where: str, percent: bool = False, declared: bool = True) -> np.ndarray:
     """``R`` as a float matrix on the fraction scale, or a ``ValueError`` naming ``where`` and the cell.
 
     Parameters
@@ -30,6 +32,10 @@ def check_scores(R, *, where: str, percent: bool = False) -> np.ndarray:
         The file and run, e.g. ``"runs/ewc_0.csv (run ewc seed 0)"``.
     percent : bool
         The scores are percentages: divide by 100 (values must lie in [0, 100]).
+    declared : bool
+        ``percent`` is the user's word (``--percent``): a matrix whose values are all at most 1 is then
+        refused as fractions (:func:`clkit._scale.check_not_fractions`). A format that always logs
+        percentages (mammoth, PyCIL) passes ``False``.
 
     Examples
     --------
@@ -63,6 +69,8 @@ def check_scores(R, *, where: str, percent: bool = False) -> np.ndarray:
         raise ValueError(f"{where}: field accuracy R[{i}, {j}] = {M[i, j]:g} is outside [0, {top:g}] (range "
                          f"{vals.min():g} to {vals.max():g}); scores are {'percentages' if percent else 'fractions'}."
                          f"{hint}")
+    if percent and declared:
+        check_not_fractions(M, where=f"{where}: field accuracy")
     return M / 100.0 if percent else M
 
 

@@ -269,7 +269,7 @@ def read_mammoth_log(path, *, method: str | None = None, seed: str | None = None
         R = np.full((T, T), np.nan)
         for (i, j), x in cells.items():
             R[i, j] = x
-        R = check_scores(R, where=where_r, percent=True)
+        R = check_scores(R, where=where_r, percent=True, declared=False)
         reported = {"acc": means[T - 1] / 100.0}
         for key, name in (("backward_transfer", "bwt"), ("forward_transfer", "fwt"), ("forgetting", "forgetting")):
             if d.get(key) is not None:
@@ -414,7 +414,7 @@ def read_pycil_log(path, *, method: str | None = None, seed: str | None = None, 
                                  f"{sizes['increment']}), missing {missing or 'none'}, unexpected {extra or 'none'}")
             for j in range(i + 1):
                 R[i, j] = np.mean([groups[c] for c in range(bounds[j], min(bounds[j + 1], end), 10)])
-        R = check_scores(R, where=where, percent=True)
+        R = check_scores(R, where=where, percent=True, declared=False)
         last, n_last, _ = rows[-1]
         reported = {"acc": _number(last.get("total"), where=f"{str(f)!r} line {n_last} (run {run_label})",
                                    field=f"{head.upper()} 'total'") / 100.0}

@@ -600,6 +600,9 @@ def _check_scale(M: np.ndarray, scale: str, where: str) -> tuple[np.ndarray, str
                          f"{vals.max():g}); a score here is a fraction in [0, {top:g}].{hint} (errors such as MSE: "
                          "scale='any', clkit metrics cl --error)")
     if scale == "percent":
+        from .._scale import check_not_fractions
+
+        check_not_fractions(M, where=where, flag="scale='percent' (--percent)")
         return M / 100.0, "scale 0-100, divided by 100"
     return M, "scale 0-1"
 
