@@ -88,7 +88,29 @@ def stream_result(y, *, setting: str = "gaussian", sigma: float = 10.0, batch_si
             "weights": s.weights, "counts": s.counts, "batches": s.batches, "test_nodes": test_idx}
 
 
+def check_stream_args(args) -> None:
+    """The stream's numeric options checked before anything heavy is imported or read (issue 55:
+    ``--sigma inf`` and a huge ``--batch-size`` were refused only after the graph was loaded, 15-17 s
+    and 766 MB); the batch size against the node count is checked once the labels are read."""
+    from .._validate import check_int, check_real
+
+    check_real("--sigma", args.sigma, low=0, low_open=True)
+    check_int("--batch-size", args.batch_size, low=1)
+    check_int("--classes-per-task", args.classes_per_task, low=1)
+    check_int("--k-bl", args.k_bl, low=0)
+    check_real("--p", args.p, low=0, high=1)
+    check_real("--test-fraction", args.test_fraction, low=0, high=1, high_open=True)
+    if args.tau is not None:
+        check_real("--tau", args.tau, low=0, high=1, low_open=True)
+    if args.source.endswith(".npy") and Path(args.source).is_file():   # its length without reading it all
+        import numpy as np
+
+        n = len(np.load(args.source, mmap_mode="r", allow_pickle=False))
+        check_int("--batch-size", args.batch_size, low=1, high=n)
+
+
 def stream(args) -> int:
+    check_stream_args(args)
     import pandas as pd
 
     y, where = read_labels(args.source, args.root)
