@@ -105,7 +105,10 @@ def check_stream_args(args) -> None:
     if args.source.endswith(".npy") and Path(args.source).is_file():   # its length without reading it all
         import numpy as np
 
-        n = len(np.load(args.source, mmap_mode="r", allow_pickle=False))
+        try:
+            n = len(np.load(args.source, mmap_mode="r", allow_pickle=False))
+        except (ValueError, OSError, TypeError):
+            return   # not a plain array file: the label loader says what is wrong with it
         check_int("--batch-size", args.batch_size, low=1, high=n)
 
 
