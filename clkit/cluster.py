@@ -350,6 +350,12 @@ def start_slurm(jobs: int, **options):
     """
     jobs = _count("jobs", jobs, 1)
     kw = slurm_kwargs(**options)
+    import shutil
+
+    if shutil.which("sbatch") is None:   # dask-jobqueue would print a traceback, then wait for workers forever
+        raise ValueError("--cluster slurm: sbatch is not on PATH, so no Slurm job can be submitted from here; run "
+                         "the sweep on a Slurm login node, or use a job array (clkit sweep ... --print-cases, then "
+                         "clkit run-case OUT/NOTEBOOK INDEX in each task), or the local cluster (no --cluster)")
     try:
         from dask_jobqueue import SLURMCluster
     except ImportError as exc:

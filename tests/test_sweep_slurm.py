@@ -151,3 +151,33 @@ def test_a_local_cluster_makes_one_worker_per_gpu(monkeypatch):
         assert seen == "0"
     finally:
         close_client(client, cluster)
+
+
+def test_cluster_slurm_without_sbatch_is_one_line_not_a_hang(tmp_path, capsys, monkeypatch):
+    """Issue 55: without sbatch on PATH, dask-jobqueue printed a tornado traceback, then waited forever."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("params: smoke\ngrid:\n  seed: [0, 1]\n")
+    argv = ["sweep", "03", "--grid", str(grid), "--out", str(tmp_path / "out"), "--cluster", "slurm"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "sbatch is not on PATH" in err[0] and "clkit run-case" in err[0], err
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[]", "a JSON list, where clkit sweep writes an object"),
+    ('{"notebook": "03_temporal_metrics", "cases": [{"index": 0', "invalid JSON at line 1"),
+    ('{"cases": []}', "no notebook"),
+    ("\xff\xfe", "not text"),
+])
+def test_a_broken_sweep_json_names_the_file(tmp_path, capsys, text, words):
+    """Issue 55: ``[]`` gave "list indices must be integers", a truncated file a JSON error without the file."""
+    root = tmp_path / "sweep"
+    root.mkdir()
+    (root / "sweep.json").write_bytes(text.encode("latin-1"))
+    assert main(["run-case", str(root), "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"{root / 'sweep.json'} is not a sweep manifest" in err and words in err, err
+    assert "prepare the sweep again" in err and "Traceback" not in err

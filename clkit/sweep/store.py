@@ -474,5 +474,32 @@ def write_manifest(root, manifest: dict) -> Path:
 
 
 def read_manifest(root) -> dict:
-    """Read ``sweep.json`` of a sweep folder."""
-    return json.loads((Path(root) / "sweep.json").read_text())
+    """Read ``sweep.json`` of a sweep folder, or a ``ValueError`` naming the file and what is wrong with it
+    (issue 55: a truncated file gave a JSON error without the file's name, ``[]`` a ``list indices`` error).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "sweep.json").write_text("[]")
+    >>> read_manifest(d)
+    Traceback (most recent call last):
+    ...
+    ValueError: .../sweep.json is not a sweep manifest: a JSON list, where clkit sweep writes an object with its cases (notebook, cases, ...); prepare the sweep again (clkit sweep NOTEBOOK --grid GRID --out OUT --print-cases)
+    """
+    path = Path(root) / "sweep.json"
+    again = "prepare the sweep again (clkit sweep NOTEBOOK --grid GRID --out OUT --print-cases)"
+    try:
+        plan = json.loads(path.read_text())
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not a sweep manifest: not text; {again}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not a sweep manifest: invalid JSON at line {exc.lineno} column {exc.colno} "
+                         f"({exc.msg}; a file cut short?); {again}") from None
+    if not isinstance(plan, dict):
+        raise ValueError(f"{path} is not a sweep manifest: a JSON {type(plan).__name__.replace('dict', 'object')}, "
+                         f"where clkit sweep writes an object with its cases (notebook, cases, ...); {again}")
+    missing = [k for k in ("notebook", "cases") if k not in plan]
+    if missing or not isinstance(plan.get("cases"), list):
+        raise ValueError(f"{path} is not a sweep manifest: {'no ' + ', '.join(missing) if missing else 'cases is not a list'}"
+                         f"; {again}")
+    return plan
