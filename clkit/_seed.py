@@ -16,7 +16,12 @@ _GLOBAL_GENERATOR = threading.RLock()
 
 @contextlib.contextmanager
 def torch_seeded(seed: int):
-    """Run the block with torch's CPU generator seeded to ``seed``; restore it afterwards.
+    """Run the block with torch's generators seeded to ``seed``; restore them afterwards.
+
+    The CPU generator, and every CUDA device's generator once CUDA is initialised in this process
+    (``torch.manual_seed`` seeds them; ``fork_rng`` restores them), so draws on a GPU inside the
+    block are seeded locally too (issue 55). Before CUDA is initialised, CUDA's lazy seeding is left
+    to torch: forking it would initialise CUDA here, which breaks workers forked later.
 
     Use it around model construction so results depend on ``seed`` only and the
     caller's global random state is untouched. The block holds a process-wide lock: threads
@@ -33,7 +38,9 @@ def torch_seeded(seed: int):
     >>> bool((a == b).all())
     True
     """
-    with _GLOBAL_GENERATOR, torch.random.fork_rng(devices=[]):
+    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+    devices = list(range(torch.cuda.device_count())) if cuda else []
+    with _GLOBAL_GENERATOR, torch.random.fork_rng(devices=devices):
         torch.manual_seed(seed)
         yield
 

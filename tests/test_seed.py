@@ -3,6 +3,7 @@
 import threading
 import time
 
+import pytest
 import torch
 
 from clkit._seed import torch_seeded
@@ -46,3 +47,35 @@ def test_seeded_blocks_nest_and_restore_the_callers_state():
         assert torch.equal(torch.rand(2), inner)
     with torch_seeded(1):
         assert torch.equal(torch.rand(2), outer)
+
+
+def test_pnn_adapters_come_from_the_strategy_seed_not_the_global_generator():
+    """Issue 55: PNN's lateral adapters drew from torch's global generator, so a rerun gave other
+    adapters whenever anything else had drawn before."""
+    from clkit.models import MLP
+    from clkit.strategies import Task, make_strategy
+
+    def adapters(noise: int, seed: int = 3):
+        torch.rand(noise)                                   # other code drew before: the global state moved
+        with torch_seeded(0):
+            model = MLP(4, 4, hidden=(5,))
+        s = make_strategy("pnn", model, scenario="task", seed=seed, epochs=0)
+        for t in range(3):
+            s.train_task(Task(torch.zeros(2, 4), torch.tensor([2 * t, 2 * t + 1]), task_id=t))
+        return [p.detach().clone() for lat in s.model.laterals for p in lat.parameters()]
+
+    a, b, c = adapters(1), adapters(17), adapters(1, seed=4)
+    assert len(a) == 3 and all(torch.equal(x, y) for x, y in zip(a, b))
+    assert not all(torch.equal(x, y) for x, y in zip(a, c))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_seeded_cuda_draws_repeat_and_leave_the_callers_cuda_state():
+    torch.zeros(1, device="cuda")                           # CUDA initialised, as in a GPU run
+    before = torch.cuda.get_rng_state()
+    with torch_seeded(5):
+        a = torch.rand(4, device="cuda")
+    with torch_seeded(5):
+        b = torch.rand(4, device="cuda")
+    assert torch.equal(a, b) and torch.equal(torch.cuda.get_rng_state(), before)

@@ -27,12 +27,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 
 import numpy as np
 import torch
 from torch import nn
 
+from .._seed import torch_seeded
 from ._common import mask_to
 from .base import Strategy, Task, register
 
@@ -116,8 +118,12 @@ class ProgressiveNet(nn.Module):
         self.columns = nn.ModuleList()
         self.laterals = nn.ModuleList()   # laterals[k]: adapters of column k, per entry point and source
 
-    def add_column(self) -> None:
-        """Append a column (a copy of the base) and its lateral adapters; freeze the older columns."""
+    def add_column(self, seed: int | None = None) -> None:
+        """Append a column (a copy of the base) and its lateral adapters; freeze the older columns.
+
+        ``seed``: the adapters are initialised from a generator seeded with ``(seed, column index)``
+        (:func:`clkit._seed.torch_seeded`), so a rerun gives the same adapters whatever else drew from
+        torch's global generator before (issue 55); ``None`` draws from the global generator."""
         for col in self.columns:
             col.requires_grad_(False)
         for lat in self.laterals:
@@ -126,10 +132,14 @@ class ProgressiveNet(nn.Module):
         entries = [m for m in col["features"] if isinstance(m, nn.Linear)][1:] + [col["head"]]
         k = len(self.columns)
         adapters = nn.ModuleList()
-        for layer in entries:
-            for _ in range(k):
-                # initialised on the CPU, then moved: the same initial weights on every device
-                adapters.append(nn.Linear(layer.in_features, layer.out_features, bias=False).to(layer.weight.device))
+        local = (contextlib.nullcontext() if seed is None
+                 else torch_seeded(int(np.random.SeedSequence([int(seed), k]).generate_state(1)[0])))
+        with local:
+            for layer in entries:
+                for _ in range(k):
+                    # initialised on the CPU, then moved: the same initial weights on every device
+                    adapters.append(nn.Linear(layer.in_features, layer.out_features, bias=False)
+                                    .to(layer.weight.device))
         self.columns.append(col)
         self.laterals.append(adapters)
 
@@ -187,7 +197,7 @@ class PNN(Strategy):
 
     def before_task(self, task: Task) -> None:
         if task.task_id not in self.column_of:
-            self.model.add_column()
+            self.model.add_column(seed=self.seed)
             self.column_of[task.task_id] = len(self.model.columns) - 1
         self.refresh_train_mode()
         self.optimizer = self.make_optimizer([p for p in self.model.parameters() if p.requires_grad])
@@ -201,7 +211,7 @@ class PNN(Strategy):
         if task is None:
             raise ValueError("PNN needs the task (task id) to pick a column: pass task=")
         if not self.model.columns:
-            self.model.add_column()
+            self.model.add_column(seed=self.seed)
         out = self.model(x, column=self.column_of.get(task.task_id, -1))
         return self.mask_logits(out, classes if classes is not None else task.classes)
 
