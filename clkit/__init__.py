@@ -20,5 +20,8 @@ Modules are organised by concept (the README's Layout section):
 Submodules are imported on demand so that ``import clkit`` stays cheap.
 """
 
-__version__ = "0.1.0"
+#: the version, the same in every clone of main, tagged or not (tags never reach the published main):
+#: ``X.Y.Z`` at a release commit, ``X.Y.Z.dev0`` on every commit towards the next release X.Y.Z; builds
+#: between two releases are told apart by the commit in every manifest (CHANGELOG.md: cutting a release)
+__version__ = "0.2.0.dev0"
 __all__ = ["__version__"]

@@ -18,7 +18,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["LIBRARIES", "version", "scm_version", "git_state", "libraries", "machine", "seeds", "manifest",
+__all__ = ["LIBRARIES", "version", "git_state", "libraries", "machine", "seeds", "manifest",
            "differences"]
 
 #: the libraries whose versions a manifest records (distribution names)
@@ -28,66 +28,22 @@ LIBRARIES = ("numpy", "scipy", "pandas", "scikit-learn", "statsmodels", "matplot
 
 @functools.lru_cache(maxsize=1)
 def version() -> str:
-    """clkit's version, from git: ``0.1.0`` on the tag ``v0.1.0``, ``0.1.0.post1.devN`` N commits after it
-    or with uncommitted changes (setuptools-scm's ``no-guess-dev`` scheme without a local part, as
-    ``pyproject.toml`` builds it; the commit itself is :func:`git_state`'s).
+    """clkit's version: :data:`clkit.__version__`, read from the code that runs.
 
-    In a git checkout it is read from ``git describe`` now, so an editable install (whose metadata
-    holds the version of the day it was installed) still names the code that runs; elsewhere the
-    installed distribution's (a wheel's, or an sdist's PKG-INFO), else the package's ``__version__``.
+    One string, the same in every clone of main (no git tag is needed: tags never reach the published
+    main), in an editable install (whose metadata would keep the version of the day it was installed),
+    a wheel and an sdist (both built from it: ``pyproject.toml`` reads it as the version attribute).
+    ``X.Y.Z`` at a release, ``X.Y.Z.dev0`` between releases; the commit that ran is :func:`git_state`'s.
 
     Examples
     --------
     >>> import clkit
-    >>> version() == clkit.__version__ or version().startswith(clkit.__version__)
+    >>> version() == clkit.__version__
     True
     """
-    described = _described_version()
-    if described:
-        return described
-    try:
-        return metadata.version("clkit")
-    except metadata.PackageNotFoundError:
-        from . import __version__
+    from . import __version__
 
-        return __version__
-
-
-def scm_version(describe: str, dirty: bool) -> str:
-    """The version setuptools-scm gives (``no-guess-dev``, ``no-local-version``) for ``git describe --long``.
-
-    Examples
-    --------
-    >>> scm_version("v0.1.0-0-g0529544", False), scm_version("v0.1.0-0-g0529544", True)
-    ('0.1.0', '0.1.0.post1.dev0')
-    >>> scm_version("v0.1.0-12-g0529544", False)
-    '0.1.0.post1.dev12'
-    >>> scm_version("0.1", False)
-    Traceback (most recent call last):
-    ...
-    ValueError: describe must be git describe --long output 'vTAG-N-gHASH', got '0.1'
-    """
-    import re
-
-    m = re.fullmatch(r"v(?P<tag>\d[^-]*)-(?P<n>\d+)-g[0-9a-f]+", describe.strip())
-    if m is None:
-        raise ValueError(f"describe must be git describe --long output 'vTAG-N-gHASH', got {describe!r}")
-    n = int(m["n"])
-    return m["tag"] if n == 0 and not dirty else f"{m['tag']}.post1.dev{n}"
-
-
-def _described_version() -> str | None:
-    """:func:`scm_version` of the checkout clkit runs from; ``None`` outside git or without a ``v*`` tag."""
-    git = git_state()
-    if git is None:
-        return None
-    root = Path(__file__).resolve().parent.parent
-    try:
-        out = subprocess.run(["git", "-C", str(root), "describe", "--tags", "--long", "--match", "v[0-9]*"],
-                             capture_output=True, text=True, timeout=10)
-        return scm_version(out.stdout, git["dirty"]) if out.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return None
+    return __version__
 
 
 @functools.lru_cache(maxsize=1)
