@@ -1,5 +1,7 @@
 """Batched class-incremental learners: equal to a plain per-sequence loop, independent per sequence."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -51,6 +53,135 @@ def plain_finetune(xtr, xte, seq, cfg, seed):
                 ye = torch.as_tensor(np.repeat(seq[j], xte.shape[1]))
                 R[t, j] = (net(xe).masked_fill(~seen, -1e9).argmax(1) == ye).float().mean().item()
     return R
+
+
+def plain_scheduled(xtr, xte, seq, cfg, seed):
+    """Fine-tuning as PyCIL trains: a new torch.optim.SGD and MultiStepLR every task, the first task its own."""
+    C, _, D = xtr.shape
+    W1, b1, W2, b2 = init_params(D, cfg.hidden, C, seed)
+    net = torch.nn.Sequential(torch.nn.Linear(D, cfg.hidden), torch.nn.ReLU(), torch.nn.Linear(cfg.hidden, C))
+    with torch.no_grad():
+        net[0].weight.copy_(W1.T), net[0].bias.copy_(b1), net[2].weight.copy_(W2.T), net[2].bias.copy_(b2)
+    seen = torch.zeros(C, dtype=torch.bool)
+    R = np.full((len(seq), len(seq)), np.nan)
+    for t, task in enumerate(seq):
+        first = t == 0
+        opt = torch.optim.SGD(net.parameters(), lr=cfg.init_lr if first else cfg.lr, momentum=cfg.momentum,
+                              weight_decay=cfg.init_weight_decay if first else cfg.weight_decay)
+        sched = torch.optim.lr_scheduler.MultiStepLR(opt, list(cfg.init_milestones if first else cfg.milestones),
+                                                     gamma=cfg.lr_decay)
+        seen[list(task)] = True
+        xs = torch.as_tensor(np.concatenate([xtr[c] for c in task]))
+        ys = torch.as_tensor(np.repeat(task, xtr.shape[1]))
+        for epoch in range(cfg.init_epochs if first else cfg.epochs):
+            order = batch_order(seed, prefix_code(seq[: t + 1], C), t, epoch, len(xs))
+            for s in range(0, len(xs), cfg.batch_size):
+                idx = order[s:s + cfg.batch_size]
+                loss = torch.nn.functional.cross_entropy(net(xs[idx]).masked_fill(~seen, -1e9), ys[idx])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            sched.step()
+        with torch.no_grad():
+            for j in range(t + 1):
+                xe = torch.as_tensor(np.concatenate([xte[c] for c in seq[j]]))
+                ye = torch.as_tensor(np.repeat(seq[j], xte.shape[1]))
+                R[t, j] = (net(xe).masked_fill(~seen, -1e9).argmax(1) == ye).float().mean().item()
+    return R, net
+
+
+SCHED = LearnerConfig(hidden=16, epochs=3, batch_size=16, lr=0.05, init_epochs=4, init_lr=0.2, init_milestones=[1, 3],
+                      milestones=[2], lr_decay=0.5, weight_decay=2e-4, init_weight_decay=5e-3, reset_optimizer=True)
+
+
+def test_pycil_schedule_equals_a_new_sgd_and_multisteplr_every_task(toy):
+    """The schedule (first task init_epochs / init_lr / init_milestones / init_weight_decay, later tasks their own,
+    a new SGD each task) is what torch.optim.SGD + MultiStepLR give when rebuilt per task, as PyCIL does."""
+    xtr, xte, seqs = toy
+    out = train_sequences(xtr, xte, seqs, "finetune", SCHED, seed=3)
+    for l in (0, 50):
+        np.testing.assert_allclose(out["acc_matrix"][l], plain_scheduled(xtr, xte, seqs[l], SCHED, 3)[0], atol=1e-6)
+    # the prefix tree shares the first task's 200-epoch-like training: alone or together, the same numbers
+    alone = train_sequences(xtr, xte, seqs[[7, 63]], "finetune", SCHED, seed=3)
+    np.testing.assert_allclose(alone["acc_matrix"], out["acc_matrix"][[7, 63]], atol=1e-6)
+
+
+def test_schedule_on_a_strategy_equals_the_plain_loop(toy):
+    """A plugin Strategy (clkit's naive fine-tuning on the same MLP) under the schedule: the weights after two
+    tasks equal a plain loop with a new SGD + MultiStepLR per task, drawing the strategy's batch orders."""
+    from clkit.edge.learners import scheduled_train_task
+    from clkit.strategies import Strategy, Task
+
+    xtr, _, _ = toy
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(20, 8), torch.nn.ReLU(), torch.nn.Linear(8, 6))
+    ref = [p.detach().clone() for p in net.parameters()]
+    s = Strategy(net, lr=SCHED.lr, momentum=0.9, weight_decay=SCHED.weight_decay, epochs=SCHED.epochs,
+                 batch_size=16, seed=5)
+    tasks = [Task(torch.as_tensor(np.concatenate(xtr[[a, b]])), torch.as_tensor(np.repeat([a, b], 40)), task_id=t,
+                  classes=(a, b)) for t, (a, b) in enumerate([(0, 1), (2, 3)])]
+    for t, task in enumerate(tasks):
+        assert len(scheduled_train_task(s, task, t, SCHED)) == SCHED.task_epochs(t)
+    plain = torch.nn.Sequential(torch.nn.Linear(20, 8), torch.nn.ReLU(), torch.nn.Linear(8, 6))
+    with torch.no_grad():
+        for p, r in zip(plain.parameters(), ref):
+            p.copy_(r)
+    g = torch.Generator().manual_seed(5)
+    for t, task in enumerate(tasks):
+        first = t == 0
+        opt = torch.optim.SGD(plain.parameters(), lr=SCHED.init_lr if first else SCHED.lr, momentum=0.9,
+                              weight_decay=SCHED.init_weight_decay if first else SCHED.weight_decay)
+        sched = torch.optim.lr_scheduler.MultiStepLR(opt, list(SCHED.init_milestones if first else SCHED.milestones),
+                                                     gamma=SCHED.lr_decay)
+        for _ in range(SCHED.task_epochs(t)):
+            perm = torch.randperm(len(task.y), generator=g)
+            for i in range(0, len(perm), 16):
+                idx = perm[i:i + 16]
+                loss = torch.nn.functional.cross_entropy(plain(task.x[idx]), task.y[idx])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            sched.step()
+    for a, b in zip(s.model.parameters(), plain.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    assert s.lr == SCHED.lr and "batches" not in vars(s)     # the strategy is left as it was built
+
+
+def test_multistep_rates_match_torch():
+    cfg = LearnerConfig(lr=0.1, init_lr=0.3, init_milestones=[60, 120, 170], milestones=[80, 120], lr_decay=0.1,
+                        init_epochs=200, epochs=170)
+    for t, n in ((0, 200), (1, 170)):
+        opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=cfg.task_lr(t, 0))
+        sched = torch.optim.lr_scheduler.MultiStepLR(opt, list(cfg.init_milestones if t == 0 else cfg.milestones),
+                                                     gamma=0.1)
+        for e in range(n):
+            assert cfg.task_lr(t, e) == pytest.approx(opt.param_groups[0]["lr"], rel=1e-12)
+            opt.step()
+            sched.step()
+
+
+def test_schedule_fields_are_checked():
+    for kw, match in [({"milestones": [80, 60]}, "milestones must be strictly increasing"),
+                      ({"init_epochs": 0}, "init_epochs"), ({"lr_decay": 0}, "lr_decay"),
+                      ({"icarl_classifier": "ncm"}, "icarl_classifier")]:
+        with pytest.raises(ValueError, match=match):
+            LearnerConfig(**kw)
+    with pytest.raises(TypeError, match="milestones must be a list"):
+        LearnerConfig(milestones=80)
+    with pytest.raises(TypeError, match="reset_optimizer must be a bool"):
+        LearnerConfig(reset_optimizer="yes")
+
+
+def test_icarl_head_classifier_scores_with_the_heads_logits(toy):
+    """icarl_classifier="head" (PyCIL's reported accuracy) trains exactly as "nme" and predicts by the logits:
+    on the first task (no memory yet, no distillation) iCaRL's loss is fine-tuning's, so its head accuracies
+    equal fine-tuning's; NME's differ."""
+    xtr, xte, seqs = toy
+    cfg = LearnerConfig(hidden=16, epochs=2, batch_size=16, lr=0.05, memory_per_class=5)
+    ft = train_sequences(xtr, xte, seqs[:3], "finetune", cfg, seed=2)["acc_matrix"][:, 0, 0]
+    head = train_sequences(xtr, xte, seqs[:3], "icarl", dataclasses.replace(cfg, icarl_classifier="head"),
+                           seed=2)["acc_matrix"][:, 0, 0]
+    np.testing.assert_allclose(head, ft, atol=1e-6)
 
 
 def test_batched_finetune_equals_a_plain_loop_for_each_sequence(toy):

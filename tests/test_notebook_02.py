@@ -212,8 +212,14 @@ def test_paper_image_protocol_rehearses_end_to_end(tmp_path, paper_set, folder):
     assert f"{rh['data_root']}/{folder}" in r["data_source"]
     assert f"weights: {rh['data_root']}/vit/tiny-seed0/model.safetensors" in r["data_source"]
     cut = {row["parameter"]: (row["given"], row["used"]) for row in rh["cut"]}
-    assert cut["vit_model"] == ("vit_base_patch16_224.augreg_in21k", "tiny") and cut["epochs"] == (170, 1)
+    assert cut["vit_model"] == ("vit_base_patch16_224.augreg_in21k_ft_in1k", "tiny") and cut["epochs"] == (170, 1)
     assert cut["learner_kwargs"][1]["l2p"]["epochs"] == 1 and cut["learner_kwargs"][1]["ranpac"]["projection_dim"] == 64
+    # the authors' protocol (the paper set's): PyCIL's schedule filled in, then its epochs cut as well
+    icarl = cut["learner_kwargs"][1]["icarl"]
+    assert icarl["init_epochs"] == 1 and icarl["epochs"] == 1 and icarl["milestones"] == [80, 120]
+    assert icarl["loss_variant"] == "pycil" and icarl["classifier"] == "head" and icarl["memory_size"] == 120
+    assert p["protocol"] == "authors" and p["rs_shuffle"] == "edge_release" and p["require_pretrained"] is True
+    assert r["vit_weights_random"] is False
     assert cut["bounds_datasets"] == (["cifar100", "cub200", "imagenet_r"], ["cifar100"])
     assert len(cut["encoder_sizes"][1]) == 6 and all(e.startswith("local-dir:") for e in cut["encoder_sizes"][1])
     # the structure kept: all 90 orders, the six methods of both families
@@ -239,6 +245,13 @@ def test_paper_set_pairs_enough_draws_for_its_verdicts():
 
     p = load_params("02_edge", "paper")
     assert p["num_draws"] >= MIN_SEEDS and p["seeds"] == [0, 42, 1993]
+
+
+def test_paper_set_without_vit_weights_stops_in_the_validation_cell(tmp_path):
+    """require_pretrained (the paper set's): no ViT weights file, no training -- a ValueError naming the file."""
+    with pytest.raises(ParameterError, match="vit_weights: this run requires pretrained weights"):
+        run_notebook("02_edge", "paper", [], out=tmp_path, progress=False)
+    assert not (tmp_path / "02_edge").exists()
 
 
 def test_bad_parameter_fails_in_the_validation_cell(tmp_path):

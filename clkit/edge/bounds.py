@@ -175,6 +175,7 @@ def _matrix(sim, n):
 
 
 def classic_bounds(class_names, num_tasks: int, sim, train, *, seeds=RS_SEEDS, edge_num_random: int = 1,
+                   shuffle: str = "pycil",
                    granularities=None) -> ClassicBounds:
     """Fig. 5 for one dataset: each protocol's lowest and highest accuracy, per learner.
 
@@ -191,6 +192,8 @@ def classic_bounds(class_names, num_tasks: int, sim, train, *, seeds=RS_SEEDS, e
         distinct sequence of both protocols once.
     seeds : sequence of int
         RS's seeds (default 0, 42, 1993).
+    shuffle : {"pycil", "edge_release"}
+        The seeds' class-order generator (:func:`clkit.edge.combinatorics.random_sequences`).
     edge_num_random : int
         Random sequences in EDGE's triplet (the first ``seeds``' sequences, shared with RS).
     granularities : list of int, optional
@@ -223,7 +226,7 @@ def classic_bounds(class_names, num_tasks: int, sim, train, *, seeds=RS_SEEDS, e
     edge_num_random = check_int("edge_num_random", edge_num_random, low=1)
     hard = hard_sequence(S, k, granularities=granularities)
     easy = easy_sequence(S, k, granularities=granularities)
-    protos = protocol_sequences(n, k, hard, easy, seeds=seeds, edge_num_random=edge_num_random,
+    protos = protocol_sequences(n, k, hard, easy, seeds=seeds, edge_num_random=edge_num_random, shuffle=shuffle,
                                 granularities=granularities)
     stacked = np.concatenate([protos[p] for p in ("RS", "EDGE")])
     flat = train_distinct(train, stacked)

@@ -305,7 +305,7 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
             t_hi = _step_timer(backend, probe, K, M, seconds_per_timing, warmup=0) if probe > lo else t_lo
             tstep = _linear(t_lo, lo, t_hi, probe)
             mem = cfg.memory_per_class * M if name == "icarl" else 0
-            steps = [cfg.epochs * math.ceil((M * ntr + t * mem) / cfg.batch_size) for chunk in widths
+            steps = [cfg.task_epochs(t) * math.ceil((M * ntr + t * mem) / cfg.batch_size) for chunk in widths
                      for t in range(len(chunk))]
             n_steps = sum(steps)
             s_steps = sum(s * tstep(w) for s, w in zip(steps, flat))
@@ -339,12 +339,14 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
                              t_task * probe_steps * math.ceil(M * ntr / strat.batch_size) / probe_steps,
                              "timed on a task of four minibatches, scaled to a task's rows"))
         else:
-            n_steps = nodes * strat.epochs * math.ceil(M * ntr / strat.batch_size)   # its own, learner_kwargs included
+            # its own epochs (learner_kwargs included), the first task's init_epochs where a schedule sets them
+            n_steps = sum(n * backend.cfg.task_epochs(t, strat.epochs) for chunk in widths
+                          for t, n in enumerate(chunk)) * math.ceil(M * ntr / strat.batch_size)
             work.append(Work(f"{u} steps (one sequence at a time)", n_steps, t_task,
                              "timed on four minibatches of its strategy"))
         notes.append(f"{u} (a strategy trained sequence after sequence): {plan.describe()}; its evaluation "
                      "passes are not timed.")
-        flops = _strategy_flops(strat, xtr_t, widths, M, ntr, np.shape(data["x_test"])[1])
+        flops = _strategy_flops(strat, xtr_t, widths, M, ntr, np.shape(data["x_test"])[1], backend.cfg)
         if flops is not None:
             # a scratch backbone timed on a GPU (resnet32) at its measured throughput, the rest at the assumed one
             backbone = getattr(factory, "backbone", None)
@@ -390,7 +392,7 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
     return TruthBudget(budget, plans, levels, L, notes, gpu)
 
 
-def _strategy_flops(strat, xtr, widths, M: int, ntr: int, nte: int) -> float | None:
+def _strategy_flops(strat, xtr, widths, M: int, ntr: int, nte: int, config=None) -> float | None:
     """FLOPs of a strategy's ground truth: every node's ``epochs`` passes over its task's ``M * ntr`` rows at a
     training step's FLOPs per row (:func:`clkit.budget.training_flops` on its model, on ``meta``) and its
     evaluation on the test rows of the classes seen so far at a forward pass's; ``None`` when its model cannot
@@ -399,8 +401,11 @@ def _strategy_flops(strat, xtr, widths, M: int, ntr: int, nte: int) -> float | N
         f = training_flops(strat.model, xtr[0, :2].clone())
     except Exception:  # noqa: BLE001 -- a model the counter cannot trace is left out of the estimate
         return None
-    epochs = 1 if getattr(strat, "optimizer", True) is None else strat.epochs   # closed-form heads: one pass
-    rows = sum(n * epochs * M * ntr for chunk in widths for n in chunk)
+    closed = getattr(strat, "optimizer", True) is None                       # closed-form heads: one pass
+
+    def epochs(t):
+        return 1 if closed else (config.task_epochs(t, strat.epochs) if config is not None else strat.epochs)
+    rows = sum(n * epochs(t) * M * ntr for chunk in widths for t, n in enumerate(chunk))
     evals = sum(n * (t + 1) * M * nte for chunk in widths for t, n in enumerate(chunk))
     return float(rows * f["step"] / 2 + evals * f["forward"] / 2)
 

@@ -26,10 +26,15 @@ __all__ = [
     "canonical",
     "log_num_sequences",
     "RS_SEEDS",
+    "RS_SHUFFLES",
 ]
 
 #: The random seeds of the conventional RS protocol (PyCIL and the papers it cites).
 RS_SEEDS = (0, 42, 1993)
+
+#: the RS protocol's class-order generators (:func:`random_sequences`): PyCIL's ``RandomState`` stream and
+#: the EDGE release's ``default_rng``
+RS_SHUFFLES = ("pycil", "edge_release")
 
 
 def check_num_tasks(num_classes, num_tasks) -> tuple[int, int, int]:
@@ -146,20 +151,25 @@ def enumerate_sequences(num_classes: int, num_tasks: int, *, max_bytes: int = 2*
     return out
 
 
-def random_sequences(num_classes: int, num_tasks: int, seeds=RS_SEEDS) -> np.ndarray:
+def random_sequences(num_classes: int, num_tasks: int, seeds=RS_SEEDS, *, shuffle: str = "pycil") -> np.ndarray:
     """The RS protocol: one class sequence per seed, from a shuffled class order.
 
-    Each seed shuffles ``range(num_classes)`` with ``numpy.random.RandomState(seed)``
-    (a local generator; the same stream as PyCIL's ``np.random.seed(seed);
-    np.random.permutation(N)``, so seeds 0, 42 and 1993 give the class orders used
-    in the papers that follow that code) and cuts the order into ``num_tasks``
-    consecutive tasks.
+    Each seed shuffles ``range(num_classes)`` with a local generator and cuts the order into
+    ``num_tasks`` consecutive tasks. Two generators, named by ``shuffle`` (:data:`RS_SHUFFLES`):
+
+    * ``"pycil"``: ``numpy.random.RandomState(seed).permutation(N)``, the same stream as PyCIL's
+      ``DataManager`` (``np.random.seed(seed); np.random.permutation(N)``), so seeds 0, 42 and
+      1993 give the class orders of the papers that follow that code;
+    * ``"edge_release"``: ``numpy.random.default_rng(seed).permutation(N)``, what the EDGE
+      authors' released trainers do (``PyCIL/trainer.py`` and ``PILOT/trainer.py`` of
+      AIGNLAI/EDGE, ``--eval random``; there over all classes of the dataset).
 
     Parameters
     ----------
     num_classes, num_tasks : int
     seeds : sequence of int
         Default: ``(0, 42, 1993)``.
+    shuffle : {"pycil", "edge_release"}
 
     Returns
     -------
@@ -169,15 +179,21 @@ def random_sequences(num_classes: int, num_tasks: int, seeds=RS_SEEDS) -> np.nda
     --------
     >>> random_sequences(6, 3, seeds=(0,)).tolist()
     [[[2, 5], [1, 3], [0, 4]]]
+    >>> random_sequences(6, 3, seeds=(0,), shuffle="edge_release").tolist()
+    [[[2, 3], [4, 5], [0, 1]]]
     """
+    from .._validate import check_choice
+
     n, k, m = check_num_tasks(num_classes, num_tasks)
     check_type("seeds", seeds, (list, tuple), "a list of integer seeds")
+    check_choice("shuffle", shuffle, list(RS_SHUFFLES))
     if len(seeds) == 0:
         raise ValueError("seeds must name at least one seed, got []")
     out = []
     for s in seeds:
         s = check_int("seeds", s, low=0, high=2**32 - 1)
-        order = np.random.RandomState(s).permutation(n)
+        rng = np.random.RandomState(s) if shuffle == "pycil" else np.random.default_rng(s)
+        order = rng.permutation(n)
         out.append(order.reshape(k, m))
     return canonical(np.stack(out))
 

@@ -528,7 +528,8 @@ def classic_bounds_run(dataset: str, learners, config, *, num_tasks: int = 10, e
                        backbone: str = "auto", learner_kwargs: dict | None = None, n_train: int | None = None,
                        n_test: int | None = None,
                        image_size: int | None = None, seed: int = 0, download: bool = False, device=None,
-                       seeds=(0, 42, 1993), edge_num_random: int = 1, progress: bool = False):
+                       seeds=(0, 42, 1993), edge_num_random: int = 1, progress: bool = False,
+                       shuffle: str = "pycil"):
     """Fig. 5 on one dataset: every class of its classic split trained under RS's and EDGE's sequences.
 
     Loads all classes of ``dataset`` (:data:`IMAGE_DATASETS`) through its loader, each class cut
@@ -582,7 +583,8 @@ def classic_bounds_run(dataset: str, learners, config, *, num_tasks: int = 10, e
 
     names = list(ds.classes)
     sim = class_similarity(names, encoder, clip_model=clip_model, clip_pretrained=clip_pretrained, device=device)
-    res = classic_bounds(names, num_tasks, sim, train, seeds=seeds, edge_num_random=edge_num_random)
+    res = classic_bounds(names, num_tasks, sim, train, seeds=seeds, edge_num_random=edge_num_random,
+                         shuffle=shuffle)
     res.notes.insert(0, f"data: {dataset} ({ds.source}): all {C} classes, {ntr}/{nte} train/test images per class "
                        f"(the smallest class's count, at most n_train / n_test), {H}x{W}; "
                        f"frozen features: {'tiny ViT' if spec.tiny else spec.model}, weights: {feats['weights_source']}; "

@@ -37,7 +37,9 @@ Class-incremental protocol: one head over all ``C`` classes of the experiment; a
 (softmax weight exactly 0, so they get no gradient: the same as a head that grows with
 each task). Evaluation after task ``t`` uses the test images of all classes seen so far
 and predicts among them. The optimizer (SGD, momentum 0.9) keeps its momentum across
-tasks, as a :class:`~clkit.strategies.Strategy` does.
+tasks, as a :class:`~clkit.strategies.Strategy` does, unless the schedule of
+:class:`LearnerConfig` asks for PyCIL's (a new SGD per task, a first task of its own, MultiStepLR;
+strategies follow it through :func:`scheduled_train_task`).
 
 Learners (batched re-implementations; the generic ones live in ``clkit.strategies``
 and follow the same definitions). The keywords each accepts in the notebook's
@@ -60,7 +62,7 @@ and follow the same definitions). The keywords each accepts in the notebook's
     Rebuffi et al. (2017), in PyCIL's form: LwF's loss on the current data plus a memory
     of ``memory_per_class`` exemplars per old class chosen by herding on the normalised
     hidden features; prediction by the nearest mean of exemplars (NME) in that feature
-    space.
+    space, or with ``icarl_classifier="head"`` by the head's logits (what PyCIL's trainer reports).
 ``ncm``
     nearest class mean on frozen features (a prototype learner of the pre-trained
     family): class means of the training features; no training. Its final accuracy is
@@ -86,18 +88,22 @@ from ..device import Amp, RunDevice, as_device, autocast, check_precision, move,
 from .memory import chunk_plan, node_bytes, sequence_chunks, strategy_node_bytes
 from .prefix import prefix_code, prefix_tree
 
-__all__ = ["LEARNERS", "LEARNER_KEYWORDS", "LearnerConfig", "learner_config", "init_params", "batch_order",
+__all__ = ["LEARNERS", "LEARNER_KEYWORDS", "SCHEDULE_KEYWORDS", "LearnerConfig", "split_schedule",
+           "scheduled_train_task", "learner_config", "init_params", "batch_order",
            "prefix_code", "train_sequences", "train_strategy_sequences", "batched_plan", "torch_threads",
            "train_mlp_classifier", "feature_map"]
 
 LEARNERS = ("finetune", "ewc", "lwf", "icarl", "ncm")
-_OPTIM = ("hidden", "epochs", "batch_size", "lr", "momentum")
+#: the schedule fields of :class:`LearnerConfig` (a strategy's ``learner_kwargs`` may set them too)
+SCHEDULE_KEYWORDS = ("init_epochs", "init_lr", "init_milestones", "milestones", "lr_decay", "weight_decay",
+                     "init_weight_decay", "reset_optimizer")
+_OPTIM = ("hidden", "epochs", "batch_size", "lr", "momentum") + SCHEDULE_KEYWORDS
 #: the keywords of :class:`LearnerConfig` each built-in learner uses (its ``learner_kwargs``)
 LEARNER_KEYWORDS = {
     "finetune": _OPTIM,
     "ewc": _OPTIM + ("ewc_lambda",),
     "lwf": _OPTIM + ("lwf_lambda", "temperature"),
-    "icarl": _OPTIM + ("kd_lambda", "temperature", "memory_per_class"),
+    "icarl": _OPTIM + ("kd_lambda", "temperature", "memory_per_class", "icarl_classifier"),
     "ncm": (),
 }
 _NEG = -1e9
@@ -128,6 +134,50 @@ class LearnerConfig:
         Distillation temperature ``T``.
     memory_per_class : int
         iCaRL exemplars per class.
+    icarl_classifier : {"nme", "head"}
+        How the batched iCaRL predicts: the nearest mean of exemplars (the paper's iCaRL) or the
+        head's logits over the seen classes (what PyCIL's trainer reports, its "CNN" accuracy).
+        Its loss is PyCIL's either way (cross-entropy plus ``kd_lambda`` x KD at ``temperature``).
+
+    **Schedule** (the defaults are one constant rate, the same ``epochs`` every task and one
+    optimizer for the whole sequence; PyCIL's ``_init_train`` / ``_update_representation`` are
+    ``init_epochs=200, init_milestones=(60, 120, 170), init_weight_decay=5e-4`` for the first
+    task and ``milestones``, ``lr_decay=0.1``, ``weight_decay=2e-4``, a new SGD each task after;
+    :mod:`clkit.edge.protocol` holds both settings). Strategies (:func:`train_strategy_sequences`)
+    take these from their ``learner_kwargs`` (:data:`SCHEDULE_KEYWORDS`), except ``weight_decay``,
+    which is their own constructor keyword (the later tasks' decay there):
+
+    init_epochs : int, optional
+        Epochs of the first task (``None``: ``epochs``).
+    init_lr : float, optional
+        Learning rate of the first task (``None``: ``lr``; a strategy: its own ``lr``).
+    init_milestones, milestones : tuple of int
+        Epochs (0-based, strictly increasing) from which the rate is multiplied by one more
+        ``lr_decay`` -- ``torch.optim.lr_scheduler.MultiStepLR`` stepped once per epoch -- in the
+        first task and in every later task.
+    lr_decay : float
+        The factor of each milestone (PyCIL's ``lrate_decay`` / ``init_lr_decay``).
+    weight_decay : float
+        SGD weight decay of the batched learners (``p`` added to the gradient times it, as
+        ``torch.optim.SGD`` does) in the tasks after the first.
+    init_weight_decay : float, optional
+        Weight decay of the first task (``None``: the later tasks').
+    reset_optimizer : bool
+        A new optimizer at the start of every task (momentum buffers back to zero), as PyCIL
+        builds one in each ``_train``; ``False`` keeps one optimizer (and its momentum) throughout.
+
+    Examples
+    --------
+    >>> c = LearnerConfig(lr=0.1, epochs=170, init_epochs=200, init_milestones=[60, 120, 170],
+    ...                   milestones=[80, 120], weight_decay=2e-4, init_weight_decay=5e-4)
+    >>> c.task_epochs(0), c.task_epochs(1), c.scheduled
+    (200, 170, True)
+    >>> [round(c.task_lr(0, e), 6) for e in (0, 59, 60, 120, 170)]
+    [0.1, 0.1, 0.01, 0.001, 0.0001]
+    >>> [round(c.task_lr(2, e), 6) for e in (79, 80, 169)], c.task_weight_decay(0), c.task_weight_decay(1)
+    ([0.1, 0.01, 0.001], 0.0005, 0.0002)
+    >>> LearnerConfig().scheduled
+    False
     """
 
     hidden: int = 64
@@ -140,6 +190,15 @@ class LearnerConfig:
     kd_lambda: float = 1.0
     temperature: float = 2.0
     memory_per_class: int = 20
+    icarl_classifier: str = "nme"
+    init_epochs: int | None = None
+    init_lr: float | None = None
+    init_milestones: tuple = ()
+    milestones: tuple = ()
+    lr_decay: float = 0.1
+    weight_decay: float = 0.0
+    init_weight_decay: float | None = None
+    reset_optimizer: bool = False
 
     def __post_init__(self):
         check_int("hidden", self.hidden, low=1)
@@ -152,6 +211,59 @@ class LearnerConfig:
         check_real("kd_lambda", self.kd_lambda, low=0)
         check_real("temperature", self.temperature, low=0, low_open=True)
         check_int("memory_per_class", self.memory_per_class, low=1)
+        check_choice("icarl_classifier", self.icarl_classifier, ["nme", "head"])
+        if self.init_epochs is not None:
+            check_int("init_epochs", self.init_epochs, low=1)
+        if self.init_lr is not None:
+            check_real("init_lr", self.init_lr, low=0, low_open=True)
+        for name in ("init_milestones", "milestones"):
+            object.__setattr__(self, name, _milestones(name, getattr(self, name)))
+        check_real("lr_decay", self.lr_decay, low=0, low_open=True)
+        check_real("weight_decay", self.weight_decay, low=0)
+        if self.init_weight_decay is not None:
+            check_real("init_weight_decay", self.init_weight_decay, low=0)
+        if not isinstance(self.reset_optimizer, bool):
+            raise TypeError(f"reset_optimizer must be a bool (true: a new optimizer every task), "
+                            f"got {self.reset_optimizer!r}")
+
+    @property
+    def scheduled(self) -> bool:
+        """Whether any schedule field differs from the constant default (strategies then train task by task
+        under :meth:`task_lr`; otherwise exactly as before the schedule existed)."""
+        return (self.init_epochs is not None or self.init_lr is not None or bool(self.init_milestones)
+                or bool(self.milestones) or self.init_weight_decay is not None or self.reset_optimizer)
+
+    def task_epochs(self, task: int, base: int | None = None) -> int:
+        """Epochs of task ``task`` (0-based): ``init_epochs`` for the first where set, else ``base`` or ``epochs``."""
+        if task == 0 and self.init_epochs is not None:
+            return self.init_epochs
+        return self.epochs if base is None else base
+
+    def task_lr(self, task: int, epoch: int, base: float | None = None) -> float:
+        """Learning rate of epoch ``epoch`` (0-based) of task ``task``: the task's initial rate times
+        ``lr_decay`` to the number of its milestones ``<= epoch`` (MultiStepLR stepped after each epoch)."""
+        import bisect
+
+        first = task == 0
+        lr0 = self.init_lr if first and self.init_lr is not None else (self.lr if base is None else base)
+        ms = self.init_milestones if first else self.milestones
+        return lr0 * self.lr_decay ** bisect.bisect_right(ms, epoch)
+
+    def task_weight_decay(self, task: int, base: float | None = None) -> float:
+        """Weight decay of task ``task``: ``init_weight_decay`` for the first where set, else ``base`` or
+        ``weight_decay``."""
+        if task == 0 and self.init_weight_decay is not None:
+            return self.init_weight_decay
+        return self.weight_decay if base is None else base
+
+
+def _milestones(name: str, value) -> tuple:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name} must be a list of epochs (0-based, increasing), e.g. [60, 120, 170], got {value!r}")
+    out = tuple(check_int(name, v, low=1) for v in value)
+    if any(b <= a for a, b in zip(out, out[1:])):
+        raise ValueError(f"{name} must be strictly increasing, got {list(out)}")
+    return out
 
 
 def learner_config(learner: str, config: LearnerConfig, kwargs: dict | None = None) -> LearnerConfig:
@@ -166,7 +278,7 @@ def learner_config(learner: str, config: LearnerConfig, kwargs: dict | None = No
     >>> learner_config("finetune", LearnerConfig(), {"ewc_lambda": 10.0})
     Traceback (most recent call last):
     ...
-    ValueError: learner_kwargs['finetune']: unknown keyword 'ewc_lambda'; finetune accepts ['batch_size', 'epochs', 'hidden', 'lr', 'momentum']
+    ValueError: learner_kwargs['finetune']: unknown keyword 'ewc_lambda'; finetune accepts ['batch_size', 'epochs', 'hidden', 'init_epochs', 'init_lr', 'init_milestones', 'init_weight_decay', 'lr', 'lr_decay', 'milestones', 'momentum', 'reset_optimizer', 'weight_decay']
     """
     check_choice("learner", learner, LEARNERS)
     kwargs = dict(kwargs or {})
@@ -378,9 +490,12 @@ class _Batched:
                 loss = loss + lam * _kd(logits, old_logits, old_mask, cfg.temperature)
         return loss
 
-    def step(self, state, params, buf, xb, yb, seen, old_mask):
-        """One SGD-with-momentum step of every node on its minibatch (xb (n, b, D), yb (n, b)), in place."""
+    def step(self, state, params, buf, xb, yb, seen, old_mask, lr=None, wd=0.0):
+        """One SGD-with-momentum step of every node on its minibatch (xb (n, b, D), yb (n, b)), in place;
+        ``lr`` (default ``cfg.lr``) and weight decay ``wd`` (``torch.optim.SGD``'s: ``wd * p`` added to the
+        gradient before the momentum) from the schedule."""
         cfg = self.cfg
+        lr = cfg.lr if lr is None else lr
         fis, fth = state.get("fisher"), state.get("fisher_theta")
         scale = state.get("scale")
         loss = self._loss(params, xb, yb, seen, state.get("old"), old_mask, scale)
@@ -392,13 +507,15 @@ class _Batched:
             for i, (p, g, b) in enumerate(zip(params, grads, buf)):
                 if fis is not None:               # EWC: lambda (sum_k F_k p - sum_k F_k theta*_k)
                     g = g + cfg.ewc_lambda * (fis[i] * p - fth[i])
+                if wd:
+                    g = g + wd * p
                 if ok is None:
                     b.mul_(cfg.momentum).add_(g)
-                    p.sub_(cfg.lr * b)
+                    p.sub_(lr * b)
                 else:                             # fp16: a node whose gradients overflowed skips its step
                     keep = _bcast(ok, b)
                     b.copy_(torch.where(keep, b * cfg.momentum + g, b))
-                    p.sub_(torch.where(keep, cfg.lr * b, b.new_zeros(())))
+                    p.sub_(torch.where(keep, lr * b, b.new_zeros(())))
             if ok is not None:
                 _NodeScaler.update(state, ok)
 
@@ -416,14 +533,18 @@ class _Batched:
         ar = torch.arange(n, device=dev)[:, None]
         state = dict(state)
         params, buf = self.start(state)
+        if cfg.reset_optimizer:                   # a new SGD for this task: momentum from zero
+            buf = [torch.zeros_like(b) for b in buf]
         mem_x, mem_y = state.get("mem_x"), state.get("mem_y")
         total = classes.shape[1] * self.ntr + (mem_x.shape[1] if mem_x is not None else 0)
-        for epoch in range(cfg.epochs):
+        wd = cfg.task_weight_decay(t)
+        for epoch in range(cfg.task_epochs(t)):
+            lr = cfg.task_lr(t, epoch)
             # batch orders from CPU generators keyed by the prefix, moved once per epoch
             order = move(torch.stack([batch_order(self.seed, c, t, epoch, total) for c in codes]), dev)
             for start in range(0, total, cfg.batch_size):
                 xb, yb = self._batch(classes, order[:, start:start + cfg.batch_size], mem_x, mem_y, ar)
-                self.step(state, params, buf, xb, yb, seen, old_mask)
+                self.step(state, params, buf, xb, yb, seen, old_mask, lr, wd)
         fis, fth = state.get("fisher"), state.get("fisher_theta")
         out = {"params": [p.detach() for p in params], "buf": buf}
         if self.fp16:
@@ -483,7 +604,7 @@ class _Batched:
         params = [p[rows] for p in state["params"]]
         with self.autocast():
             hid = torch.relu(torch.matmul(x, params[0]) + params[1].unsqueeze(1))     # (r, B, H)
-            if self.learner == "icarl":
+            if self.learner == "icarl" and self.cfg.icarl_classifier == "nme":
                 fm = _unit(_features(params, state["mem_x"][rows]))           # (r, n_mem, H)
                 onehot = F.one_hot(state["mem_y"][rows], self.C).to(fm.dtype)  # (r, n_mem, C)
                 means = _unit(torch.einsum("lnc,lnh->lch", onehot, fm) / onehot.sum(1).clamp_min(1).unsqueeze(-1))
@@ -502,6 +623,7 @@ class _Sequential:
         if not isinstance(learner, type):
             raise TypeError(f"learner must be a Strategy class (clkit.plugins.resolve_strategy resolves names), "
                             f"got {learner!r}")
+        config, strategy_kwargs = split_schedule(config, strategy_kwargs)   # the schedule's keys -> config
         self.learner, self.cfg, self.seed, self.xtr = learner, config, seed, xtr
         self.C, self.D = xtr.shape[0], math.prod(xtr.shape[2:])
         # images (C, n, channels, H, W) are scored in slices of this many (the default 4,096 rows
@@ -538,11 +660,67 @@ class _Sequential:
             cls = [int(c) for c in prefix[t]]
             xs = torch.cat([self.xtr[c] for c in cls])
             ys = torch.tensor(np.repeat(cls, self.xtr.shape[1]), dtype=torch.long)
-            strat.train_task(Task(xs, ys, task_id=t, classes=tuple(cls)))
+            task = Task(xs, ys, task_id=t, classes=tuple(cls))
+            if self.cfg.scheduled:
+                scheduled_train_task(strat, task, t, self.cfg)
+            else:
+                strat.train_task(task)
         return state
 
     def scores(self, state, rows, x):
         return torch.stack([s.predict(x, batch_size=self.eval_batch) for s in state[rows]])
+
+
+def scheduled_train_task(strategy, task, t: int, config: LearnerConfig):
+    """``strategy.train_task(task)`` as task ``t`` (0-based) of a sequence under ``config``'s schedule.
+
+    The strategy's own ``lr`` / ``weight_decay`` / ``epochs`` (its constructor's, from
+    ``learner_kwargs``) are the later tasks' values; the first task takes ``init_lr`` /
+    ``init_weight_decay`` / ``init_epochs`` where set. With ``reset_optimizer`` a new optimizer
+    (:meth:`~clkit.strategies.Strategy.make_optimizer`, over the parameter groups of the one in
+    place after the strategy's ``before_task``) starts the task, as PyCIL builds one per task; every
+    epoch sets its rate, ``task_lr`` (MultiStepLR). Works with any strategy whose ``train_task`` draws
+    one :meth:`~clkit.strategies.Strategy.batches` per epoch (every clkit strategy does): the rate is
+    set when an epoch's batches are drawn.
+
+    Examples
+    --------
+    >>> from clkit.strategies import Strategy, Task
+    >>> s = Strategy(torch.nn.Linear(2, 2), lr=0.1, epochs=3, batch_size=4)
+    >>> cfg = LearnerConfig(init_epochs=2, init_lr=0.5, init_milestones=[1], reset_optimizer=True)
+    >>> task = Task(torch.zeros(4, 2), torch.tensor([0, 1, 0, 1]), task_id=0)
+    >>> len(scheduled_train_task(s, task, 0, cfg)), s.optimizer.param_groups[0]["lr"]
+    (2, 0.05)
+    >>> len(scheduled_train_task(s, task, 1, cfg)), s.optimizer.param_groups[0]["lr"]
+    (3, 0.1)
+    """
+    base = getattr(strategy, "_edge_schedule_base", None)
+    if base is None:                       # the constructor's values: the later tasks' settings
+        base = strategy._edge_schedule_base = (strategy.lr, strategy.weight_decay, strategy.epochs)
+    lr0, wd0, ep0 = base
+    wd = config.task_weight_decay(t, wd0)
+    strategy.lr, strategy.weight_decay = config.task_lr(t, 0, lr0), wd
+    epochs = config.task_epochs(t, ep0)
+    draw = strategy.batches
+    epoch = {"i": 0}
+
+    def batches(n, device=None):
+        if epoch["i"] == 0 and config.reset_optimizer:
+            groups = [{"params": g["params"]} for g in strategy.optimizer.param_groups]
+            strategy.optimizer = strategy.make_optimizer(groups)
+        for g in strategy.optimizer.param_groups:
+            g["lr"] = config.task_lr(t, epoch["i"], lr0)
+            if "weight_decay" in g:
+                g["weight_decay"] = wd
+        epoch["i"] += 1
+        return draw(n, device)
+
+    strategy.batches = batches
+    try:
+        return strategy.train_task(task, epochs=epochs)
+    finally:
+        del strategy.batches               # the class's method again (deep copies carry no patch)
+        strategy.lr = lr0
 
 
 # --------------------------------------------------------------------------- the driver
@@ -792,6 +970,21 @@ def train_sequences(x_train, x_test, sequences, learner: str, config: LearnerCon
     with torch_threads(num_threads):
         backend = _Batched(learner, config, seed, xtr, dev, precision, plan.herd_nodes)
         return _walk(backend, xte, np.sort(seqs, axis=-1), progress, share_prefixes, plan)
+
+
+def split_schedule(config: LearnerConfig, strategy_kwargs: dict | None) -> tuple:
+    """``(config, kwargs)``: a strategy's ``learner_kwargs`` split into the schedule fields of ``config``
+    (:data:`SCHEDULE_KEYWORDS` but ``weight_decay``, the strategy's own keyword) and its constructor's keywords.
+
+    Examples
+    --------
+    >>> cfg, kw = split_schedule(LearnerConfig(), {"init_epochs": 200, "milestones": [80, 120], "lr": 0.1})
+    >>> cfg.init_epochs, cfg.milestones, kw
+    (200, (80, 120), {'lr': 0.1})
+    """
+    kw = dict(strategy_kwargs or {})
+    sched = {k: kw.pop(k) for k in SCHEDULE_KEYWORDS if k in kw and k != "weight_decay"}
+    return (dataclasses.replace(config, **sched) if sched else config), kw
 
 
 def train_strategy_sequences(x_train, x_test, sequences, learner, config: LearnerConfig = LearnerConfig(),

@@ -109,12 +109,18 @@ def _after(values: dict, files: dict) -> dict:
                                 enumerate(values["encoder_sizes"])]
     if "vit" in files:
         out.update(vit_model="tiny", vit_weights=str(files["vit"]))
-        kw = {k: dict(v or {}) for k, v in (values.get("learner_kwargs") or {}).items()}
+        from .protocol import protocol_learner_kwargs
+
+        # the protocol's settings first (clkit.edge.protocol: PyCIL's 200 first-task epochs), then the caps
+        kw = protocol_learner_kwargs(values.get("protocol", "paper"), values.get("dataset", ""),
+                                     values.get("learners") or (), values.get("learner_kwargs") or {})
+        kw = {k: dict(v or {}) for k, v in kw.items()}
         cut = []
         for name, settings in kw.items():   # a learner's own epochs are epochs: capped as the run's
-            if isinstance(settings.get("epochs"), int) and settings["epochs"] > 1:
-                settings["epochs"] = 1
-                cut.append(f"{name} epochs")
+            for key in ("epochs", "init_epochs"):
+                if isinstance(settings.get(key), int) and settings[key] > 1:
+                    settings[key] = 1
+                    cut.append(f"{name} {key}")
         if "ranpac" in (values.get("learners") or ()) and kw.get("ranpac", {}).get("projection_dim", 1000) > \
                 RANPAC_PROJECTION:
             kw.setdefault("ranpac", {})["projection_dim"] = RANPAC_PROJECTION
@@ -153,5 +159,5 @@ def prepare(values: dict, root=None, *, seed: int = 0):
     keys = ({c.name for c in plan.caps} | set(plan.switches)
             | {"dataset", "encoder", "similarity_sources", "clip_model", "clip_pretrained", "classes", "learners",
                "learner_kwargs", "vit_model", "vit_weights", "encoder_sizes", "bounds_datasets",
-               "classic_num_tasks"})
+               "classic_num_tasks", "protocol"})
     return plan.prepare({k: v for k, v in values.items() if k in keys}, root, seed=seed)

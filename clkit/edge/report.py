@@ -24,7 +24,7 @@ import numpy as np
 from .combinatorics import num_sequences
 from .report_truth import (  # noqa: F401  (the notebook calls them as report.X)
     SEQUENCE_COUNT_SETTINGS, sequence_count_table, sample_size_text, extreme_sequences, truth_table,
-    ground_truth, truth_lookup, normality_table, check_edge_learner_kwargs)
+    ground_truth, final_accuracy_log, truth_lookup, normality_table, check_edge_learner_kwargs)
 from .report_truth import _method
 from .report_protocols import (  # noqa: F401  (the notebook calls them as report.X)
     protocol_sequences, protocol_ties, correlation_table, evaluate_protocols, rankings,

@@ -14,12 +14,14 @@ __all__ = ["protocol_sequences", "protocol_ties", "correlation_table", "evaluate
 
 
 def protocol_sequences(num_classes: int, num_tasks: int, hard, easy, image_sim=None, *, seeds=(0, 42, 1993),
-                       edge_num_random: int = 1, granularities=None) -> dict:
+                       edge_num_random: int = 1, granularities=None, shuffle: str = "pycil") -> dict:
     """The sequences each protocol of notebook 02 evaluates: ``{"RS", "EDGE"[, "EDGE-img"]}``.
 
     RS: the sequences of ``seeds`` (PyCIL's class shuffle); EDGE: ``hard``, ``edge_num_random``
     random sequences (the first RS seeds', then further seeds) and ``easy``; EDGE-img: the
-    same with hard / easy from ``image_sim`` (the image-prototype similarity).
+    same with hard / easy from ``image_sim`` (the image-prototype similarity). ``shuffle`` names the
+    seeds' class-order generator (:func:`clkit.edge.combinatorics.random_sequences`: ``"pycil"``,
+    ``"edge_release"``).
 
     Examples
     --------
@@ -34,8 +36,8 @@ def protocol_sequences(num_classes: int, num_tasks: int, hard, easy, image_sim=N
 
     seeds = list(seeds)
     medium_seeds = (seeds + [s for s in range(10**6) if s not in seeds])[:edge_num_random]
-    medium = random_sequences(num_classes, num_tasks, seeds=medium_seeds)
-    out = {"RS": random_sequences(num_classes, num_tasks, seeds=seeds),
+    medium = random_sequences(num_classes, num_tasks, seeds=medium_seeds, shuffle=shuffle)
+    out = {"RS": random_sequences(num_classes, num_tasks, seeds=seeds, shuffle=shuffle),
            "EDGE": np.concatenate([np.asarray(hard)[None], medium, np.asarray(easy)[None]])}
     if image_sim is not None:
         out["EDGE-img"] = np.concatenate([hard_sequence(image_sim, num_tasks, granularities=granularities)[None],

@@ -14,7 +14,7 @@ import numpy as np
 
 from .combinatorics import num_sequences
 
-__all__ = ["SEQUENCE_COUNT_SETTINGS", "sequence_count_table", "sample_size_text", "extreme_sequences", "truth_table", "ground_truth", "truth_lookup", "normality_table", "check_edge_learner_kwargs"]
+__all__ = ["SEQUENCE_COUNT_SETTINGS", "sequence_count_table", "sample_size_text", "extreme_sequences", "truth_table", "ground_truth", "final_accuracy_log", "truth_lookup", "normality_table", "check_edge_learner_kwargs"]
 
 
 #: (N, K) settings of Table A2 plus the classic 100 / 10 and 200 / 10
@@ -129,7 +129,8 @@ def ground_truth(data: dict, all_sequences, own_learners, user_learners=(), conf
     (:func:`~clkit.edge.experiment.run_learners`), ``user_learners`` ordinary strategies
     trained sequence after sequence (:func:`~clkit.edge.learners.train_strategy_sequences`,
     what :func:`clkit.plugins.train_sequences_sequentially` runs); accuracies are Eq. 1's
-    average incremental accuracy in percent. ``extra`` sequences (EDGE's, RS's) are trained
+    average incremental accuracy in percent (the final accuracy, after the last task, is kept beside it:
+    ``GroundTruth.final`` / ``population_final()``). ``extra`` sequences (EDGE's, RS's) are trained
     beside the sample; any other sequence is trained when a report first needs it
     (:class:`~clkit.edge.truth.GroundTruth`). Every learner trains on ``device`` (a
     ``RunDevice`` brings its precision) in chunks that fit ``memory_budget`` (default: the
@@ -157,16 +158,49 @@ def ground_truth(data: dict, all_sequences, own_learners, user_learners=(), conf
         out = run_learners(data, seqs, list(own_learners), config, seed=seed, learner_kwargs=kwargs,
                            progress=progress and calls["n"] == 1, device=device, precision=precision,
                            memory_budget=memory_budget) if own_learners else {}
-        out = {name: 100 * r["avg_acc"] for name, r in out.items()}
+        res = _Accuracies({name: 100 * r["avg_acc"] for name, r in out.items()})
+        res.final = {name: 100 * r["final_acc"] for name, r in out.items()}
         for u in user_learners:  # an ordinary Strategy: sequence after sequence, same protocol
             xtr, xte, factory = (inputs or {}).get(u, (data["x_train"], data["x_test"], None))
-            out[u] = 100 * train_strategy_sequences(
+            r = train_strategy_sequences(
                 xtr, xte, seqs, resolve_strategy(u, parameter="learners"), config, seed=seed,
                 model_factory=factory, strategy_kwargs=kwargs.get(u), device=device, precision=precision,
-                memory_budget=memory_budget)["avg_acc"]
-        return out
+                memory_budget=memory_budget)
+            res[u], res.final[u] = 100 * r["avg_acc"], 100 * r["final_acc"]
+        return res
 
     return GroundTruth(train, all_sequences, mode=mode, samples=samples, seed=seed, extra=extra)
+
+
+def final_accuracy_log(truth, protocol_sequences: dict | None = None) -> dict:
+    """What results.json records of the final accuracies (after the last task; the EDGE release's metric):
+    per learner over the truth's population, and per protocol per learner on its sequences (in order).
+
+    Examples
+    --------
+    >>> from clkit.edge import enumerate_sequences
+    >>> from clkit.edge.truth import GroundTruth
+    >>> def train(q):
+    ...     out = _Accuracies(a=np.full(len(q), 50.0)); out.final = {"a": np.arange(len(q), dtype=float)}
+    ...     return out
+    >>> s = enumerate_sequences(4, 2)
+    >>> log = final_accuracy_log(GroundTruth(train, s), {"RS": s[[3, 1]]})
+    >>> log["true_final_accuracy"]["a"].tolist(), log["protocol_final_accuracy"]["RS"]["a"].tolist()
+    ([0.0, 1.0, 2.0, 3.0, 4.0, 5.0], [3.0, 1.0])
+    """
+    out = {"true_final_accuracy": {k: np.round(v, 4) for k, v in truth.population_final().items()}}
+    if protocol_sequences:
+        out["protocol_final_accuracy"] = {
+            proto: {k: np.round(v[truth.require(seqs)], 4) for k, v in truth.final.items()}
+            for proto, seqs in protocol_sequences.items()}
+    return out
+
+
+class _Accuracies(dict):
+    """``{learner: average incremental accuracies}`` with ``final``: ``{learner: final accuracies}`` beside them
+    (:class:`~clkit.edge.truth.GroundTruth` keeps both)."""
+
+    final: dict
 
 
 def truth_lookup(truth):
@@ -205,7 +239,7 @@ def check_edge_learner_kwargs(learner_kwargs, learners, *, batched=None) -> dict
     The built-in learners accept the :class:`~clkit.edge.learners.LearnerConfig` fields
     listed in :data:`~clkit.edge.learners.LEARNER_KEYWORDS`; any other (a Strategy) its
     constructor's keywords except those the notebook supplies (model, scenario, seed, device,
-    precision) -- so a strategy may take its own ``epochs``, ``optimizer``, ``lr`` or
+    precision), plus the schedule's :data:`~clkit.edge.learners.SCHEDULE_KEYWORDS` -- so a strategy may take its own ``epochs``, ``optimizer``, ``lr`` or
     ``batch_size`` (e.g. L2P's Adam and few epochs beside ResNet learners' many). ``batched``
     names the run's batched learners (default: every built-in name); on an image protocol
     (:mod:`clkit.edge.images`) only ``"ncm"`` is, and ``"ewc"`` names the strategy.
@@ -221,7 +255,7 @@ def check_edge_learner_kwargs(learner_kwargs, learners, *, batched=None) -> dict
     """
     from ..learner_kwargs import allowed_keywords, check_learner_kwargs
     from ..plugins import resolve_strategy
-    from .learners import LEARNER_KEYWORDS, LearnerConfig
+    from .learners import LEARNER_KEYWORDS, SCHEDULE_KEYWORDS, LearnerConfig
 
     base = LearnerConfig()
     allowed = {}
@@ -232,4 +266,6 @@ def check_edge_learner_kwargs(learner_kwargs, learners, *, batched=None) -> dict
         else:
             allowed[name] = allowed_keywords(resolve_strategy(name, parameter="learners"),
                                              exclude=("model", "scenario", "seed", "device", "precision"))
+            # the training schedule (LearnerConfig's fields; the strategy keeps its own weight_decay)
+            allowed[name] = {**{k: getattr(base, k) for k in SCHEDULE_KEYWORDS}, **allowed[name]}
     return check_learner_kwargs(learner_kwargs, allowed, learners=list(learners))

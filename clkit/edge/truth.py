@@ -210,6 +210,8 @@ class GroundTruth:
         L = len(self.sequences)
         self._train = train
         self.values: dict = {}
+        #: final accuracies (after the last task) where ``train``'s result carries them (its ``final`` attribute)
+        self.final: dict = {}
         if self.mode == "exact":
             self.samples = L
             self.population = np.arange(L)
@@ -251,6 +253,8 @@ class GroundTruth:
             if name not in self.values:
                 self.values[name] = np.full(len(self.sequences), np.nan)
             self.values[name][idx] = acc
+        for name, acc in (getattr(out, "final", None) or {}).items():
+            self.final.setdefault(name, np.full(len(self.sequences), np.nan))[idx] = np.asarray(acc, dtype=float)
 
     def require(self, sequences=None, *, positions=None) -> np.ndarray:
         """Train whichever of ``sequences`` (or ``positions`` in ``Omega``) are not yet trained.
@@ -264,6 +268,11 @@ class GroundTruth:
     def population_values(self) -> dict:
         """``{learner: accuracies of the population (n,)}`` -- what stands for ``Omega``."""
         return {name: v[self.population] for name, v in self.values.items()}
+
+    def population_final(self) -> dict:
+        """``{learner: final accuracies of the population (n,)}`` (accuracy on every class after the last
+        task, what the EDGE release's trainer returns), for the learners whose training reported them."""
+        return {name: v[self.population] for name, v in self.final.items()}
 
     def describe(self) -> str:
         """One sentence: which truth this is and what it cost."""

@@ -1,0 +1,200 @@
+"""Two settings of notebook 02's image protocols: the EDGE paper's text and the authors' released code.
+
+The EDGE paper states its training settings in App. E.1.1; its numbers come from the authors'
+release (github.com/AIGNLAI/EDGE, read at commit :data:`EDGE_RELEASE`: a PyCIL tree for the
+non-pretrained methods, a PILOT tree for the pretrained ViT ones), which differs. Both are
+available, selected by one name (the notebook's ``protocol``):
+
+``"paper"`` -- App. E.1.1 as written: SGD, learning rate 0.1, weight decay 5e-4, the rate times
+    0.1 at epochs 60 / 120 / 170 ("non-pre-trained"), 170 epochs, batch 128, the same schedule in
+    every task (the text names one); a new optimizer per task (the text is silent; PyCIL, whose
+    numbers these are, builds one in every task); iCaRL as Rebuffi et al. define it (sigmoid
+    BCE with distillation, nearest-mean-of-exemplars prediction); RS orders from PyCIL's shuffle
+    (``np.random.seed(seed); np.random.permutation(N)``: ``shuffle="pycil"``).
+
+``"authors"`` -- PyCIL's ``models/{ewc,icarl,der}.py`` in the release (their ``exps/*.json``
+    set only memory and seeds; the schedule is in the modules' constants): the first task
+    ``init_epoch = 200`` epochs at ``init_lr = 0.1``, milestones 60 / 120 / 170,
+    ``init_weight_decay = 5e-4``; later tasks ``epochs`` at ``lrate = 0.1`` with weight decay
+    2e-4 and the module's milestones -- EWC 180 epochs, milestones 70 / 120 / 150; iCaRL 170,
+    80 / 120; DER 170, 80 / 120 / 150 -- all decays 0.1, batch 128, momentum 0.9, a new SGD in every
+    task (``_train`` builds optimizer and ``MultiStepLR`` each time); iCaRL's loss is cross-entropy
+    plus KD at T = 2 (``_KD_loss``) and the trainer returns the network head's ("CNN")
+    accuracy; RS orders from ``np.random.default_rng(seed).permutation(N)``
+    (``trainer.py``, ``--eval random``: ``shuffle="edge_release"``).
+
+Both leave the memory as the parameter set gives it (see docs/02_edge.md: the release's
+``memory_size: 2000`` with ``fixed_memory: false`` asks for ``2000 // s`` exemplars per class,
+more than a CIFAR class has at 6 classes).
+
+Only the non-pretrained learners (``ewc``, ``icarl``, ``der``) get settings here; a value the
+run's ``learner_kwargs`` gives always wins over the protocol's.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from .._validate import check_choice
+
+__all__ = ["PROTOCOLS", "EDGE_RELEASE", "SETTINGS", "protocol_learner_kwargs", "rs_shuffle",
+           "check_pretrained"]
+
+PROTOCOLS = ("paper", "authors")
+
+#: the commit of github.com/AIGNLAI/EDGE the ``"authors"`` settings were read from
+EDGE_RELEASE = "a60c1179cf762e8c1197ab876a3c06db3a49b639"
+
+_PAPER = {"lr": 0.1, "batch_size": 128, "epochs": 170, "weight_decay": 0.0005, "init_milestones": [60, 120, 170],
+          "milestones": [60, 120, 170], "lr_decay": 0.1, "reset_optimizer": True}
+_PYCIL_FIRST = {"lr": 0.1, "batch_size": 128, "init_epochs": 200, "init_lr": 0.1, "init_milestones": [60, 120, 170],
+                "init_weight_decay": 0.0005, "weight_decay": 0.0002, "lr_decay": 0.1, "reset_optimizer": True}
+
+#: per protocol and non-pretrained learner, the ``learner_kwargs`` it sets (LearnerConfig's schedule fields and
+#: the strategies' own keywords)
+SETTINGS = {
+    "paper": {
+        "ewc": dict(_PAPER),
+        "icarl": {**_PAPER, "loss_variant": "paper", "classifier": "nme"},
+        "der": dict(_PAPER),
+    },
+    "authors": {
+        "ewc": {**_PYCIL_FIRST, "epochs": 180, "milestones": [70, 120, 150]},
+        "icarl": {**_PYCIL_FIRST, "epochs": 170, "milestones": [80, 120], "loss_variant": "pycil",
+                  "icarl_temperature": 2.0, "classifier": "head"},
+        "der": {**_PYCIL_FIRST, "epochs": 170, "milestones": [80, 120, 150]},
+    },
+}
+
+
+def protocol_learner_kwargs(protocol: str, dataset: str, learners, learner_kwargs=None) -> dict:
+    """The run's ``learner_kwargs`` with ``protocol``'s settings of its non-pretrained learners filled in.
+
+    Only on the image protocols (:data:`clkit.edge.images.IMAGE_DATASETS`), where ``ewc`` / ``icarl`` /
+    ``der`` are the strategies trained from scratch; elsewhere (Fashion-MNIST's batched MLPs) the
+    settings come back unchanged. A keyword the run gives wins over the protocol's.
+
+    Examples
+    --------
+    >>> kw = protocol_learner_kwargs("authors", "cifar100", ["icarl", "l2p"], {"icarl": {"memory_size": 120}})
+    >>> kw["icarl"]["memory_size"], kw["icarl"]["init_epochs"], kw["icarl"]["milestones"], kw["icarl"]["classifier"]
+    (120, 200, [80, 120], 'head')
+    >>> sorted(kw)
+    ['icarl']
+    >>> protocol_learner_kwargs("authors", "fashion_mnist", ["ewc"], {})
+    {}
+    >>> protocol_learner_kwargs("text", "cifar100", ["ewc"])
+    Traceback (most recent call last):
+    ...
+    ValueError: protocol must be one of ['paper', 'authors'], got 'text'
+    """
+    from .images import IMAGE_DATASETS
+
+    check_choice("protocol", protocol, list(PROTOCOLS))
+    out = {k: dict(v) for k, v in (learner_kwargs or {}).items()} if isinstance(learner_kwargs, dict) \
+        else learner_kwargs
+    if dataset not in IMAGE_DATASETS or not isinstance(out, dict):
+        return out if out is not None else {}
+    for name in learners:
+        if name in SETTINGS[protocol]:
+            given = out.get(name) if isinstance(out.get(name), dict) else {}
+            out[name] = {**copy.deepcopy(SETTINGS[protocol][name]), **given}
+    return out
+
+
+def rs_shuffle(protocol: str, shuffle: str = "auto") -> str:
+    """The RS orders' generator (:func:`clkit.edge.combinatorics.random_sequences`' ``shuffle``): ``shuffle``
+    itself, or with ``"auto"`` the protocol's (``paper``: PyCIL's ``"pycil"``, ``authors``: ``"edge_release"``).
+
+    Examples
+    --------
+    >>> rs_shuffle("paper"), rs_shuffle("authors"), rs_shuffle("authors", "pycil")
+    ('pycil', 'edge_release', 'pycil')
+    """
+    from .combinatorics import RS_SHUFFLES
+
+    check_choice("protocol", protocol, list(PROTOCOLS))
+    check_choice("rs_shuffle", shuffle, ["auto", *RS_SHUFFLES])
+    if shuffle != "auto":
+        return shuffle
+    return "pycil" if protocol == "paper" else "edge_release"
+
+
+def _clip_cached(clip_model: str, clip_pretrained: str) -> str | None:
+    """Where open_clip would find ``clip_model`` / ``clip_pretrained`` without the network (None: nowhere)."""
+    from pathlib import Path
+
+    if clip_model.startswith("local-dir:"):
+        folder = Path(clip_model[len("local-dir:"):])
+        return str(folder) if (folder / "open_clip_config.json").is_file() else None
+    if Path(clip_pretrained).expanduser().is_file():
+        return clip_pretrained
+    try:
+        import open_clip
+        from huggingface_hub import try_to_load_from_cache
+
+        cfg = open_clip.get_pretrained_cfg(clip_model, clip_pretrained) or {}
+        repo = (cfg.get("hf_hub") or "").rstrip("/")
+        for fname in ("open_clip_model.safetensors", "open_clip_pytorch_model.bin"):
+            hit = try_to_load_from_cache(repo, fname) if repo else None
+            if isinstance(hit, str):
+                return hit
+    except Exception:  # noqa: BLE001 -- no open_clip / no cache: not cached
+        return None
+    return None
+
+
+def check_pretrained(require_pretrained: bool, *, spec, encoder: str, clip_model: str, clip_pretrained: str,
+                     download: bool = False) -> None:
+    """Stop a run that must use pretrained weights (the ``paper`` set) before it trains, naming what is missing.
+
+    With ``require_pretrained``: an image protocol's ViT (``spec``, a :class:`clkit.edge.images.ViTSpec`)
+    needs its weights file (``vit_weights``; a ``tiny`` ViT, a rehearsal's, brings its fabricated one),
+    and ``encoder="clip"`` needs the CLIP text encoder's weights in the open_clip / Hugging Face cache, a
+    ``local-dir:`` folder or a file -- or ``download`` with huggingface.co reachable (then open_clip
+    fetches them once). Raises
+    ``ValueError`` naming the file and how to get it; without ``require_pretrained`` nothing is checked
+    (a random ViT is allowed and said in the data source).
+
+    Examples
+    --------
+    >>> from clkit.edge.images import ViTSpec
+    >>> check_pretrained(False, spec=ViTSpec(), encoder="clip", clip_model="ViT-B-16", clip_pretrained="openai")
+    >>> check_pretrained(True, spec=ViTSpec("vit_base_patch16_224.augreg_in21k_ft_in1k"), encoder="glove",
+    ...                  clip_model="ViT-B-16", clip_pretrained="openai")
+    Traceback (most recent call last):
+    ...
+    ValueError: vit_weights: this run requires pretrained weights (require_pretrained: true, the paper set) and vit_weights is empty; the ViT vit_base_patch16_224.augreg_in21k_ft_in1k needs its file: get it on a machine with internet by running timm.create_model('vit_base_patch16_224.augreg_in21k_ft_in1k', pretrained=True), which writes it (the Hugging Face cache, ~/.cache/huggingface/hub/models--timm--vit_base_patch16_224.augreg_in21k_ft_in1k/snapshots/*/model.safetensors), or save model.state_dict() of such a model with torch.save; then pass that file as pretrained_path (-p vit_weights PATH); or -p require_pretrained false for a pipeline check with a random ViT
+    """
+    if not isinstance(require_pretrained, bool):
+        raise TypeError(f"require_pretrained must be a bool, got {require_pretrained!r}")
+    if not require_pretrained:
+        return
+    if spec is not None and not spec.weights:
+        from ..models.vit import _how_to_get
+
+        name = "vit_base_patch16_224" if spec.tiny else spec.model
+        raise ValueError(f"vit_weights: this run requires pretrained weights (require_pretrained: true, the paper "
+                         f"set) and vit_weights is empty; the ViT {name} needs its file: {_how_to_get(name)} "
+                         f"(-p vit_weights PATH); or -p require_pretrained false for a pipeline check with a "
+                         f"random ViT")
+    if encoder == "clip" and _clip_cached(clip_model, clip_pretrained) is None:
+        from .similarity import _reachable
+
+        if download and _reachable("huggingface.co"):
+            return                                  # open_clip fetches them once, in section 3
+        hub = ""
+        try:
+            import open_clip
+
+            repo = ((open_clip.get_pretrained_cfg(clip_model, clip_pretrained) or {}).get("hf_hub") or "").rstrip("/")
+            hub = (f" (open_clip_model.safetensors of {repo} in ~/.cache/huggingface/hub/"
+                   f"models--{repo.replace('/', '--')})") if repo else ""
+        except Exception:  # noqa: BLE001 -- only for the hint
+            pass
+        raise ValueError(f"clip_model / clip_pretrained: this run requires pretrained weights (require_pretrained: "
+                         f"true) and the CLIP weights {clip_model}/{clip_pretrained} are not cached{hub}; get them "
+                         f"on a machine with internet with open_clip.create_model_and_transforms({clip_model!r}, "
+                         f"pretrained={clip_pretrained!r}), pass a weights file as clip_pretrained or an open_clip "
+                         f"folder as clip_model 'local-dir:PATH', or run with -p download true where huggingface.co is "
+                         f"reachable")

@@ -1,0 +1,109 @@
+"""Notebook 02's two settings (clkit.edge.protocol): the paper's text and the EDGE authors' released code."""
+
+import numpy as np
+import pytest
+
+from clkit.edge.combinatorics import random_sequences
+from clkit.edge.protocol import SETTINGS, check_pretrained, protocol_learner_kwargs, rs_shuffle
+
+
+def test_rs_orders_of_the_two_generators_are_pinned():
+    """Seeds 0 / 42 / 1993 on the six classes: PyCIL's RandomState stream and the release's default_rng."""
+    assert np.random.RandomState(0).permutation(6).tolist() == [5, 2, 1, 3, 0, 4]
+    assert np.random.default_rng(0).permutation(6).tolist() == [3, 2, 5, 4, 0, 1]
+    assert random_sequences(6, 3).tolist() == [[[2, 5], [1, 3], [0, 4]], [[0, 1], [2, 5], [3, 4]],
+                                               [[0, 2], [3, 4], [1, 5]]]
+    rel = random_sequences(6, 3, shuffle="edge_release")
+    assert rel.tolist() == [[[2, 3], [4, 5], [0, 1]], [[2, 3], [4, 5], [0, 1]], [[0, 5], [3, 4], [1, 2]]]
+    # default_rng's seeds 0 and 42 shuffle six classes into the same sequence (tasks are sets)
+    assert len({r.tobytes() for r in rel}) == 2
+    # the release draws its orders over the whole dataset: the same generator at N = 100
+    assert np.random.default_rng(1993).permutation(100)[:4].tolist() == [40, 99, 72, 35]
+    with pytest.raises(ValueError, match="shuffle must be one of"):
+        random_sequences(6, 3, shuffle="torch")
+
+
+def test_protocol_selects_the_shuffle():
+    assert rs_shuffle("paper") == "pycil" and rs_shuffle("authors") == "edge_release"
+    assert rs_shuffle("paper", "edge_release") == "edge_release"
+    with pytest.raises(ValueError, match="rs_shuffle must be one of"):
+        rs_shuffle("paper", "numpy")
+
+
+def test_authors_settings_are_pycils_module_constants():
+    """PyCIL/models/{ewc,icarl,der}.py of AIGNLAI/EDGE: init_epoch 200, init_milestones [60, 120, 170],
+    init_weight_decay 5e-4; epochs 180 / 170 / 170, milestones [70, 120, 150] / [80, 120] / [80, 120, 150],
+    weight_decay 2e-4; iCaRL's T = 2 and the head's accuracy."""
+    a = SETTINGS["authors"]
+    for name, (epochs, ms) in {"ewc": (180, [70, 120, 150]), "icarl": (170, [80, 120]),
+                               "der": (170, [80, 120, 150])}.items():
+        s = a[name]
+        assert (s["init_epochs"], s["init_lr"], s["init_milestones"], s["init_weight_decay"]) == \
+            (200, 0.1, [60, 120, 170], 0.0005)
+        assert (s["epochs"], s["lr"], s["milestones"], s["weight_decay"], s["lr_decay"], s["batch_size"]) == \
+            (epochs, 0.1, ms, 0.0002, 0.1, 128)
+        assert s["reset_optimizer"] is True
+    assert (a["icarl"]["loss_variant"], a["icarl"]["icarl_temperature"], a["icarl"]["classifier"]) == \
+        ("pycil", 2.0, "head")
+    p = SETTINGS["paper"]["icarl"]   # App. E.1.1 as written
+    assert (p["epochs"], p["milestones"], p["weight_decay"], p["loss_variant"], p["classifier"]) == \
+        (170, [60, 120, 170], 0.0005, "paper", "nme")
+
+
+def test_run_values_win_and_only_image_protocols_change():
+    kw = protocol_learner_kwargs("authors", "cifar100", ["ewc", "icarl", "simplecil"],
+                                 {"icarl": {"memory_size": 120, "epochs": 3}})
+    assert kw["icarl"]["epochs"] == 3 and kw["icarl"]["memory_size"] == 120 and kw["icarl"]["init_epochs"] == 200
+    assert kw["ewc"]["epochs"] == 180 and "simplecil" not in kw
+    assert protocol_learner_kwargs("authors", "fashion_mnist", ["ewc"], {"ewc": {"ewc_lambda": 5.0}}) == \
+        {"ewc": {"ewc_lambda": 5.0}}
+
+
+def test_protocol_settings_pass_the_notebooks_keyword_check():
+    """Every setting is a keyword the strategy (or the schedule) accepts."""
+    from clkit.edge.report import check_edge_learner_kwargs
+
+    for protocol in ("paper", "authors"):
+        kw = protocol_learner_kwargs(protocol, "cifar100", ["ewc", "icarl", "der"], {})
+        assert check_edge_learner_kwargs(kw, ["ewc", "icarl", "der"], batched=["ncm"]) == kw
+    with pytest.raises(ValueError, match="init_epoch"):
+        check_edge_learner_kwargs({"ewc": {"init_epoch": 200}}, ["ewc"], batched=["ncm"])
+
+
+def test_strategies_train_under_the_authors_schedule():
+    """iCaRL (PyCIL variant, head) on three toy orders through the prefix tree: init_epochs for the first task,
+    the strategy's epochs after; the same numbers alone as in the tree."""
+    from clkit.edge import enumerate_sequences
+    from clkit.edge.learners import LearnerConfig, train_strategy_sequences
+    from clkit.strategies.icarl import ICaRL
+
+    rng = np.random.default_rng(0)
+    centres = 2 * rng.normal(size=(4, 6))
+    xtr = (centres[:, None] + rng.normal(size=(4, 12, 6))).astype(np.float32)
+    xte = (centres[:, None] + rng.normal(size=(4, 8, 6))).astype(np.float32)
+    seqs = enumerate_sequences(4, 2)
+    kw = dict(protocol_learner_kwargs("authors", "cifar100", ["icarl"], {"icarl": {"memory_size": 8}})["icarl"],
+              init_epochs=3, epochs=2, init_milestones=[2], milestones=[1], batch_size=8)
+    cfg = LearnerConfig(hidden=8, epochs=1, batch_size=8, lr=0.05)
+    out = train_strategy_sequences(xtr, xte, seqs, ICaRL, cfg, seed=0, strategy_kwargs=kw)
+    alone = train_strategy_sequences(xtr, xte, seqs[[4]], ICaRL, cfg, seed=0, strategy_kwargs=kw)
+    np.testing.assert_allclose(alone["acc_matrix"][0], out["acc_matrix"][4], atol=1e-6)
+    assert np.all(out["final_acc"] > 0.5)
+
+
+def test_paper_runs_need_their_weights(tmp_path):
+    from clkit.edge.images import ViTSpec
+
+    spec = ViTSpec("vit_base_patch16_224.augreg_in21k_ft_in1k")
+    with pytest.raises(ValueError, match=r"vit_weights: .*require_pretrained: true.*timm.create_model"):
+        check_pretrained(True, spec=spec, encoder="glove", clip_model="ViT-B-16", clip_pretrained="openai")
+    check_pretrained(False, spec=spec, encoder="clip", clip_model="ViT-B-16", clip_pretrained="openai")
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"0")
+    ok = ViTSpec(spec.model, str(weights))
+    check_pretrained(True, spec=ok, encoder="glove", clip_model="ViT-B-16", clip_pretrained="openai")
+    with pytest.raises(ValueError, match=r"clip_model / clip_pretrained: .*not cached"):
+        check_pretrained(True, spec=ok, encoder="clip", clip_model=f"local-dir:{tmp_path / 'none'}",
+                         clip_pretrained="openai")
+    with pytest.raises(TypeError, match="require_pretrained must be a bool"):
+        check_pretrained("yes", spec=ok, encoder="glove", clip_model="x", clip_pretrained="y")
