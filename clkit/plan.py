@@ -25,17 +25,29 @@ import numpy as np
 
 from .stats import ALPHA, NOT_TESTABLE, POWER, pairs_needed
 
-__all__ = ["plan", "verdict_rows"]
+__all__ = ["plan", "verdict_rows", "PILOT_PAIRS"]
+
+#: a pilot with fewer pairs than this gets a caution: its spread is a rough guess (chi-square with
+#: n - 1 degrees of freedom: at 2 pairs the sd is off by a factor 2 or more in 43 % of pilots)
+PILOT_PAIRS = 4
 
 
 def verdict_rows(results) -> list[dict]:
-    """The verdict dicts of a ``results.json`` (a path or its loaded dict): every list of dicts with
-    ``comparison``, ``a`` and ``decision`` under ``results`` (``verdicts``, and lists nested in dicts)."""
+    """The verdict dicts of a ``results.json`` (its path, the run folder holding it, or its loaded dict):
+    every list of dicts with ``comparison``, ``a`` and ``decision`` under ``results`` (``verdicts``, and
+    lists nested in dicts)."""
     if not isinstance(results, dict):
         path = Path(results)
+        if path.is_dir() and (path / "results.json").is_file():   # a run folder (clkit run's OUT/NOTEBOOK)
+            path = path / "results.json"
         if not path.is_file():
-            raise ValueError(f"results must be a results.json file or its dict, got {str(results)!r} (no such file)")
-        results = json.loads(path.read_text())
+            where = f"{str(results)!r} is a folder without results.json" if path.is_dir() else \
+                f"no such file {str(results)!r}"
+            raise ValueError(f"results must be a run's results.json or its run folder: {where}")
+        try:
+            results = json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise ValueError(f"results {str(path)!r} is not a results.json (not JSON)") from None
     found = []
 
     def walk(obj):

@@ -134,7 +134,22 @@ def test_clkit_plan_prints_the_table(tmp_path, capsys):
     assert main(["plan", str(path), "--effect-sds", "1.5"]) == 0
     out = capsys.readouterr().out
     assert "pairs for 1.5 spreads" in out and "c0" in out and "80 % power" in out
-    assert main(["plan", str(tmp_path / "none.json")]) == 1
+    assert "NaN" not in out and "caution" not in out          # 6 pairs: no caution
+    assert main(["plan", str(tmp_path / "none.json")]) == 2   # bad input: exit 2, as every command
+    # issue 55: the run folder is accepted (it wanted the file), NaN is blank as the legend says, and a
+    # 2-pair pilot gets a caution
+    assert main(["plan", str(tmp_path)]) == 0
+    rows = [v.to_dict() for v in _family(0, m=2, n=2)]
+    rows[0]["b"] = list(rows[0]["a"])                          # no effect observed: NaN pairs -> blank
+    path.write_text(json.dumps({"results": {"verdicts": rows}}))
+    assert main(["plan", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "NaN" not in out and "nan" not in out
+    assert "caution: 2 row(s) rest on a pilot of fewer than 4 pairs (2)" in out
+    assert main(["plan", str(tmp_path / "empty")]) == 2
+    (tmp_path / "empty").mkdir()
+    assert main(["plan", str(tmp_path / "empty")]) == 2
+    assert "is a folder without results.json" in capsys.readouterr().err
 
 
 def test_a_failed_exploratory_control_keeps_the_findings_but_not_its_family():

@@ -10,7 +10,7 @@ __all__ = ["register"]
 def register(sub) -> None:
     """Add ``plan`` to ``clkit``'s subparsers."""
     s = sub.add_parser("plan", help="pairs (seeds, series, orders) a study needs, planned from a pilot run")
-    s.add_argument("results", help="a pilot run's results.json (e.g. runs/default/04_curriculum/results.json)")
+    s.add_argument("results", help="a pilot run's results.json or its run folder (e.g. runs/default/04_curriculum)")
     s.add_argument("--effect-sds", type=float, default=2.0,
                    help="effect to detect, in spreads of each row's paired differences (default 2)")
     s.add_argument("--effect", type=float, default=None, help="an effect in the metric's own units, too")
@@ -23,17 +23,22 @@ def register(sub) -> None:
 def _cmd_plan(args) -> int:
     import pandas as pd
 
-    from ..plan import plan
+    from ..plan import PILOT_PAIRS, plan
 
     try:
         table = plan(args.results, effect=args.effect, effect_sds=args.effect_sds, power=args.power,
                      family=args.family)
-    except ValueError as exc:
+    except ValueError as exc:   # bad input: one line, exit 2 (as every clkit command)
         print(f"[clkit] ERROR: {exc}", file=sys.stderr)
-        return 1
-    with pd.option_context("display.max_rows", 500, "display.width", 200, "display.max_colwidth", 60,
-                           "display.float_format", "{:.4g}".format):
-        print(table.to_string())
+        return 2
+    with pd.option_context("display.max_rows", 500, "display.width", 200, "display.max_colwidth", 60):
+        print(table.to_string(na_rep="", float_format="{:.4g}".format))   # NaN shown blank, as the legend says
     print(f"\npairs needed for {round(100 * args.power)} % power at each row's level (alpha / family: the "
           "family's strictest Holm step); blank: no effect to detect, or more than 100,000")
+    few = table[table["pairs now"] < PILOT_PAIRS] if "pairs now" in table else table.iloc[:0]
+    if len(few):
+        print(f"caution: {len(few)} row(s) rest on a pilot of fewer than {PILOT_PAIRS} pairs "
+              f"({', '.join(map(str, sorted(set(few['pairs now']))))}): their spread, and so every 'pairs for' "
+              "figure, is a rough guess (a 2-pair sd is off by a factor 2 or more in 43 % of pilots); run a larger "
+              "pilot before planning on it")
     return 0
