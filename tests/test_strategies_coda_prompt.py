@@ -9,12 +9,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from clkit import device as dv
 from clkit.models import MLP
 from clkit.models.vit import RANDOM_INIT, ViTBackbone, vit_backbone
 from clkit.models.vit_prefix import prefix_attention, prefix_block_forward
 from clkit.strategies import Task, make_strategy
 from clkit.strategies.coda_prompt import CODAPrompt, cosine_lr, gram_schmidt
+
+from strategy_helpers import assert_trains_on_meta, images as _images, pretrained_like as _pretrained_like, two_tasks
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -191,29 +192,8 @@ def test_prefix_block_forward_is_attention_over_prefix_and_tokens():
 
 # ----------------------------------------------------------------------------- training
 
-def _images(n, classes, seed=0, noise=0.5):
-    templates = torch.randn(8, 3, 32, 32, generator=torch.Generator().manual_seed(100))
-    g = torch.Generator().manual_seed(seed)
-    y = torch.tensor([classes[i % len(classes)] for i in range(n)])
-    return templates[y] + noise * torch.randn(n, 3, 32, 32, generator=g), y
-
-
 def _stream(n=16, seed=0):
-    xa, ya = _images(n, [0, 1], seed=seed)
-    xb, yb = _images(n, [2, 3], seed=seed + 1)
-    return Task(xa, ya, task_id=0), Task(xb, yb, task_id=1)
-
-
-def _pretrained_like(seed=0):
-    """The tiny ViT with its blocks' linear layers at std 1/sqrt(fan_in) (timm's 0.02 makes the blocks nearly
-    the identity, so prompts would barely change anything; a pre-trained ViT has no such problem)."""
-    net = vit_backbone(num_classes=4, tiny=True, seed=seed)
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for m in net.features.blocks.modules():
-            if isinstance(m, nn.Linear):
-                m.weight.copy_(torch.randn(m.weight.shape, generator=g) / m.in_features ** 0.5)
-    return net
+    return two_tasks(n, seed)
 
 
 def _coda(seed=0, **kw):
@@ -362,11 +342,7 @@ def test_trains_on_a_non_cpu_device():
     s = CODAPrompt(vit_backbone(num_classes=4, tiny=True, seed=0), device=meta, epochs=2, batch_size=8, ortho_mu=0.1,
                    **SMALL)
     ta, tb = _stream()
-    with dv.DeviceAudit(meta):
-        for t in (ta, tb):
-            assert len(s.train_task(t)) == 2
-        out = s.predict(torch.zeros(3, 3, 32, 32))
-    assert out.device == meta and all(p.device == meta for p in s.model.parameters())
+    assert_trains_on_meta(s, (ta, tb), 2)
 
 
 # ----------------------------------------------------------------------------- refusals

@@ -11,34 +11,9 @@ from clkit.models import MLP
 from clkit.strategies import DER, Task, make_strategy
 from clkit.strategies.der import aux_targets, weight_align
 
+from strategy_helpers import TinyBN, blob_stream as _stream, state as _state
+
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-class TinyBN(nn.Module):
-    """``features`` with batch normalisation, a linear ``head``."""
-
-    def __init__(self, d_in=4, d=8, num_classes=6):
-        super().__init__()
-        self.features = nn.Sequential(nn.Linear(d_in, d), nn.BatchNorm1d(d), nn.ReLU())
-        self.head = nn.Linear(d, num_classes)
-
-    def forward(self, x):
-        return self.head(self.features(x))
-
-
-def _stream(num_tasks=3, n=60, seed=0, d=4, spread=3.0):
-    """Task ``t`` holds classes ``2t, 2t + 1``, each a Gaussian blob around its own mean."""
-    g = torch.Generator().manual_seed(seed)
-    means = spread * torch.randn(2 * num_tasks, d, generator=g)
-    tasks = []
-    for t in range(num_tasks):
-        y = torch.tensor([2 * t, 2 * t + 1] * (n // 2))
-        tasks.append(Task(means[y] + torch.randn(n, d, generator=g), y, task_id=t))
-    return tasks
-
-
-def _state(module):
-    return {k: v.detach().clone() for k, v in module.state_dict().items()}
 
 
 def _der(seed=0, **kw):

@@ -7,13 +7,14 @@ import pytest
 import torch
 from torch import nn
 
-from clkit import device as dv
 from clkit.models import MLP
 from clkit.models.vit import ViTBackbone, vit_backbone
 from clkit.models.vit_adapter import Adapter, AdapterStack, adapted_block, adapted_features
 from clkit.strategies import Task
 from clkit.strategies.base import _REGISTRY
 from clkit.strategies.ease import EASE, complement_prototypes, reweight_logits
+
+from strategy_helpers import assert_trains_on_meta, images as _images
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -206,13 +207,6 @@ def test_reweight_and_complement_follow_the_authors_formulas():
 
 # ----------------------------------------------------------------------------- the strategy
 
-def _images(n, classes, seed=0, noise=0.5):
-    templates = torch.randn(8, 3, 32, 32, generator=torch.Generator().manual_seed(100))
-    g = torch.Generator().manual_seed(seed)
-    y = torch.tensor([classes[i % len(classes)] for i in range(n)])
-    return templates[y] + noise * torch.randn(n, 3, 32, 32, generator=g), y
-
-
 def _stream(n=16, seed=0, splits=((0, 1), (2, 3))):
     return [Task(*_images(n, list(c), seed=seed + i), task_id=i) for i, c in enumerate(splits)]
 
@@ -299,11 +293,7 @@ def test_trains_on_a_non_cpu_device():
     meta = torch.device("meta")
     s = EASE(vit_backbone(num_classes=4, tiny=True, seed=0), ffn_num=4, device=meta, epochs=2, batch_size=8)
     ta, tb = _stream()
-    with dv.DeviceAudit(meta):
-        for t in (ta, tb):
-            assert len(s.train_task(t)) == 2
-        out = s.predict(torch.zeros(3, 3, 32, 32))
-    assert out.device == meta and all(p.device == meta for p in s.model.parameters())
+    assert_trains_on_meta(s, (ta, tb), 2)
 
 
 # ----------------------------------------------------------------------------- refusals

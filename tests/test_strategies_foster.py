@@ -16,6 +16,8 @@ from clkit.models import MLP
 from clkit.strategies import Task, make_strategy
 from clkit.strategies.foster import FOSTER, bkd_loss, class_weights, kd_loss
 
+from strategy_helpers import TinyBN, blob_stream, state as _state
+
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 # ----------------------------------------------------------------------------------------- known answers
@@ -151,28 +153,8 @@ def test_known_answers_of_the_authors_code(config, monkeypatch):
 
 
 # ----------------------------------------------------------------------------------------- structure
-class TinyBN(nn.Module):
-    def __init__(self, d_in=4, d=8, num_classes=6):
-        super().__init__()
-        self.features = nn.Sequential(nn.Linear(d_in, d), nn.BatchNorm1d(d), nn.ReLU())
-        self.head = nn.Linear(d, num_classes)
-
-    def forward(self, x):
-        return self.head(self.features(x))
-
-
-def _stream(num_tasks=3, n=40, seed=0, d=4, spread=3.0):
-    g = torch.Generator().manual_seed(seed)
-    means = spread * torch.randn(2 * num_tasks, d, generator=g)
-    tasks = []
-    for t in range(num_tasks):
-        y = torch.tensor([2 * t, 2 * t + 1] * (n // 2))
-        tasks.append(Task(means[y] + torch.randn(n, d, generator=g), y, task_id=t))
-    return tasks
-
-
-def _state(module):
-    return {k: v.detach().clone() for k, v in module.state_dict().items()}
+def _stream(num_tasks=3, n=40, seed=0):
+    return blob_stream(num_tasks, n, seed)
 
 
 def _foster(seed=0, **kw):

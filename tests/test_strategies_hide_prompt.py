@@ -9,12 +9,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from clkit import device as dv
 from clkit.models import MLP
 from clkit.models.vit import ViTBackbone, vit_backbone
 from clkit.strategies import Task
 from clkit.strategies.base import _REGISTRY
 from clkit.strategies.hide_prompt import HiDePrompt, contrastive_loss, kmeans
+
+from strategy_helpers import assert_trains_on_meta, images as _images, pretrained_like as _pretrained_like, two_tasks
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -227,32 +228,12 @@ def test_contrastive_loss_by_hand():
 
 # ----------------------------------------------------------------------------- training
 
-def _images(n, classes, seed=0, noise=0.5):
-    templates = torch.randn(8, 3, 32, 32, generator=torch.Generator().manual_seed(100))
-    g = torch.Generator().manual_seed(seed)
-    y = torch.tensor([classes[i % len(classes)] for i in range(n)])
-    return templates[y] + noise * torch.randn(n, 3, 32, 32, generator=g), y
-
-
-def _pretrained_like(num_classes=4, seed=0):
-    """The tiny ViT with its blocks' linear layers at std 1/sqrt(fan_in) (see tests/test_strategies_prompt.py)."""
-    net = vit_backbone(num_classes=num_classes, tiny=True, seed=seed)
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for m in net.features.blocks.modules():
-            if isinstance(m, nn.Linear):
-                m.weight.copy_(torch.randn(m.weight.shape, generator=g) / m.in_features ** 0.5)
-    return net
-
-
 FAST = dict(epochs=3, tii_epochs=10, ca_epochs=3, batch_size=16, n_centroids=2, kmeans_iters=10, pool_size=3,
             prompt_length=2, lr=0.01, tii_lr=0.01, ca_lr=0.01)
 
 
 def _stream(n=32, seed=0):
-    xa, ya = _images(n, [0, 1], seed=seed)
-    xb, yb = _images(n, [2, 3], seed=seed + 1)
-    return Task(xa, ya, task_id=0), Task(xb, yb, task_id=1)
+    return two_tasks(n, seed)
 
 
 def test_learns_two_tasks_above_chance_with_frozen_vit_and_kept_prompts():
@@ -319,11 +300,7 @@ def test_trains_on_a_non_cpu_device():
     s = HiDePrompt(vit_backbone(num_classes=4, tiny=True, seed=0), device=meta,
                    **{**FAST, "epochs": 1, "tii_epochs": 1, "ca_epochs": 1, "kmeans_iters": 2})
     ta, tb = _stream(16)
-    with dv.DeviceAudit(meta):
-        for t in (ta, tb):
-            assert len(s.train_task(t)) == 1
-        out = s.predict(torch.zeros(3, 3, 32, 32))
-    assert out.device == meta and all(p.device == meta for p in s.model.parameters())
+    assert_trains_on_meta(s, (ta, tb), 1)
 
 
 # ----------------------------------------------------------------------------- refusals

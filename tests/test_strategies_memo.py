@@ -14,6 +14,8 @@ from clkit.strategies import Task
 from clkit.strategies.base import _REGISTRY
 from clkit.strategies.memo import MEMO, MEMO_CIFAR100, MEMONet, default_split, lr_at
 
+from strategy_helpers import blob_stream as _stream, state as _state
+
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 # ----------------------------------------------------------------------------------- known answers
@@ -174,21 +176,6 @@ class TinyBN(nn.Module):
 
     def forward(self, x):
         return self.head(self.features(x))
-
-
-def _stream(num_tasks=3, n=60, seed=0, d=4, spread=3.0):
-    """Task ``t`` holds classes ``2t, 2t + 1``, each a Gaussian blob around its own mean."""
-    g = torch.Generator().manual_seed(seed)
-    means = spread * torch.randn(2 * num_tasks, d, generator=g)
-    tasks = []
-    for t in range(num_tasks):
-        y = torch.tensor([2 * t, 2 * t + 1] * (n // 2))
-        tasks.append(Task(means[y] + torch.randn(n, d, generator=g), y, task_id=t))
-    return tasks
-
-
-def _state(module):
-    return {k: v.detach().clone() for k, v in module.state_dict().items()}
 
 
 def _memo(seed=0, **kw):

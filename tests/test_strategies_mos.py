@@ -7,11 +7,13 @@ import pytest
 import torch
 from torch import nn
 
-from clkit import device as dv
 from clkit.models import MLP
-from clkit.models.vit import ViTBackbone, vit_backbone
+from clkit.models.vit import ViTBackbone
 from clkit.strategies.base import _REGISTRY, Task
 from clkit.strategies.mos import MOS, MOSNet
+
+from strategy_helpers import (assert_trains_on_meta, images as _images, pretrained_like as _pretrained_like,
+                              tiny_vit as _vit, two_tasks)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -134,21 +136,8 @@ def test_known_answers_from_the_authors_code():
 
 # ----------------------------------------------------------------------------- mechanics
 
-def _vit(num_classes=4, seed=0):
-    return vit_backbone(num_classes=num_classes, tiny=True, seed=seed)
-
-
-def _images(n, classes, seed=0, noise=0.5):
-    templates = torch.randn(8, 3, 32, 32, generator=torch.Generator().manual_seed(100))
-    g = torch.Generator().manual_seed(seed)
-    y = torch.tensor([classes[i % len(classes)] for i in range(n)])
-    return templates[y] + noise * torch.randn(n, 3, 32, 32, generator=g), y
-
-
 def _stream(n=16, seed=0):
-    xa, ya = _images(n, [0, 1], seed=seed)
-    xb, yb = _images(n, [2, 3], seed=seed + 1)
-    return Task(xa, ya, task_id=0), Task(xb, yb, task_id=1)
+    return two_tasks(n, seed)
 
 
 def _mos(model=None, **kw):
@@ -214,17 +203,6 @@ def test_vit_frozen_adapters_and_head_trained_snapshots_stored():
     assert s.predict(_images(3, [0], seed=3)[0]).shape == (3, 4)
 
 
-def _pretrained_like(seed=0):
-    """The tiny ViT with its blocks' linear layers at std 1/sqrt(fan_in) (timm's 0.02 init barely mixes tokens)."""
-    net = _vit(seed=seed)
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for m in net.features.blocks.modules():
-            if isinstance(m, nn.Linear):
-                m.weight.copy_(torch.randn(m.weight.shape, generator=g) / m.in_features ** 0.5)
-    return net
-
-
 def test_learns_two_tasks_above_chance():
     xa, ya = _images(48, [0, 1], seed=0)
     xb, yb = _images(48, [2, 3], seed=1)
@@ -261,11 +239,7 @@ def test_trains_on_a_non_cpu_device():
     meta = torch.device("meta")
     s = MOS(_vit(), ffn_num=4, epochs=2, batch_size=8, ca_epochs=1, device=meta)
     ta, tb = _stream()
-    with dv.DeviceAudit(meta):
-        for t in (ta, tb):
-            assert len(s.train_task(t)) == 2
-        out = s.predict(torch.zeros(3, 3, 32, 32))
-    assert out.device == meta and all(p.device == meta for p in s.model.parameters())
+    assert_trains_on_meta(s, (ta, tb), 2)
 
 
 def test_registered_defaults_and_task_boundaries():

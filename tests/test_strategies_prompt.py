@@ -8,34 +8,19 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from clkit import device as dv
 from clkit.models import MLP
-from clkit.models.vit import vit_backbone
 from clkit.strategies import L2P, Task, available_strategies, make_strategy
 from clkit.strategies.prompt import select_prompts
+
+from strategy_helpers import assert_trains_on_meta, images as _images, pretrained_like, tiny_vit as _vit, two_tasks
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 SMALL = dict(pool_size=4, prompt_length=2, top_k=2)
 
 
-def _vit(num_classes=4, seed=0):
-    return vit_backbone(num_classes=num_classes, tiny=True, seed=seed)
-
-
-def _images(n, classes, seed=0, noise=0.5):
-    """Class ``c`` is a fixed random 32x32 RGB template (the same for every seed) plus noise: separable by
-    content, not by position (a random ViT's attention pools over positions almost uniformly)."""
-    templates = torch.randn(8, 3, 32, 32, generator=torch.Generator().manual_seed(100))
-    g = torch.Generator().manual_seed(seed)
-    y = torch.tensor([classes[i % len(classes)] for i in range(n)])
-    return templates[y] + noise * torch.randn(n, 3, 32, 32, generator=g), y
-
-
 def _stream(n=32, seed=0):
-    xa, ya = _images(n, [0, 1], seed=seed)
-    xb, yb = _images(n, [2, 3], seed=seed + 1)
-    return Task(xa, ya, task_id=0), Task(xb, yb, task_id=1)
+    return two_tasks(n, seed)
 
 
 def _l2p(seed=0, **kw):
@@ -142,13 +127,7 @@ def _pretrained_like(seed=0):
     negligible next to uniform(-1, 1) prompts, so the prompt tokens' outputs carry almost no image
     information (measured: the head stays at chance after 30 epochs); a pre-trained ViT has no such
     problem. The frozen ViT here stands in for one."""
-    net = _vit(seed=seed)
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for m in net.features.blocks.modules():
-            if isinstance(m, nn.Linear):
-                m.weight.copy_(torch.randn(m.weight.shape, generator=g) / m.in_features ** 0.5)
-    return net
+    return pretrained_like(seed=seed)
 
 
 def test_learns_a_separable_image_set_above_chance_and_above_the_untrained_baseline():
@@ -237,11 +216,7 @@ def test_trains_on_a_non_cpu_device():
     meta = torch.device("meta")
     s = L2P(_vit(), device=meta, epochs=2, batch_size=8, **SMALL)
     ta, tb = _stream(n=16)
-    with dv.DeviceAudit(meta):
-        for t in (ta, tb):
-            assert len(s.train_task(t)) == 2
-        out = s.predict(torch.zeros(3, 3, 32, 32))
-    assert out.device == meta and all(p.device == meta for p in s.model.parameters())
+    assert_trains_on_meta(s, (ta, tb), 2)
 
 
 # ----------------------------------------------------------------------------- refusals

@@ -11,6 +11,8 @@ from clkit.models import MLP
 from clkit.strategies import Task
 from clkit.strategies.tagfex import TagFex, flip_crop, info_nce, info_nce_distill, tokens
 
+from strategy_helpers import TinyBN as _BN, blob_stream
+
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
@@ -211,24 +213,8 @@ def test_tokens_of_a_pooled_cnn_and_of_an_mlp():
 
 
 # --------------------------------------------------------------------------- behaviour
-def _stream(num_tasks=3, n=48, seed=0, d=4, spread=3.0):
-    g = torch.Generator().manual_seed(seed)
-    means = spread * torch.randn(2 * num_tasks, d, generator=g)
-    tasks = []
-    for t in range(num_tasks):
-        y = torch.tensor([2 * t, 2 * t + 1] * (n // 2))
-        tasks.append(Task(means[y] + torch.randn(n, d, generator=g), y, task_id=t))
-    return tasks
-
-
-class _BN(nn.Module):
-    def __init__(self, d_in=4, d=8, num_classes=6):
-        super().__init__()
-        self.features = nn.Sequential(nn.Linear(d_in, d), nn.BatchNorm1d(d), nn.ReLU())
-        self.head = nn.Linear(d, num_classes)
-
-    def forward(self, x):
-        return self.head(self.features(x))
+def _stream(num_tasks=3, n=48, seed=0):
+    return blob_stream(num_tasks, n, seed)
 
 
 def _tagfex(seed=0, **kw):

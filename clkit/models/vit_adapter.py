@@ -86,11 +86,17 @@ class Adapter(nn.Module):
                 bound = 1.0 / math.sqrt(dim)
                 self.down_proj.weight.copy_((torch.rand(bottleneck, dim, generator=generator) * 2 - 1) * bound)
 
-    def forward(self, x: torch.Tensor, generator: torch.Generator | None = None, residual=None) -> torch.Tensor:
-        """The adapter's output (``+ residual`` when one is given, the authors' ``add_residual``)."""
+    def forward(self, x: torch.Tensor, generator: torch.Generator | None = None, residual=None,
+                mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The adapter's output (``+ residual`` when one is given, the authors' ``add_residual``).
+
+        ``mask`` (broadcast to the bottleneck ``(..., r)``, already scaled by ``1 / (1 - p)``)
+        multiplies the bottleneck: dropout drawn by the caller (MOS), on top of the adapter's own."""
         if self.layernorm == "in":
             x = self.norm(x)
         h = torch.relu(self.down_proj(x))
+        if mask is not None:
+            h = h * mask
         if self.training and self.dropout > 0:
             keep = torch.rand(h.shape, device=h.device, generator=generator) >= self.dropout
             h = h * keep.to(h.dtype) / (1.0 - self.dropout)

@@ -73,8 +73,8 @@ from torch import nn
 from .._validate import check_choice, check_int, check_real
 from ..device import move
 from ..models.vit_prefix import prefix_attention, prefix_block_forward
+from ._vit_common import FrozenViTMixin, check_vit_model
 from .base import Strategy, Task, epoch_means, register
-from .prompt import _check_model
 
 __all__ = ["CODAPrompt", "CODAPromptNet", "gram_schmidt", "cosine_lr", "prefix_block_forward",
            "prefix_attention"]
@@ -270,7 +270,7 @@ class CODAPromptNet(nn.Module):
 
 
 @register("coda_prompt")
-class CODAPrompt(Strategy):
+class CODAPrompt(FrozenViTMixin, Strategy):
     """CODA-Prompt: a frozen ViT prompted in its first blocks by attention-weighted sums of components.
 
     Parameters
@@ -323,7 +323,7 @@ class CODAPrompt(Strategy):
                  batch_size: int = 128, **kwargs):
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-        _check_model(model)
+        check_vit_model(model)
         self.n_tasks = check_int("n_tasks", n_tasks, low=1)
         self.pool_size = check_int("pool_size", pool_size, low=1)
         if self.pool_size < self.n_tasks:
@@ -358,27 +358,10 @@ class CODAPrompt(Strategy):
         self._seen_mask: torch.Tensor | None = None
 
     # ------------------------------------------------------------------ set-up
-    def make_optimizer(self, params):
-        """The constructor's optimizer over the trainable parameters only (components and head)."""
-        return super().make_optimizer([p for p in params if p.requires_grad])
-
-    def frozen_modules(self) -> list:
-        """The ViT (evaluation mode)."""
-        return [self.model.vit]
-
-    def _mask(self, classes) -> torch.Tensor:
-        m = torch.full((self.num_classes,), float("-inf"))
-        m[sorted(int(c) for c in classes)] = 0.0
-        return move(m, self.device)
-
+    # make_optimizer (trainable parameters: components, head), frozen_modules (the ViT), _mask: FrozenViTMixin's
     def before_task(self, task: Task) -> None:
         """A new task: its components by Gram-Schmidt (after the first task), a fresh optimizer, the masks."""
-        if not task.classes:
-            raise ValueError("CODA-Prompt needs the task's classes (integer labels)")
-        bad = [c for c in task.classes if not 0 <= int(c) < self.num_classes]
-        if bad:
-            raise ValueError(f"task {task.task_id} has class(es) {bad} outside the {self.num_classes} classes of "
-                             f"model.head; allowed: 0 ... {self.num_classes - 1}")
+        self._check_classes(task, "CODA-Prompt")
         if task.task_id not in self.trained_tasks:
             if len(self.trained_tasks) >= self.n_tasks:
                 raise ValueError(f"CODA-Prompt was built for n_tasks={self.n_tasks} tasks (its pool is split over "
@@ -420,10 +403,7 @@ class CODAPrompt(Strategy):
     def forward(self, x, task: Task | None = None, classes=None) -> torch.Tensor:
         """Evaluation logits: the components of the tasks so far; unseen classes at ``-inf`` (class-incremental),
         or the logits masked to the task's classes (task-incremental)."""
-        out = self.model(x)
-        if self._seen_mask is not None and self.scenario == "class":
-            out = out + self._seen_mask.to(out.dtype)
-        return self.mask_logits(out, classes if classes is not None else (task.classes if task is not None else None))
+        return self._eval_logits(self.model(x), task, classes)
 
     def train_step(self, x, y, task: Task | None = None) -> torch.Tensor:
         """One step: cross-entropy of the logits masked to the task's classes plus the orthogonality penalty."""
@@ -431,9 +411,7 @@ class CODAPrompt(Strategy):
         self.optimizer.zero_grad(set_to_none=True)
         with self.amp.autocast():
             logits, penalty = self.model(x, train=True, penalty=True)
-            if self._train_mask is not None:
-                logits = logits + self._train_mask.to(logits.dtype)
-            logits = self.mask_logits(logits, task.classes if task is not None else None)
+            logits = self._train_logits(logits, task)
             loss = self.criterion(logits, y) + penalty
         self.amp.backward(loss, self.optimizer)
         self.after_backward(x, y, task)

@@ -81,6 +81,59 @@ def _init_linear(in_features: int, out_features: int, generator: torch.Generator
     return layer
 
 
+def keep_old_rows(head: nn.Linear, old: nn.Linear, old_classes) -> nn.Linear:
+    """Copy the rows ``old_classes`` of ``old`` into the new ``head`` in place (PyCIL's ``update_fc``):
+    their weights into the first ``old.in_features`` columns, their biases; returns ``head``.
+
+    Examples
+    --------
+    >>> old, new = nn.Linear(2, 3), nn.Linear(4, 3)
+    >>> _ = keep_old_rows(new, old, [0, 2])
+    >>> torch.equal(new.weight[[0, 2], :2], old.weight[[0, 2]]), torch.equal(new.bias[[0, 2]], old.bias[[0, 2]])
+    (True, True)
+    """
+    rows = sorted(int(c) for c in old_classes)
+    if rows:
+        idx = move(torch.as_tensor(rows, dtype=torch.int64), head.weight.device)
+        with torch.no_grad():
+            head.weight[idx, :old.in_features] = old.weight.detach()[idx]
+            if old.bias is not None:
+                head.bias[idx] = old.bias.detach()[idx]
+    return head
+
+
+def expand_heads(net: nn.Module, blocks: int, generator: torch.Generator, old_classes, new_classes) -> None:
+    """Widen ``net.head`` to ``blocks * net.feature_dim`` inputs (rows ``old_classes`` kept, see
+    :func:`keep_old_rows`, the rest re-initialised) and give ``net`` a fresh ``aux_head`` of
+    ``len(new_classes) + 1`` outputs, both drawn from ``generator`` in that order on the CPU and
+    moved to the old head's device (the head expansion of :class:`DERNet`, MEMO's and TagFex's nets)."""
+    old = net.head
+    dev = old.weight.device
+    net.head = keep_old_rows(_init_linear(net.feature_dim * blocks, net.num_classes, generator, dev), old,
+                             old_classes)
+    net.aux_head = _init_linear(net.feature_dim, len(new_classes) + 1, generator, dev)
+
+
+def prior_classes(strategy, task: Task, name: str) -> set:
+    """The classes of the tasks ``strategy`` trained before (``strategy.trained_tasks``); sets
+    ``strategy.classes_before`` (those not in ``task``, sorted). A ``ValueError`` naming ``name``
+    when the task has no classes."""
+    if not task.classes:
+        raise ValueError(f"{name} needs the task's classes (integer labels)")
+    prior = set()
+    for t in strategy.trained_tasks:
+        prior.update(strategy.task_classes.get(t, ()))
+    strategy.classes_before = tuple(sorted(prior - set(task.classes)))
+    return prior
+
+
+def seen_mask(num_classes: int, classes, device) -> torch.Tensor:
+    """``(num_classes,)``: 0 at ``classes``, ``-inf`` elsewhere, on ``device``."""
+    seen = torch.full((num_classes,), float("-inf"))
+    seen[sorted(classes)] = 0.0
+    return move(seen, device)
+
+
 def weight_align(weight: torch.Tensor, old, new) -> torch.Tensor:
     """Scale the rows ``new`` of ``weight`` in place so that their mean L2 norm equals that of the
     rows ``old`` (PyCIL's ``DERNet.weight_align``); returns the factor ``gamma`` (a 0-dim tensor on
@@ -171,18 +224,7 @@ class DERNet(nn.Module):
         new = copy.deepcopy(self.extractors[-1])
         new.requires_grad_(True)
         self.extractors.append(new)
-        old = self.head
-        dev = old.weight.device
-        head = _init_linear(self.feature_dim * len(self.extractors), self.num_classes, generator, dev)
-        rows = sorted(int(c) for c in old_classes)
-        if rows:
-            idx = move(torch.as_tensor(rows, dtype=torch.int64), dev)
-            with torch.no_grad():
-                head.weight[idx, :old.in_features] = old.weight.detach()[idx]
-                if old.bias is not None:
-                    head.bias[idx] = old.bias.detach()[idx]
-        self.head = head
-        self.aux_head = _init_linear(self.feature_dim, len(new_classes) + 1, generator, dev)
+        expand_heads(self, len(self.extractors), generator, old_classes, new_classes)
 
     def forward(self, x, aux: bool = False):
         """Unified logits ``(N, C)``; with ``aux=True`` also the auxiliary logits of the newest
@@ -256,19 +298,12 @@ class DER(TaskAwareStrategy):
     def before_task(self, task: Task) -> None:
         if task.task_id in self.trained_tasks:
             return
-        if not task.classes:
-            raise ValueError("DER needs the task's classes (integer labels)")
-        prior = set()
-        for t in self.trained_tasks:
-            prior.update(self.task_classes.get(t, ()))
-        self.classes_before = tuple(sorted(prior - set(task.classes)))
+        prior = prior_classes(self, task, "DER")
         dev = self.model.head.weight.device
         if self.trained_tasks:
             self.model.expand(self.init_generator, self.classes_before, task.classes)
             self._aux_table = move(aux_targets(self.model.num_classes, task.classes), dev)
-        seen = torch.full((self.model.num_classes,), float("-inf"))
-        seen[sorted(prior | set(task.classes))] = 0.0
-        self._seen_mask = move(seen, dev)
+        self._seen_mask = seen_mask(self.model.num_classes, prior | set(task.classes), dev)
         self.trained_tasks.append(task.task_id)
         self.refresh_train_mode()
         self.optimizer = self.make_optimizer([p for p in self.model.parameters() if p.requires_grad])

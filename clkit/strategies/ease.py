@@ -69,7 +69,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validate import check_choice, check_int, check_real
+from .._validate import check_int, check_real
 from ..device import move
 from ..models.vit_adapter import AdapterStack, adapted_features, check_vit, vit_tokens
 from .base import Strategy, Task, epoch_means, register

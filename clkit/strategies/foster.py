@@ -68,7 +68,7 @@ from .._validate import check_choice, check_int, check_real
 from ..device import move
 from ._common import TaskAwareStrategy
 from .base import Task, _cat, _sgd, epoch_means, register, take
-from .der import _init_linear
+from .der import _init_linear, keep_old_rows, prior_classes, seen_mask
 
 __all__ = ["FOSTER", "FOSTERNet", "class_weights", "kd_loss", "bkd_loss", "boosting_loss", "foster_weight_align"]
 
@@ -198,15 +198,8 @@ class FOSTERNet(nn.Module):
         self.extractors.append(new)
         old = self.head.requires_grad_(False)
         dev = old.weight.device
-        head = _init_linear(2 * self.feature_dim, self.num_classes, generator, dev)
-        rows = sorted(int(c) for c in old_classes)
-        if rows:
-            idx = move(torch.as_tensor(rows, dtype=torch.int64), dev)
-            with torch.no_grad():
-                head.weight[idx, :self.feature_dim] = old.weight.detach()[idx]
-                if old.bias is not None:
-                    head.bias[idx] = old.bias.detach()[idx]
-        self.old_head, self.head = old, head
+        self.old_head, self.head = old, keep_old_rows(_init_linear(2 * self.feature_dim, self.num_classes,
+                                                                   generator, dev), old, old_classes)
         self.fe_head = _init_linear(self.feature_dim, self.num_classes, generator, dev)
 
     def student(self, generator: torch.Generator, old_classes) -> "FOSTERNet":
@@ -214,14 +207,8 @@ class FOSTERNet(nn.Module):
         ``old_classes`` are the old head's, the rest re-initialised (PyCIL's ``_snet``)."""
         ext = copy.deepcopy(self.extractors[0]).requires_grad_(True)
         dev = self.head.weight.device
-        head = _init_linear(self.feature_dim, self.num_classes, generator, dev)
-        rows = sorted(int(c) for c in old_classes)
-        if rows:
-            idx = move(torch.as_tensor(rows, dtype=torch.int64), dev)
-            with torch.no_grad():
-                head.weight[idx] = self.old_head.weight.detach()[idx]
-                if self.old_head.bias is not None:
-                    head.bias[idx] = self.old_head.bias.detach()[idx]
+        head = keep_old_rows(_init_linear(self.feature_dim, self.num_classes, generator, dev), self.old_head,
+                             old_classes)
         net = FOSTERNet.__new__(FOSTERNet)
         nn.Module.__init__(net)
         net.feature_dim, net.num_classes = self.feature_dim, self.num_classes
@@ -354,12 +341,7 @@ class FOSTER(TaskAwareStrategy):
     def before_task(self, task: Task) -> None:
         if task.task_id in self.trained_tasks:
             return
-        if not task.classes:
-            raise ValueError("FOSTER needs the task's classes (integer labels)")
-        prior = set()
-        for t in self.trained_tasks:
-            prior.update(self.task_classes.get(t, ()))
-        self.classes_before = tuple(sorted(prior - set(task.classes)))
+        prior = prior_classes(self, task, "FOSTER")
         self.new_classes = tuple(sorted(set(task.classes) - prior))
         dev = self.device
         if self.trained_tasks:
@@ -373,9 +355,7 @@ class FOSTER(TaskAwareStrategy):
                 self._az_rows = move(torch.as_tensor(self.new_classes, dtype=torch.int64), dev)
                 with torch.no_grad():
                     self.model.head.weight[self._az_rows, :self.model.feature_dim] = 0.0
-        seen = torch.full((self.model.num_classes,), float("-inf"))
-        seen[sorted(prior | set(task.classes))] = 0.0
-        self._seen_mask = move(seen, dev)
+        self._seen_mask = seen_mask(self.model.num_classes, prior | set(task.classes), dev)
         self.trained_tasks.append(task.task_id)
         self.refresh_train_mode()
         self.optimizer = self._optimizer([p for p in self.model.parameters() if p.requires_grad], self.weight_decay)

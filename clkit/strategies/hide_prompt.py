@@ -100,12 +100,11 @@ from torch import nn
 
 from .._validate import check_choice, check_int, check_real
 from ..device import move
+from ..models.vit_prefix import prefix_block_forward
+from ._vit_common import FrozenViTMixin, check_vit_model
 from .base import Strategy, Task, epoch_means, register
 
 __all__ = ["HiDePrompt", "HiDePromptNet", "contrastive_loss", "kmeans"]
-
-_VIT_PARTS = ("patch_embed", "_pos_embed", "blocks", "norm")
-
 
 def contrastive_loss(features: torch.Tensor, centroids: torch.Tensor | None = None,
                      temperature: float = 0.8) -> torch.Tensor:
@@ -164,24 +163,6 @@ def kmeans(x: torch.Tensor, k: int, generator: torch.Generator, iters: int = 300
         centers = means
     var = onehot.T @ (x - onehot @ means) ** 2 / counts.clamp_min(1)
     return means, var
-
-
-def _block_with_prefix(blk: nn.Module, x: torch.Tensor, pk: torch.Tensor, pv: torch.Tensor) -> torch.Tensor:
-    """A timm ``Block`` whose attention gets ``pk``/``pv`` ``(B, heads, L, head_dim)`` prepended to its keys/values."""
-    attn = blk.attn
-    h = blk.norm1(x)
-    b, n, c = h.shape
-    qkv = attn.qkv(h).reshape(b, n, 3, attn.num_heads, -1).permute(2, 0, 3, 1, 4)
-    q, k, v = qkv.unbind(0)
-    q, k = attn.q_norm(q), attn.k_norm(k)
-    k = torch.cat([pk.to(k.dtype), k], dim=2)
-    v = torch.cat([pv.to(v.dtype), v], dim=2)
-    a = ((q @ k.transpose(-2, -1)) * attn.scale).softmax(dim=-1)
-    o = (attn.attn_drop(a) @ v).transpose(1, 2).reshape(b, n, -1)
-    o = getattr(attn, "norm", nn.Identity())(o)
-    o = attn.proj_drop(attn.proj(o))
-    x = x + blk.drop_path1(blk.ls1(o))
-    return x + blk.drop_path2(blk.ls2(blk.mlp(blk.norm2(x))))
 
 
 class _TIIMlp(nn.Module):
@@ -272,35 +253,19 @@ class HiDePromptNet(nn.Module):
         n_layers, _, b = p.shape[:3]
         if self.prefix_layout == "authors":
             p = p.reshape(n_layers, b, 2, *p.shape[3:]).transpose(1, 2)    # the reference's reshape
-        p = p.permute(0, 1, 2, 4, 3, 5)                                     # (layers, 2, B, H, L, hd)
+        p = p.flatten(-2)                                                   # (layers, 2, B, L, d): heads side by side
         for i, blk in enumerate(vit.blocks):
             if i in self.prompt_layers:
                 j = self.prompt_layers.index(i)
-                tokens = _block_with_prefix(blk, tokens, p[j, 0], p[j, 1])
+                tokens = prefix_block_forward(blk, tokens, p[j, 0], p[j, 1])
             else:
                 tokens = blk(tokens)
         out = vit.norm(tokens)[:, 0]
         return getattr(vit, "fc_norm", nn.Identity())(out)
 
 
-def _check_model(model) -> None:
-    feats, head = getattr(model, "features", None), getattr(model, "head", None)
-    missing = [p for p in _VIT_PARTS if not hasattr(feats, p)] if isinstance(feats, nn.Module) else ["features"]
-    if not missing and not all(hasattr(getattr(b, "attn", None), "qkv") for b in feats.blocks):
-        missing = ["blocks with timm attention (attn.qkv)"]
-    if missing or not isinstance(head, nn.Linear):
-        what = (f"its `features` lacks {', '.join(missing)}" if missing
-                else f"its `head` is a {type(head).__name__}, not an nn.Linear")
-        raise TypeError(f"model must be a clkit.models.vit.ViTBackbone (a `features` timm VisionTransformer with "
-                        f"patch_embed, _pos_embed, blocks, norm and a linear `head`), got {type(model).__name__}: "
-                        f"{what}")
-    width = getattr(feats, "embed_dim", head.in_features)
-    if head.in_features != width:
-        raise TypeError(f"model.head must take the ViT's width {width}, got in_features={head.in_features}")
-
-
 @register("hide_prompt")
-class HiDePrompt(Strategy):
+class HiDePrompt(FrozenViTMixin, Strategy):
     """HiDe-Prompt: task-identity inference on frozen features, per-task prefix prompts, a head re-aligned on class statistics.
 
     Parameters
@@ -376,7 +341,7 @@ class HiDePrompt(Strategy):
                  kmeans_iters: int = 300, prefix_layout: str = "per_row", **kwargs):
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-        _check_model(model)
+        check_vit_model(model, qkv=True)
         self.prompt_length = check_int("prompt_length", prompt_length, low=1)
         self.pool_size = check_int("pool_size", pool_size, low=1)
         if not isinstance(prompt_layers, (tuple, list)) or not prompt_layers:
@@ -426,22 +391,18 @@ class HiDePrompt(Strategy):
     # ------------------------------------------------------------------ set-up
     def _optim(self, groups):
         """The constructor's optimizer kind over ``groups`` (each with its own ``lr``)."""
-        return super().make_optimizer(groups)
+        return Strategy.make_optimizer(self, groups)
 
     def make_optimizer(self, params):
         """The constructor's optimizer over WTP's parameters: the prompts at ``lr``, the head at ``head_lr_ratio * lr``."""
         net = self.model
-        return super().make_optimizer([{"params": [net.prompt], "lr": self.lr},
-                                       {"params": list(net.head.parameters()), "lr": self.lr * self.head_lr_ratio}])
+        return self._optim([{"params": [net.prompt], "lr": self.lr},
+                            {"params": list(net.head.parameters()), "lr": self.lr * self.head_lr_ratio}])
 
-    def frozen_modules(self) -> list:
-        """The ViT (evaluation mode)."""
-        return [self.model.vit]
-
+    # frozen_modules (the ViT): FrozenViTMixin's
     def _mask(self, classes) -> torch.Tensor:
-        m = torch.full((self.num_classes,), float("-inf"))
-        m[sorted(int(c) for c in classes if 0 <= int(c) < self.num_classes)] = 0.0
-        return move(m, self.device)
+        """FrozenViTMixin's mask, classes outside the head ignored."""
+        return super()._mask(c for c in classes if 0 <= int(c) < self.num_classes)
 
     def observe(self, x, y, task: Task | None = None) -> float:
         """Refused: HiDe-Prompt needs task boundaries (``task_free = False``); train it with ``train_task``."""
@@ -450,12 +411,7 @@ class HiDePrompt(Strategy):
     # ------------------------------------------------------------------ task loop
     def before_task(self, task: Task) -> None:
         """Slot, masks, a fresh optimizer, the prompt copy from the previous slot, then TII's training, statistics and TAP."""
-        if not task.classes:
-            raise ValueError("HiDe-Prompt needs the task's classes (integer labels)")
-        bad = [c for c in task.classes if not 0 <= int(c) < self.num_classes]
-        if bad:
-            raise ValueError(f"task {task.task_id} has class(es) {bad} outside the {self.num_classes} classes of "
-                             f"model.head; allowed: 0 ... {self.num_classes - 1}")
+        self._check_classes(task, "HiDe-Prompt")
         self._new = task.task_id not in self.slots
         if self._new:
             if len(self.slots) >= self.pool_size:
@@ -605,10 +561,7 @@ class HiDePrompt(Strategy):
             slots = torch.full((len(x),), self.slots[task.task_id], dtype=torch.long, device=self.device)
         else:
             slots = self.infer_slots(x)
-        out = self.model.head(self.model.prompted(x, slots))
-        if self._seen_mask is not None and self.scenario == "class":
-            out = out + self._seen_mask.to(out.dtype)
-        return self.mask_logits(out, classes if classes is not None else (task.classes if task is not None else None))
+        return self._eval_logits(self.model.head(self.model.prompted(x, slots)), task, classes)
 
     def __repr__(self) -> str:
         return (f"HiDePrompt(prompt_length={self.prompt_length}, pool_size={self.pool_size}, reg={self.reg}, "

@@ -68,7 +68,7 @@ from .._validate import check_int, check_real
 from ..device import move
 from ._common import TaskAwareStrategy, features_and_head
 from .base import Task, _cat, _sgd, epoch_means, register, take
-from .der import DER, _init_linear, aux_targets, weight_align
+from .der import DER, aux_targets, expand_heads, prior_classes, seen_mask, weight_align
 from .icarl import herding
 
 __all__ = ["MEMO", "MEMONet", "MEMO_CIFAR100", "default_split", "lr_at"]
@@ -156,18 +156,7 @@ class MEMONet(nn.Module):
         new = copy.deepcopy(self.specialized[-1])
         new.requires_grad_(True)
         self.specialized.append(new)
-        old = self.head
-        dev = old.weight.device
-        head = _init_linear(self.feature_dim * len(self.specialized), self.num_classes, generator, dev)
-        rows = sorted(int(c) for c in old_classes)
-        if rows:
-            idx = move(torch.as_tensor(rows, dtype=torch.int64), dev)
-            with torch.no_grad():
-                head.weight[idx, :old.in_features] = old.weight.detach()[idx]
-                if old.bias is not None:
-                    head.bias[idx] = old.bias.detach()[idx]
-        self.head = head
-        self.aux_head = _init_linear(self.feature_dim, len(new_classes) + 1, generator, dev)
+        expand_heads(self, len(self.specialized), generator, old_classes, new_classes)
 
     def extract(self, x) -> torch.Tensor:
         """The representation: the specialised blocks' features concatenated, ``(N, t d)``."""
@@ -281,12 +270,7 @@ class MEMO(DER):
     def before_task(self, task: Task) -> None:
         if task.task_id in self.trained_tasks:
             return
-        if not task.classes:
-            raise ValueError("MEMO needs the task's classes (integer labels)")
-        prior = set()
-        for t in self.trained_tasks:
-            prior.update(self.task_classes.get(t, ()))
-        self.classes_before = tuple(sorted(prior - set(task.classes)))
+        prior = prior_classes(self, task, "MEMO")
         dev = self.model.head.weight.device
         net = self.model
         if self.trained_tasks:
@@ -296,9 +280,7 @@ class MEMO(DER):
                 block.requires_grad_(self.train_adaptive)
             net.generalized.requires_grad_(self.train_base)
             self._phase = (self.lr, self.weight_decay, self.milestones, self.lr_decay)
-        seen = torch.full((net.num_classes,), float("-inf"))
-        seen[sorted(prior | set(task.classes))] = 0.0
-        self._seen_mask = move(seen, dev)
+        self._seen_mask = seen_mask(net.num_classes, prior | set(task.classes), dev)
         self.trained_tasks.append(task.task_id)
         self.refresh_train_mode()
         self.optimizer = self._phase_optimizer([p for p in net.parameters() if p.requires_grad])

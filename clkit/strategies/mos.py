@@ -90,17 +90,20 @@ from torch import nn
 
 from .._validate import check_choice, check_int, check_real
 from ..device import move
+from ..models.vit_adapter import Adapter
+from ._vit_common import FrozenViTMixin, check_vit_model
 from .base import Strategy, Task, _sgd, epoch_means, register
-from .prompt import _check_model
 
 __all__ = ["MOS", "MOSNet", "MOSAdapter"]
 
 
-class MOSAdapter(nn.Module):
-    """The AdaptFormer bottleneck of MOS: ``scale * up(dropout(relu(down(x))))`` (no residual, no norm).
+class MOSAdapter(Adapter):
+    """The AdaptFormer bottleneck of MOS: :class:`~clkit.models.vit_adapter.Adapter` (EASE's) without
+    its own dropout, ``scale * up(relu(down(x)) * mask)`` (no residual, no norm).
 
     Initialised as the authors' ``init_option="lora"``: the down weight Kaiming-uniform
-    (``a = sqrt(5)``, drawn from ``generator``), the up weight and both biases zero.
+    (``a = sqrt(5)``, drawn from ``generator``), the up weight and both biases zero. MOS draws the
+    dropout itself (:meth:`MOS._dropout_masks`) and passes it as ``mask``.
 
     Examples
     --------
@@ -110,20 +113,7 @@ class MOSAdapter(nn.Module):
     """
 
     def __init__(self, d: int, r: int, generator: torch.Generator, scale: float = 0.1):
-        super().__init__()
-        self.scale = scale
-        self.down_proj = nn.Linear(d, r)
-        self.up_proj = nn.Linear(r, d)
-        with torch.no_grad():
-            nn.init.kaiming_uniform_(self.down_proj.weight, a=math.sqrt(5), generator=generator)
-            for p in (self.up_proj.weight, self.down_proj.bias, self.up_proj.bias):
-                p.zero_()
-
-    def forward(self, x, mask=None):
-        h = F.relu(self.down_proj(x))
-        if mask is not None:
-            h = h * mask
-        return self.up_proj(h) * self.scale
+        super().__init__(d, r, scale=scale, dropout=0.0, generator=generator)
 
 
 class MOSNet(nn.Module):
@@ -203,7 +193,7 @@ class MOSNet(nn.Module):
             if inplace:
                 self.reweight(adapters, idx)
             h = h + blk.drop_path1(blk.ls1(blk.attn(blk.norm1(h))))
-            ad = adapters[i](h, None if masks is None else masks[i])
+            ad = adapters[i](h, mask=None if masks is None else masks[i])
             h = h + (blk.drop_path2(blk.ls2(blk.mlp(blk.norm2(h)))) + ad)
         return vit.forward_head(vit.norm(h), pre_logits=True)
 
@@ -217,7 +207,7 @@ class MOSNet(nn.Module):
 
 
 @register("mos")
-class MOS(Strategy):
+class MOS(FrozenViTMixin, Strategy):
     """MOS: per-task adapter snapshots with EMA merging, classifier alignment and self-refined retrieval.
 
     Parameters
@@ -276,7 +266,7 @@ class MOS(Strategy):
                  reweight: str = "authors", **kwargs):
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-        _check_model(model)
+        check_vit_model(model)
         self.ffn_num = check_int("ffn_num", ffn_num, low=1)
         self.adapter_momentum = check_real("adapter_momentum", adapter_momentum, low=0, high=1)
         self.reg = check_real("reg", reg, low=0)
@@ -321,22 +311,9 @@ class MOS(Strategy):
             return _sgd(groups, lr=self.lr, momentum=self.momentum)
         return (torch.optim.Adam if spec == "adam" else torch.optim.AdamW)(groups, lr=self.lr)
 
-    def frozen_modules(self) -> list:
-        """The ViT (evaluation mode)."""
-        return [self.model.vit]
-
-    def _mask(self, classes) -> torch.Tensor:
-        m = torch.full((self.num_classes,), float("-inf"))
-        m[sorted(int(c) for c in classes)] = 0.0
-        return move(m, self.device)
-
+    # frozen_modules (the ViT), _mask: FrozenViTMixin's
     def before_task(self, task: Task) -> None:
-        if not task.classes:
-            raise ValueError("MOS needs the task's classes (integer labels)")
-        bad = [c for c in task.classes if not 0 <= int(c) < self.num_classes]
-        if bad:
-            raise ValueError(f"task {task.task_id} has class(es) {bad} outside the {self.num_classes} classes of "
-                             f"model.head; allowed: 0 ... {self.num_classes - 1}")
+        self._check_classes(task, "MOS")
         t = self.n_tasks
         self.class_order += [int(c) for c in task.classes if int(c) not in self.class_order]
         idx = move(torch.tensor([int(c) for c in task.classes]), self.device)

@@ -67,13 +67,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._validate import check_choice, check_int, check_real
-from ..device import move
+from ._vit_common import FrozenViTMixin, check_vit_model
 from .base import Strategy, Task, register
 
 __all__ = ["L2P", "L2PNet", "select_prompts"]
-
-_VIT_PARTS = ("patch_embed", "_pos_embed", "blocks", "norm")
-
 
 def select_prompts(query: torch.Tensor, keys: torch.Tensor, top_k: int, *, batchwise: bool = False):
     """L2P's key-query matching: the ``top_k`` keys closest (cosine) to each query, and the surrogate loss.
@@ -208,22 +205,8 @@ class L2PNet(nn.Module):
         return (logits, loss, idx) if surrogate else logits
 
 
-def _check_model(model) -> None:
-    feats, head = getattr(model, "features", None), getattr(model, "head", None)
-    missing = [p for p in _VIT_PARTS if not hasattr(feats, p)] if isinstance(feats, nn.Module) else ["features"]
-    if missing or not isinstance(head, nn.Linear):
-        what = (f"its `features` lacks {', '.join(missing)}" if missing
-                else f"its `head` is a {type(head).__name__}, not an nn.Linear")
-        raise TypeError(f"model must be a clkit.models.vit.ViTBackbone (a `features` timm VisionTransformer with "
-                        f"patch_embed, _pos_embed, blocks, norm and a linear `head`), got {type(model).__name__}: "
-                        f"{what}")
-    width = getattr(feats, "embed_dim", getattr(feats, "num_features", head.in_features))
-    if head.in_features != width:
-        raise TypeError(f"model.head must take the ViT's width {width}, got in_features={head.in_features}")
-
-
 @register("l2p")
-class L2P(Strategy):
+class L2P(FrozenViTMixin, Strategy):
     """L2P: a frozen ViT, a pool of prompts chosen per image by key-query matching, a trained head.
 
     Parameters
@@ -281,7 +264,7 @@ class L2P(Strategy):
                  clip_grad: float | None = None, **kwargs):
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-        _check_model(model)
+        check_vit_model(model)
         self.pool_size = check_int("pool_size", pool_size, low=1)
         self.prompt_length = check_int("prompt_length", prompt_length, low=1)
         self.top_k = check_int("top_k", top_k, low=1)
@@ -307,26 +290,10 @@ class L2P(Strategy):
         self.last_ids: torch.Tensor | None = None
 
     # ------------------------------------------------------------------ set-up
-    def make_optimizer(self, params):
-        """The constructor's optimizer over the trainable parameters only (prompts, keys, head)."""
-        return super().make_optimizer([p for p in params if p.requires_grad])
-
-    def frozen_modules(self) -> list:
-        """The ViT (evaluation mode: dropout and stochastic depth off)."""
-        return [self.model.vit]
-
-    def _mask(self, classes) -> torch.Tensor:
-        m = torch.full((self.num_classes,), float("-inf"))
-        m[sorted(int(c) for c in classes)] = 0.0
-        return move(m, self.device)
-
+    # make_optimizer (trainable parameters: prompts, keys, head), frozen_modules (the ViT), _mask:
+    # FrozenViTMixin's
     def before_task(self, task: Task) -> None:
-        if not task.classes:
-            raise ValueError("L2P needs the task's classes (integer labels)")
-        bad = [c for c in task.classes if not 0 <= int(c) < self.num_classes]
-        if bad:
-            raise ValueError(f"task {task.task_id} has class(es) {bad} outside the {self.num_classes} classes of "
-                             f"model.head; allowed: 0 ... {self.num_classes - 1}")
+        self._check_classes(task, "L2P")
         seen = self._seen_classes   # the task's classes included (registered before this hook)
         self._seen_mask = self._mask(seen)
         self._train_mask = self._mask(task.classes if self.train_mask == "task" else seen)
@@ -342,10 +309,7 @@ class L2P(Strategy):
     def forward(self, x, task: Task | None = None, classes=None) -> torch.Tensor:
         """Evaluation logits: per-row prompt selection; classes not seen so far at ``-inf`` (class-incremental),
         or the logits masked to the task's classes (task-incremental)."""
-        out = self.model(x)
-        if self._seen_mask is not None and self.scenario == "class":
-            out = out + self._seen_mask.to(out.dtype)
-        return self.mask_logits(out, classes if classes is not None else (task.classes if task is not None else None))
+        return self._eval_logits(self.model(x), task, classes)
 
     def after_backward(self, x, y, task: Task | None) -> None:
         if self.clip_grad is not None:
@@ -358,9 +322,7 @@ class L2P(Strategy):
         self.optimizer.zero_grad(set_to_none=True)
         with self.amp.autocast():
             logits, surrogate, idx = self.model(x, batchwise=self.batchwise_prompt, surrogate=True)
-            if self._train_mask is not None:
-                logits = logits + self._train_mask.to(logits.dtype)
-            logits = self.mask_logits(logits, task.classes if task is not None else None)
+            logits = self._train_logits(logits, task)
             loss = self.criterion(logits, y) + self.pull_constraint * surrogate
         self.amp.backward(loss, self.optimizer)
         self.after_backward(x, y, task)

@@ -92,7 +92,7 @@ from .._validate import check_choice, check_int, check_real
 from ..device import move
 from ._common import TaskAwareStrategy
 from .base import Task, _cat, register, take
-from .der import DER, _init_linear, aux_targets
+from .der import DER, _init_linear, expand_heads
 from .icarl import herding
 
 __all__ = ["TagFex", "TagFexNet", "TokenAttention", "info_nce", "info_nce_distill", "flip_crop", "tokens"]
@@ -311,18 +311,8 @@ class TagFexNet(nn.Module):
                 m.reset_running_stats()
         new.requires_grad_(True)
         self.extractors.append(new)
-        old = self.head
-        dev = old.weight.device
-        head = _init_linear(self.feature_dim * len(self.extractors), self.num_classes, generator, dev)
-        rows = sorted(int(c) for c in old_classes)
-        if rows:
-            idx = move(torch.as_tensor(rows, dtype=torch.int64), dev)
-            with torch.no_grad():
-                head.weight[idx, :old.in_features] = old.weight.detach()[idx]
-                if old.bias is not None:
-                    head.bias[idx] = old.bias.detach()[idx]
-        self.head = head
-        self.aux_head = _init_linear(self.feature_dim, len(new_classes) + 1, generator, dev)
+        expand_heads(self, len(self.extractors), generator, old_classes, new_classes)
+        dev = self.head.weight.device
         self.attn = TokenAttention(self.feature_dim, self.num_heads, generator, dev)
         self.trans_head = _init_linear(self.feature_dim, len(new_classes), generator, dev)
 
