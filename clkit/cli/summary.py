@@ -47,7 +47,7 @@ def _cmd_summary(args):
     except ValueError as exc:   # nothing to summarise, or a bad --group-by / --columns: bad input
         print(f"[clkit] ERROR: {exc}", file=sys.stderr)
         return 2
-    shown = shown.drop(columns=["error"], errors="ignore")
+    shown = whole_numbers_as_int(shown.drop(columns=["error"], errors="ignore"))
     with pd.option_context("display.max_columns", _PRINT_COLUMNS, "display.width", 200,
                            "display.max_colwidth", 60):
         print(shown.to_string(index=False, max_cols=_PRINT_COLUMNS))
@@ -59,6 +59,31 @@ def _cmd_summary(args):
               "e.g. --columns '*A_AUC'; every column is in the files)")
     print(f"\nwritten: {Path(args.dir) / 'summary.csv'}" + (f" and {grouped_path}" if grouped is not None else ""))
     return 0
+
+
+def whole_numbers_as_int(df):
+    """``df`` with every float column whose values are all whole numbers (NaN aside) as pandas' nullable
+    ``Int64``, so counts print as ``3``, not ``3.0`` (a missing value in a column makes pandas store its
+    integers as floats; issue 55).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> whole_numbers_as_int(pd.DataFrame({"n": [3.0, float("nan")], "acc": [0.5, 1.0]})).dtypes.tolist()
+    [Int64Dtype(), dtype('float64')]
+    """
+    import numpy as np
+
+    out = df.copy()
+    for col in out.columns:
+        s = out[col]
+        if s.dtype.kind == "f":
+            v = s.to_numpy(dtype=float)
+            finite = v[np.isfinite(v)]
+            if finite.size and np.isnan(v).sum() + finite.size == v.size and (finite == np.round(finite)).all() \
+                    and np.abs(finite).max() < 2 ** 53:
+                out[col] = s.astype("Int64")
+    return out
 
 
 def _mean_std(grouped, group_by):
