@@ -11,6 +11,7 @@ against the parameters cell.
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -271,9 +272,70 @@ def load_params(notebook: str, params: str = "default", overrides=()) -> dict:
                 pass
         updates.pop(name, None)  # the last -p of a name wins, in its own place in the order
         updates[name] = value
+    updates = {name: resolve_path_value(name, value, declared) for name, value in updates.items()}
     values = merge_params(notebook, values, updates, declared)
     check_values(notebook, values, declared)
     return values
+
+
+#: file endings that mark a ``-p`` value as a path even without a folder part
+PATH_SUFFIXES = (".csv", ".parquet", ".pt", ".pth", ".ckpt", ".safetensors", ".bin", ".yaml", ".yml", ".json",
+                 ".jsonl", ".log", ".pyd", ".db", ".sqlite", ".npy", ".npz", ".txt", ".gz", ".zip", ".tar")
+
+
+def _looks_like_path(text: str, default) -> bool:
+    """A folder part, ``~`` or a file ending of :data:`PATH_SUFFIXES` (not a keyword, URL or ``module:Name``)."""
+    if not text or "://" in text or os.path.isabs(text) or re.fullmatch(r"[\w.-]+:[\w.-]*", text):
+        return False  # empty, a URL, already absolute, "package.module:Name", "cuda:0", "A:B"
+    if "/" in text or os.sep in text or text.startswith(("./", "../", "~")) or text in (".", ".."):
+        return True
+    return Path(text).suffix.lower() in PATH_SUFFIXES
+
+
+def resolve_path_value(name: str, value, declared: dict | None = None, cwd=None):
+    """A ``-p NAME VALUE`` path, relative to the caller's folder, made absolute before the notebook runs.
+
+    papermill runs a notebook with ``notebooks/`` as its working folder, so a relative path given on the
+    command line would be looked up there. A text value (or a text item of a list) of a ``str`` / ``list``
+    parameter is taken as a path when it has a folder part (``runs/mine``, ``./x``, ``~/x``), a file ending
+    of :data:`PATH_SUFFIXES`, or names a file or folder that exists in ``cwd`` (default: the current folder)
+    and is not the parameter's default keyword; it is returned as an absolute path (``~`` expanded), so a
+    missing one is reported under the absolute path it was looked for at. Keywords (``example``,
+    ``synthetic``), ``package.module:Name``, ``cuda:0``, ``A:B`` comparisons and URLs pass unchanged.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp(); os.mkdir(os.path.join(d, "myruns"))
+    >>> resolve_path_value("runs", "myruns", cwd=d) == os.path.join(d, "myruns")
+    True
+    >>> resolve_path_value("runs", "runs/none.csv", cwd=d) == os.path.join(d, "runs", "none.csv")
+    True
+    >>> resolve_path_value("runs", "example", {"runs": {"type": "str", "default": "example"}}, cwd=d)
+    'example'
+    >>> resolve_path_value("compare", ["replay:naive"], cwd=d), resolve_path_value("device", "cuda:0", cwd=d)
+    (['replay:naive'], 'cuda:0')
+    """
+    spec = (declared or {}).get(name, {})
+    if spec and spec.get("type") not in ("str", "list"):
+        return value
+    default = spec.get("default")
+    base = os.getcwd() if cwd is None else str(cwd)
+
+    def one(text, dflt):
+        if not isinstance(text, str):
+            return text
+        here = os.path.join(base, text)
+        bare = not os.path.isabs(text) and text != dflt and os.path.exists(here)  # a file or folder here
+        if not (_looks_like_path(text, dflt) or bare):
+            return text
+        if text.startswith("~"):
+            return os.path.expanduser(text)
+        return os.path.normpath(os.path.join(base, text))
+
+    if isinstance(value, list):
+        return [one(v, None if not isinstance(default, list) or v not in default else v) for v in value]
+    return one(value, default)
 
 
 def _params_file(notebook: str, params: str) -> Path:

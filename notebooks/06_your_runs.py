@@ -105,7 +105,7 @@ dis = result["disagreements"]
 display(Markdown(f"**{len(dis)} reported number(s) disagree** with the recomputed ones "
                  f"(|difference| > {tolerance:g})." if len(dis) else
                  "**Reported numbers:** none given, or all agree with the recomputed ones."))
-dis.head(8)
+cparams.shown_sources(dis, runs).head(8)  # sources relative to the runs' folder: no machine path
 
 # %% [markdown]
 # ## Figures: every run, and each method's mean $R$

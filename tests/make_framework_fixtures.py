@@ -87,53 +87,90 @@ def write_pycil() -> None:
         folder = OUT / "pycil" / "logs" / model / "cifar100" / "0" / "10"
         folder.mkdir(parents=True, exist_ok=True)
         for seed, counts in seeds.items():
-            clock = [0]
+            (folder / f"reproduce_{seed}_resnet32.log").write_text(_pycil_text(model, seed, counts, [0]))
 
-            def line(msg, src="trainer.py"):
-                clock[0] += 7
-                s, ms = divmod(clock[0], 1000)
-                return f"2026-05-21 11:{s // 60:02d}:{s % 60:02d},{ms:03d} [{src}] => {msg}\n"
 
-            args = {"config": f"./exps/{model}.json", "prefix": "reproduce", "dataset": "cifar100",
-                    "memory_size": 2000, "memory_per_class": 20, "fixed_memory": False, "shuffle": True,
-                    "init_cls": 10, "increment": 10, "model_name": model, "convnet_type": "resnet32",
-                    "device": "[device(type='cuda', index=0)]", "seed": seed}
-            out = [line(f"{k}: {v}") for k, v in args.items()]
-            out.append(line("Files already downloaded and verified", "data.py"))
-            curves = {"cnn": [], "nme": []}
-            for t, row in enumerate(counts):
-                out += [line("All params: 464154"), line("Trainable params: 464154"),
-                        line(f"Learning on {t * 10}-{t * 10 + 10}", f"{model}.py"),
-                        line(f"Task {t}, Epoch 170/170 => Loss 0.412, Train_accy 91.20, Test_accy "
-                             f"{row[-1] / 10:.2f}", f"{model}.py")]
-                cnn = _grouped(row, t * 10)
-                curves["cnn"].append(cnn["total"])
-                if model == "icarl":
-                    nme = _grouped([c - 5 for c in row], t * 10)
-                    curves["nme"].append(nme["total"])
-                    out += [line(f"CNN: {cnn}"), line(f"NME: {nme}"),
-                            line(f"CNN top1 curve: {curves['cnn']}"),
-                            line(f"CNN top5 curve: {[np.around(min(x + 15, 100), decimals=2) for x in curves['cnn']]}"),
-                            line(f"NME top1 curve: {curves['nme']}"),
-                            line(f"NME top5 curve: {[np.around(min(x + 15, 100), decimals=2) for x in curves['nme']]}\n"),
-                            line(f"Average Accuracy (CNN): {sum(curves['cnn']) / len(curves['cnn'])}"),
-                            line(f"Average Accuracy (NME): {sum(curves['nme']) / len(curves['nme'])}")]
-                else:
-                    out += [line("No NME accuracy."), line(f"CNN: {cnn}"),
-                            line(f"CNN top1 curve: {curves['cnn']}"),
-                            line(f"CNN top5 curve: {[np.around(min(x + 15, 100), decimals=2) for x in curves['cnn']]}\n"),
-                            line(f"Average Accuracy (CNN): {sum(curves['cnn']) / len(curves['cnn'])}")]
-            heads = {"cnn": counts}
-            if model == "icarl":
-                heads["nme"] = [[c - 5 for c in row] for row in counts]
-            for head, rows in heads.items():
-                T = len(rows)
-                acc = [[np.around(c * 100 / 1000, decimals=2) for c in row] for row in rows]
-                f = np.mean([max(acc[r][k] for r in range(k, T)) - acc[-1][k] for k in range(T - 1)])
-                out.append(line(f"Forgetting ({head.upper()}): {f}"))
-            (folder / f"reproduce_{seed}_resnet32.log").write_text("".join(out))
+def write_pycil_multi_seed() -> None:
+    """``"seed": [1993, 1994]`` in one PyCIL process: trainer.py's ``logging.basicConfig`` runs once, so both
+    seeds go to the first seed's file and the second seed's FileHandler (never attached) leaves a 0-byte file."""
+    folder = OUT / "pycil_multi_seed" / "logs" / "finetune" / "cifar100" / "0" / "10"
+    folder.mkdir(parents=True, exist_ok=True)
+    clock = [0]
+    text = "".join(_pycil_text("finetune", seed, counts, clock) for seed, counts in PYCIL["finetune"].items())
+    (folder / "reproduce_1993_resnet32.log").write_text(text)
+    (folder / "reproduce_1994_resnet32.log").write_text("")
+
+
+def write_avalanche_placeholder() -> None:
+    """Avalanche 0.6's CSVLogger when the EvaluationPlugin has no ``accuracy_metrics(experience=True)``:
+    ``after_eval_exp`` starts ``acc, loss, forgetting = 0, 0, 0`` and ``_val_to_str`` writes the int as ``0``
+    (a measured float as ``%.4f``); here ``loss_metrics(experience=True)`` is monitored, so the loss is a float."""
+    for method, seed in (("naive", 0), ("replay", 0)):
+        folder = OUT / "avalanche_placeholder" / f"{method}_seed{seed}"
+        folder.mkdir(parents=True, exist_ok=True)
+        rows = ["eval_exp,training_exp,eval_accuracy,eval_loss,forgetting"]
+        for i in range(3):
+            for j in range(3):
+                loss = 0.31 + 0.6 * (i - j) if j <= i else 2.2
+                rows.append(f"{j},{i},0,{loss:.4f},0")
+        (folder / "eval_results.csv").write_text("\n".join(rows) + "\n")
+        (folder / "training_results.csv").write_text(
+            "training_exp,epoch,training_accuracy,val_accuracy,training_loss,val_loss\n"
+            + "".join(f"{i},1,0,0,{0.9 - 0.1 * i:.4f},0\n" for i in range(3)))
+    (OUT / "avalanche_placeholder" / "runs.csv").write_text(
+        "file,method,seed\nnaive_seed0,naive,0\nreplay_seed0,replay,0\n")
+
+
+def _pycil_text(model: str, seed: int, counts: list, clock: list) -> str:
+    """One seed's lines of trainer.py's log (``clock`` carries the fake time across seeds of one file)."""
+
+    def line(msg, src="trainer.py"):
+        clock[0] += 7
+        s, ms = divmod(clock[0], 1000)
+        return f"2026-05-21 11:{s // 60:02d}:{s % 60:02d},{ms:03d} [{src}] => {msg}\n"
+
+    args = {"config": f"./exps/{model}.json", "prefix": "reproduce", "dataset": "cifar100",
+            "memory_size": 2000, "memory_per_class": 20, "fixed_memory": False, "shuffle": True,
+            "init_cls": 10, "increment": 10, "model_name": model, "convnet_type": "resnet32",
+            "device": "[device(type='cuda', index=0)]", "seed": seed}
+    out = [line(f"{k}: {v}") for k, v in args.items()]
+    out.append(line("Files already downloaded and verified", "data.py"))
+    curves = {"cnn": [], "nme": []}
+    for t, row in enumerate(counts):
+        out += [line("All params: 464154"), line("Trainable params: 464154"),
+                line(f"Learning on {t * 10}-{t * 10 + 10}", f"{model}.py"),
+                line(f"Task {t}, Epoch 170/170 => Loss 0.412, Train_accy 91.20, Test_accy "
+                     f"{row[-1] / 10:.2f}", f"{model}.py")]
+        cnn = _grouped(row, t * 10)
+        curves["cnn"].append(cnn["total"])
+        if model == "icarl":
+            nme = _grouped([c - 5 for c in row], t * 10)
+            curves["nme"].append(nme["total"])
+            out += [line(f"CNN: {cnn}"), line(f"NME: {nme}"),
+                    line(f"CNN top1 curve: {curves['cnn']}"),
+                    line(f"CNN top5 curve: {[np.around(min(x + 15, 100), decimals=2) for x in curves['cnn']]}"),
+                    line(f"NME top1 curve: {curves['nme']}"),
+                    line(f"NME top5 curve: {[np.around(min(x + 15, 100), decimals=2) for x in curves['nme']]}\n"),
+                    line(f"Average Accuracy (CNN): {sum(curves['cnn']) / len(curves['cnn'])}"),
+                    line(f"Average Accuracy (NME): {sum(curves['nme']) / len(curves['nme'])}")]
+        else:
+            out += [line("No NME accuracy."), line(f"CNN: {cnn}"),
+                    line(f"CNN top1 curve: {curves['cnn']}"),
+                    line(f"CNN top5 curve: {[np.around(min(x + 15, 100), decimals=2) for x in curves['cnn']]}\n"),
+                    line(f"Average Accuracy (CNN): {sum(curves['cnn']) / len(curves['cnn'])}")]
+    heads = {"cnn": counts}
+    if model == "icarl":
+        heads["nme"] = [[c - 5 for c in row] for row in counts]
+    for head, rows in heads.items():
+        T = len(rows)
+        acc = [[np.around(c * 100 / 1000, decimals=2) for c in row] for row in rows]
+        f = np.mean([max(acc[r][k] for r in range(k, T)) - acc[-1][k] for k in range(T - 1)])
+        out.append(line(f"Forgetting ({head.upper()}): {f}"))
+    return "".join(out)
 
 
 if __name__ == "__main__":
     write_mammoth()
     write_pycil()
+    write_pycil_multi_seed()
+    write_avalanche_placeholder()

@@ -86,7 +86,7 @@ def test_avalanche_csvlogger_reader():
     assert r.R[0].tolist() == [0.9390, 0.0007, 0.0129]
     assert r.R[2].tolist() == [0.3492, 0.6647, 0.9394]
     assert "3 row(s) before training (training_exp None) not used" in r.used
-    assert "eval_loss and forgetting read, not used" in r.used
+    assert "eval_loss read, not used" in r.used
     assert "before training" not in rs.runs[1].used
 
 
@@ -169,8 +169,8 @@ def test_results_json_rederives(tmp_path):
     res = compare(_planted(), reference="A", target=0.01)
     paths = write_report(res, tmp_path / "out", params={"reference": "A"})
     names = sorted(p.name for p in paths)
-    assert names == ["acc_per_method.png", "disagreements.csv", "mean_R.png", "metrics.csv", "results.json",
-                     "runs.csv", "verdicts.csv"]
+    assert names == ["acc_per_method.png", "checks.csv", "disagreements.csv", "mean_R.png", "metrics.csv",
+                     "results.json", "runs.csv", "verdicts.csv"]
     rec = json.loads((tmp_path / "out" / "results.json").read_text())
     rows = rec["results"]["verdicts"]
     again = stats.rederive(rows)

@@ -128,13 +128,15 @@ def test_results_dicts_equal_avalanche_accuracies(runs_folder):
         R, reported, used = read_avalanche_results(results, run=f"{method} seed {seed}")
         np.testing.assert_array_equal(R, _avalanche_matrix(results))
         # equal test sets per experience: Avalanche's stream accuracy is clkit's ACC (final-row mean)
-        assert reported["acc"] == pytest.approx(R[-1].mean(), abs=1e-9)
+        assert reported["acc_stream"] == pytest.approx(R[-1].mean(), abs=1e-9)
+        # ExperienceForgetting of the last dict: R[k, k] - R[T-1, k], k < T-1
+        np.testing.assert_allclose(reported["forgetting_exp"], np.diag(R)[:-1] - R[-1, :-1], atol=1e-9)
         assert "Avalanche eval results, 3 dicts, 9 cells" in used and "other key(s) read, not used" in used
     rs = read_runs(root / "json")
     assert len(rs) == 4
     for run in rs:
         np.testing.assert_array_equal(run.R, _avalanche_matrix(dicts[(run.method, int(run.seed))][1]))
-        assert run.source.endswith(".json") and set(run.reported) == {"acc"}
+        assert run.source.endswith(".json") and set(run.reported) == {"acc_stream", "forgetting_exp"}
     assert disagreements(rs.runs).empty
     res = compare(rs, reference="naive")
     assert "ACC: replay − naive" in res["table"].index
@@ -147,3 +149,55 @@ def test_results_dicts_refused(runs_folder):
         read_avalanche_results([before] + results, run="naive seed 0")
     with pytest.raises(ValueError, match=r"no key Top1_Acc_Exp"):
         read_avalanche_results([{"Loss_Exp/eval_phase/test_stream/Task000/Exp000": 1.0}], run="naive seed 0")
+
+
+def _train_plugin(folder, metrics_of, seed=0):
+    """One Naive run with the EvaluationPlugin built by ``metrics_of(avalanche.evaluation.metrics)``."""
+    from torch import nn
+    from avalanche.benchmarks import nc_benchmark
+    from avalanche.evaluation import metrics as am
+    from avalanche.logging import CSVLogger
+    from avalanche.training.plugins import EvaluationPlugin
+    from avalanche.training.supervised import Naive
+
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        bm = nc_benchmark(_dataset(0, 40), _dataset(1, 20), n_experiences=T, task_labels=False,
+                          fixed_class_order=list(range(6)))
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 6))
+        logger = CSVLogger(str(folder))
+        strategy = Naive(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+                         criterion=nn.CrossEntropyLoss(), train_mb_size=16, train_epochs=1, eval_mb_size=64,
+                         device="cpu", evaluator=EvaluationPlugin(*metrics_of(am), loggers=[logger]))
+        results = []
+        for exp in bm.train_stream:
+            strategy.train(exp)
+            results.append(strategy.eval(bm.test_stream))
+        logger.close()
+    return results
+
+
+def test_real_csvlogger_without_experience_accuracy_refused(tmp_path):
+    """Issue 54: without accuracy_metrics(experience=True) CSVLogger writes eval_accuracy as the literal 0."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _train_plugin(tmp_path / "run", lambda am: [am.accuracy_metrics(stream=True), am.loss_metrics(experience=True)])
+    with pytest.raises(ValueError, match=r"eval_accuracy is the literal '0'.*accuracy_metrics\(experience=True\)"):
+        read_avalanche_csv(tmp_path / "run" / "eval_results.csv")
+
+
+def test_real_stream_forgetting_and_bwt_match_their_definitions(tmp_path):
+    """Issue 54: StreamForgetting is the mean over k < T-1 of R[k, k] - R[T-1, k]; StreamBWT is clkit's BWT."""
+    from clkit.compare.metrics import check_reported, framework_form
+    from clkit.compare.runs import Run
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = _train_plugin(tmp_path / "run", lambda am: [
+            am.accuracy_metrics(experience=True, stream=True), am.forgetting_metrics(experience=True, stream=True),
+            am.bwt_metrics(stream=True)])
+    R, reported, _ = read_avalanche_results(results, run="naive seed 0")
+    assert {"acc_stream", "forgetting_stream", "bwt", "forgetting_exp"} <= set(reported)
+    assert reported["forgetting_stream"] == pytest.approx(framework_form("forgetting_stream", R), abs=1e-9)
+    table = check_reported([Run("naive", "0", None, None, R, "x", reported)])
+    assert set(table["status"]) == {"agrees"}, table

@@ -110,3 +110,17 @@ def test_oracle_refuses_unknown_method_and_bad_shift():
         planted_copy(_runs(), "z", 0.1)
     with pytest.raises(ValueError, match="oracle_shift"):
         planted_copy(_runs(), "a", 0.0)
+
+
+def test_shown_tables_carry_no_machine_path():
+    """Issue 54: 06's disagreement table showed `.../site-packages/...`; sources are relative to the runs' folder."""
+    from clkit.compare.params import data_label, data_note, shown_sources
+
+    res = compare(read_runs(example_runs_path()), reference="naive")
+    raw = res["disagreements"]
+    assert len(raw) and raw["source"].str.startswith(str(example_runs_path())).all()  # what the library keeps
+    shown = shown_sources(raw, "example")["source"]
+    assert shown.str.startswith("example_runs/").all() and not shown.str.contains("/home|site-packages|^/").any()
+    mine = str(example_runs_path())  # a user's absolute runs path (as `clkit run 06 -p runs DIR` now passes it)
+    assert data_label(mine) == "your runs from example_runs"
+    assert "`example_runs`" in data_note(mine, read_runs(mine)) and mine not in data_note(mine, read_runs(mine))

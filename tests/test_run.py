@@ -315,3 +315,17 @@ def test_a_kernel_that_does_not_start_is_started_once_more(tmp_path, monkeypatch
     with pytest.raises(RuntimeError, match="some other failure"):
         execute(path, tmp_path / "out2", {})
     assert len(calls) == 1
+
+
+def test_relative_path_parameter_resolves_against_the_callers_folder(tmp_path, monkeypatch):
+    """Issue 54: `clkit run 06 -p runs DIR` looked for a relative DIR in notebooks/ (papermill's working folder)."""
+    from clkit.notebooks import load_params
+
+    (tmp_path / "myruns").mkdir()
+    monkeypatch.chdir(tmp_path)
+    values = load_params("06_your_runs", "smoke", [("runs", "myruns")])
+    assert values["runs"] == str(tmp_path / "myruns")
+    assert load_params("06_your_runs", "smoke", [("runs", "sub/none.csv")])["runs"] == str(tmp_path / "sub" / "none.csv")
+    assert load_params("06_your_runs", "smoke", [("runs", "example")])["runs"] == "example"  # a keyword stays
+    assert load_params("06_your_runs", "smoke", [("compare", "[replay:naive]")])["compare"] == ["replay:naive"]
+    assert load_params("05_drift", "smoke", [("data_dir", "myruns")])["data_dir"] == str(tmp_path / "myruns")

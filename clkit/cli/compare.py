@@ -81,13 +81,24 @@ def compare(args) -> int:
         print(f"note: read but not compared: {', '.join(res['not_compared'])}")
     print()
     show(res["metrics"].drop(columns=["source"]), "metrics recomputed from each R (clkit.metrics):")
-    dis = res["disagreements"]
+    dis, checked = res["disagreements"], res["checks"]
     print()
-    if len(dis):
-        show(dis, f"reported numbers that disagree with the recomputed ones (|difference| > {tol:g}):")
+    if len(checked):
+        counts = checked["status"].value_counts()
+        print(f"reported numbers checked, each against its own definition recomputed from R (clkit.compare.metrics."
+              f"FORMS): {int(counts.get('agrees', 0))} agree within {tol:g}, {int(counts.get('disagrees', 0))} "
+              f"disagree, {int(counts.get('not checkable', 0))} not checkable")
+        for key, group in checked.groupby("metric", sort=False):
+            print(f"  {key}: {group['definition'].iloc[0]} -- "
+                  + ", ".join(f"{n} {st}" for st, n in group["status"].value_counts().items()))
+        if len(dis):
+            show(dis.drop(columns=["definition", "status"]),
+                 f"reported numbers that disagree with their definition recomputed from R (|difference| > {tol:g}):")
+        unchecked = checked[checked["status"] == "not checkable"]
+        for key, group in unchecked.groupby("metric", sort=False):
+            print(f"note: {key} of {len(group)} run(s) not checkable: {group['why'].iloc[0]}")
     else:
-        reported = sum(bool(r.reported) for r in runs)
-        print(f"reported numbers: {'none given' if not reported else f'all agree within {tol:g} ({reported} run(s))'}")
+        print("reported numbers: none given")
     print()
     table = res["table"].reset_index()
     show(table, f"verdicts (primary metric: {args.metric}; null control: {res['control']} against itself on "

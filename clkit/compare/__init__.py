@@ -59,8 +59,9 @@ Examples
 from __future__ import annotations
 
 from .checks import check_runs, check_scores
-from .metrics import disagreements, metrics_table, run_metrics
+from .metrics import FORMS, check_reported, disagreements, framework_form, metrics_table, run_metrics
 from .frameworks import read_mammoth_log, read_pycil_log
+from .mlflow_db import read_mlflow_db
 from .trackers import read_mlflow_history, read_mlflow_store, read_wandb_history
 from .readers import read_avalanche_csv, read_avalanche_results, read_folder, read_long_csv, read_runs
 from .report import compare, paragraph, write_report
@@ -70,5 +71,6 @@ from .verdicts import comparisons_for, null_pairs, planner, verdicts
 __all__ = ["Run", "Runs", "read_runs", "read_folder", "read_long_csv", "read_avalanche_csv", "read_avalanche_results",
            "read_mammoth_log",
            "read_pycil_log", "read_mlflow_store", "read_mlflow_history", "read_wandb_history", "check_scores",
-           "check_runs", "run_metrics", "metrics_table", "disagreements", "comparisons_for", "null_pairs", "verdicts",
+           "check_runs", "run_metrics", "metrics_table", "disagreements", "check_reported", "framework_form", "FORMS",
+           "read_mlflow_db", "comparisons_for", "null_pairs", "verdicts",
            "planner", "compare", "paragraph", "write_report"]

@@ -3,7 +3,8 @@
 - :func:`check_scores`: one run's matrix -- square, no NaN on or below the diagonal (only cells
   ``j > i``, tasks not yet trained, may be missing), finite, and on the fraction scale [0, 1]
   (with ``percent=True`` in [0, 100], divided by 100). A value above 1 without ``percent`` is
-  refused, never rescaled by a guess.
+  refused, never rescaled by a guess. A diagonal that is 0 for every task is refused as a
+  logger's placeholder (the accuracy was never measured), naming the cause and the fix.
 - :func:`check_runs`: the runs of one comparison -- the same task count within a taskification,
   no duplicated ``(method, seed, order, taskification)``, and every compared method holding the
   same ``(seed, order, taskification)`` keys (the missing ones listed).
@@ -71,6 +72,12 @@ def check_scores(R, *, where: str, percent: bool = False, declared: bool = True)
                          f"{hint}")
     if percent and declared:
         check_not_fractions(M, where=f"{where}: field accuracy")
+    if np.all(np.diag(M) == 0):
+        raise ValueError(f"{where}: field accuracy: the diagonal R[k, k] is 0 for all {T} tasks: no trained model "
+                         "scores 0 on the task it was just trained on, so the accuracy was most likely never "
+                         "measured and a logger wrote a placeholder (Avalanche's CSVLogger writes 0 when the "
+                         "EvaluationPlugin lacks accuracy_metrics(experience=True)). Monitor the per-task accuracy "
+                         "and log the runs again")
     return M / 100.0 if percent else M
 
 

@@ -206,7 +206,10 @@ def read_mammoth_log(path, *, method: str | None = None, seed: str | None = None
     -------
     Runs
         ``format="mammoth"``; each run's ``reported`` holds ``acc`` (``accmean_task{T}``) and, where
-        logged, ``bwt``, ``fwt``, ``forgetting``, all divided by 100.
+        logged, ``bwt`` (``backward_transfer``), ``fwt_random`` (``forward_transfer``: minus a random
+        model's accuracy, not checkable from R) and ``forgetting_max`` (``forgetting``: the maximum over
+        all rows, the last included), all divided by 100, each under the key of its definition
+        (:data:`clkit.compare.metrics.FORMS`).
 
     Examples
     --------
@@ -217,7 +220,7 @@ def read_mammoth_log(path, *, method: str | None = None, seed: str | None = None
     ...     "accmean_task2": 95.0, **cells, "forgetting": np.float64(10.0)}) + "\\n" for s in (0, 1)))
     >>> rs = read_mammoth_log(f)
     >>> [r.label for r in rs], rs.runs[0].R.tolist(), rs.runs[0].reported
-    (['er seed 0', 'er seed 1'], [[1.0, nan], [0.9, 1.0]], {'acc': 0.95, 'forgetting': 0.1})
+    (['er seed 0', 'er seed 1'], [[1.0, nan], [0.9, 1.0]], {'acc': 0.95, 'forgetting_max': 0.1})
     """
     f = Path(path)
     if not f.exists():
@@ -271,7 +274,8 @@ def read_mammoth_log(path, *, method: str | None = None, seed: str | None = None
             R[i, j] = x
         R = check_scores(R, where=where_r, percent=True, declared=False)
         reported = {"acc": means[T - 1] / 100.0}
-        for key, name in (("backward_transfer", "bwt"), ("forward_transfer", "fwt"), ("forgetting", "forgetting")):
+        for key, name in (("backward_transfer", "bwt"), ("forward_transfer", "fwt_random"),
+                          ("forgetting", "forgetting_max")):
             if d.get(key) is not None:
                 reported[name] = _number(d[key], where=where_r, field=key) / 100.0
         used = (f"R {T} x {T} from accuracy_J_taskI (mammoth logs.pyd line {n}; percent, divided by 100); reported "
@@ -335,8 +339,10 @@ def read_pycil_log(path, *, method: str | None = None, seed: str | None = None, 
     Returns
     -------
     Runs
-        ``format="pycil"``; ``reported`` holds ``acc`` (the last ``total``) and ``forgetting``
-        (``Forgetting (CNN)``), divided by 100.
+        ``format="pycil"``; ``reported`` holds ``acc_stream`` (the last ``total``: accuracy over all
+        test samples) and ``forgetting_max`` (``Forgetting (CNN)``: ``trainer.py`` takes each 10-class
+        group's maximum over all rows, the last included, minus its last accuracy, averaged over the
+        first T-1 groups), divided by 100.
 
     Examples
     --------
@@ -351,13 +357,15 @@ def read_pycil_log(path, *, method: str | None = None, seed: str | None = None, 
     ...     "Forgetting (CNN): 30.0"]))
     >>> r = read_pycil_log(f).runs[0]
     >>> r.label, r.R.tolist(), r.reported
-    ('icarl seed 1993', [[0.9, nan], [0.6, 0.8]], {'acc': 0.7, 'forgetting': 0.3})
+    ('icarl seed 1993', [[0.9, nan], [0.6, 0.8]], {'acc_stream': 0.7, 'forgetting_max': 0.3})
     """
     if head not in ("cnn", "nme"):
         raise ValueError(f"head must be 'cnn' or 'nme', got {head!r}")
     f = Path(path)
     if not f.exists():
         raise FileNotFoundError(f"{str(f)!r}{f' (run {label})' if label else ''}: field file: no such file")
+    if not f.read_text(errors="replace").strip():
+        return _empty_pycil_log(f, method=method, seed=seed, label=label, head=head)
     parsed = _pycil_runs(f)
     if not parsed:
         raise ValueError(f"{str(f)!r}{f' (run {label})' if label else ''}: no '[trainer.py] => ' lines: not a PyCIL "
@@ -416,16 +424,16 @@ def read_pycil_log(path, *, method: str | None = None, seed: str | None = None, 
                 R[i, j] = np.mean([groups[c] for c in range(bounds[j], min(bounds[j + 1], end), 10)])
         R = check_scores(R, where=where, percent=True, declared=False)
         last, n_last, _ = rows[-1]
-        reported = {"acc": _number(last.get("total"), where=f"{str(f)!r} line {n_last} (run {run_label})",
-                                   field=f"{head.upper()} 'total'") / 100.0}
+        reported = {"acc_stream": _number(last.get("total"), where=f"{str(f)!r} line {n_last} (run {run_label})",
+                                          field=f"{head.upper()} 'total'") / 100.0}
         ftext, fline = p["forgetting"][head]
         try:
-            reported["forgetting"] = float(ftext) / 100.0
+            reported["forgetting_max"] = float(ftext) / 100.0
         except ValueError:
             raise ValueError(f"{str(f)!r} line {fline} (run {run_label}): field Forgetting ({head.upper()}) = "
                              f"{ftext!r} is not a number") from None
-        if not math.isfinite(reported["forgetting"]):
-            del reported["forgetting"]
+        if not math.isfinite(reported["forgetting_max"]):
+            del reported["forgetting_max"]
         per = max(sizes.values()) // 10
         used = (f"R {T} x {T} from the {head.upper()} grouped accuracies (PyCIL log lines {p['first']}-{p['last']}; "
                 f"{'one 10-class group per task' if sizes == {'init_cls': 10, 'increment': 10} else f'mean of up to {per} 10-class groups per task, assumes equal test sets per group'}"
@@ -435,6 +443,30 @@ def read_pycil_log(path, *, method: str | None = None, seed: str | None = None, 
         logged.append(a.get("seed"))
     runs = pick_logged(runs, logged, seed, repr(str(f)), label or f"{method} seed {seed}")
     return Runs(runs, str(f), "pycil", [])
+
+
+_MULTI_SEED = ("PyCIL logs every seed of a multi-seed run (\"seed\": [1993, 1994]) into the first seed's file "
+               "(trainer.py's logging.basicConfig runs once) and leaves a 0-byte log for each later seed")
+
+
+def _logged_seeds(f: Path) -> list:
+    return [p["args"].get("seed", (None,))[0] for p in _pycil_runs(f)]
+
+
+def _empty_pycil_log(f: Path, *, method, seed, label, head) -> Runs:
+    """An empty PyCIL log named by a manifest: the run of ``seed`` from the sibling log that holds it, else a
+    ``ValueError`` naming the cause."""
+    siblings = [q for q in sorted(f.parent.glob("*.log")) if q != f and q.is_file() and q.stat().st_size]
+    holding = [q for q in siblings if seed is not None and str(seed) in map(str, _logged_seeds(q))]
+    if len(holding) == 1:
+        rs = read_pycil_log(holding[0], method=method, seed=seed, label=label, head=head)
+        for r in rs.runs:
+            r.used += f"; read from {holding[0].name}: {f.name} is empty ({_MULTI_SEED})"
+        return rs
+    where = f"{str(f)!r}{f' (run {label})' if label else ''}"
+    found = "; ".join(f"{q.name} holds seeds {_logged_seeds(q)}" for q in siblings) or "no other log beside it"
+    raise ValueError(f"{where}: the log is empty (0 bytes). {_MULTI_SEED}: point at the first seed's log (or the "
+                     f"folder) instead ({found})")
 
 
 def read_framework_folder(path) -> Runs | None:
@@ -464,6 +496,21 @@ def read_framework_folder(path) -> Runs | None:
         runs = [r for q in pyd for r in read_mammoth_log(q).runs]
         return Runs(runs, str(p), "mammoth", [f"mammoth logs.pyd read: {len(pyd)}"])
     if logs:
-        runs = [r for q in logs for r in read_pycil_log(q).runs]
-        return Runs(runs, str(p), "pycil", [f"PyCIL logs read: {len(logs)}"])
+        empty = [q for q in logs if not q.read_text(errors="replace").strip()]
+        full = [q for q in logs if q not in empty]
+        seeds = {q: [str(x) for x in _logged_seeds(q)] for q in full}
+        skipped = []
+        for q in empty:
+            holders = [h for h in full if h.parent == q.parent and any(f"_{x}_" in f"_{q.stem}_" for x in seeds[h])]
+            if not holders:
+                raise ValueError(f"{str(q)!r}: the PyCIL log is empty (0 bytes) and no log beside it holds its seed: "
+                                 "the run wrote nothing (it stopped before its first line?). Remove it or run it "
+                                 f"again ({_MULTI_SEED}, which is not the case here)")
+            skipped.append(f"{q.name} (its seed is in {holders[0].name})")
+        runs = [r for q in full for r in read_pycil_log(q).runs]
+        notes = [f"PyCIL logs read: {len(full)}"]
+        if skipped:
+            notes.append(f"skipped {len(skipped)} empty PyCIL log(s), expected in a multi-seed run (PyCIL logs every "
+                         f"seed into the first seed's file): {', '.join(skipped)}")
+        return Runs(runs, str(p), "pycil", notes)
     return None

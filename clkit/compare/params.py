@@ -7,6 +7,7 @@ mammoth or PyCIL log, ...).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .._validate import check_choice, check_real, check_type
@@ -63,10 +64,46 @@ def resolve_runs(runs: str) -> Path:
         return example_runs_path()
     p = Path(runs).expanduser()
     if not p.exists():
-        raise FileNotFoundError(f"runs: {runs!r} does not exist; give 'example' (the runs shipped with clkit) or a "
-                                "folder with runs.csv / runs.yaml, a long CSV, or a mammoth / PyCIL log "
-                                "(docs/compare.md)")
+        raise FileNotFoundError(f"runs: {runs!r} does not exist (looked for {p.absolute()}; `clkit run 06 -p runs "
+                                "PATH` resolves a relative PATH against the folder you run it from); give 'example' "
+                                "(the runs shipped with clkit) or a folder with runs.csv / runs.yaml, a long CSV, a "
+                                "mammoth / PyCIL log or an MLflow store (docs/compare.md)")
     return p
+
+
+def shown_sources(table, runs: str):
+    """``table`` with its ``source`` column free of machine paths: relative to the runs' folder, named by it.
+
+    A notebook handed in must not carry ``/home/<user>/...`` or ``.../site-packages/...``: a source
+    inside the runs' folder is shown as ``<folder name>/<path inside>``, any other absolute path by
+    its file name.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> base = resolve_runs("example")
+    >>> shown_sources(pd.DataFrame({"source": [str(base / "naive_seed0.csv"), "/home/u/x/r.csv line 3"]}),
+    ...               "example")["source"].tolist()
+    ['example_runs/naive_seed0.csv', 'r.csv line 3']
+    """
+    if "source" not in getattr(table, "columns", ()):
+        return table
+    base = resolve_runs(runs).resolve()
+    root = base if base.is_dir() else base.parent
+
+    def one(text):
+        text = str(text)
+        for prefix in (str(root), str(resolve_runs(runs))):
+            if text.startswith(prefix + os.sep) or text == prefix:
+                return root.name + "/" + text[len(prefix) + 1:]
+        if os.path.isabs(text.split(" ")[0]) or "site-packages" in text:
+            return os.path.basename(text.split(" line")[0].split(" run ")[0].split(" rows")[0]) + \
+                text[len(text.split(" line")[0].split(" run ")[0].split(" rows")[0]):]
+        return text
+
+    out = table.copy()
+    out["source"] = [one(t) for t in out["source"]]
+    return out
 
 
 def data_label(runs: str) -> str:
@@ -79,7 +116,7 @@ def data_label(runs: str) -> str:
     """
     if runs == "example":
         return "the example runs shipped with clkit (real training runs on scikit-learn's digits)"
-    return f"your runs from {runs}"
+    return f"your runs from {Path(runs).name}"  # the folder's name: no machine path in a handed-in notebook
 
 
 def data_note(runs: str, read) -> str:
@@ -101,4 +138,4 @@ def data_note(runs: str, read) -> str:
                 "8x8 handwritten digits, five class-incremental tasks of two classes, one accuracy matrix per run, "
                 f"as another trainer would write them; {what}. Their `reported_acc` is the *average incremental "
                 "accuracy* many trainers print as their summary, not ACC.")
-    return f"**Runs read:** your runs from `{runs}`; {what}."
+    return f"**Runs read:** your runs from `{Path(runs).name}`; {what}."

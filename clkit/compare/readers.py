@@ -106,6 +106,8 @@ _MANIFEST = ("file", "method", "seed", "order", "taskification", "format", "metr
 _LONG = ("method", "seed", "order", "taskification", "i", "j", "accuracy")
 _AV_EXP = re.compile(r"Top1_Acc_Exp/eval_phase/(?P<stream>[^/]+)/Task(?P<task>\d+)/Exp(?P<exp>\d+)")
 _AV_STREAM = re.compile(r"Top1_Acc_Stream/eval_phase/(?P<stream>[^/]+)/Task(?P<task>\d+)")
+_AV_SFORG = re.compile(r"Stream(?P<what>Forgetting|BWT)/eval_phase/(?P<stream>[^/]+)")
+_AV_EFORG = re.compile(r"ExperienceForgetting/eval_phase/(?P<stream>[^/]+)/Task(?P<task>\d+)/Exp(?P<exp>\d+)")
 
 
 def _label(method, seed, order=None, taskification=None) -> str:
@@ -271,6 +273,8 @@ def read_folder(path, *, percent: bool = False, **tracker) -> Runs:
             one = read_tracker_file(f, fmt, percent=percent, method=vals["method"], seed=vals["seed"], label=label,
                                     **opts).runs[0]
             R, source, used = one.R, one.source, one.used
+            if reported:
+                used += "; reported " + ", ".join(sorted(reported)) + " from the manifest (compared, not used)"
         elif fmt in ("mammoth", "pycil"):
             from .frameworks import read_mammoth_log, read_pycil_log
 
@@ -285,9 +289,11 @@ def read_folder(path, *, percent: bool = False, **tracker) -> Runs:
             if fmt == "avalanche" and f.is_file() and not _is_avalanche(f):
                 raise ValueError(f"{str(f)!r} (run {label}): field format = avalanche, but the header is not "
                                  f"{','.join(AVALANCHE_HEADER)}")
-            R, source, used = read_matrix_file(f, run=label, percent=percent)
-        if reported and fmt not in ("mammoth", "pycil", "avalanche results"):
-            used += "; reported " + ", ".join(sorted(reported)) + " from the manifest (compared, not used)"
+            manifest_keys = sorted(reported)
+            R, source, used, own = read_matrix_file(f, run=label, percent=percent, with_reported=True)
+            reported = {**own, **reported}
+            if manifest_keys:
+                used += "; reported " + ", ".join(manifest_keys) + " from the manifest (compared, not used)"
         extra_here = [c for c in extra if _text(row.get(c)) is not None]
         if extra_here:
             used += "; manifest columns not used: " + ", ".join(extra_here)
@@ -310,6 +316,8 @@ def _sniff(f: Path) -> str | None:
         return "avalanche"
     if f.suffix == ".pyd":
         return "mammoth"
+    if f.suffix == ".log" and f.is_file() and f.stat().st_size == 0:
+        return "pycil"  # a later seed's log of a multi-seed PyCIL run (clkit.compare.frameworks)
     with open(f, newline="", errors="replace") as fh:
         first = fh.readline()
     if re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ \[[^\]]+\.py\] => ", first):
@@ -323,7 +331,7 @@ def _is_avalanche(f: Path) -> bool:
     return tuple(c.strip() for c in first.split(",")) == AVALANCHE_HEADER
 
 
-def read_matrix_file(path, *, run: str, percent: bool = False) -> tuple[np.ndarray, str, str]:
+def read_matrix_file(path, *, run: str, percent: bool = False, with_reported: bool = False) -> tuple:
     """``(R, source, used)`` of one run's file: a matrix CSV, or Avalanche's ``eval_results.csv`` (or its folder).
 
     Examples
@@ -344,7 +352,9 @@ def read_matrix_file(path, *, run: str, percent: bool = False) -> tuple[np.ndarr
     if not f.exists():
         raise FileNotFoundError(f"{str(f)!r} (run {run}): field file: no such file")
     if _is_avalanche(f):
-        R, used = read_avalanche_csv(f, run=run, percent=percent)
+        R, reported, used = read_avalanche_csv(f, run=run, percent=percent, with_reported=True)
+        if with_reported:
+            return R, str(f), used, reported
         return R, str(f), used
     from ..data.user import load_matrix_csv
 
@@ -358,7 +368,8 @@ def read_matrix_file(path, *, run: str, percent: bool = False) -> tuple[np.ndarr
     how = how.split(" (", 1)[1] if " (" in how else how
     how = how.rstrip("; ")
     scale = "scale 0-100, divided by 100" if percent else "scale 0-1"
-    return R, str(f), f"R {len(R)} x {len(R)} ({how}; {scale})"
+    used = f"R {len(R)} x {len(R)} ({how}; {scale})"
+    return (R, str(f), used, {}) if with_reported else (R, str(f), used)
 
 
 def _from_cells(cells: dict, T: int, *, where: str, percent: bool) -> np.ndarray:
@@ -369,13 +380,29 @@ def _from_cells(cells: dict, T: int, *, where: str, percent: bool) -> np.ndarray
     return check_scores(R, where=where, percent=percent)
 
 
-def read_avalanche_csv(path, *, run: str = "", percent: bool = False) -> tuple[np.ndarray, str]:
+def read_avalanche_csv(path, *, run: str = "", percent: bool = False, with_reported: bool = False) -> tuple:
     """``(R, used)`` from Avalanche 0.6's ``CSVLogger`` ``eval_results.csv`` (format inferred from its code:
     see the module docstring).
 
     ``R[i, j]`` is ``eval_accuracy`` of the row with ``training_exp = i`` and ``eval_exp = j``. A pair
     logged twice (``eval`` called twice after one training experience) keeps the last row, and the
     ``used`` text says so; rows with ``training_exp = None`` (evaluation before training) are not used.
+
+    CSVLogger starts every row's values at the integer ``0`` and writes a measured float with
+    ``%.4f`` (``avalanche/logging/csv_logger.py``, ``after_eval_exp`` / ``_val_to_str``): an
+    ``eval_accuracy`` written ``0`` (not ``0.0000``) was never measured (the plugin lacks
+    ``accuracy_metrics(experience=True)``) and the file is refused, naming that fix. The
+    ``forgetting`` column is Avalanche's ``ExperienceForgetting``, ``R[k, k] - R[i, k]`` for ``k < i``
+    (``0`` elsewhere and when not monitored); where the last training experience's rows hold measured
+    values, ``with_reported=True`` returns them as ``reported["forgetting_exp"]`` (one per ``k < T-1``),
+    checked cell by cell against R (:mod:`clkit.compare.metrics`).
+
+    Returns
+    -------
+    R : ndarray, shape (T, T)
+    reported : dict
+        Only with ``with_reported=True``: ``{"forgetting_exp": [...]}`` or ``{}``.
+    used : str
 
     Examples
     --------
@@ -393,7 +420,7 @@ def read_avalanche_csv(path, *, run: str = "", percent: bool = False) -> tuple[n
         table = list(csv.reader(fh))
     if not table or tuple(c.strip() for c in table[0]) != AVALANCHE_HEADER:
         raise ValueError(f"{where}: not Avalanche's eval_results.csv: the header must be {','.join(AVALANCHE_HEADER)}")
-    cells, before, repeated = {}, 0, 0
+    cells, before, repeated, texts, forg = {}, 0, 0, {}, {}
     for n, row in enumerate(table[1:], start=2):
         if not any(c.strip() for c in row):
             continue
@@ -418,16 +445,35 @@ def read_avalanche_csv(path, *, run: str = "", percent: bool = False) -> tuple[n
             raise ValueError(f"{where} line {n}: field training_exp / eval_exp must be >= 0, got {tr} / {ev}")
         repeated += (i, j) in cells
         cells[(i, j)] = x
+        texts[(i, j)] = (acc, n)
+        forg[(i, j)] = row[4].strip()
     if not cells:
         raise ValueError(f"{where}: no evaluation after training (no row with a training_exp number)")
+    literal = [(n, t) for t, n in texts.values() if re.fullmatch(r"[+-]?\d+", t)]
+    if literal:
+        n, t = literal[0]
+        raise ValueError(f"{where} line {n}: field eval_accuracy is the literal {t!r} in {len(literal)} of "
+                         f"{len(texts)} row(s) (a measured accuracy is written with 4 decimals, e.g. 0.0000): "
+                         "CSVLogger writes this placeholder when no experience accuracy was computed, i.e. the "
+                         "EvaluationPlugin lacks accuracy_metrics(experience=True). Add it to the plugin's metrics "
+                         "and train again (or keep strategy.eval's results dicts, docs/compare.md)")
     T = 1 + max(max(k) for k in cells)
     R = _from_cells(cells, T, where=where, percent=percent)
     used = (f"R {T} x {T} from eval_accuracy (Avalanche CSVLogger, {len(cells)} cells"
-            + ("; percent, divided by 100" if percent else "") + "); eval_loss and forgetting read, not used")
+            + ("; percent, divided by 100" if percent else "") + "); eval_loss read, not used")
+    last = [forg.get((T - 1, k)) for k in range(T - 1)]
+    reported = {}
+    if all(t is not None and re.fullmatch(r"[+-]?\d*\.\d+", t) for t in last):
+        reported["forgetting_exp"] = [float(t) / (100.0 if percent else 1.0) for t in last]
+        used += "; reported forgetting_exp from the last training experience's forgetting (ExperienceForgetting)"
+    else:
+        used += "; forgetting not monitored (CSVLogger's placeholder 0), not used"
     if before:
         used += f"; {before} row(s) before training (training_exp None) not used"
     if repeated:
         used += f"; {repeated} repeated (training_exp, eval_exp) row(s): the last one used"
+    if with_reported:
+        return R, reported, used
     return R, used
 
 
@@ -454,9 +500,13 @@ def read_avalanche_results(results, *, run: str = "", stream: str | None = None,
         ``R[i, j]`` = ``Top1_Acc_Exp/eval_phase/<stream>/Task<t>/Exp<j>`` of dict ``i``; experiences not
         evaluated are NaN (allowed above the diagonal only).
     reported : dict
-        ``{"acc": ...}`` from the last dict's ``Top1_Acc_Stream/eval_phase/<stream>/Task<t>`` when it has
-        one task label (the accuracy over the whole stream's samples: clkit's ``acc`` when the
-        experiences' test sets are equal in size).
+        From the last dict, each under the key of its definition (:data:`clkit.compare.metrics.FORMS`):
+        ``acc_stream`` from ``Top1_Acc_Stream/eval_phase/<stream>/Task<t>`` when it has one task label
+        (the accuracy over the whole stream's samples: clkit's ``acc`` when the experiences' test sets
+        are equal in size); ``forgetting_stream`` from ``StreamForgetting/eval_phase/<stream>``
+        (Avalanche 0.6: the mean over k < T-1 of ``R[k, k] - R[T-1, k]``, not Chaudhry's maximum);
+        ``bwt`` from ``StreamBWT/eval_phase/<stream>`` (minus the former: Lopez-Paz's BWT); and
+        ``forgetting_exp`` from ``ExperienceForgetting/.../Exp<k>``, k < T-1.
     used : str
         What was read and what was not.
 
@@ -467,9 +517,9 @@ def read_avalanche_results(results, *, run: str = "", stream: str | None = None,
     ...          {k(0): 0.6, k(1): 0.8, "Top1_Acc_Stream/eval_phase/test_stream/Task000": 0.7}]
     >>> R, reported, used = read_avalanche_results(dicts, run="naive seed 0")
     >>> R.tolist(), reported
-    ([[0.9, 0.1], [0.6, 0.8]], {'acc': 0.7})
+    ([[0.9, 0.1], [0.6, 0.8]], {'acc_stream': 0.7})
     >>> used
-    'R 2 x 2 from Top1_Acc_Exp of test_stream (Avalanche eval results, 2 dicts, 4 cells); reported acc from Top1_Acc_Stream; 1 other key(s) read, not used'
+    'R 2 x 2 from Top1_Acc_Exp of test_stream (Avalanche eval results, 2 dicts, 4 cells); reported acc_stream from Top1_Acc_Stream (compared, not used); 1 other key(s) read, not used'
     """
     where = f"run {run}" if run else "Avalanche results"
     if isinstance(results, (str, Path)):
@@ -520,16 +570,36 @@ def read_avalanche_results(results, *, run: str = "", stream: str | None = None,
     R = _from_cells(cells, T, where=where, percent=percent)
     used = (f"R {T} x {T} from Top1_Acc_Exp of {stream} (Avalanche eval results, {T} dicts, {len(cells)} cells"
             + ("; percent, divided by 100" if percent else "") + ")")
-    reported = {}
-    accs = [v for k, v in results[-1].items() if (m := _AV_STREAM.fullmatch(str(k))) and m["stream"] == stream]
-    if len(accs) == 1:
+    reported, taken = {}, 0
+    scale = 100.0 if percent else 1.0
+
+    def number(k, v):
         try:
-            reported["acc"] = float(accs[0]) / (100.0 if percent else 1.0)
+            return float(v) / scale
         except (TypeError, ValueError):
-            raise ValueError(f"{where} dict {T - 1}: field Top1_Acc_Stream = {accs[0]!r} is not a number") from None
-        used += "; reported acc from Top1_Acc_Stream"
-    if other - len(accs):
-        used += f"; {other - len(accs)} other key(s) read, not used"
+            raise ValueError(f"{where} dict {T - 1}: field {k} = {v!r} is not a number") from None
+
+    last = results[-1]
+    accs = [(k, v) for k, v in last.items() if (m := _AV_STREAM.fullmatch(str(k))) and m["stream"] == stream]
+    if len(accs) == 1:
+        reported["acc_stream"] = number(*accs[0])
+        taken += 1
+    for k, v in last.items():
+        m = _AV_SFORG.fullmatch(str(k))
+        if m and m["stream"] == stream:
+            reported["forgetting_stream" if m["what"] == "Forgetting" else "bwt"] = number(k, v)
+            taken += 1
+    exp_f = {int(m["exp"]): (k, v) for k, v in last.items()
+             if (m := _AV_EFORG.fullmatch(str(k))) and m["stream"] == stream}
+    if exp_f and sorted(exp_f) == list(range(T - 1)):
+        reported["forgetting_exp"] = [number(*exp_f[k]) for k in range(T - 1)]
+        taken += len(exp_f)
+    if reported:
+        names = {"acc_stream": "Top1_Acc_Stream", "forgetting_stream": "StreamForgetting", "bwt": "StreamBWT",
+                 "forgetting_exp": "ExperienceForgetting"}
+        used += "; reported " + ", ".join(f"{k} from {names[k]}" for k in reported) + " (compared, not used)"
+    if other - taken:
+        used += f"; {other - taken} other key(s) read, not used"
     return R, reported, used
 
 

@@ -14,14 +14,15 @@ from pathlib import Path
 
 from .. import stats
 from .checks import check_runs
-from .metrics import TOLERANCE, disagreements, metrics_table
+from .metrics import TOLERANCE, check_reported, metrics_table
 from .plots import mean_matrices, metric_strip
 from .verdicts import comparisons_for, planner, verdicts
 
 __all__ = ["compare", "paragraph", "write_report"]
 
 
-def paragraph(verdicts_, disagree, *, subject: str = "this set of runs", tol: float = TOLERANCE, small_n: int = 4) -> str:
+def paragraph(verdicts_, disagree, *, subject: str = "this set of runs", tol: float = TOLERANCE, small_n: int = 4,
+              checked=None) -> str:
     """The closing text: :func:`clkit.stats.closing_text` on the verdicts (rows on fewer than ``small_n``
     pairs are never findings, as in every notebook), then what the frameworks' own numbers did (never stronger than the numbers: it lists, it does not judge).
 
@@ -40,8 +41,18 @@ def paragraph(verdicts_, disagree, *, subject: str = "this set of runs", tol: fl
     if len(disagree):
         runs = disagree["run"].nunique()
         text += (f"\n\n**Reported numbers disagree** with those recomputed from the accuracy matrices in "
-                 f"{len(disagree)} case(s) over {runs} run(s) (|difference| > {tol:g}); the verdicts use the "
-                 "recomputed ones.")
+                 f"{len(disagree)} case(s) over {runs} run(s) (|difference| > {tol:g}; each compared with its own "
+                 "definition, the reason such numbers differ listed beside it); the verdicts use the recomputed "
+                 "ones.")
+    if checked is not None and len(checked):
+        agree = int((checked["status"] == "agrees").sum())
+        unchecked = checked[checked["status"] == "not checkable"]
+        text += (f"\n\nOf the {len(checked)} number(s) the logs report, {agree} agree with the same definition "
+                 f"computed from R within {tol:g}")
+        if len(unchecked):
+            text += (f"; {len(unchecked)} cannot be checked from R ("
+                     + ", ".join(sorted(set(unchecked["metric"]))) + ")")
+        text += "."
     return text
 
 
@@ -103,10 +114,12 @@ def compare(runs, *, comparisons=None, reference: str | None = None, metric: str
         from .oracle import oracle_verdict
 
         vs.insert(1 if vs and vs[0].role == "null control" else 0, oracle_verdict(runs, control, oracle_shift))
-    dis = disagreements(runs, tol)
+    checked = check_reported(runs, tol)
+    dis = checked[checked["status"] == "disagrees"].reset_index(drop=True)
     return {"runs": listing, "run_list": runs, "metrics": metrics_table(runs), "disagreements": dis,
+            "checks": checked,
             "comparisons": pairs,
-            "verdicts": vs, "table": stats.verdict_table(vs), "paragraph": paragraph(vs, dis, tol=tol),
+            "verdicts": vs, "table": stats.verdict_table(vs), "paragraph": paragraph(vs, dis, tol=tol, checked=checked),
             "planner": planner(vs, target), "control": control, "metric": metric, "not_compared":
             [m for m in methods if m not in involved]}
 
@@ -122,7 +135,7 @@ def write_report(result: dict, out, *, params: dict | None = None) -> list:
     ...           f"{m}{s}.csv") for m in "ab" for s in range(4)]
     >>> paths = write_report(compare(rs, reference="a"), tempfile.mkdtemp())
     >>> sorted(p.name for p in paths)
-    ['acc_per_method.png', 'disagreements.csv', 'mean_R.png', 'metrics.csv', 'results.json', 'runs.csv', 'verdicts.csv']
+    ['acc_per_method.png', 'checks.csv', 'disagreements.csv', 'mean_R.png', 'metrics.csv', 'results.json', 'runs.csv', 'verdicts.csv']
     """
     import matplotlib.pyplot as plt
 
@@ -140,12 +153,16 @@ def write_report(result: dict, out, *, params: dict | None = None) -> list:
             runs=result["runs"].to_dict(orient="records"),
             per_run=m.to_dict(orient="records"),
             disagreements=result["disagreements"].to_dict(orient="records"),
+            checks=result["checks"].to_dict(orient="records") if "checks" in result else [],
             verdicts=[v.to_dict() for v in result["verdicts"]],
             controls_hold=stats.controls_hold(result["verdicts"])[0],
             paragraph=result["paragraph"], planner=result["planner"])
     paths = []
-    for name, table in (("runs", result["runs"]), ("metrics", m), ("disagreements", result["disagreements"]),
-                        ("verdicts", result["table"].reset_index())):
+    tables = [("runs", result["runs"]), ("metrics", m), ("disagreements", result["disagreements"]),
+              ("verdicts", result["table"].reset_index())]
+    if "checks" in result:
+        tables.append(("checks", result["checks"]))
+    for name, table in tables:
         paths.append(atomic_write_text(d / f"{name}.csv", table.to_csv(index=False)))
     ax = metric_strip(m, result["metric"])
     paths.append(save_figure(ax.figure, f"{result['metric']}_per_method", folder=d))
