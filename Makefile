@@ -14,7 +14,7 @@ STAMP := $(VENV)/.clkit-installed
 TORCH_PIN ?= torch==2.14.1 torchvision==0.29.1
 FMNIST := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 
-.PHONY: run test rehearse install data browser-deps browser-test site docs clean
+.PHONY: run test check rehearse install data browser-deps browser-test site docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,16 @@ run: install data
 TEST_WORKERS ?= 2
 test: install data browser-deps
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not paper_rehearsal and not documented_runs"
+
+# The everyday loop (docs/development.md): doctests and unit tests without the notebook, browser, sweep,
+# wheel and version tests, then one smoke notebook (06, seconds); a few minutes on 2 cores. make test
+# stays the full suite, and the one CI runs.
+CHECK_MARKS := not notebook and not browser and not sweep and not paper_rehearsal and not documented_runs and not gpu
+check: install
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "$(CHECK_MARKS)" -p no:cacheprovider \
+	  --ignore=tests/test_wheel.py --ignore=tests/test_version.py --ignore=tests/test_browser.py \
+	  --ignore=tests/test_browser_site.py
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_notebook_06.py
 
 # Every paper set's rehearsal (a minute to six each on 2 cores): each notebook's paper set run
 # end to end on files fabricated in the real datasets' formats, spread over the test processes.
