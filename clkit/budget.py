@@ -27,7 +27,8 @@ import numpy as np
 
 __all__ = ["Work", "Budget", "time_per_call", "format_duration", "format_flops", "training_flops", "FlopEstimate",
            "H100_FP32_PEAK", "SUSTAINED_FRACTION", "GPU_THROUGHPUT", "GPU_ASSUMPTION", "MEASURED_CARD",
-           "MEASURED_STEPS", "measured_throughput", "measured_assumption"]
+           "MEASURED_STEPS", "measured_throughput", "measured_assumption", "MemoryPlan", "host_memory_gib",
+           "process_memory_bytes"]
 
 #: FP32 peak of one NVIDIA H100 SXM without tensor cores, FLOP/s (NVIDIA's H100 datasheet: 67 TFLOPS FP32)
 H100_FP32_PEAK = 67e12
@@ -399,3 +400,107 @@ def _ms(seconds: float) -> str:
     if seconds < 1e-3:
         return f"{seconds * 1e3:.2g} ms"
     return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def host_memory_gib() -> float | None:
+    """This machine's memory in GiB, whatever device a run trains on: the physical memory, or the
+    container's limit (cgroup v2 ``memory.max`` / v1 ``memory.limit_in_bytes``) when that is smaller;
+    ``None`` when neither can be read.
+
+    Examples
+    --------
+    >>> m = host_memory_gib()
+    >>> m is None or m > 0
+    True
+    """
+    import os
+
+    sizes = []
+    try:
+        sizes.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = open(path).read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 2 ** 60:
+            sizes.append(int(text))
+    return round(min(sizes) / 2 ** 30, 2) if sizes else None
+
+
+def process_memory_bytes() -> int:
+    """The resident memory of this process now, in bytes (0 where it cannot be read).
+
+    Examples
+    --------
+    >>> process_memory_bytes() > 0
+    True
+    """
+    try:
+        import psutil
+
+        return int(psutil.Process().memory_info().rss)
+    except Exception:   # noqa: BLE001 - psutil missing or refused: the plan says 0 for it
+        return 0
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """The host memory a run will hold, item by item, checked against the machine before it starts.
+
+    Attributes
+    ----------
+    items : tuple of (str, int)
+        What is held and its bytes (the process as it stands, the data, the windows, ...).
+    parameter : str
+        What to change when the plan does not fit, named in the error (e.g. ``"stride"``).
+    advice : str
+        How to change it, said with the parameter.
+
+    Examples
+    --------
+    >>> p = MemoryPlan((("process", 2 * 2 ** 30), ("windows", 6 * 2 ** 30)), "stride", "raise it")
+    >>> p.gib
+    8.0
+    >>> p.check(16.0) is p
+    True
+    >>> p.check(4.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: stride: the run plans 8 GiB of host memory (process 2 GiB, windows 6 GiB), more than this machine's 4 GiB; raise it
+    """
+
+    items: tuple
+    parameter: str = ""
+    advice: str = ""
+
+    @property
+    def bytes(self) -> int:
+        return int(sum(b for _, b in self.items))
+
+    @property
+    def gib(self) -> float:
+        return self.bytes / 2 ** 30
+
+    def describe(self) -> str:
+        """``8 GiB (process 2 GiB, windows 6 GiB)``."""
+        return f"{_gib(self.bytes)} ({', '.join(f'{n} {_gib(b)}' for n, b in self.items)})"
+
+    def check(self, memory_gib: float | None = None) -> "MemoryPlan":
+        """Refuse (``ValueError`` naming :attr:`parameter`) a plan over ``memory_gib`` (default: this machine's,
+        :func:`host_memory_gib`); ``self`` when it fits or the machine's memory is unknown."""
+        have = host_memory_gib() if memory_gib is None else float(memory_gib)
+        if have is not None and self.bytes > have * 2 ** 30:
+            items = ", ".join(f"{n} {_gib(b)}" for n, b in self.items)
+            raise ValueError(f"{self.parameter}: the run plans {_gib(self.bytes)} of host memory ({items}), more than "
+                             f"this machine's {have:g} GiB; {self.advice}")
+        return self
+
+    def record(self) -> dict:
+        return {"bytes": self.bytes, "items": {n: int(b) for n, b in self.items}, "parameter": self.parameter}
+
+
+def _gib(b: int) -> str:
+    return f"{b / 2 ** 30:.3g} GiB"

@@ -97,6 +97,11 @@ device: str = "auto"  # auto (CUDA if available, else CPU) | cpu | cuda | cuda:N
 precision: str = "fp32"  # fp32 | bf16 | fp16: autocast dtype (fp16 needs CUDA)
 deterministic: bool = False  # PyTorch deterministic algorithms (reproducible, slower)
 rehearse: bool = False  # the paper set on fabricated files, sizes cut (clkit.rehearsal)
+# split (notebooks/grids/01_taskification/paper_split.yaml): train only these CL runs,
+# "METHOD|SPLIT|SEED" (SEED: 0 .. cl_seeds - 1; Finetune's null control on the first
+# split takes cl_seeds ..); []: every run and every section
+cl_runs: list = []
+cl_from: str = ""  # merge: read the CL runs from this sweep folder's cases ("": train)
 seed: int = 0  # seeds data generation, neighbourhood draws, model init, batch order
 
 # %% [markdown]
@@ -124,7 +129,7 @@ from clkit.progress import tqdm
 import clkit.device
 import clkit.taskification as tk
 from clkit import stats
-from clkit.taskification import budget as cl_budget, plots, report, tables, verdicts
+from clkit.taskification import budget as cl_budget, plots, report, split, tables, verdicts
 from clkit.taskification.params import METHOD_LABELS, check_learner_settings, check_params
 from clkit.plugins import split_learners
 from clkit.data.user import is_user_path
@@ -153,7 +158,12 @@ learner_kwargs, settings = check_learner_settings(learner_kwargs, methods)
 P.update(dataset=dataset, methods=methods, time_column=time_column,
          value_columns=value_columns, interval_minutes=interval_minutes,
          learner_kwargs=learner_kwargs, learner_settings=settings, device=device,
-         precision=precision, deterministic=deterministic, rehearse=rehearse)
+         precision=precision, deterministic=deterministic, rehearse=rehearse, cl_runs=cl_runs,
+         cl_from=cl_from)
+if cl_runs and cl_from:
+    raise ValueError(f"cl_runs and cl_from: a case trains runs, a merge reads them; give one, got {cl_runs!r} "
+                     f"and {cl_from!r}")
+whole = not cl_runs  # a case of the split grid runs only its CL runs; a whole run (or merge) every section
 record = RunRecord("01_taskification", params={**P, "case_length": case_length})
 rd = clkit.device.setup(device, precision, deterministic)
 print(rd.describe())
@@ -186,13 +196,14 @@ DIST = dict(method=discrepancy, num_quantiles=num_quantiles, seed=seed)
 # (`clkit.taskification.discrepancy`), on long ones by 0.3-3 %.
 
 # %%
-cases = tk.case_studies(case_length, seed=seed)
-case_rows, case_reports = report.case_study_table(cases, num_perturbations, seed)
-record.figure(plots.case_studies(cases, case_reports), "fig1_case_studies")
-record.log(case_studies=case_rows)
-rec_move = report.recurrence_move(case_rows)
-record.log(recurrence_component_change=rec_move)
-pd.DataFrame(case_rows).T.round(4)
+if whole:
+    cases = tk.case_studies(case_length, seed=seed)
+    case_rows, case_reports = report.case_study_table(cases, num_perturbations, seed)
+    record.figure(plots.case_studies(cases, case_reports), "fig1_case_studies")
+    record.log(case_studies=case_rows)
+    rec_move = report.recurrence_move(case_rows)
+    record.log(recurrence_component_change=rec_move)
+    display(pd.DataFrame(case_rows).T.round(4))
 
 # %% [markdown]
 # ## 2. Data: a CESNET-TimeSeries24-shaped stream
@@ -214,6 +225,7 @@ names, splits, shifted, delta = report.make_splits(
     data.length, data.interval_minutes, window_days, offset_days, delta_days
 )
 values, ti = data.values[:num_series], data.target_index
+cl_selected = split.parse_runs(cl_runs, methods, names, cl_seeds)  # the CL runs this run trains or reads
 record.log(
     data_source=data.source,
     num_tasks={n: t.num_tasks for n, t in splits.items()},
@@ -251,6 +263,8 @@ budget = cl_budget.cl_budget(
     stride=stride, context_across_tasks=context_across_tasks, epochs=epochs,
     batch_size=batch_size, model_fn=model_fn, num_features=len(data.features), device=rd,
     seed=seed, workers=rd.workers(cl_workers, fork=True), num_threads=torch_threads, settings=settings,
+    analysed_bytes=values.size * 4, patience=patience, d_model=d_model, num_layers=num_layers,
+    num_heads=num_heads, split_note=report.split_note(cl_selected, cl_from),
 )
 record.log(budget=budget.record())
 display(Markdown(budget.text()))
@@ -267,11 +281,12 @@ display(Markdown(budget.text()))
 # matrices averaged over series.
 
 # %%
-mats = report.mean_matrices(values, splits, **DIST)
-mse_table = pd.DataFrame(tk.matrix_mse_table(mats), index=names, columns=names)
-record.figure(plots.wasserstein_matrices(mats, mse_table), "fig2_wasserstein_matrices")
-record.log(matrix_mse=mse_table.to_dict())
-mse_table.round(5)
+if whole:
+    mats = report.mean_matrices(values, splits, **DIST)
+    mse_table = pd.DataFrame(tk.matrix_mse_table(mats), index=names, columns=names)
+    record.figure(plots.wasserstein_matrices(mats, mse_table), "fig2_wasserstein_matrices")
+    record.log(matrix_mse=mse_table.to_dict())
+    display(mse_table.round(5))
 
 # %% [markdown]
 # ## 4. Profile distance between taskifications (Table 2)
@@ -280,9 +295,10 @@ mse_table.round(5)
 # $\beta=$ `beta`) for every pair; mean $\pm$ standard deviation over series.
 
 # %%
-dprof, table2 = report.profile_distance_table(values, splits, l_min, alpha, beta, **DIST)
-record.log(d_prof=dprof)
-table2
+if whole:
+    dprof, table2 = report.profile_distance_table(values, splits, l_min, alpha, beta, **DIST)
+    record.log(d_prof=dprof)
+    display(table2)
 
 # %% [markdown]
 # ## 5. Plasticity, stability and BPS (Tables 3-4), beside the null stream
@@ -303,21 +319,23 @@ table2
 
 # %%
 bps_kw = dict(alpha=alpha, beta=beta, method=discrepancy, num_quantiles=num_quantiles)
-bps = report.bps_tables(values, splits, shifted, delta, num_perturbations, seed,
-                        l_min=l_min, **bps_kw)
-record.log(bps=bps["aligned"], bps_shifted=bps["shifted"], bps_null=bps["null"],
-           bps_per_series={k: {n: r["bps"] for n, r in v.items()}
-                           for k, v in bps["series"].items()})
-# Mean over the window lengths of this run, under keys that do not name a window, so the
-# rows of a sweep over window_days line up (clkit summary: bps_mean.aligned, ...).
-record.log(bps_mean=bps["bps_mean"])
-display(Markdown("**Table 3** (boundaries at 0, w, 2w, ...)"), bps["table3"])
-display(Markdown(f"**Table 4** (all boundaries shifted by {offset_days:g} days)"),
-        bps["table4"])
+if whole:
+    bps = report.bps_tables(values, splits, shifted, delta, num_perturbations, seed,
+                            l_min=l_min, **bps_kw)
+    record.log(bps=bps["aligned"], bps_shifted=bps["shifted"], bps_null=bps["null"],
+               bps_per_series={k: {n: r["bps"] for n, r in v.items()}
+                               for k, v in bps["series"].items()})
+    # Mean over the window lengths of this run, under keys that do not name a window, so the
+    # rows of a sweep over window_days line up (clkit summary: bps_mean.aligned, ...).
+    record.log(bps_mean=bps["bps_mean"])
+    display(Markdown("**Table 3** (boundaries at 0, w, 2w, ...)"), bps["table3"])
+    display(Markdown(f"**Table 4** (all boundaries shifted by {offset_days:g} days)"),
+            bps["table4"])
 
 # %%
-fig = plots.bps_bars(bps["aligned"], bps["shifted"], bps["null"], offset_days)
-record.figure(fig, "tables3_4_bps")
+if whole:
+    fig = plots.bps_bars(bps["aligned"], bps["shifted"], bps["null"], offset_days)
+    record.figure(fig, "tables3_4_bps")
 
 # %% [markdown]
 # ## 6. A real offline stream: room occupancy (river)
@@ -328,12 +346,13 @@ record.figure(fig, "tables3_4_bps")
 # $\delta$ = `river_delta`, beside the BPS of the same splits on the shuffled stream.
 
 # %%
-river = load_river_stream("occupancy")
-river_rows = report.river_bps(river.values[0], river.length, river_windows, river_delta,
-                              l_min, num_perturbations, seed, **bps_kw)
-record.log(river_source=river.source, river_bps=river_rows)
-display(Markdown(f"**Data:** {river.source}"))
-pd.DataFrame(river_rows).T.round(4)
+if whole:
+    river = load_river_stream("occupancy")
+    river_rows = report.river_bps(river.values[0], river.length, river_windows, river_delta,
+                                  l_min, num_perturbations, seed, **bps_kw)
+    record.log(river_source=river.source, river_bps=river_rows)
+    display(Markdown(f"**Data:** {river.source}"))
+    display(pd.DataFrame(river_rows).T.round(4))
 
 # %% [markdown]
 # ## 7. Continual forecasting under each taskification (Table 1)
@@ -387,28 +406,29 @@ record.log(
 for n in names:
     print(f"{n}: test windows per task (all {cl_series} series) {test_windows[n]}")
 
-num_runs = (len(methods) * len(names) + ("naive" in methods)) * cl_seeds  # + null control
-bar = tqdm(total=num_runs, desc="CL runs (method, split, seed)")
-cl = report.run_cl(
-    cl_tasks, model_fn, methods, cl_seeds, seed=seed, workers=rd.workers(cl_workers, fork=True),
-    progress=bar.update, strategy_kwargs=settings, null_control=True, device=rd.device,
-    precision=rd.precision, max_epochs=epochs, patience=patience, lr_patience=lr_patience,
-    lr=lr, batch_size=batch_size, num_threads=torch_threads,
-)
-bar.close()
-cl_mean, cl_sd = report.cl_summary(cl, methods, names, cl_seeds)
-record.log(
-    cl={f"{m}|{n}|{s}": {k: v for k, v in r.items() if k != "M"} | {"M": r["M"]}
-        for (m, n, s), r in cl.items()},
-    cl_mean={f"{m}|{n}": v for (m, n), v in cl_mean.items()},
-    cl_seed_std={f"{m}|{n}": v for (m, n), v in cl_sd.items()},
-)
-display(Markdown(f"**Table 1** (mean over {cl_seeds} seed(s); MSE x 10^3; the last two rows "
-                 "learn nothing)"))
-report.table1(cl_mean, baselines, methods, names, METHOD_LABELS).round(2)
+if cl_from:  # the merge of a split run: the cases' error matrices, nothing trained
+    cl = split.read_cl_runs(cl_from, cl_selected, record.params)
+else:
+    bar = tqdm(total=len(cl_selected), desc="CL runs (method, split, seed)")
+    cl = report.run_cl(
+        cl_tasks, model_fn, methods, cl_seeds, seed=seed, workers=rd.workers(cl_workers, fork=True),
+        progress=bar.update, strategy_kwargs=settings, null_control=True, device=rd.device,
+        precision=rd.precision, max_epochs=epochs, patience=patience, lr_patience=lr_patience,
+        lr=lr, batch_size=batch_size, num_threads=torch_threads, only=cl_selected,
+    )
+    bar.close()
+record.log(cl={f"{m}|{n}|{s}": {k: v for k, v in r.items() if k != "M"} | {"M": r["M"]}
+               for (m, n, s), r in cl.items()})
+if whole:
+    cl_mean, cl_sd = report.cl_summary(cl, methods, names, cl_seeds)
+    record.log(cl_mean={f"{m}|{n}": v for (m, n), v in cl_mean.items()},
+               cl_seed_std={f"{m}|{n}": v for (m, n), v in cl_sd.items()})
+    display(Markdown(f"**Table 1** (mean over {cl_seeds} seed(s); MSE x 10^3; the last two rows "
+                     "learn nothing)"))
+    display(report.table1(cl_mean, baselines, methods, names, METHOD_LABELS).round(2))
 
 # %%
-if methods:
+if methods and whole:
     fig = plots.cl_vs_baselines(cl_mean, cl_sd, baselines, methods, names, METHOD_LABELS,
                                 cl_seeds)
     record.figure(fig, "cl_vs_baselines")
@@ -434,21 +454,22 @@ if methods:
 # `context_across_tasks`).
 
 # %%
-target_only = cl_values[:, :, [ti]]  # the baselines need only the target channel
-proto, proto_log = report.protocol_table(target_only, splits, context_steps, stride, seed,
-                                         cl_series)
-record.log(protocol=proto_log)
-lost = {n: context_steps / tk.days_to_steps(w, data.interval_minutes)
-        for n, w in zip(names, window_days)}
-record.log(context_share_lost=lost)
-display(Markdown(
-    "**No-learning baselines under each protocol** (average test MSE x 10^3 "
-    f"over tasks; target steps per task and series at stride {stride}). "
-    "Contexts inside tasks drop "
-    + ", ".join(f"{100 * v:.0f} % of a {n} task" for n, v in lost.items())
-    + " before stride."
-))
-pd.DataFrame(proto).T.round(3)
+if whole:
+    target_only = cl_values[:, :, [ti]]  # the baselines need only the target channel
+    proto, proto_log = report.protocol_table(target_only, splits, context_steps, stride, seed,
+                                             cl_series)
+    record.log(protocol=proto_log)
+    lost = {n: context_steps / tk.days_to_steps(w, data.interval_minutes)
+            for n, w in zip(names, window_days)}
+    record.log(context_share_lost=lost)
+    display(Markdown(
+        "**No-learning baselines under each protocol** (average test MSE x 10^3 "
+        f"over tasks; target steps per task and series at stride {stride}). "
+        "Contexts inside tasks drop "
+        + ", ".join(f"{100 * v:.0f} % of a {n} task" for n, v in lost.items())
+        + " before stride."
+    ))
+    display(pd.DataFrame(proto).T.round(3))
 
 # %% [markdown]
 # ## 9. The paper's Tables 1-4, in the paper's layout
@@ -461,8 +482,9 @@ pd.DataFrame(proto).T.round(3)
 # fewer series, other window lengths or a smaller transformer), and what the table cannot show.
 
 # %%
-paper_kw = dict(source=data.source, rehearsal=rehearse)
-paper_tables = {}
+if whole:
+    paper_kw = dict(source=data.source, rehearsal=rehearse)
+    paper_tables = {}
 
 # %% [markdown]
 # **The paper's Table 1** (continual forecasting: average MSE, BWT and forgetting per
@@ -470,20 +492,22 @@ paper_tables = {}
 # run's data are not the paper's, the note under the table says so.
 
 # %%
-paper_tables["table1"] = tables.table1(
-    cl_mean, baselines, methods, names, METHOD_LABELS, cl_seeds=cl_seeds,
-    diffs=tables.differences(P, 1, **paper_kw),
-)
-display(Markdown(paper_tables["table1"].note), paper_tables["table1"].frame)
+if whole:
+    paper_tables["table1"] = tables.table1(
+        cl_mean, baselines, methods, names, METHOD_LABELS, cl_seeds=cl_seeds,
+        diffs=tables.differences(P, 1, **paper_kw),
+    )
+    display(Markdown(paper_tables["table1"].note), paper_tables["table1"].frame)
 
 # %% [markdown]
 # **The paper's Table 2** ($D_{prof}$ between taskification pairs, mean $\pm$ sd across
 # series). When this run's data are not the paper's, the note under the table says so.
 
 # %%
-paper_tables["table2"] = tables.table2(dprof, names, num_series=num_series,
-                                       diffs=tables.differences(P, 2, **paper_kw))
-display(Markdown(paper_tables["table2"].note), paper_tables["table2"].frame)
+if whole:
+    paper_tables["table2"] = tables.table2(dprof, names, num_series=num_series,
+                                           diffs=tables.differences(P, 2, **paper_kw))
+    display(Markdown(paper_tables["table2"].note), paper_tables["table2"].frame)
 
 # %% [markdown]
 # **The paper's Table 3** (plasticity, stability and BPS, mean $\pm$ sd across series, the
@@ -491,19 +515,21 @@ display(Markdown(paper_tables["table2"].note), paper_tables["table2"].frame)
 # table says so.
 
 # %%
-paper_tables["table3"] = tables.bps_table(bps["aligned"], names, null=bps["null"], num_series=num_series,
-                                          diffs=tables.differences(P, 3, **paper_kw))
-display(Markdown(paper_tables["table3"].note), paper_tables["table3"].frame)
+if whole:
+    paper_tables["table3"] = tables.bps_table(bps["aligned"], names, null=bps["null"], num_series=num_series,
+                                              diffs=tables.differences(P, 3, **paper_kw))
+    display(Markdown(paper_tables["table3"].note), paper_tables["table3"].frame)
 
 # %% [markdown]
 # **The paper's Table 4** (the same after shifting every boundary by `offset_days`). When this
 # run's data are not the paper's, the note under the table says so.
 
 # %%
-paper_tables["table4"] = tables.bps_table(bps["shifted"], names, null=bps["null"], offset_days=offset_days,
-                                          num_series=num_series, diffs=tables.differences(P, 4, **paper_kw))
-display(Markdown(paper_tables["table4"].note), paper_tables["table4"].frame)
-record.log(paper_tables={k: t.record() for k, t in paper_tables.items()})
+if whole:
+    paper_tables["table4"] = tables.bps_table(bps["shifted"], names, null=bps["null"], offset_days=offset_days,
+                                              num_series=num_series, diffs=tables.differences(P, 4, **paper_kw))
+    display(Markdown(paper_tables["table4"].note), paper_tables["table4"].frame)
+    record.log(paper_tables={k: t.record() for k, t in paper_tables.items()})
 
 # %% [markdown]
 # ## 10. Verdicts: which differences the rule supports
@@ -536,33 +562,35 @@ record.log(paper_tables={k: t.record() for k, t in paper_tables.items()})
 # check stops the findings; a row with fewer than 4 pairs is never read as one.
 
 # %%
-split_vs = verdicts.split_verdicts(
-    {n: r["bps"] for n, r in bps["series"]["aligned"].items()},
-    {n: r["bps"] for n, r in bps["series"]["null"].items()},
-    bps["series"]["null_again"][names[0]]["bps"], oracle=dataset == "synthetic",
-)
-cl_vs = verdicts.cl_verdicts(cl, baselines, methods, names, METHOD_LABELS, cl_seeds)
-all_vs = split_vs + cl_vs
-checks = verdicts.pipeline_checks(values, seed, cl, cl_seeds)
-record.log(verdicts=[v.to_dict() for v in all_vs], pipeline_checks=checks,
-           controls_hold=stats.controls_hold(all_vs)[0] and all(c["holds"] for c in checks))
-display(Markdown(report.checks_line(checks)))
-stats.verdict_table(all_vs)
+if whole:
+    split_vs = verdicts.split_verdicts(
+        {n: r["bps"] for n, r in bps["series"]["aligned"].items()},
+        {n: r["bps"] for n, r in bps["series"]["null"].items()},
+        bps["series"]["null_again"][names[0]]["bps"], oracle=dataset == "synthetic",
+    )
+    cl_vs = verdicts.cl_verdicts(cl, baselines, methods, names, METHOD_LABELS, cl_seeds)
+    all_vs = split_vs + cl_vs
+    checks = verdicts.pipeline_checks(values, seed, cl, cl_seeds)
+    record.log(verdicts=[v.to_dict() for v in all_vs], pipeline_checks=checks,
+               controls_hold=stats.controls_hold(all_vs)[0] and all(c["holds"] for c in checks))
+    display(Markdown(report.checks_line(checks)))
+    display(stats.verdict_table(all_vs))
 
 # %% [markdown]
 # ## 11. What this run shows
 
 # %%
-text, logs = report.closing_text(
-    source=data.source, num_series=num_series, names=names, offset_days=offset_days,
-    bps=bps, case_rows=case_rows, rec_move=rec_move, mse_table=mse_table, methods=methods,
-    labels=METHOD_LABELS, cl_mean=cl_mean, cl_sd=cl_sd, cl_seeds=cl_seeds,
-    baselines=baselines, proto=proto, river_rows=river_rows, verdicts=all_vs,
-    settings=settings, checks=checks, cl=cl,
-)
-text = f"{rh.note()}\n\n{text}" if rh else text
-record.log(summary=text, **logs)
-display(Markdown(text))
+if whole:
+    text, logs = report.closing_text(
+        source=data.source, num_series=num_series, names=names, offset_days=offset_days,
+        bps=bps, case_rows=case_rows, rec_move=rec_move, mse_table=mse_table, methods=methods,
+        labels=METHOD_LABELS, cl_mean=cl_mean, cl_sd=cl_sd, cl_seeds=cl_seeds,
+        baselines=baselines, proto=proto, river_rows=river_rows, verdicts=all_vs,
+        settings=settings, checks=checks, cl=cl,
+    )
+    text = f"{rh.note()}\n\n{text}" if rh else text
+    record.log(summary=text, **logs)
+    display(Markdown(text))
 
 # %%
 record.save()

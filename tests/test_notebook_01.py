@@ -144,6 +144,10 @@ def _untimed(res):
     out = json.loads(json.dumps(res))
     budget = out["results"]["budget"]
     budget.pop("estimated_seconds")
+    # the host-memory plan counts this process's resident memory when the plan is made (issue 52)
+    budget.pop("host_plan", None)
+    budget.pop("window_bytes_host", None)
+    budget.pop("gpu_time", None)
     for w in budget["work"]:
         w.pop("seconds_each")
         w.pop("calibration")

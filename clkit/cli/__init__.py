@@ -14,6 +14,7 @@ Usage
     clkit compare RUNS [--reference METHOD | --compare A:B ...] [--out DIR]
     clkit export RUNS --to mlflow|tensorboard [--out DIR|URI] [--figures DIR]
     clkit sweep NOTEBOOK --grid GRID.yaml --print-cases; clkit run-case ROOT INDEX
+    clkit merge SWEEP_DIR [--out DIR]
     clkit notebooks copy DIR | clkit cite NN | clkit --version
     clkit edge orders | metrics cl|temporal | drift stream | taskify bps ...
     clkit course build | grade ...
@@ -46,7 +47,7 @@ import os
 import sys
 import warnings
 
-from . import cite, compare, course, drift, edge, export, metrics, notebooks, plan, run, summary, sweep, taskify
+from . import cite, compare, course, drift, edge, export, merge, metrics, notebooks, plan, run, summary, sweep, taskify
 
 __all__ = ["main", "build_parser", "SUBCOMMANDS"]
 
@@ -54,7 +55,7 @@ __all__ = ["main", "build_parser", "SUBCOMMANDS"]
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: subcommand modules, in the order ``clkit --help`` lists them
-SUBCOMMANDS = (run, sweep, summary, export, plan, compare, edge, metrics, drift, taskify, course, cite, notebooks)
+SUBCOMMANDS = (run, sweep, merge, summary, export, plan, compare, edge, metrics, drift, taskify, course, cite, notebooks)
 
 
 def version_line() -> str:

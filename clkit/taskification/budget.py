@@ -40,11 +40,12 @@ import torch
 
 from .._seed import torch_seeded, torch_threads
 from .._validate import check_int
-from ..budget import Budget, Work, time_per_call
+from ..budget import Budget, MemoryPlan, Work, format_duration, host_memory_gib, process_memory_bytes, time_per_call
 from ..device import as_device, move
-from .forecasting import forecast_task_sizes
+from .forecasting import _target_starts, forecast_task_sizes
 
-__all__ = ["cl_work", "calibrate", "task_overheads", "cl_budget", "CLBudget", "window_bytes"]
+__all__ = ["cl_work", "calibrate", "task_overheads", "cl_budget", "CLBudget", "window_bytes", "view_bytes_of",
+           "memory_plan"]
 
 
 def _replay_memory(settings: dict | None) -> int:
@@ -153,6 +154,68 @@ def window_bytes(num_windows: int, context: int, num_features: int) -> int:
     13828000
     """
     return int(num_windows) * (int(context) * int(num_features) + 1) * 4
+
+
+def view_bytes_of(taskification, context: int, *, num_series: int, num_features: int, stride: int = 1,
+                  context_across_tasks: bool = False) -> int:
+    """Bytes of one split's windows as :func:`~clkit.taskification.forecasting.make_forecast_tasks` holds them
+    by default (``windows="view"``): each task's scaled stretch of every series (its target steps and the
+    ``context`` steps before the first), one int64 start and one float32 target per window.
+
+    Examples
+    --------
+    >>> from clkit.taskification import fixed_windows
+    >>> view_bytes_of(fixed_windows(100, 50), 10, num_series=2, num_features=3)   # 2 x 50 x 3 x 4 x 2 + 160 x 12
+    4320
+    """
+    starts = _target_starts(taskification, context, stride, bool(context_across_tasks))
+    rows = int(sum(int(end) - (int(a) - context) for a, end in zip(starts, taskification.boundaries[1:])))
+    windows = int(forecast_task_sizes(taskification, context, num_series=num_series, stride=stride,
+                                      context_across_tasks=context_across_tasks).sum())
+    return num_series * rows * num_features * 4 + windows * (8 + 4)
+
+
+def memory_plan(splits: dict, *, cl_series: int, context: int, stride: int, context_across_tasks: bool,
+                num_features: int, batch_size: int, workers: int = 1, memory_size: int = 0,
+                analysed_bytes: int = 0, process_bytes: int | None = None, windows: str = "view") -> MemoryPlan:
+    """The host memory of the notebook's CL part, item by item (:class:`clkit.budget.MemoryPlan`).
+
+    - **this process now**: its resident memory when the plan is made (the loaded stream included);
+    - **the CL windows** of every split, built at once: views (:func:`view_bytes_of`), or stored
+      windows with ``windows="copy"`` (:func:`window_bytes`, 134 GiB at the paper's stride 1);
+    - **the profile and BPS analyses**: two float64 copies of the analysed series (``analysed_bytes``
+      is their float32 size), standardised and sorted;
+    - **per worker process** (``workers``): an evaluation batch (4,096 windows gathered, the strategy's
+      ``predict``), a training batch with Replay's memory rows and Replay's memory.
+
+    The model's own weights, gradients and optimiser state are kilobytes to a few MiB and sit in the
+    process's memory; the device holds its copy.
+
+    Examples
+    --------
+    >>> from clkit.taskification import fixed_windows
+    >>> p = memory_plan({"a": fixed_windows(100, 50)}, cl_series=2, context=10, stride=1, context_across_tasks=False,
+    ...                 num_features=3, batch_size=4, process_bytes=0)
+    >>> [(n, b) for n, b in p.items]
+    [('this process now', 0), ('CL windows (views over the series)', 4320), ('profile and BPS analyses', 0), ('per worker: batches and memory', 508896)]
+    """
+    if windows == "view":
+        held = sum(view_bytes_of(t, context, num_series=cl_series, num_features=num_features, stride=stride,
+                                 context_across_tasks=context_across_tasks) for t in splits.values())
+        label = "CL windows (views over the series)"
+    else:
+        held = window_bytes(sum(int(forecast_task_sizes(t, context, num_series=cl_series, stride=stride,
+                                                        context_across_tasks=context_across_tasks).sum())
+                                for t in splits.values()), context, num_features)
+        label = "CL windows (stored)"
+    per_worker = window_bytes(4096 + 2 * int(batch_size) + int(memory_size), context, num_features)
+    return MemoryPlan(
+        (("this process now", process_memory_bytes() if process_bytes is None else int(process_bytes)),
+         (label, held), ("profile and BPS analyses", 4 * int(analysed_bytes)),
+         ("per worker: batches and memory", max(int(workers), 1) * per_worker)),
+        parameter="cl_series",
+        advice="lower cl_series (the series whose windows form the CL tasks), or run the CL part as the split "
+               "grid's cases on machines that have the memory (notebooks/grids/01_taskification/paper_split.yaml)")
 
 
 def _linear(t_one: float, t_batch: float, batch: int) -> tuple[float, float]:
@@ -277,38 +340,80 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
 
 
+#: the paper's transformer step measured by ``benchmarks/gpu_check.py`` (docs/generated/gpu-check.md):
+#: ``(card, context, d_model, num_layers, num_heads, batch, seconds)``; AdamW, fp32 under PyTorch's defaults
+MEASURED_GPU_STEP = ("one NVIDIA H200 (torch 2.11.0+cu130, CUDA 13.0; benchmarks/gpu_check.py, 2026-11-27)",
+                     288, 32, 8, 4, 256, 33.6e-3)
+
+
+def gpu_days(work: dict, cal: dict, *, batch_size: int, epochs: int, patience: int) -> dict | None:
+    """The CL work priced at :data:`MEASURED_GPU_STEP`: the card's step for every step and Fisher pass, and
+    the forward windows at the step's cost per window times the forward/step ratio ``cal`` measured here.
+
+    Returns ``{"card", "step_s", "upper_s", "lower_s"}``: ``upper_s`` runs every epoch; ``lower_s`` stops every
+    task at the earliest early stopping allows (``patience + 1`` epochs), so a real run lies between.
+
+    Examples
+    --------
+    >>> w = {"steps": 1000, "fisher_passes": 0, "forward_windows": 0}
+    >>> d = gpu_days(w, {"forward_window": 1.0, "step_window": 3.0}, batch_size=256, epochs=100, patience=10)
+    >>> round(d["upper_s"], 1), round(d["lower_s"], 2)          # 1000 x 33.6 ms; 11 of 100 epochs
+    (33.6, 3.7)
+    """
+    card, *_, batch, step = MEASURED_GPU_STEP
+    per_window = step / batch * (cal["forward_window"] / cal["step_window"] if cal["step_window"] > 0 else 1 / 3)
+    # a step's cost grows with its rows (Replay's memory rows double a batch): the larger of the steps and
+    # the rows in batches of the measured size
+    rows = work.get("train_windows", 0) + work.get("fisher_windows", 0)
+    train = max(work["steps"] + work["fisher_passes"], rows / batch) * step
+    upper = train + work["forward_windows"] * per_window
+    share = min(patience + 1, epochs) / epochs
+    return {"card": card, "step_s": step, "upper_s": upper, "lower_s": upper * share}
+
+
 @dataclass
 class CLBudget(Budget):
-    """A :class:`clkit.budget.Budget` that also states the memory the windows take."""
+    """A :class:`clkit.budget.Budget` that also states the memory the run holds and its time on the measured GPU."""
 
     host_bytes: int = 0
     device_bytes: int = 0
     host_memory_gib: float | None = None
     device_memory_gib: float | None = None
+    host_plan: MemoryPlan | None = None
+    gpu_time: dict | None = None
+    split_note: str = ""
 
     def text(self) -> str:
         gib = lambda b: f"{b / 2 ** 30:.3g} GiB"  # noqa: E731
-        mem = (f" The windows take {gib(self.host_bytes)} of host memory (every split at once)"
+        plan = f" ({', '.join(f'{n} {gib(b)}' for n, b in self.host_plan.items)})" if self.host_plan else ""
+        mem = (f" Host memory planned: {gib(self.host_bytes)}{plan}"
                + (f" of this machine's {self.host_memory_gib:g} GiB" if self.host_memory_gib else "")
-               + (f" and {gib(self.device_bytes)} on the device (one split per run, moved once)"
+               + (f"; on the device the windows take {gib(self.device_bytes)} (one split per run, moved once)"
                   + (f" of its {self.device_memory_gib:g} GiB" if self.device_memory_gib else "")
                   if self.device_bytes else "") + ".")
-        over = [what for what, need, have in (("host", self.host_bytes, self.host_memory_gib),
-                                              ("device", self.device_bytes, self.device_memory_gib))
-                if have and need > have * 2 ** 30]
-        if over:
-            mem += (f" That exceeds the {' and the '.join(over)} memory: raise `stride` or lower `cl_series` "
-                    "to run here.")
-        return super().text() + mem
+        if self.device_memory_gib and self.device_bytes > self.device_memory_gib * 2 ** 30:
+            mem += " That exceeds the device memory: lower `cl_series` to run here."
+        gpu = ""
+        if self.gpu_time:
+            g = self.gpu_time
+            gpu = (f" **On one GPU ({g['card']}, the paper's transformer step measured at {g['step_s'] * 1e3:.1f} ms):"
+                   f" {format_duration(g['lower_s'])} to {format_duration(g['upper_s'])}** (every task stopped at the"
+                   " earliest early stopping allows, to every epoch run).")
+        split = f" {self.split_note}" if self.split_note else ""
+        return super().text() + mem + gpu + split
 
     def record(self) -> dict:
-        return {**super().record(), "window_bytes_host": self.host_bytes, "window_bytes_device": self.device_bytes}
+        return {**super().record(), "window_bytes_host": self.host_bytes, "window_bytes_device": self.device_bytes,
+                **({"host_plan": self.host_plan.record()} if self.host_plan else {}),
+                **({"gpu_time": self.gpu_time} if self.gpu_time else {})}
 
 
 def cl_budget(splits: dict, *, methods, cl_seeds: int, cl_series: int, context: int, stride: int,
               context_across_tasks: bool, epochs: int, batch_size: int, model_fn, num_features: int, device,
               seed: int = 0, workers: int = 1, num_threads: int | None = 1, null_control: bool = True,
-              settings: dict | None = None, max_seconds: float = 10.0) -> CLBudget:
+              settings: dict | None = None, max_seconds: float = 10.0, analysed_bytes: int = 0,
+              machine_memory_gib: float | None = None, patience: int = 10, d_model: int | None = None,
+              num_layers: int | None = None, num_heads: int | None = None, split_note: str = "") -> CLBudget:
     """The budget of the notebook's CL part: counted (:func:`cl_work`), timed (:func:`calibrate`), priced.
 
     Parameters
@@ -322,16 +427,38 @@ def cl_budget(splits: dict, *, methods, cl_seeds: int, cl_series: int, context: 
     Other parameters
         As the notebook's (``cl_series`` series, ``stride``, ...); ``settings`` are the
         learners' settings (Replay's ``memory_size``).
+    analysed_bytes : int
+        float32 bytes of the series the profile and BPS analyses read (in the memory plan).
+    machine_memory_gib : float, optional
+        The host memory to check the plan against (default: this machine's,
+        :func:`clkit.budget.host_memory_gib`; a test passes a small one).
+    patience, d_model, num_layers, num_heads
+        Early stopping and the transformer's size: at the paper's size the budget also prices the
+        work at the measured GPU step (:data:`MEASURED_GPU_STEP`, :func:`gpu_days`).
+    split_note : str
+        A sentence naming the split grid of a set too long for one machine.
 
     Returns
     -------
     CLBudget
+
+    Raises
+    ------
+    ValueError
+        When the host-memory plan (:func:`memory_plan`) exceeds the machine's memory, on every device,
+        before anything is timed: it names ``cl_series``.
     """
     from ..device import RunDevice
 
     precision = device.precision if isinstance(device, RunDevice) else "fp32"
     info = device.info if isinstance(device, RunDevice) else {}
     dev = as_device(device)
+    memory = _replay_memory(settings) if "replay" in methods else 0
+    plan = memory_plan(splits, cl_series=cl_series, context=context, stride=stride,
+                       context_across_tasks=context_across_tasks, num_features=num_features, batch_size=batch_size,
+                       workers=workers, memory_size=memory, analysed_bytes=analysed_bytes)
+    machine = host_memory_gib() if machine_memory_gib is None else float(machine_memory_gib)
+    plan.check(machine)
     sizes = {n: forecast_task_sizes(tau, context, num_series=cl_series, stride=stride,
                                     context_across_tasks=context_across_tasks) for n, tau in splits.items()}
     work = cl_work(sizes, methods, cl_seeds, epochs=epochs, batch_size=batch_size, null_control=null_control,
@@ -355,8 +482,12 @@ def cl_budget(splits: dict, *, methods, cl_seeds: int, cl_series: int, context: 
               + f"; at most {epochs} epoch{'s' if epochs != 1 else ''} per task (early stopping ends most tasks "
               "sooner)")
     total = {n: int(s.sum()) for n, s in sizes.items()}
-    host = window_bytes(sum(total.values()), context, num_features)
-    on_device = window_bytes(max(total.values()), context, num_features) if dev.type != "cpu" else 0
+    on_device = max(view_bytes_of(t, context, num_series=cl_series, num_features=num_features, stride=stride,
+                                  context_across_tasks=context_across_tasks)
+                    for t in splits.values()) if dev.type != "cpu" else 0
+    _, m_context, m_width, m_layers, m_heads, _, _ = MEASURED_GPU_STEP
+    gpu = (gpu_days(work, cal, batch_size=batch_size, epochs=epochs, patience=patience)
+           if (context, d_model, num_layers, num_heads) == (m_context, m_width, m_layers, m_heads) else None)
     return CLBudget(
         "01_taskification", f"{dev} ({info.get('name', dev.type)})", work["trainings"],
         [Work("training steps (an upper bound)", work["steps"], train_s / max(work["steps"], 1),
@@ -372,6 +503,6 @@ def cl_budget(splits: dict, *, methods, cl_seeds: int, cl_series: int, context: 
               + ", ".join(f"{m} {_ms(v)}" for m, v in overhead.items()) + " per task")],
         parallel=max(int(workers), 1), detail=detail,
         leaves_out="loading, figures, verdicts and the profile, BPS and baseline analyses (NumPy on the CPU "
-                   "whatever the device)", host_bytes=host, device_bytes=on_device,
-        host_memory_gib=info.get("memory_gib") if dev.type == "cpu" else None,
-        device_memory_gib=info.get("memory_gib") if dev.type == "cuda" else None)
+                   "whatever the device)", host_bytes=plan.bytes, device_bytes=on_device,
+        host_memory_gib=machine, device_memory_gib=info.get("memory_gib") if dev.type == "cuda" else None,
+        host_plan=plan, gpu_time=gpu, split_note=split_note)

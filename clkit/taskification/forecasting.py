@@ -44,6 +44,14 @@ epoch; no step reads a value back. The host reads the device at evaluation
 boundaries only: one validation MSE per epoch (early stopping and the LR schedule
 need it) and one row of ``M`` per task. ``precision`` is the strategy's autocast
 (:class:`clkit.device.Amp`), which the transformer's forward passes run under.
+
+**Windows on the fly.** By default (``windows="view"``) a task's inputs are a
+:class:`~clkit.data.timeseries_windows.WindowView`: each task keeps its scaled stretch of every
+series once and the first row of every window, and a batch gathers its windows when it is
+drawn. Stored windows (``windows="copy"``) repeat every step ``context`` times: 134 GiB of host
+memory for the paper set at stride 1, against well under 1 GiB for the views. A batch gathered
+from a view holds the same floats as the stored one, so training and evaluation give bitwise the
+same numbers (``tests/test_timeseries_windows.py``).
 """
 
 from __future__ import annotations
@@ -60,14 +68,17 @@ from .._jobs import run_jobs
 from ..device import to_host
 from ..metrics import average_accuracy, backward_transfer, forgetting
 from ..strategies import Task, make_strategy, take
+from ..data.timeseries_windows import WindowView
 from .boundaries import Taskification
 
-__all__ = ["ForecastTask", "make_forecast_tasks", "forecast_task_sizes", "train_with_early_stopping",
+__all__ = ["WINDOW_MODES", "ForecastTask", "make_forecast_tasks", "forecast_task_sizes", "train_with_early_stopping",
            "continual_forecasting", "mse_row", "regression_cl_metrics", "baseline_mse", "run_jobs",
            "TARGET_SCALINGS", "SPLIT_ORDERS"]
 
 TARGET_SCALINGS = ["task", "stream"]
 SPLIT_ORDERS = ["chronological", "random"]
+#: how a task holds its input windows: gathered on demand from the series (view) or stored (copy)
+WINDOW_MODES = ["view", "copy"]
 
 
 @dataclass
@@ -80,15 +91,27 @@ class ForecastTask:
 
     def to(self, device) -> "ForecastTask":
         """The three parts on ``device`` (each moved once; ``self`` when they are there already)."""
-        moved = ForecastTask(self.train.to(device), self.val.to(device), self.test.to(device))
+        moved = ForecastTask(_task_to(self.train, device), _task_to(self.val, device), _task_to(self.test, device))
         return self if all(a is b for a, b in zip((moved.train, moved.val, moved.test),
                                                    (self.train, self.val, self.test))) else moved
+
+
+def _task_to(task: Task, device) -> Task:
+    """``task.to(device)``, moving a :class:`WindowView` input too (its series and start rows, once)."""
+    if not isinstance(task.x, WindowView):
+        return task.to(device)
+    x = task.x.to(device)
+    if x is task.x:
+        return task
+    moved = Task(x, task.y.to(x.device, non_blocking=True), task.task_id, task.classes, dict(task.meta))
+    moved._labels_host = task.labels_host()
+    return moved
 
 
 def make_forecast_tasks(values, taskification: Taskification, context: int, target_index: int, *,
                         stride: int = 1, split=(0.8, 0.1, 0.1), target_scaling: str = "task",
                         split_order: str = "chronological", context_across_tasks: bool = False,
-                        seed: int = 0) -> list[ForecastTask]:
+                        seed: int = 0, windows: str = "view") -> list[ForecastTask]:
     """Cut ``values`` (num_series, T, F) into per-task forecasting windows (next-step target).
 
     Parameters
@@ -112,6 +135,10 @@ def make_forecast_tasks(values, taskification: Taskification, context: int, targ
         Let a context start in the previous task (see the module docstring).
     seed : int
         Seeds the ``"random"`` split.
+    windows : {"view", "copy"}
+        ``"view"``: every part's inputs are a :class:`~clkit.data.timeseries_windows.WindowView`
+        over the task's scaled stretch of the series (memory of the series, not of the windows);
+        ``"copy"``: stored windows, a tensor ``(N, context, F)``. The same values either way.
 
     Returns
     -------
@@ -126,6 +153,9 @@ def make_forecast_tasks(values, taskification: Taskification, context: int, targ
     (2, (64, 10, 3), (64, 1))
     >>> float(tasks[0].train.y.max())     # divided by the training maximum
     1.0
+    >>> copied = make_forecast_tasks(v, fixed_windows(100, 50), 10, 0, windows="copy")
+    >>> torch.equal(tasks[1].val.x[:], copied[1].val.x)      # a view gathers the stored windows
+    True
     >>> len(make_forecast_tasks(v, fixed_windows(100, 50), 10, 0, context_across_tasks=True)[1].train)
     80
     """
@@ -143,6 +173,7 @@ def make_forecast_tasks(values, taskification: Taskification, context: int, targ
     if not isinstance(context_across_tasks, (bool, np.bool_)):
         raise TypeError(f"context_across_tasks must be True or False, got {context_across_tasks!r}")
     rng = np.random.default_rng(check_int("seed", seed))
+    windows = check_choice("windows", windows, WINDOW_MODES)
     split = _check_split(split)
     if taskification.boundaries[-1] > T:
         raise ValueError(f"taskification ends at {int(taskification.boundaries[-1])}, beyond T={T}")
@@ -150,7 +181,7 @@ def make_forecast_tasks(values, taskification: Taskification, context: int, targ
     starts = _target_starts(taskification, context, stride, context_across_tasks)
     lo, hi = taskification.span
     stream_scale = arr[:, lo:hi, target_index].max(axis=1)                          # (S,) whole-span maximum
-    windows = np.lib.stride_tricks.sliding_window_view(arr, context, axis=1)     # (S, T-context+1, F, context)
+    slid = np.lib.stride_tricks.sliding_window_view(arr, context, axis=1) if windows == "copy" else None
     out = []
     for k, (start, end) in enumerate(zip(starts, b[1:])):
         targets = np.arange(start, end, stride)                                   # target steps in the task
@@ -163,15 +194,38 @@ def make_forecast_tasks(values, taskification: Taskification, context: int, targ
             parts = (targets[:cut1], targets[cut1:cut2], targets[cut2:])
         scale = arr[:, parts[0], target_index].max(axis=1) if target_scaling == "task" else stream_scale
         scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
+        if windows == "view":
+            out.append(ForecastTask(*_view_parts(arr, parts, start - context, end, context, target_index, scale, k)))
+            continue
         made = []
         for p in parts:
-            x = windows[:, p - context].transpose(0, 1, 3, 2).copy()                # (S, n, context, F)
+            x = slid[:, p - context].transpose(0, 1, 3, 2).copy()                   # (S, n, context, F)
             x[..., target_index] /= scale[:, None, None]                             # input target in y's units
             x = x.reshape(-1, context, F)                                            # window ends at t - 1
             y = (arr[:, p, target_index] / scale[:, None]).reshape(-1, 1)
             made.append(Task(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(y), task_id=k))
         out.append(ForecastTask(*made))
     return out
+
+
+def _view_parts(arr, parts, lo: int, hi: int, context: int, target_index: int, scale, k: int) -> list[Task]:
+    """The three parts of task ``k`` as views over one scaled copy of steps ``[lo, hi)`` of every series.
+
+    The copy is scaled exactly as :func:`make_forecast_tasks` scales stored windows (the target
+    channel divided by ``scale`` in float32), so a gathered window holds the same floats.
+    """
+    S, _, F = arr.shape
+    seg = arr[:, lo:hi].copy()                                                     # (S, L, F)
+    seg[..., target_index] /= scale[:, None]
+    L = hi - lo
+    base = torch.from_numpy(seg.reshape(S * L, F))
+    made = []
+    for p in parts:
+        starts = (np.arange(S)[:, None] * L + (p - context - lo)[None, :]).reshape(-1)   # series-major, as stored
+        y = (arr[:, p, target_index] / scale[:, None]).reshape(-1, 1)
+        made.append(Task(WindowView(base, torch.from_numpy(starts.astype(np.int64)), context),
+                         torch.from_numpy(y), task_id=k))
+    return made
 
 
 def _check_split(split) -> np.ndarray:
@@ -277,7 +331,8 @@ def baseline_mse(tasks: list[ForecastTask], target_index: int) -> dict:
                              f"({t.test.x.shape[2]} features)")
         mu = float(t.train.y.double().mean())
         const.append(1e3 * float(((y - mu) ** 2).mean()))
-        pers.append(1e3 * float(((y - t.test.x[:, -1, target_index].double()) ** 2).mean()))
+        last = t.test.x.last(target_index) if isinstance(t.test.x, WindowView) else t.test.x[:, -1, target_index]
+        pers.append(1e3 * float(((y - last.double()) ** 2).mean()))
     out = {"constant": np.array(const), "persistence": np.array(pers)}
     out.update({f"{k}_mean": float(np.nanmean(v)) for k, v in list(out.items())})
     return out

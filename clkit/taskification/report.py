@@ -221,7 +221,7 @@ def cl_tasks(cl_values, splits: dict, context_steps: int, target_index: int, **t
 
 def run_cl(tasks: dict, model_fn, methods, cl_seeds: int, *, seed: int, workers: int = 1, progress=None,
            strategy_kwargs: dict | None = None, null_control: bool = False, device="cpu", precision: str = "fp32",
-           **train_kw) -> dict:
+           only=None, **train_kw) -> dict:
     """Every (method, split, seed) CL run; ``{(m, n, s): {"M", "avg_mse", "bwt", "forgetting"}}``.
 
     Run ``s`` uses seed ``seed + s`` (model initialisation and batch order), the same for
@@ -237,6 +237,9 @@ def run_cl(tasks: dict, model_fn, methods, cl_seeds: int, *, seed: int, workers:
     nor autograd's accelerator threads survive a fork): pass
     ``RunDevice.workers(workers, fork=True)``, which is 1 elsewhere
     (:func:`clkit.device.fork_safe`; ``run_jobs`` also falls back to one process there).
+
+    ``only`` (a list of ``(method, split, seed index)``, :func:`clkit.taskification.split.parse_runs`)
+    trains those runs alone, each exactly as in the whole set: a case of the split grid.
     """
     from ..device import as_device
 
@@ -247,6 +250,11 @@ def run_cl(tasks: dict, model_fn, methods, cl_seeds: int, *, seed: int, workers:
     runs = [(m, n, s) for m in methods for n in tasks for s in range(cl_seeds)]
     if null_control and "naive" in methods:
         runs += [("naive", next(iter(tasks)), cl_seeds + s) for s in range(cl_seeds)]
+    if only is not None:
+        unknown = [r for r in only if tuple(r) not in runs]
+        if unknown:
+            raise ValueError(f"only: {unknown[:3]} are not runs of these methods, splits and seeds")
+        runs = [tuple(r) for r in only]
 
     def job(m, n, s):
         return lambda: continual_forecasting(tasks[n], model_fn, m, seed=seed + s,
@@ -254,6 +262,16 @@ def run_cl(tasks: dict, model_fn, methods, cl_seeds: int, *, seed: int, workers:
 
     Ms = run_jobs([job(*r) for r in runs], workers=workers, progress=progress)
     return {r: {"M": M, **regression_cl_metrics(M)} for r, M in zip(runs, Ms)}
+
+
+def split_note(cl_selected, cl_from: str = "") -> str:
+    """The budget's sentence on the split: what a case or a merge does, and where the split grid is."""
+    grid = "notebooks/grids/01_taskification/paper_split.yaml"
+    if cl_from:
+        return f"A merge: the CL runs are read from the cases under {cl_from}, none is trained (the timing above is of the whole set)."
+    return (f"Too long for one machine? Split it: {grid} makes one case per CL run (clkit sweep 01 --grid {grid} "
+            "--cluster slurm, or clkit run-case), and clkit merge SWEEP_DIR --out DIR writes the results.json of "
+            f"one run from them; this run trains {len(cl_selected)} CL run(s).")
 
 
 def cl_summary(cl: dict, methods, names, cl_seeds: int):
