@@ -172,6 +172,142 @@ def test_auto_threshold():
     assert np.isscalar(resolve_neighbour_sampling("auto", 1, 1))
 
 
+# (nodes, directed edges) of the paper's four graphs and of Cora
+_GRAPHS = {"cora": (2_708, 10_556), "corafull": (19_793, 126_842), "roman_empire": (22_662, 65_854),
+           "ogbn_arxiv": (169_343, 2_315_598), "reddit": (232_965, 114_615_892)}
+
+
+@pytest.mark.parametrize("name", list(_GRAPHS))
+def test_auto_decides_per_backbone(name):
+    """The text GCN never samples; GIN and GAT above 5,000 nodes; the authors' GCN by the size rule."""
+    n, e = _GRAPHS[name]
+    big = name in ("ogbn_arxiv", "reddit")
+    assert resolve_neighbour_sampling("auto", n, e, backbone="gcn", protocol="text") is False
+    assert resolve_neighbour_sampling("auto", n, e, backbone="gcn", protocol="authors") is big
+    assert resolve_neighbour_sampling("auto", n, e) is big                       # no backbone: the size rule
+    for pr in ("text", "authors"):
+        for bb in ("gin", "gat"):
+            assert resolve_neighbour_sampling("auto", n, e, backbone=bb, protocol=pr) is (name != "cora")
+        # explicit modes are not overridden by the backbone
+        assert resolve_neighbour_sampling("sampled", n, e, backbone="gcn", protocol=pr) is True
+        assert resolve_neighbour_sampling("full", n, e, backbone="gat", protocol=pr) is False
+    with pytest.raises(ValueError, match="backbone must be one of"):
+        resolve_neighbour_sampling("auto", n, e, backbone="sage")
+    with pytest.raises(ValueError, match="protocol must be one of"):
+        resolve_neighbour_sampling("auto", n, e, backbone="gcn", protocol="paper")
+
+
+def test_run_grid_auto_resolves_per_backbone_and_protocol(monkeypatch):
+    """run_grid asks the rule with its backbone and protocol (the rule's answers are tested above)."""
+    import clkit.drift.experiment as ex
+    from clkit.models import sampling
+
+    seen = []
+
+    def spy(mode, n, e, **kw):
+        seen.append(kw)
+        raise RuntimeError("stop")
+    monkeypatch.setattr(sampling, "resolve_neighbour_sampling", spy)
+    g = csbm(60, 4, avg_degree=3.0, seed=1)
+    split = ex.split_tasks(g.y.numpy(), 2, 0.2, seed=0)
+    cfg = [ex.StreamConfig("gaussian", sigma=2.0, batch_size=10)]
+    for backbone, protocol in (("gat", "text"), ("gcn", "authors")):
+        with pytest.raises(RuntimeError, match="stop"):
+            ex.run_grid(g, split, cfg, ["bare"], [1], hidden=8, cache=False, progress=False, backbone=backbone,
+                        protocol=protocol, neighbour_sampling="auto")
+    assert seen == [{"backbone": "gat", "protocol": "text"}, {"backbone": "gcn", "protocol": "authors"}]
+
+
+def test_rehearsal_after_resolves_auto_per_backbone():
+    from clkit.drift.rehearsal import after
+
+    assert after({"dataset": "roman_empire", "neighbour_sampling": "auto", "backbone": "gat"}, {}) \
+        ["neighbour_sampling"] == "sampled"
+    assert after({"dataset": "roman_empire", "neighbour_sampling": "auto", "backbone": "gin"}, {}) \
+        ["neighbour_sampling"] == "sampled"
+    assert after({"dataset": "roman_empire", "neighbour_sampling": "auto", "backbone": "gcn"}, {}) == {}
+    assert after({"dataset": "reddit", "neighbour_sampling": "auto", "protocol": "text"}, {}) == {}
+    assert after({"dataset": "reddit", "neighbour_sampling": "auto", "protocol": "both"}, {}) \
+        ["neighbour_sampling"] == "sampled"
+
+
+def _chi_square_p(counts):
+    from scipy.stats import chisquare
+
+    return chisquare(counts).pvalue
+
+
+def test_draws_are_uniform_without_replacement():
+    """Every fanout-subset of a long row is equally likely, in rows of different degrees drawn in one call
+    (Floyd's algorithm vectorised over rows): chi-square over the C(n, k) subsets, fixed seed."""
+    from itertools import combinations
+
+    from clkit.models.sampling import _rows
+
+    # node 0: in-edges from 1..6 (7 with its self-loop); node 7: from 8, 9, 10 (4 with the self-loop);
+    # node 11: from 12 (2 with the self-loop: under the fanout, always kept whole)
+    src = [1, 2, 3, 4, 5, 6, 8, 9, 10, 12]
+    dst = [0] * 6 + [7] * 3 + [11]
+    a = Adjacency.from_edges(torch.tensor([src, dst]), 13, normalize=False)
+    gen = torch.Generator().manual_seed(2024)
+    k, draws = 2, 4200
+    rows = torch.tensor([0, 7, 11]).repeat(draws)               # 4,200 draws of each row in one call
+    rowid, cols, vals = _rows(a.crow, a.col, None, rows, k, gen)
+    assert torch.equal(torch.bincount(rowid), torch.tensor([k, k, 2]).repeat(draws))
+    assert torch.equal(vals, torch.ones(len(cols)))
+    per_row = cols.reshape(draws, 2 * k + 2)
+    assert torch.equal(torch.sort(per_row[:, 2 * k:], 1).values, torch.tensor([[11, 12]]).expand(draws, 2))
+    for v, part, neighbours in ((0, per_row[:, :k], range(7)), (7, per_row[:, k:2 * k], [7, 8, 9, 10])):
+        assert bool((part[:, 0] != part[:, 1]).all())             # without replacement
+        counts = {}
+        for key in map(tuple, torch.sort(part, 1).values.tolist()):
+            counts[key] = counts.get(key, 0) + 1
+        subsets = list(combinations(sorted(neighbours), k))
+        assert set(counts) == set(subsets)                        # every subset occurs, nothing else
+        obs = np.array([counts[s] for s in subsets])
+        assert _chi_square_p(obs) > 1e-3, (v, obs)
+    # a deliberately biased count fails the same check (the check can fail)
+    biased = np.array([draws // 21 * (2 if i == 0 else 1) for i in range(21)])
+    assert _chi_square_p(biased) < 1e-3
+    # through sample_blocks: one call per draw, the same rule
+    hits = np.zeros(7, dtype=int)
+    for _ in range(300):
+        b = sample_blocks(a.crow, a.col, torch.tensor([0]), [3], generator=gen)
+        got = b.nodes[b.adjs[0].col].tolist()
+        assert len(set(got)) == 3
+        hits[got] += 1
+    assert _chi_square_p(hits) > 1e-3
+
+
+def test_floyd_pairs_uniform_at_a_larger_fanout():
+    """Inclusion: each of n positions kept with probability k / n (n = 40, k = 25, the authors' fanout)."""
+    from clkit.models.sampling import _floyd
+
+    gen = torch.Generator().manual_seed(7)
+    picks = _floyd(torch.full((4000,), 40), 25, gen)
+    for row in picks[:50]:
+        assert len(set(row.tolist())) == 25 and 0 <= int(row.min()) and int(row.max()) < 40
+    counts = torch.bincount(picks.reshape(-1), minlength=40).numpy()
+    assert counts.sum() == 4000 * 25
+    assert _chi_square_p(counts) > 1e-3
+
+
+def test_sampler_allocates_nothing_of_the_graph_size():
+    """Work follows the kept entries: on a 2M-node graph, no allocation of the sampler reaches N bytes
+    (the earlier sampler filled a node-id map of 8 N bytes on every call)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    n = 2_000_000
+    crow = torch.arange(n + 1, dtype=torch.int64) * 4            # 4 in-edges a node
+    col = torch.remainder(torch.arange(4 * n, dtype=torch.int64) * 7919, n)
+    gen = torch.Generator().manual_seed(0)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        b = sample_blocks(crow, col, torch.tensor([3, 99, 1_500_000]), [2, 3], generator=gen)
+    assert len(b.nodes) <= 3 + 3 * 3 + (3 + 3 * 3) * 2     # targets, 3 in-edges each, then 2 of every node
+    biggest = max((e.cpu_memory_usage for e in prof.events()), default=0)
+    assert 0 < biggest < n              # bytes: far below even one byte per node
+
+
 def test_budget_times_sampled_steps_where_the_run_samples():
     """The budget calibrates on the model the run trains: with neighbour_sampling 'sampled' its model samples,
     and its text says so; 'auto' on a small graph is the whole-graph path."""

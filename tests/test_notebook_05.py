@@ -3,6 +3,7 @@ its device, and its ``paper*`` sets rehearse end to end on fabricated CoraFull, 
 Roman-Empire."""
 
 import json
+from pathlib import Path
 import time
 
 import numpy as np
@@ -23,6 +24,11 @@ def test_smoke_results(run_smoke):
     # each protocol its own interval; smoke overrides the authors' 100 and says so (issue 25, item 1)
     assert r["eval_every"] == {"text": 4, "authors": 4}
     assert len(r["eval_every_notes"]) == 1 and "not every 100" in r["eval_every_notes"][0]
+    # the paper-layout tables beside the paper's numbers: a synthetic graph has none, nothing is marked
+    for prot in ("text", "authors"):
+        comp = r["paper_comparison"][prot]
+        assert len(comp) == len(r["paper_tables"][prot])
+        assert all(c["scale"] == "teaching" and c["paper_table"] == "" and c["outside"] == [] for c in comp)
     methods = results["params"]["methods"]
     assert set(r["results_by_protocol"]) == {"text", "authors"}
     for prot, table in r["results_by_protocol"].items():
@@ -227,3 +233,35 @@ def test_other_paper_sets_rehearse_end_to_end(tmp_path, paper_set):
     assert set(results["figures"]) == {"mixing_curves.png", "dynamics.png", "protocol_findings.png",
                                        "replacement_scatter.png", "advantage_vs_overlap.png"}
     assert r["budget"]["trainings"] == trainings
+
+
+#: one case of each paper-table grid (notebooks/grids/05_drift/paper_table*.yaml): Table 7 on Reddit (the sampled
+#: path, p = 0.1) and Table 4 with GAT on Roman-Empire (auto samples GIN and GAT above 5,000 nodes) and GIN on ogbn-arxiv
+PAPER_TABLE_CASES = [("paper_table7_global10", "reddit", "gcn"), ("paper_table4_backbones", "roman_empire", "gat"),
+                     ("paper_table4_backbones", "ogbn_arxiv", "gin")]
+
+
+@pytest.mark.paper_rehearsal
+@pytest.mark.parametrize("grid, dataset, backbone", PAPER_TABLE_CASES)
+def test_paper_table_grid_cases_rehearse(tmp_path, grid, dataset, backbone):
+    """A case of the Table 7 / Table 4 grids rehearses on its dataset's fabricated files: the grid's values on the
+    paper set, with the methods cut to Bare, Joint and ER to keep it short; the paper-layout table comes out beside
+    the paper's numbers at teaching scale (a rehearsal), from the paper's Table 7 or 4."""
+    import yaml
+
+    from clkit.run import run_notebook
+
+    cases = yaml.safe_load((Path(__file__).resolve().parents[1] / "notebooks" / "grids" / "05_drift"
+                            / f"{grid}.yaml").read_text())["cases"]
+    case = next(c for c in cases if c["dataset"] == dataset and c.get("backbone", "gcn") == backbone)
+    over = [("rehearse", True), *case.items(), ("methods", ["bare", "joint", "er"]), ("sweep_methods", ["bare", "er"])]
+    path = run_notebook("05_drift", "paper", over, out=tmp_path, progress=False)
+    results = json.loads((path / "results.json").read_text())
+    r, params = results["results"], results["params"]
+    assert r["dataset_used"] == dataset and params["backbone"] == backbone
+    assert params["p"] == case.get("p", 0.3) and params["sigma"] == case["sigma"]
+    assert params["neighbour_sampling"] == "sampled"      # auto, resolved as on the real graph for this backbone
+    wanted = "7" if grid.endswith("global10") else "4"
+    comp = r["paper_comparison"]["text"]
+    assert any(c["paper_table"] == wanted and c["scale"] == "teaching" and "not meaningful" in c["note"]
+               and c["outside"] == [] for c in comp)

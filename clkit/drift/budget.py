@@ -181,12 +181,17 @@ def _model(graph, protocol, hidden: int, seed: int, backbone: str = "gcn", sampl
     return set_neighbour_sampling(model, True, seed=seed) if sampled else model
 
 
-def _sampled(data: dict, neighbour_sampling: str) -> bool:
-    """Whether the run samples neighbourhoods on its graph (as :func:`clkit.drift.experiment.run_grid` decides)."""
+def _sampled(data: dict, neighbour_sampling: str, backbone: str = "gcn", protocol=None) -> bool:
+    """Whether the run samples neighbourhoods on its graph (as :func:`clkit.drift.experiment.run_grid` decides,
+    per backbone and protocol); ``protocol`` None: whether any of ``data``'s protocols samples."""
     from ..models.sampling import resolve_neighbour_sampling
 
     graph = next(iter(data.values()))[0]
-    return resolve_neighbour_sampling(neighbour_sampling, graph.num_nodes, int(graph.edge_index.shape[1]))
+    names = list(data) if protocol is None else [protocol]
+    return any(resolve_neighbour_sampling(neighbour_sampling, graph.num_nodes, int(graph.edge_index.shape[1]),
+                                          backbone=backbone,
+                                          protocol="authors" if get_protocol(pr).backbone == "authors" else "text")
+               for pr in names)
 
 
 def calibrate(data: dict, study: StudyCount, *, hidden: int, lr: float = 5e-3, memory_size: int = 100,
@@ -218,7 +223,7 @@ def calibrate(data: dict, study: StudyCount, *, hidden: int, lr: float = 5e-3, m
     device = as_device(device)
     with torch_threads(1):
         return _calibrate(data, study, hidden, lr, memory_size, learner_kwargs, device, precision, seed, steps,
-                          warmup, backbone, _sampled(data, neighbour_sampling))
+                          warmup, backbone, {pr: _sampled(data, neighbour_sampling, backbone, pr) for pr in data})
 
 
 def _calibrate(data, study, hidden, lr, memory_size, learner_kwargs, device, precision, seed, steps, warmup,
@@ -237,7 +242,8 @@ def _calibrate(data, study, hidden, lr, memory_size, learner_kwargs, device, pre
         if stream is None:
             continue
         fill = warmup if warmup is not None else math.ceil(memory_size / stream.batch_size) + 2
-        model = _model(graph, pr, hidden, seed, backbone, sampled)
+        model = _model(graph, pr, hidden, seed, backbone, sampled.get(pr, False) if isinstance(sampled, dict)
+                       else sampled)
         y = move(torch.as_tensor(graph.y, dtype=torch.int64), device)
         rows = torch.as_tensor(stream.batches[np.all(stream.batches >= 0, axis=1)], dtype=torch.int64)
         batches = move(rows, device)
@@ -297,7 +303,7 @@ def estimate(data: dict, configs: dict, methods, sweep_methods, seeds, *, eval_e
                   neighbour_sampling=neighbour_sampling)
     graph = next(iter(data.values()))[0]
     size = (f"{graph.num_nodes:,} nodes, {graph.x.shape[1]:,} features, {backbone.upper()} hidden {hidden}"
-            + (", sampled neighbourhoods" if _sampled(data, neighbour_sampling) else ""))
+            + (", sampled neighbourhoods" if _sampled(data, neighbour_sampling, backbone) else ""))
     step_s = sum(study.steps(pr, m) * s for (pr, m), s in t["step"].items())
     n_steps = study.steps()
     per = {f"{pr} {m}": s for (pr, m), s in t["step"].items()}

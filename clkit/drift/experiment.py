@@ -293,9 +293,13 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
         its nodes on their own L-hop graph, sampled with the backbone's ``fanouts`` (the
         authors' (10, 25) under their protocol; every in-edge under the text's, which then gives
         the same logits as ``"full"``), from a CPU generator seeded with the run's seed;
-        evaluation scores the graph layer by layer in chunks of nodes. ``"auto"``: sampled when
-        the graph has more than :data:`clkit.models.sampling.AUTO_NODES` (100,000) nodes or
-        :data:`clkit.models.sampling.AUTO_EDGES` (1,000,000) edges (ogbn-arxiv), else full.
+        evaluation scores the graph layer by layer in chunks of nodes. ``"auto"``: decided per
+        backbone by :func:`clkit.models.sampling.resolve_neighbour_sampling` -- the text's GCN
+        never samples (its step gathers 1-hop rows of the fixed ``Â X``); GIN and GAT sample above
+        :data:`~clkit.models.sampling.AUTO_NODES_GNN` (5,000) nodes or 50,000 edges (their
+        whole-graph step runs over every node and edge); the authors' GCN above
+        :data:`~clkit.models.sampling.AUTO_NODES` (100,000) nodes or
+        :data:`~clkit.models.sampling.AUTO_EDGES` (1,000,000) edges (ogbn-arxiv, Reddit).
 
     Returns
     -------
@@ -318,7 +322,8 @@ def run_grid(graph, split: LatentTaskSplit, configs, methods, seeds, *, hidden: 
     backbone = check_choice("backbone", backbone, ["gcn", "gin", "gat"])
     from ..models.sampling import resolve_neighbour_sampling
 
-    sampled = resolve_neighbour_sampling(neighbour_sampling, graph.num_nodes, int(graph.edge_index.shape[1]))
+    sampled = resolve_neighbour_sampling(neighbour_sampling, graph.num_nodes, int(graph.edge_index.shape[1]),
+                                         backbone=backbone, protocol="authors" if p.backbone == "authors" else "text")
     own = [m for m in methods if m in METHODS]  # others: clkit strategies and plugins (make_learner)
     methods = list(methods) if len(own) < len(methods) else check_choices("methods", list(methods), METHODS)
     seeds = list(seeds)

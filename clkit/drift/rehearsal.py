@@ -13,7 +13,7 @@ verdicts run as in a paper run. What the rule cuts: the graph's size (the fixtur
 nodes and classes: :data:`FIXTURE_SIZES`), Joint's epochs, the replay memory, the
 boundary-local window and the seeds (at the verdict rule's minimum, 4).
 
-``neighbour_sampling: auto`` picks by the graph's size, and a fabricated graph is small:
+``neighbour_sampling: auto`` picks by the backbone and the graph's size, and a fabricated graph is small:
 a rehearsal of a set whose real graph is above the thresholds
 (:func:`clkit.models.sampling.resolve_neighbour_sampling`; ogbn-arxiv and Reddit) runs
 ``sampled``, the code path the paper run takes (:func:`after`; said in the table).
@@ -99,7 +99,13 @@ def after(values: dict, files: dict) -> dict:
     if values.get("neighbour_sampling") != "auto" or name not in REAL_GRAPHS:
         return {}
     nodes, edges = REAL_GRAPHS[name]
-    if not resolve_neighbour_sampling("auto", nodes, edges):
+    backbone = values.get("backbone", "gcn")
+    # under protocol both, one value serves both runs: sampled where either protocol's run samples (the text
+    # GCN then samples with full fanouts, the same logits as its whole-graph path)
+    protocol = values.get("protocol", "both")      # the notebook's default
+    protocols = ["text", "authors"] if protocol == "both" else [protocol]
+    if not any(resolve_neighbour_sampling("auto", nodes, edges, backbone=backbone,
+                                          protocol="authors" if pr == "authors" else "text") for pr in protocols):
         return {}
     return {"neighbour_sampling": "sampled",
             "_what": {"neighbour_sampling": f"auto samples on the real {name} ({nodes:,} nodes, {edges:,} edges); "

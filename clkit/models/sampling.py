@@ -15,6 +15,13 @@ The kept edges carry the model's own values (GCN's Â entries, the unit sums of 
 authors' layers), so with fanouts at least the largest in-degree the sampled graph is
 the exact L-hop neighbourhood and the logits are those of full-graph propagation.
 
+A draw costs what it keeps, not the frontier's degrees (Reddit's mean in-degree is 491,
+the authors' fanouts 10 and 25): a row with at most ``fanout`` in-edges keeps them all and
+draws nothing; a longer row keeps a uniform ``fanout``-subset of its CSR positions, drawn
+by Floyd's algorithm for all such rows at once (:func:`_floyd`); only kept entries are
+gathered, and node ids are relabelled by sorting the block's own nodes
+(``torch.searchsorted``), so a call allocates nothing of the graph's size.
+
 :func:`layerwise_inference` is the evaluation counterpart over full neighbourhoods:
 layer 1 for every node, in chunks of rows, then layer 2 from those outputs. A chunk
 gathers only its rows' in-neighbours, so the temporaries grow with the chunk's edges, not
@@ -38,7 +45,7 @@ from dataclasses import dataclass
 import torch
 
 __all__ = ["Blocks", "sample_blocks", "layerwise_inference", "NEIGHBOUR_SAMPLING", "AUTO_NODES", "AUTO_EDGES",
-           "resolve_neighbour_sampling", "set_neighbour_sampling", "INFERENCE_CHUNK"]
+           "AUTO_NODES_GNN", "AUTO_EDGES_GNN", "resolve_neighbour_sampling", "set_neighbour_sampling", "INFERENCE_CHUNK"]
 
 #: the ``neighbour_sampling`` modes of notebook 05 (:func:`resolve_neighbour_sampling`)
 NEIGHBOUR_SAMPLING = ["full", "sampled", "auto"]
@@ -46,6 +53,11 @@ NEIGHBOUR_SAMPLING = ["full", "sampled", "auto"]
 AUTO_NODES = 100_000
 #: ... or more directed edges than this (ogbn-arxiv, undirected: 2.3 M; CoraFull: 126 k)
 AUTO_EDGES = 1_000_000
+#: ``"auto"`` samples GIN and GAT above this many nodes (at 5,000 nodes a whole-graph step is ~35x (GIN) and
+#: ~20x (GAT) a sampled one; benchmarks/bench_drift_sampling.py) ...
+AUTO_NODES_GNN = 5_000
+#: ... or this many directed edges (a graph of 5,000 nodes at mean degree 10)
+AUTO_EDGES_GNN = 50_000
 #: rows per chunk of :func:`layerwise_inference` when a model samples
 INFERENCE_CHUNK = 16_384
 
@@ -78,26 +90,53 @@ class Blocks:
         return Blocks(move(self.nodes, device), tuple(a.to(device) for a in self.adjs))
 
 
-def _rows(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, idx: torch.Tensor):
-    """The nonzeros of rows ``idx``: (row position, column, value), rows in order."""
+def _rows(crow: torch.Tensor, col: torch.Tensor, val, idx: torch.Tensor, fanout=None, generator=None):
+    """Up to ``fanout`` nonzeros of every row ``idx``: (row position, column, value), rows in order.
+
+    A row with at most ``fanout`` nonzeros (every row when ``fanout`` is None or <= 0) keeps
+    all of them, in CSR order, and draws nothing. A longer row keeps a uniform ``fanout``-subset
+    of its positions, drawn by Floyd's algorithm vectorised over those rows
+    (:func:`_floyd`). Only the kept entries are gathered: the work and memory are
+    O(sum over rows of min(degree, fanout)), never the rows' total degree nor the graph's size.
+    ``val`` None stands for ones.
+    """
     starts = crow[idx]
     lens = crow[idx + 1] - starts
-    total = int(lens.sum())
-    offsets = torch.cumsum(lens, 0) - lens
-    rowid = torch.repeat_interleave(torch.arange(len(idx)), lens)
-    pos = torch.repeat_interleave(starts - offsets, lens) + torch.arange(total)
-    return rowid, col[pos], val[pos]
-
-
-def _keep_fanout(rowid: torch.Tensor, num_rows: int, fanout, generator):
-    """Positions of up to ``fanout`` entries of every row, uniformly without replacement; rows stay in order."""
     if fanout is None or fanout <= 0:
-        return torch.arange(len(rowid))
-    keys = torch.rand(len(rowid), generator=generator, dtype=torch.float64)
-    order = torch.argsort(rowid.double() * 2.0 + keys)        # rows in order, random within a row
-    lens = torch.bincount(rowid, minlength=num_rows)
-    rank = torch.arange(len(rowid)) - torch.repeat_interleave(torch.cumsum(lens, 0) - lens, lens)
-    return order[rank < fanout]
+        take = lens
+        big = None
+    else:
+        big = lens > fanout
+        take = torch.where(big, torch.full_like(lens, fanout), lens)
+    total = int(take.sum())
+    rowid = torch.repeat_interleave(torch.arange(len(idx)), take)
+    off = torch.arange(total) - torch.repeat_interleave(torch.cumsum(take, 0) - take, take)
+    if big is not None and bool(big.any()):
+        off[big[rowid]] = _floyd(lens[big], fanout, generator).reshape(-1)
+    pos = starts[rowid] + off
+    v = torch.ones(total) if val is None else val[pos]
+    return rowid, col[pos], v
+
+
+def _floyd(n: torch.Tensor, k: int, generator) -> torch.Tensor:
+    """``k`` distinct positions in ``[0, n_r)`` for every row ``r``, a uniform ``k``-subset each (needs n_r >= k).
+
+    Floyd's algorithm (Bentley & Floyd, CACM 30(9), 1987), one step for all rows at once: for
+    ``j = n - k, ..., n - 1`` draw ``t`` uniform in ``[0, j]`` and keep ``t``, or ``j`` where
+    ``t`` was kept before. Every k-subset comes out with probability ``1 / C(n, k)``. Costs
+    ``k`` float64 draws per row and O(k^2) comparisons per row; shape (len(n), k).
+    """
+    rows = len(n)
+    picks = torch.empty(rows, k, dtype=torch.int64)
+    u = torch.rand(rows, k, generator=generator, dtype=torch.float64)
+    for i in range(k):
+        j = n - k + i
+        t = (u[:, i] * (j + 1).double()).long().clamp_(max=j)   # floor(u (j + 1)), u in [0, 1)
+        if i:
+            dup = (picks[:, :i] == t[:, None]).any(1)
+            t = torch.where(dup, j, t)
+        picks[:, i] = t
+    return picks
 
 
 def _check_fanouts(fanouts):
@@ -152,28 +191,29 @@ def sample_blocks(crow, col, targets, fanouts, *, val=None, generator=None) -> B
     fanouts = _check_fanouts(fanouts)
     crow = torch.as_tensor(crow, dtype=torch.int64).cpu()
     col = torch.as_tensor(col, dtype=torch.int64).cpu()
-    val = torch.ones(len(col)) if val is None else torch.as_tensor(val).cpu()
+    val = None if val is None else torch.as_tensor(val).cpu()
     targets = torch.as_tensor(targets, dtype=torch.int64).cpu().reshape(-1)
     num_nodes = len(crow) - 1
     if len(targets) and (int(targets.min()) < 0 or int(targets.max()) >= num_nodes):
         raise ValueError(f"targets must be node ids in [0, {num_nodes}), got values in "
                          f"[{int(targets.min())}, {int(targets.max())}]")
-    local = torch.full((num_nodes,), -1, dtype=torch.int64)
-    local[targets] = torch.arange(len(targets))
-    if int((local >= 0).sum()) != len(targets):
+    known, perm = torch.sort(targets)              # the nodes so far, sorted, and their local ids
+    if len(known) > 1 and bool((known[1:] == known[:-1]).any()):
         raise ValueError("targets must be distinct node ids (pass torch.unique(targets))")
     nodes, adjs = targets, []
     for fanout in reversed(fanouts):                   # the output layer first
         n_dst = len(nodes)
-        rowid, src, v = _rows(crow, col, val, nodes)
-        keep = _keep_fanout(rowid, n_dst, fanout, generator)
-        rowid, src, v = rowid[keep], src[keep], v[keep]
-        new = torch.unique(src[local[src] < 0])
-        local[new] = torch.arange(len(nodes), len(nodes) + len(new))
+        rowid, src, v = _rows(crow, col, val, nodes, fanout, generator)
+        at = torch.searchsorted(known, src)
+        seen = at < len(known)
+        seen[seen.clone()] = known[at[seen]] == src[seen]
+        new = torch.unique(src[~seen])
         nodes = torch.cat([nodes, new])
+        known, order = torch.sort(torch.cat([known, new]))
+        perm = torch.cat([perm, torch.arange(n_dst, n_dst + len(new))])[order]
         c = torch.zeros(n_dst + 1, dtype=torch.int64)
         c[1:] = torch.cumsum(torch.bincount(rowid, minlength=n_dst), 0)
-        adjs.append(Adjacency(c, local[src], v, rowid))
+        adjs.append(Adjacency(c, perm[torch.searchsorted(known, src)], v, rowid))
     return Blocks(nodes, tuple(reversed(adjs)))
 
 
@@ -217,14 +257,52 @@ def layerwise_inference(model, x: torch.Tensor, adj, chunk_size: int = INFERENCE
     return h
 
 
-def resolve_neighbour_sampling(mode: str, num_nodes: int, num_edges: int) -> bool:
+def resolve_neighbour_sampling(mode: str, num_nodes: int, num_edges: int, *, backbone: str | None = None,
+                               protocol: str = "text") -> bool:
     """Whether a run samples its training neighbourhoods: ``mode`` ``"full"`` (never), ``"sampled"`` (always)
-    or ``"auto"`` (when the graph has more than :data:`AUTO_NODES` nodes or :data:`AUTO_EDGES` edges).
+    or ``"auto"``, decided per backbone.
+
+    The ``"auto"`` rule, by what a whole-graph training step costs each backbone:
+
+    * ``backbone="gcn"`` under the text protocol: never. Its step gathers the batch's 1-hop
+      rows of the fixed ``Â X`` on the host, or propagates ``Â`` over the whole graph on an
+      accelerator -- two sparse products, nothing per edge times hidden -- so sampling
+      (which, with the text's full fanouts, gives the same logits) only adds work.
+    * ``backbone="gin"`` or ``"gat"``: above :data:`AUTO_NODES_GNN` nodes or
+      :data:`AUTO_EDGES_GNN` edges. Their whole-graph step runs the layers' MLP / attention
+      over every node and edge (GAT: messages ``edges x hidden``, 8 heads); measured in
+      ``benchmarks/bench_drift_sampling.py`` (one thread, hidden 64, a batch of 10), a
+      whole-graph step is about 35x (GIN) and 20x (GAT) a sampled one at 5,000 nodes, 40x
+      (GAT) at 10k and 130x (GIN) / 300x (GAT) at 50k. Below the threshold (Cora, the
+      smoke graphs) the whole-graph path keeps earlier numbers unchanged.
+    * the authors' GCN, or ``backbone`` None (the size rule alone): above :data:`AUTO_NODES`
+      nodes or :data:`AUTO_EDGES` directed edges (ogbn-arxiv, Reddit). On the host its
+      step already draws only the batch's neighbourhoods; on an accelerator it draws a mask
+      over every edge per step, which sampled blocks avoid on the large graphs.
+
+    Parameters
+    ----------
+    mode : {"full", "sampled", "auto"}
+    num_nodes, num_edges : int
+        The graph's nodes and directed edges.
+    backbone : {"gcn", "gin", "gat"} or None
+        The run's backbone (None: the size rule).
+    protocol : {"text", "authors"}
+        Which GCN ``"gcn"`` is: the text's (never samples under auto) or the authors'.
+
+    Returns
+    -------
+    bool
 
     Examples
     --------
     >>> resolve_neighbour_sampling("auto", 2708, 10556), resolve_neighbour_sampling("auto", 169343, 2315598)
     (False, True)
+    >>> [resolve_neighbour_sampling("auto", 19793, 126842, backbone=b) for b in ("gcn", "gin", "gat")]
+    [False, True, True]
+    >>> [resolve_neighbour_sampling("auto", 232965, 114615892, backbone="gcn", protocol=pr)
+    ...  for pr in ("text", "authors")]
+    [False, True]
     >>> resolve_neighbour_sampling("some", 1, 1)
     Traceback (most recent call last):
     ...
@@ -233,9 +311,16 @@ def resolve_neighbour_sampling(mode: str, num_nodes: int, num_edges: int) -> boo
     from .._validate import check_choice
 
     mode = check_choice("neighbour_sampling", mode, NEIGHBOUR_SAMPLING)
-    if mode == "auto":
-        return num_nodes > AUTO_NODES or num_edges > AUTO_EDGES
-    return mode == "sampled"
+    if backbone is not None:
+        check_choice("backbone", backbone, ["gcn", "gin", "gat"])
+    protocol = check_choice("protocol", protocol, ["text", "authors"])
+    if mode != "auto":
+        return mode == "sampled"
+    if backbone == "gcn" and protocol == "text":
+        return False
+    if backbone in ("gin", "gat"):
+        return num_nodes > AUTO_NODES_GNN or num_edges > AUTO_EDGES_GNN
+    return num_nodes > AUTO_NODES or num_edges > AUTO_EDGES
 
 
 def set_neighbour_sampling(model, on: bool, *, seed: int = 0, chunk_size: int = INFERENCE_CHUNK):
