@@ -49,6 +49,14 @@ learners: list = ["erm", "finetune", "ewc", "si", "agem"]
 learner_kwargs: dict = {}
 backbone: str = "mlp"  # mlp | yearbook_cnn | densenet121 (Wild-Time's image networks)
 backbone_weights: str = ""  # densenet121: local ImageNet state-dict file ("": random)
+pretrained_required: bool = False  # backbone_weights required (paper: Wild-Time's start)
+image_size: int = 32  # Wild-Time images, pixels a side: 32 (pooled, cheap) | 224 (FMoW
+#                      at Wild-Time's resolution)
+image_normalize: str = "none"  # none | imagenet (Wild-Time's FMoW transform)
+# Wild-Time's iterations per period {learner or "default": n}, turned into whole epochs
+# per period, ceil(n * batch_size / period size); {}: `epochs` for every period
+train_update_iter: dict = {}
+paper_scale: bool = False  # the paper's experiment: mark table cells off the paper's
 # A(t, tau) CSV files, added as learners named by the file (no training; as many
 # periods as the stream; a header row / index column is taken only when it has text)
 acc_matrices: list = []
@@ -111,7 +119,9 @@ from clkit.temporal import plots as tplots
 from clkit.data.temporal import make_drifting_gaussians, load_rainfall, load_wild_time
 from clkit.results import RunRecord
 from clkit._validate import check_choice, check_fits, check_int, check_real, check_type
-from clkit.models.wildtime import BACKBONES, describe_backbone
+from clkit.models.wildtime import BACKBONES, check_backbone_weights, describe_backbone
+from clkit.data.temporal import NORMALIZE
+from clkit.temporal.wildtime_settings import iterations_for
 from clkit.data.user import is_user_path, load_matrix_csv, load_period_table
 from clkit.plugins import split_learners
 
@@ -129,9 +139,12 @@ P = tm.check_params(dataset="synthetic" if is_user_path(dataset) else dataset,
 check_choice("oracle", oracle, ["erm", "self"])
 check_choice("backbone", check_type("backbone", backbone, str), BACKBONES)
 check_type("backbone_weights", backbone_weights, str)
-if backbone_weights and backbone != "densenet121":
-    raise ValueError(f"backbone_weights is for backbone='densenet121' only, got "
-                     f"backbone={backbone!r} with backbone_weights={backbone_weights!r}")
+check_type("pretrained_required", pretrained_required, bool)
+check_backbone_weights(backbone_weights, backbone=backbone, required=pretrained_required)
+check_int("image_size", image_size, low=8)
+check_choice("image_normalize", image_normalize, list(NORMALIZE))
+check_type("paper_scale", paper_scale, bool)
+iterations_for(train_update_iter, "erm")  # checks every entry
 LS = tm.check_learner_settings(learner_kwargs, learners)  # {learner: {keyword: value}}
 check_choice("sh_never_crossed", sh_never_crossed, ["available", "horizon"])
 check_int("max_periods", max_periods, low=0)
@@ -165,11 +178,13 @@ record = RunRecord("03_temporal_metrics", params=dict(
     separation_start=separation_start, separation_end=separation_end, seed=seed,
     learner_kwargs=learner_kwargs, verdict_seeds=verdict_seeds, device=device, precision=precision,
     deterministic=deterministic, rehearse=rehearse, backbone=backbone,
-    backbone_weights=backbone_weights))
+    backbone_weights=backbone_weights, pretrained_required=pretrained_required, image_size=image_size,
+    image_normalize=image_normalize, train_update_iter=train_update_iter, paper_scale=paper_scale))
 record.log(device=rd.record(), **({"rehearsal": rh.record()} if rh else {}))
 H = horizon or None  # None: all future periods
 train_kw = dict(epochs=epochs, hidden=hidden, lr=lr, batch_size=batch_size, seed=seed, device=rd.device,
-                precision=rd.precision, backbone=backbone, backbone_weights=backbone_weights or None)
+                precision=rd.precision, backbone=backbone, backbone_weights=backbone_weights or None,
+                train_update_iter=train_update_iter)
 metric_kw = dict(delta=delta, epsilon=epsilon, lam=lam, n=n, horizon=H,
                  never_crossed=sh_never_crossed)
 
@@ -228,7 +243,8 @@ elif dataset == "synthetic":
                                    separation_end=separation_end, seed=seed)
 else:
     data = load_wild_time(dataset, period_length=period_length,
-                          max_per_period=max_per_period or None, seed=seed)
+                          max_per_period=max_per_period or None, seed=seed,
+                          image_size=image_size, normalize=image_normalize)
 if max_periods and data.num_periods > max_periods:
     data.periods, data.train, data.test = (data.periods[:max_periods],
                                            data.train[:max_periods], data.test[:max_periods])
@@ -510,6 +526,26 @@ for pt in paper_tables:
     display(Markdown(f"**Layout of {pt.title}**, this run's numbers ({data.name})"), pt.formatted(),
             Markdown(pt.note))
 record.log(paper_tables=[pt.record() for pt in paper_tables])
+
+# %% [markdown]
+# **Beside the paper's own numbers.** Each cell of the run next to the number the paper prints
+# (`clkit.temporal.paper_numbers`, copied with its units). The paper reports one number per
+# cell and no spread. With `paper_scale: true` (the `paper` and `paper_yearbook` sets: the
+# paper's dataset, Wild-Time's settings, all of the data) a cell is marked *outside ±2 sd* when
+# the paper's value lies further than two of this run's standard deviations over its training
+# seeds from this run's mean; otherwise the comparison is not meaningful and the paper's
+# numbers are there for reference.
+
+# %%
+from clkit.temporal import paper_numbers as tpn
+
+for pt in paper_tables:
+    judge = paper_scale and pt.layout == dataset
+    why = ("" if judge else "a rehearsal on fabricated data" if rehearse else
+           f"{data.name} is not the paper's {pt.layout}" if pt.layout != dataset else "paper_scale is false")
+    display(tpn.beside_paper(pt, paper_scale=judge), Markdown(tpn.beside_note(pt, paper_scale=judge, why=why)))
+record.log(beside_paper=[tpn.beside_record(pt, paper_scale=paper_scale and pt.layout == dataset)
+                          for pt in paper_tables])
 
 # %%
 fig3_learner = "moco_sml" if "moco_sml" in rows else show

@@ -28,7 +28,7 @@ from ._cache import DatasetNotFoundError, data_root
 from ._reads import record_read
 
 __all__ = ["PeriodDataset", "make_drifting_gaussians", "gaussian_ground_truth", "load_rainfall",
-           "load_wild_time", "split_periods"]
+           "load_wild_time", "split_periods", "NORMALIZE", "wild_time_bytes"]
 
 
 @dataclass
@@ -255,6 +255,32 @@ def load_rainfall(period_length: int = 365, test_fraction: float = 0.3, seed: in
 
 WILD_TIME = {"yearbook": {"file": "yearbook.hdf5"}, "fmow": {"file": "fmow.hdf5"}}
 
+#: normalisations of :func:`load_wild_time`: name -> (per-channel mean, std) after scaling to [0, 1]
+NORMALIZE = {"none": None, "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))}
+
+#: the real files' sizes (wild-time-data 0.1.1): images (train + test, all time steps) and one image's shape
+WILD_TIME_IMAGES = {"fmow": (141_696, (3, 224, 224)), "yearbook": (37_921, (1, 32, 32))}
+
+
+def wild_time_bytes(name: str, image_size: int, max_per_period: int = 0) -> int:
+    """Host bytes of Wild-Time ``name``'s float32 images as :func:`load_wild_time` holds them at ``image_size``.
+
+    An upper bound with ``max_per_period`` (that many per split and time step at most).
+
+    Examples
+    --------
+    >>> round(wild_time_bytes("fmow", 224) / 1e9, 1), round(wild_time_bytes("fmow", 32) / 1e9, 2)
+    (85.3, 1.74)
+    """
+    check_choice("name", name, list(WILD_TIME))
+    image_size = check_int("image_size", image_size, low=1)
+    count, (c, h, w) = WILD_TIME_IMAGES[name]
+    if max_per_period:
+        import wild_time_data as wtd
+
+        count = min(count, 2 * int(max_per_period) * len(wtd.available_time_steps(name)))
+    return int(count * c * min(h, image_size) * min(w, image_size) * 4)
+
 
 def _wild_time_dirs():
     return [data_root() / "wild-time", Path("~/wild-time-data").expanduser()]
@@ -262,7 +288,7 @@ def _wild_time_dirs():
 
 def load_wild_time(name: str, period_length: int = 1, max_per_period: int | None = None,
                    image_size: int = 32, data_dir=None, download: bool = False,
-                   seed: int = 0) -> PeriodDataset:
+                   seed: int = 0, normalize: str = "none") -> PeriodDataset:
     """Wild-Time Yearbook or FMoW through ``wild-time-data``, grouped into periods.
 
     Parameters
@@ -273,8 +299,18 @@ def load_wild_time(name: str, period_length: int = 1, max_per_period: int | None
     max_per_period : int, optional
         Subsample each period's train and test split to at most this many images (seeded).
     image_size : int
-        Images are average-pooled to at most ``image_size`` pixels per side and
-        flattened channels-first (``(C, H, W)``), so the kit's MLP can learn them.
+        Images are average-pooled to at most ``image_size`` pixels per side, channels first
+        (``(C, H, W)``). 32 (default) is the cheap teaching size (FMoW's 224x224 pooled 7x7);
+        ``224`` keeps FMoW at the resolution Wild-Time feeds its DenseNet-121
+        (``data/fmow/data_generator.py``: ``resolution = 224``); Yearbook is 32x32 either way.
+        At 224 the float32 images take 602 kB each (FMoW's 141,696: 85 GB), see
+        :func:`wild_time_bytes`.
+    normalize : {"none", "imagenet"}
+        ``"imagenet"``: per channel ``(x - mean) / std`` with ImageNet's mean (0.485, 0.456,
+        0.406) and std (0.229, 0.224, 0.225) after scaling to [0, 1] -- Wild-Time's FMoW
+        transform (``transforms.Normalize`` in ``data/fmow/data_generator.py``; also
+        wild-time-data's default FMoW transform), what ImageNet weights expect. Three-channel
+        images only.
     data_dir : path-like, optional
         Folder holding ``<name>.hdf5``; default: ``$CLKIT_DATA/wild-time`` then
         ``~/wild-time-data``.
@@ -289,6 +325,8 @@ def load_wild_time(name: str, period_length: int = 1, max_per_period: int | None
     """
     check_choice("name", name, list(WILD_TIME))
     period_length = check_int("period_length", period_length, low=1)
+    image_size = check_int("image_size", image_size, low=1)
+    check_choice("normalize", normalize, list(NORMALIZE))
     fname = WILD_TIME[name]["file"]
     dirs = [Path(data_dir)] if data_dir is not None else _wild_time_dirs()
     found = next((d for d in dirs if (d / fname).exists()), None)
@@ -330,6 +368,13 @@ def load_wild_time(name: str, period_length: int = 1, max_per_period: int | None
     if not xs:
         raise DatasetNotFoundError(f"Wild-Time {name}", [found / fname], "The file holds no time steps.")
     record_read(found / fname)
+    if normalize != "none":
+        if xs[0].shape[1] != 3:
+            raise ValueError(f"normalize={normalize!r} needs 3-channel images, Wild-Time {name} has {xs[0].shape[1]}")
+        mean, std = (np.asarray(v, dtype=np.float32)[None, :, None, None] for v in NORMALIZE[normalize])
+        for part in xs:
+            part -= mean
+            part /= std
     x = np.concatenate(xs)
     y = np.concatenate(ys)
     p = np.concatenate(pidx)
@@ -342,7 +387,9 @@ def load_wild_time(name: str, period_length: int = 1, max_per_period: int | None
     first = [steps[int(k) * period_length] for k in present]
     return PeriodDataset(name=name, periods=[str(s) for s in first], train=train, test=test,
                          num_classes=int(wtd.num_outputs(name)),
-                         source=f"Wild-Time {name} via wild-time-data ({found / fname})")
+                         source=(f"Wild-Time {name} via wild-time-data ({found / fname}), {x.shape[-1]}x{x.shape[-2]} px"
+                                 + (", ImageNet-normalised" if normalize == "imagenet" else "")),
+                         meta={"image_size": int(x.shape[-1]), "normalize": normalize})
 
 
 def _to_chw(x, image_size, chunk: int = 512):

@@ -14,10 +14,14 @@ penultimate features (CORAL, MoCo+SML in :mod:`clkit.temporal.learners`).
   weights come from a local state-dict file when one is given and the network is
   randomly initialised otherwise (:data:`DenseNet121.weights_source` says which).
 - :func:`make_wildtime_backbone` -- a backbone by name (notebook 03's ``backbone``).
+- :func:`check_backbone_weights` -- the ImageNet weights file a run needs, checked before
+  anything is built; a missing file is refused naming it and where to get it
+  (:data:`IMAGENET_WEIGHTS`: torchvision's ``DenseNet121_Weights.IMAGENET1K_V1``).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import torch
@@ -26,7 +30,74 @@ from torch import nn
 from .._validate import check_choice, check_int
 
 __all__ = ["YearbookCNN", "DenseNet121", "densenet121", "make_wildtime_backbone", "describe_backbone", "penultimate",
-           "BACKBONES"]
+           "BACKBONES", "IMAGENET_WEIGHTS", "check_backbone_weights", "load_densenet121_state"]
+
+#: torchvision's ImageNet DenseNet-121 (``DenseNet121_Weights.IMAGENET1K_V1``, the weights Wild-Time's
+#: ``FMoWNetwork`` loads with ``densenet121(pretrained=True)``): where it is, and its digest as torchvision
+#: documents it -- the file name carries the first 8 hex digits of the file's SHA-256, which
+#: ``torch.hub.load_state_dict_from_url(check_hash=True)`` checks
+IMAGENET_WEIGHTS = {
+    "name": "densenet121-a639ec97.pth",
+    "url": "https://download.pytorch.org/models/densenet121-a639ec97.pth",
+    "sha256_prefix": "a639ec97",
+    "num_params": 7_978_856,
+    "how": ("python -c \"import torch, torchvision; torch.save(torchvision.models.densenet121("
+            "weights='IMAGENET1K_V1').state_dict(), 'densenet121-a639ec97.pth')\" on a machine with network, or "
+            "download https://download.pytorch.org/models/densenet121-a639ec97.pth (its SHA-256 starts with "
+            "a639ec97); torchvision's own cache keeps it in ~/.cache/torch/hub/checkpoints/"),
+}
+
+
+def check_backbone_weights(backbone_weights, *, backbone: str = "densenet121", required: bool = False):
+    """The ImageNet weights file of a run, checked before anything is built; ``None`` where none is given.
+
+    Parameters
+    ----------
+    backbone_weights : str or path-like
+        A local file with torchvision's ``densenet121`` state dict; ``""`` or ``None``: none.
+    backbone : str
+        The run's backbone; weights are for ``"densenet121"`` only.
+    required : bool
+        The parameter set needs ImageNet weights (the ``paper`` set: Wild-Time starts FMoW's
+        DenseNet-121 from them); a missing or absent file then raises ``ValueError`` naming it
+        and where to get it (:data:`IMAGENET_WEIGHTS`).
+
+    Returns
+    -------
+    Path or None
+
+    Examples
+    --------
+    >>> check_backbone_weights("") is None
+    True
+    >>> check_backbone_weights("", required=True)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: backbone_weights is required by this parameter set ...
+    >>> check_backbone_weights("w.pth", backbone="mlp")
+    Traceback (most recent call last):
+    ...
+    ValueError: backbone_weights is for backbone='densenet121' only, got backbone='mlp' with backbone_weights='w.pth'
+    """
+    if backbone_weights is not None and not isinstance(backbone_weights, (str, Path)):
+        raise TypeError(f"backbone_weights must be a path (str), got {type(backbone_weights).__name__}")
+    given = str(backbone_weights or "")
+    if given and backbone != "densenet121":
+        raise ValueError(f"backbone_weights is for backbone='densenet121' only, got backbone={backbone!r} "
+                         f"with backbone_weights={given!r}")
+    where = (f"get torchvision's ImageNet DenseNet-121, {IMAGENET_WEIGHTS['name']} ({IMAGENET_WEIGHTS['url']}, "
+             f"SHA-256 starting {IMAGENET_WEIGHTS['sha256_prefix']}): {IMAGENET_WEIGHTS['how']}")
+    if not given:
+        if required and backbone == "densenet121":
+            raise ValueError("backbone_weights is required by this parameter set (Wild-Time starts DenseNet-121 from "
+                             f"ImageNet weights), got ''; {where}; then pass -p backbone_weights PATH")
+        return None
+    path = Path(given).expanduser()
+    if not path.is_file():
+        raise ValueError(f"backbone_weights must be a local file with densenet121's ImageNet state dict, got "
+                         f"{given!r} (no such file: {path.resolve()}); {where}")
+    return path
+
 
 #: notebook 03's backbones: "mlp" (clkit.models.MLP) and Wild-Time's two image networks
 BACKBONES = ("mlp", "yearbook_cnn", "densenet121")
@@ -113,6 +184,40 @@ class DenseNet121(nn.Module):
         return self.head(self.features(x))
 
 
+_OLD_KEY = re.compile(r"^(.*denselayer\d+\.(?:norm|relu|conv))\.((?:[12])\.(?:weight|bias|running_mean|running_var))$")
+
+
+def load_densenet121_state(path) -> dict:
+    """The ``features.*`` tensors of a torchvision DenseNet-121 state-dict file, keys as the module names them.
+
+    torchvision's published ``densenet121-a639ec97.pth`` names the dense layers' entries the old
+    way (``denselayer1.norm.1.weight``); like torchvision's own loader, they are renamed to the
+    module's names (``denselayer1.norm1.weight``). A file saved from
+    ``torchvision.models.densenet121(...).state_dict()`` already has them. The 1000-class
+    ``classifier.*`` entries are dropped (the head is new: 62 classes for FMoW).
+
+    Parameters
+    ----------
+    path : path-like
+        A file written by ``torch.save`` (read with ``weights_only=True``).
+
+    Returns
+    -------
+    dict
+        ``{key: tensor}`` without the classifier's entries.
+    """
+    state = torch.load(Path(path), map_location="cpu", weights_only=True)
+    if not isinstance(state, dict):
+        raise ValueError(f"weights: {str(path)!r} holds a {type(state).__name__}, not a state dict")
+    out = {}
+    for key, value in state.items():
+        if key.startswith("classifier."):
+            continue
+        m = _OLD_KEY.match(key)
+        out[m.group(1) + m.group(2) if m else key] = value
+    return out
+
+
 def densenet121(num_classes: int, in_channels: int = 3, weights=None) -> DenseNet121:
     """DenseNet-121 (torchvision) with a ``num_classes`` head; ImageNet weights only from a local file.
 
@@ -143,10 +248,9 @@ def densenet121(num_classes: int, in_channels: int = 3, weights=None) -> DenseNe
         if not path.is_file():
             raise ValueError("weights must be a local file with densenet121's ImageNet state dict, got "
                              f"{str(weights)!r} (not a file)")
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        state = {k: v for k, v in state.items() if not k.startswith("classifier.")}
+        state = load_densenet121_state(path)
         missing, unexpected = net.load_state_dict(state, strict=False)
-        missing = [k for k in missing if not k.startswith("classifier.")]
+        missing = [k for k in missing if not k.startswith("classifier.") and not k.endswith("num_batches_tracked")]
         if missing or unexpected:
             raise ValueError(f"weights: {str(path)!r} is not a densenet121 state dict (missing {missing[:3]}, "
                              f"unexpected {list(unexpected)[:3]})")

@@ -64,7 +64,8 @@ def _synthetic_train_size(samples: int) -> int:
 
 
 def count_work(*, learners, train_sizes, epochs: int, batch_size: int, judged=(), verdict_seeds: int = 0,
-               synthetic_periods: int = 0, synthetic_samples: int = 0, synthetic_epochs: int = 0) -> dict:
+               synthetic_periods: int = 0, synthetic_samples: int = 0, synthetic_epochs: int = 0,
+               train_update_iter: dict | None = None) -> dict:
     """The notebook's work, counted: trainings, steps per learner and evaluation passes.
 
     Parameters
@@ -105,13 +106,28 @@ def count_work(*, learners, train_sizes, epochs: int, batch_size: int, judged=()
     ({'erm': 1, 'finetune': 6, 'ewc': 3}, {'erm': 12, 'finetune': 72, 'ewc': 36})
     >>> w["trainings"], w["eval_passes"], w["part1_steps"], w["part1_eval_passes"]
     (38, 90, 40, 20)
+
+    With Wild-Time's iterations per period (``train_update_iter``), each period trains
+    ``ceil(iterations * B / n_t)`` epochs (:func:`~clkit.temporal.wildtime_settings.period_epochs`); erm:
+    30 epochs x 10 steps, then 3 x 100; si: 5 x 10, then 1 x 100 (at least the iterations per period):
+
+    >>> count_work(learners=["erm", "si"], train_sizes=[640, 6400], epochs=1, batch_size=64,
+    ...            train_update_iter={"erm": 300, "default": 50})["steps"]
+    {'erm': 600, 'si': 150}
     """
     learners = list(learners)
     sizes = [check_int("train_sizes", int(n), low=0) for n in train_sizes]
     epochs = check_int("epochs", epochs, low=0)
     batch_size = check_int("batch_size", batch_size, low=1)
     T = len(sizes)
-    per_pass = epochs * sum(math.ceil(n / batch_size) for n in sizes)
+    from .wildtime_settings import period_epochs
+
+    def per_pass(m):   # steps of one pass of learner m: per-period epochs from Wild-Time's iterations, if given
+        if not train_update_iter:
+            return epochs * sum(math.ceil(n / batch_size) for n in sizes)
+        eps = period_epochs(sizes, learner=m, epochs=max(epochs, 1), batch_size=batch_size,
+                            train_update_iter=train_update_iter)
+        return sum(e * math.ceil(n / batch_size) for e, n in zip(eps, sizes))
     judged = [m for m in judged if m in learners] if verdicts_run(judged, verdict_seeds) else []
     runs = {m: 1 + (verdict_seeds - 1 if m in judged else 0) + (verdict_seeds if m == "finetune" and judged else 0)
             for m in learners}
@@ -125,7 +141,7 @@ def count_work(*, learners, train_sizes, epochs: int, batch_size: int, judged=()
     if extra:
         detail += (f"; verdicts: {len(judged)} learners x {verdict_seeds - 1} more seeds + {verdict_seeds} "
                    f"null-control finetune runs, x {T} periods")
-    return {"runs": runs, "steps": {m: r * per_pass for m, r in runs.items()},
+    return {"runs": runs, "steps": {m: r * per_pass(m) for m, r in runs.items()},
             "period_ends": {m: r * T for m, r in runs.items()}, "trainings": trainings,
             "eval_passes": sum(runs.values()) * T * T, "part1_steps": part1_steps,
             "part1_eval_passes": PART1_STREAMS * synthetic_periods * (synthetic_periods + 1) // 2,
@@ -357,7 +373,8 @@ def run_budget(data, *, learners, train_kw: dict, judged=(), verdict_seeds: int 
     nets = dict(backbone=train_kw.get("backbone", "mlp"), backbone_weights=train_kw.get("backbone_weights"))
     counts = count_work(learners=learners, train_sizes=shape.train_sizes, epochs=epochs, batch_size=batch_size,
                         judged=judged, verdict_seeds=verdict_seeds, synthetic_periods=synthetic_periods,
-                        synthetic_samples=synthetic_samples, synthetic_epochs=synthetic_epochs)
+                        synthetic_samples=synthetic_samples, synthetic_epochs=synthetic_epochs,
+                        train_update_iter=train_kw.get("train_update_iter"))
     mean_train, mean_test = (max(1, int(round(float(np.mean(sizes))))) if sizes else 1
                              for sizes in (shape.train_sizes, shape.test_sizes))
     cal = calibrate(learners, shape.input_shape, shape.num_classes, train_size=mean_train, eval_size=mean_test,

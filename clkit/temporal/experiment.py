@@ -190,7 +190,7 @@ def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr:
                     batch_size: int = 64, seed: int = 0, strategy_kwargs: dict | None = None,
                     num_threads: int | None = 1, progress: bool = False, backward: bool = False,
                     device=None, precision: str = "fp32", backbone: str = "mlp",
-                    backbone_weights=None) -> np.ndarray:
+                    backbone_weights=None, train_update_iter: dict | None = None) -> np.ndarray:
     """Train ``learner`` period by period and fill A(t, tau) for tau >= t (and tau < t with ``backward``).
 
     Parameters
@@ -225,6 +225,10 @@ def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr:
         :class:`PeriodTasks` ``dataset``, else the CPU.
     precision : {"fp32", "bf16", "fp16"}
         Autocast of the forward passes (:class:`clkit.device.Amp`).
+    train_update_iter : dict, optional
+        Wild-Time's iterations per period, ``{learner: iterations, "default": iterations}``:
+        period t then trains ``ceil(iterations * batch_size / n_t)`` epochs
+        (:func:`clkit.temporal.wildtime_settings.period_epochs`) instead of ``epochs``.
 
     Returns
     -------
@@ -255,6 +259,10 @@ def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr:
                              precision=precision, backbone=backbone, input_shape=tasks.input_shape,
                              backbone_weights=backbone_weights)
 
+    from .wildtime_settings import period_epochs
+
+    per_period = period_epochs([len(t) for t in tasks.train], learner=learner, epochs=epochs,
+                               batch_size=batch_size, train_update_iter=train_update_iter or {})
     A = np.full((T, T), np.nan)
     strategy = None
     periods = range(T)
@@ -266,7 +274,7 @@ def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr:
         for t in periods:
             if fresh or strategy is None:
                 strategy = build(seed + (1000 * t if fresh else 0))
-            strategy.train_task(tasks.train[t])
+            strategy.train_task(tasks.train[t], epochs=per_period[t])
             first = 0 if backward else t
             A[t, first:] = accuracy_row(strategy, tasks.test[first:])
     return A

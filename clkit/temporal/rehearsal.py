@@ -4,7 +4,11 @@
 ``-p dataset yearbook``) and its loader (:func:`clkit.data.temporal.load_wild_time` through
 ``wild-time-data``), the set's backbone (DenseNet-121; ``-p backbone`` picks another),
 the learners, the metrics' settings (delta, lambda, H, n) and the verdict rule, and caps
-every size, count and number of epochs (:data:`CAPS`, :data:`clkit.rehearsal.RULE`). The fabricated file
+every size, count and number of epochs (:data:`CAPS`, :data:`clkit.rehearsal.RULE`). A set that
+requires ImageNet weights (``pretrained_required``) without a ``backbone_weights`` file gets a
+fabricated checkpoint in torchvision's DenseNet-121 layout
+(:func:`clkit.data.fixtures.densenet.write_densenet121_checkpoint`), read by the users' loading
+code; ``paper_scale`` is switched off (a rehearsal is not the paper's experiment). The fabricated file
 (:mod:`clkit.data.fixtures.wild_time`: every time step of the real file, real image sizes,
 :data:`PER_STEP` images per split and step) is written to the rehearsal folder, which
 becomes the data cache the loader reads first.
@@ -24,6 +28,9 @@ NOTEBOOK = "03_temporal_metrics"
 
 #: periods kept by a rehearsal (FMoW has 16; the paper's H = 6 and n = 6 need at least 7)
 MAX_PERIODS = 16
+
+#: Wild-Time's iterations per period are cut to at most this many (train_update_iter)
+ITERATIONS_CAP = 2
 
 #: images per split and time step of each fabricated Wild-Time file
 PER_STEP = {"fmow": 8, "yearbook": 8}
@@ -93,6 +100,7 @@ def prepare(values: dict, root=None, *, seed: int = 0) -> Rehearsal:
     ('max_periods', 0, 16)
     >>> _ = os.environ.pop("CLKIT_DATA") if old is None else os.environ.update(CLKIT_DATA=old)
     """
+    given = values
     values = {k: values[k] for k in ("dataset", "period_length", *(c.name for c in CAPS)) if k in values}
     total = stream_periods(values) if values.get("max_periods") == 0 else None
     if total:
@@ -102,4 +110,24 @@ def prepare(values: dict, root=None, *, seed: int = 0) -> Rehearsal:
         if row["parameter"] == "max_periods" and total:
             row["given"] = 0
             row["what"] = f"periods of the stream kept (0 = all: {total})"
+    if (given.get("backbone") == "densenet121" and given.get("pretrained_required")
+            and not given.get("backbone_weights")):
+        from ..data.fixtures.densenet import write_densenet121_checkpoint
+
+        path = write_densenet121_checkpoint(rh.root / "weights", seed=seed)
+        rh.changes["backbone_weights"] = str(path)
+        rh.files["densenet121 weights"] = path
+        rh.rows.append({"parameter": "backbone_weights", "given": "", "used": str(path),
+                        "what": "a fabricated checkpoint in torchvision's DenseNet-121 layout (random values: "
+                                "not ImageNet's, the network is not pretrained)"})
+    iters = given.get("train_update_iter")
+    if isinstance(iters, dict) and any(isinstance(v, int) and v > ITERATIONS_CAP for v in iters.values()):
+        cut = {k: min(v, ITERATIONS_CAP) if isinstance(v, int) else v for k, v in iters.items()}
+        rh.changes["train_update_iter"] = cut
+        rh.rows.append({"parameter": "train_update_iter", "given": dict(iters), "used": cut,
+                        "what": "Wild-Time's iterations per period (each learner's)"})
+    if given.get("paper_scale"):
+        rh.changes["paper_scale"] = False
+        rh.rows.append({"parameter": "paper_scale", "given": True, "used": False,
+                        "what": "the run is not the paper's experiment (fabricated data, sizes cut)"})
     return rh
