@@ -145,7 +145,7 @@ import clkit.edge.bounds
 import clkit.edge.budget
 import clkit.edge.encoders
 import clkit.edge.images
-import clkit.edge.tables
+import clkit.edge.paper_numbers
 from clkit.edge import plots, report
 from clkit.edge.experiment import load_enumerable_data
 from clkit.edge.learners import LearnerConfig
@@ -171,7 +171,7 @@ P.update(dataset=dataset, learners=learners, classic_datasets=classic_datasets)
 import clkit.edge.protocol
 
 P["learner_kwargs"] = report.check_edge_learner_kwargs(
-    edge.protocol.protocol_learner_kwargs(protocol, dataset, learners, learner_kwargs),
+    edge.protocol.protocol_learner_kwargs(protocol, dataset, learners, learner_kwargs, num_tasks=num_tasks),
     own_learners + user_learners, batched=own_learners,
 )
 shuffle = edge.protocol.rs_shuffle(protocol, rs_shuffle)
@@ -442,12 +442,17 @@ record.log(**ev["log"], **ev["log_mean"], rs_sequences=seqs["RS"], edge_sequence
 # %% [markdown]
 # The same numbers in the layout of the paper's Tables 1-2 (`edge.tables.paper_table`):
 # per learner, the true minimum and maximum beside those RS and EDGE saw, then
-# $\mathrm{JSD}_{RS}$, $\mathrm{JSD}_{EDGE}$, $W_{RS}$, $W_{EDGE}$.
+# $\mathrm{JSD}_{RS}$, $\mathrm{JSD}_{EDGE}$, $W_{RS}$, $W_{EDGE}$ -- each column beside the
+# paper's own numbers (`edge.paper_numbers.tables_beside_paper`; a comparison only at the
+# paper's setting, a reference elsewhere), naming the paper's methods this run lacks.
 
 # %%
-for title, cols in edge.images.table_families(list(truth_values), dataset).items():
-    display(Markdown(f"**{title}**"), edge.tables.paper_table(record.results["protocols"], cols))
-display(Markdown(edge.tables.UNITS))
+tabs, note = edge.paper_numbers.tables_beside_paper(
+    record.results["protocols"], edge.images.table_families(list(truth_values), dataset), dataset=dataset,
+    classes=classes, num_tasks=num_tasks, rehearse=rehearse)
+for title, frame in tabs:
+    display(Markdown(f"**{title}**"), frame)
+display(Markdown(note))
 
 # %% [markdown]
 # **Fig. 4 / Table A4: the text encoder's size.** EDGE's hard and easy sequences come from

@@ -51,3 +51,24 @@ def test_missing_methods_and_refusals():
         pn.beside_paper({"ewc": 1}, "cifar100")
     with pytest.raises(ValueError, match="table's rows must be"):
         pn.beside_paper(pd.DataFrame({"ewc": [1.0]}), "cifar100")
+
+
+def test_tables_beside_paper_compare_only_at_the_papers_setting():
+    from clkit.edge.paper_numbers import PAPER_METHODS, paper_setting, tables_beside_paper
+
+    rec = {"ewc/truth": {"min": 10.0, "max": 30.0}, "l2p/truth": {"min": 80.0, "max": 95.0}}
+    fams = {"Table 1": ["l2p"], "Table 2": ["ewc"]}
+    tabs, note = tables_beside_paper(rec, fams, dataset="cifar100", classes=list(range(6)), num_tasks=3)
+    t2 = dict(tabs)["Table 2"]
+    # the difference column: run - paper (EWC's true minimum 12.50 in the paper's Table 2)
+    assert t2[("EWC", "run - paper")].iloc[0] == pytest.approx(10.0 - 12.50)
+    assert "no difference is judged" in note and "CODA-Prompt" in note and "TagFex" in note
+    tabs, note = tables_beside_paper(rec, fams, dataset="cifar100", classes=list(range(6)), num_tasks=3,
+                                     rehearse=True)
+    assert ("EWC", "run - paper") not in dict(tabs)["Table 2"].columns
+    assert "not meaningful" in note and "rehearsal" in note
+    every = {f"{m}/truth": {"min": 1.0, "max": 2.0} for m in PAPER_METHODS}
+    _, note = tables_beside_paper(every, {"T": list(PAPER_METHODS)}, dataset="imagenet_r", classes=list(range(6)),
+                                  num_tasks=3)
+    assert "all twelve" in note
+    assert not paper_setting("cifar100", [0, 1, 2, 3, 4, 6], 3) and not paper_setting("cub200", list(range(6)), 3)

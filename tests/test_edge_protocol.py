@@ -50,6 +50,57 @@ def test_authors_settings_are_pycils_module_constants():
         (170, [60, 120, 170], 0.0005, "paper", "nme")
 
 
+def test_new_methods_authors_settings_are_the_releases():
+    """PyCIL's exps/foster.json, exps/memo.json (MEMO_CIFAR100) and models/tagfex.py's constants."""
+    from clkit.strategies.memo import MEMO_CIFAR100
+
+    a, p = SETTINGS["authors"], SETTINGS["paper"]
+    f = a["foster"]
+    assert (f["init_epochs"], f["epochs"], f["compression_epochs"], f["lr"], f["weight_decay"], f["batch_size"]) == \
+        (200, 170, 130, 0.1, 0.0005, 128)
+    m = a["memo"]
+    for key in ("init_epochs", "init_lr", "init_weight_decay", "epochs", "lr", "weight_decay", "batch_size"):
+        assert m[key] == MEMO_CIFAR100[key], key
+    assert tuple(m["init_milestones"]) == tuple(MEMO_CIFAR100["init_milestones"]) == (60, 120, 170)
+    assert tuple(m["milestones"]) == tuple(MEMO_CIFAR100["milestones"]) == (80, 120, 150)
+    t = a["tagfex"]
+    assert (t["init_epochs"], t["init_milestones"], t["init_weight_decay"], t["epochs"], t["milestones"],
+            t["weight_decay"], t["batch_size"]) == (200, [60, 120, 170], 0.0005, 170, [80, 120, 150], 0.0002, 128)
+    # App. E.1.1: 170 epochs every task, steps 60 / 120 / 170, weight decay 5e-4
+    assert p["memo"]["init_epochs"] == p["memo"]["epochs"] == p["tagfex"]["epochs"] == p["foster"]["init_epochs"] == 170
+    assert p["memo"]["milestones"] == p["tagfex"]["milestones"] == [60, 120, 170]
+    assert p["memo"]["weight_decay"] == p["tagfex"]["weight_decay"] == 0.0005
+
+
+@pytest.mark.parametrize("name", ["l2p", "coda_prompt", "hide_prompt", "ease", "mos"])
+def test_vit_settings_are_the_strategies_defaults(name):
+    """The ViT methods' PILOT settings in SETTINGS equal what each strategy does when given nothing (L2P: its
+    release's exps/l2p.json, which its constructor does not default to); both protocols use them."""
+    from clkit.models.vit import vit_backbone
+    from clkit.plugins import resolve_strategy
+    from clkit.strategies.base import Strategy
+
+    s = SETTINGS["authors"][name]
+    assert SETTINGS["paper"][name] == s
+    built = resolve_strategy(name)(vit_backbone(num_classes=4, tiny=True, seed=0))
+    if name == "l2p":
+        assert (s["optimizer"], s["lr"], s["batch_size"], s["epochs"]) == ("adam", 0.03 * 16 / 256, 16, 5)
+        return
+    for key in ("lr", "batch_size", "epochs", "weight_decay", "momentum"):
+        if key in s:
+            assert getattr(built, key) == pytest.approx(s[key]), key
+    assert built._optimizer_spec == s["optimizer"]
+    assert isinstance(built, Strategy)
+
+
+def test_stream_sets_coda_tasks_and_hide_pool():
+    kw = protocol_learner_kwargs("authors", "cifar100", ["coda_prompt", "hide_prompt"], {}, num_tasks=12)
+    assert kw["coda_prompt"]["n_tasks"] == 12 and kw["hide_prompt"]["pool_size"] == 12
+    kw = protocol_learner_kwargs("authors", "cifar100", ["coda_prompt"], {"coda_prompt": {"n_tasks": 5}},
+                                 num_tasks=3)
+    assert kw["coda_prompt"]["n_tasks"] == 5
+
+
 def test_run_values_win_and_only_image_protocols_change():
     kw = protocol_learner_kwargs("authors", "cifar100", ["ewc", "icarl", "simplecil"],
                                  {"icarl": {"memory_size": 120, "epochs": 3}})
@@ -63,9 +114,15 @@ def test_protocol_settings_pass_the_notebooks_keyword_check():
     """Every setting is a keyword the strategy (or the schedule) accepts."""
     from clkit.edge.report import check_edge_learner_kwargs
 
+    from clkit.edge.paper_numbers import PAPER_METHODS
+
     for protocol in ("paper", "authors"):
         kw = protocol_learner_kwargs(protocol, "cifar100", ["ewc", "icarl", "der"], {})
         assert check_edge_learner_kwargs(kw, ["ewc", "icarl", "der"], batched=["ncm"]) == kw
+        every = list(PAPER_METHODS)
+        kw = protocol_learner_kwargs(protocol, "cifar100", every, {}, num_tasks=3)
+        assert sorted(kw) == sorted(set(every) - {"ranpac"})      # RanPAC's settings are the set's own
+        assert check_edge_learner_kwargs(kw, every, batched=["ncm"]) == kw
     with pytest.raises(ValueError, match="init_epoch"):
         check_edge_learner_kwargs({"ewc": {"init_epoch": 200}}, ["ewc"], batched=["ncm"])
 

@@ -194,7 +194,8 @@ def test_fashion6_set_rehearses_end_to_end(tmp_path):
     assert took < 600
 
 
-PAPER_LEARNERS = {"ewc", "icarl", "der", "simplecil", "ranpac", "l2p"}
+PAPER_LEARNERS = {"l2p", "coda_prompt", "hide_prompt", "ease", "mos", "ranpac", "ewc", "der", "icarl", "foster", "memo",
+                  "tagfex"}
 
 
 @pytest.mark.paper_rehearsal
@@ -213,7 +214,14 @@ def test_paper_image_protocol_rehearses_end_to_end(tmp_path, paper_set, folder):
     assert f"weights: {rh['data_root']}/vit/tiny-seed0/model.safetensors" in r["data_source"]
     cut = {row["parameter"]: (row["given"], row["used"]) for row in rh["cut"]}
     assert cut["vit_model"] == ("vit_base_patch16_224.augreg_in21k_ft_in1k", "tiny") and cut["epochs"] == (170, 1)
-    assert cut["learner_kwargs"][1]["l2p"]["epochs"] == 1 and cut["learner_kwargs"][1]["ranpac"]["projection_dim"] == 64
+    kw = cut["learner_kwargs"][1]
+    assert kw["l2p"]["epochs"] == 1 and kw["ranpac"]["projection_dim"] == 64
+    # the seven newer methods: the release's settings filled in, then cut (clkit.edge.rehearsal.METHOD_CUTS)
+    assert kw["coda_prompt"]["n_tasks"] == 3 and kw["coda_prompt"]["pool_size"] == 6
+    assert kw["foster"]["init_epochs"] == kw["foster"]["compression_epochs"] == 1
+    assert kw["memo"]["init_epochs"] == 1 and kw["memo"]["milestones"] == [80, 120, 150]
+    assert kw["hide_prompt"]["tii_epochs"] == 1 and kw["hide_prompt"]["n_centroids"] == 2
+    assert kw["tagfex"]["proj_hidden_dim"] == 64 and kw["mos"]["ca_epochs"] == 1
     # the authors' protocol (the paper set's): PyCIL's schedule filled in, then its epochs cut as well
     icarl = cut["learner_kwargs"][1]["icarl"]
     assert icarl["init_epochs"] == 1 and icarl["epochs"] == 1 and icarl["milestones"] == [80, 120]
@@ -224,7 +232,9 @@ def test_paper_image_protocol_rehearses_end_to_end(tmp_path, paper_set, folder):
     assert len(cut["encoder_sizes"][1]) == 6 and all(e.startswith("local-dir:") for e in cut["encoder_sizes"][1])
     # the structure kept: all 90 orders, the six methods of both families
     assert r["num_enumerated"] == 90 and set(r["true_accuracy"]) == PAPER_LEARNERS
-    assert r["budget"]["trainings"] == 6 * 195 and r["budget"]["gpu_estimate"]["measured"] is False
+    assert set(r["true_final_accuracy"]) == PAPER_LEARNERS
+    assert all(set(v) == PAPER_LEARNERS for v in r["protocol_final_accuracy"].values())
+    assert r["budget"]["trainings"] == 12 * 195 and r["budget"]["gpu_estimate"]["measured"] is False
     assert set(p["learners"]) == PAPER_LEARNERS and p["dataset"] in ("cifar100", "imagenet_r")
     enc = r["encoder_sizes_result"]
     assert enc["skipped"] == {} and len(enc["encoders"]) == 6
@@ -234,6 +244,7 @@ def test_paper_image_protocol_rehearses_end_to_end(tmp_path, paper_set, folder):
         assert (out / "figures" / f"{fig}.png").stat().st_size > 1000
     nb = (out / "02_edge.ipynb").read_text()
     assert "Table 1 layout: pre-trained methods" in nb and "Table 2 layout: non-pre-trained methods" in nb
+    assert "the comparison is not meaningful" in nb and "all twelve of the paper" in nb and "CODA-Prompt" in nb
     assert len(r["verdicts"]) > 0 and nb.count("**Rehearsal run** of a paper parameter set") >= 2
 
 

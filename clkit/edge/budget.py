@@ -42,7 +42,8 @@ from .._validate import check_int
 from .memory import _size
 from .prefix import count_prefixes
 
-__all__ = ["TruthBudget", "truth_budget", "measure_truth", "prefix_work", "scoring_settings", "LEFT_OUT",
+__all__ = ["TruthBudget", "truth_budget", "measure_truth", "prefix_work", "scoring_settings", "strategy_epochs",
+           "LEFT_OUT",
            "CPU_PROBE_WIDTH"]
 
 #: what the estimate leaves out (:attr:`clkit.budget.Budget.leaves_out`, said after every budget)
@@ -260,7 +261,8 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
     from ..device import RunDevice, as_device, check_precision, move
     from ..plugins import resolve_strategy
     from .learners import LearnerConfig, _Batched, _Sequential, batched_plan, learner_config
-    from .memory import chunk_plan, strategy_node_bytes
+    from .memory import chunk_plan
+    from .shared import node_bytes_shared
     from .truth import sample_population
 
     config = LearnerConfig() if config is None else config
@@ -328,7 +330,7 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
         ntr = xtr_t.shape[1]
         backend = _Sequential(cls, config, seed, xtr_t, factory, kwargs.get(u), dev, precision)
         strat = backend.root()[0]
-        plan = chunk_plan(strategy_node_bytes(strat), L, dev, budget=memory_budget)
+        plan = chunk_plan(node_bytes_shared(strat), L, dev, budget=memory_budget)   # a frozen ViT: shared
         widths = prefix_work(seqs, plan.num_chunks)
         nodes = sum(map(sum, widths))
         trainings += nodes
@@ -340,7 +342,7 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
                              "timed on a task of four minibatches, scaled to a task's rows"))
         else:
             # its own epochs (learner_kwargs included), the first task's init_epochs where a schedule sets them
-            n_steps = sum(n * backend.cfg.task_epochs(t, strat.epochs) for chunk in widths
+            n_steps = sum(n * strategy_epochs(strat, backend.cfg, t) for chunk in widths
                           for t, n in enumerate(chunk)) * math.ceil(M * ntr / strat.batch_size)
             work.append(Work(f"{u} steps (one sequence at a time)", n_steps, t_task,
                              "timed on four minibatches of its strategy"))
@@ -392,6 +394,39 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
     return TruthBudget(budget, plans, levels, L, notes, gpu)
 
 
+def strategy_epochs(strat, config, t: int) -> int:
+    """Passes over its task's rows a strategy node makes in task ``t`` (0-based), every stage counted.
+
+    The driver's schedule (``config.task_epochs``: its ``init_epochs`` for the first task) or, for a
+    strategy that schedules itself, its own ``init_epochs`` (MEMO, FOSTER); plus the stages that pass
+    over the task's rows again: FOSTER's compression (``compression_epochs``, default its epochs) after
+    every task but the first, HiDe-Prompt's task-identity training (``tii_epochs``, on cached features:
+    counted as passes, an over-estimate). Classifier alignment on sampled features (HiDe-Prompt's and
+    MOS's ``ca_epochs``) does not touch the images and is not counted.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from clkit.edge.learners import LearnerConfig
+    >>> foster = SimpleNamespace(epochs=170, init_epochs=200, compression_epochs=130)
+    >>> [strategy_epochs(foster, LearnerConfig(), t) for t in (0, 1)]
+    [200, 300]
+    >>> strategy_epochs(SimpleNamespace(epochs=170), LearnerConfig(init_epochs=200), 0)
+    200
+    """
+    own_init = getattr(strat, "init_epochs", None)
+    if t == 0 and isinstance(own_init, int):
+        n = own_init
+    else:
+        n = config.task_epochs(t, strat.epochs) if config is not None else strat.epochs
+    if t > 0 and hasattr(strat, "compression_epochs"):
+        comp = strat.compression_epochs
+        n += strat.epochs if comp is None else int(comp)
+    if isinstance(getattr(strat, "tii_epochs", None), int):
+        n += strat.tii_epochs
+    return int(n)
+
+
 def _strategy_flops(strat, xtr, widths, M: int, ntr: int, nte: int, config=None) -> float | None:
     """FLOPs of a strategy's ground truth: every node's ``epochs`` passes over its task's ``M * ntr`` rows at a
     training step's FLOPs per row (:func:`clkit.budget.training_flops` on its model, on ``meta``) and its
@@ -404,7 +439,7 @@ def _strategy_flops(strat, xtr, widths, M: int, ntr: int, nte: int, config=None)
     closed = getattr(strat, "optimizer", True) is None                       # closed-form heads: one pass
 
     def epochs(t):
-        return 1 if closed else (config.task_epochs(t, strat.epochs) if config is not None else strat.epochs)
+        return 1 if closed else strategy_epochs(strat, config, t)
     rows = sum(n * epochs(t) * M * ntr for chunk in widths for t, n in enumerate(chunk))
     evals = sum(n * (t + 1) * M * nte for chunk in widths for t, n in enumerate(chunk))
     return float(rows * f["step"] / 2 + evals * f["forward"] / 2)

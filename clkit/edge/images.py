@@ -9,7 +9,8 @@ The paper's enumerable ground truth is the first six classes of **CIFAR-100** an
   224x224 ones (PyCIL's ``resnet18``; the paper's App. E.1.1) -- here any
   :mod:`clkit.strategies` strategy (``"ewc"``, ``"icarl"``, ``"der"``, ``"lwf"``, ...);
 * **pretrained** on a frozen ViT-B/16: the prototype methods (SimpleCIL, RanPAC: any
-  :class:`~clkit.strategies.prototype._FrozenFeatureStrategy`) and the prompt method L2P.
+  :class:`~clkit.strategies.prototype._FrozenFeatureStrategy`) and the methods that train around
+  the ViT (``needs_vit_model``: L2P, CODA-Prompt, HiDe-Prompt, EASE, MOS).
 
 What this module decides (and notebook 02 states):
 
@@ -65,8 +66,9 @@ NORMALISATION = {"cifar100": ((0.5071, 0.4867, 0.4408), (0.2675, 0.2565, 0.2761)
 #: the non-pretrained network per dataset (PyCIL's choices: ``resnet32`` for CIFAR, ``resnet18`` otherwise)
 SCRATCH_BACKBONES = {"cifar100": "resnet32", "imagenet_r": "resnet18_bn", "cub200": "resnet18_bn"}
 
-#: learners that need the ViT inside every training step (prompt methods)
-PROMPT_LEARNERS = ("l2p",)
+#: the built-in learners that need the ViT inside every training step (any strategy with ``needs_vit_model``
+#: does too: :func:`learner_kind`)
+PROMPT_LEARNERS = ("l2p", "coda_prompt", "hide_prompt", "ease", "mos")
 
 
 @dataclass(frozen=True)
@@ -288,8 +290,14 @@ def learner_kind(name: str) -> str:
 
     Examples
     --------
+    Any strategy that declares ``needs_vit_model`` (L2P, CODA-Prompt, HiDe-Prompt, EASE, MOS, or a
+    user's) is ``"prompt"``: it takes the whole :class:`~clkit.models.vit.ViTBackbone` and trains
+    around the frozen ViT.
+
     >>> [learner_kind(n) for n in ("ncm", "simplecil", "ranpac", "l2p", "ewc", "icarl", "der")]
     ['ncm', 'frozen', 'frozen', 'prompt', 'scratch', 'scratch', 'scratch']
+    >>> [learner_kind(n) for n in ("coda_prompt", "hide_prompt", "ease", "mos", "foster", "memo", "tagfex")]
+    ['prompt', 'prompt', 'prompt', 'prompt', 'scratch', 'scratch', 'scratch']
     """
     from ..plugins import resolve_strategy
     from ..strategies.prototype import _FrozenFeatureStrategy
@@ -299,6 +307,8 @@ def learner_kind(name: str) -> str:
     if name in PROMPT_LEARNERS:
         return "prompt"
     cls = resolve_strategy(name, parameter="learners")
+    if getattr(cls, "needs_vit_model", False):
+        return "prompt"
     return "frozen" if issubclass(cls, _FrozenFeatureStrategy) else "scratch"
 
 
@@ -568,7 +578,10 @@ def classic_bounds_run(dataset: str, learners, config, *, num_tasks: int = 10, e
     data.update(f_train=feats["f_train"], f_test=feats["f_test"])
     own, strategies = split_learners(learners)
     inputs = strategy_inputs(data, strategies, backbone=backbone, spec=spec)
-    kwargs = learner_kwargs or {}
+    from .protocol import stream_settings
+
+    # the classic split's own number of tasks (CODA-Prompt's pool is split over them)
+    kwargs = stream_settings(strategies, learner_kwargs or {}, num_tasks, force=True)
 
     def train(seqs):
         out = {k: 100 * v["avg_acc"] for k, v in run_learners(

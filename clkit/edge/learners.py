@@ -72,7 +72,6 @@ and follow the same definitions). The keywords each accepts in the notebook's
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 import warnings
@@ -85,7 +84,8 @@ import torch.nn.functional as F
 from .._seed import torch_seeded, torch_threads
 from .._validate import check_choice, check_int, check_real
 from ..device import Amp, RunDevice, as_device, autocast, check_precision, move, to_host
-from .memory import chunk_plan, node_bytes, sequence_chunks, strategy_node_bytes
+from .memory import chunk_plan, node_bytes, sequence_chunks
+from .shared import node_bytes_shared, node_copy
 from .prefix import prefix_code, prefix_tree
 
 __all__ = ["LEARNERS", "LEARNER_KEYWORDS", "SCHEDULE_KEYWORDS", "LearnerConfig", "split_schedule",
@@ -623,7 +623,7 @@ class _Sequential:
         if not isinstance(learner, type):
             raise TypeError(f"learner must be a Strategy class (clkit.plugins.resolve_strategy resolves names), "
                             f"got {learner!r}")
-        config, strategy_kwargs = split_schedule(config, strategy_kwargs)   # the schedule's keys -> config
+        config, strategy_kwargs = split_schedule(config, strategy_kwargs, learner)   # schedule keys -> config
         self.learner, self.cfg, self.seed, self.xtr = learner, config, seed, xtr
         self.C, self.D = xtr.shape[0], math.prod(xtr.shape[2:])
         # images (C, n, channels, H, W) are scored in slices of this many (the default 4,096 rows
@@ -649,7 +649,7 @@ class _Sequential:
     def select(state, idx):
         out, used = [], set()
         for p in np.asarray(idx).tolist():
-            out.append(copy.deepcopy(state[p]) if p in used else state[p])
+            out.append(node_copy(state[p]) if p in used else state[p])
             used.add(p)
         return out
 
@@ -837,12 +837,12 @@ def _walk_tree_depth_first(backend, xall, yall, nte, seqs, progress, share, eval
         if t + 1 < K:
             kids = children[t][i]
             for j, k in enumerate(kids):
-                visit(t + 1, k, state if j == len(kids) - 1 else [copy.deepcopy(state[0])])
+                visit(t + 1, k, state if j == len(kids) - 1 else [node_copy(state[0])])
 
     root = backend.root()
     first = list(range(len(levels[0].parent)))
     for j, i in enumerate(first):
-        visit(0, i, root if j == len(first) - 1 else [copy.deepcopy(root[0])])
+        visit(0, i, root if j == len(first) - 1 else [node_copy(root[0])])
     R = np.full((L, K, K), np.nan)
     for t, level in enumerate(levels):
         R[:, t, : t + 1] = acc[t][level.node_of]
@@ -972,18 +972,29 @@ def train_sequences(x_train, x_test, sequences, learner: str, config: LearnerCon
         return _walk(backend, xte, np.sort(seqs, axis=-1), progress, share_prefixes, plan)
 
 
-def split_schedule(config: LearnerConfig, strategy_kwargs: dict | None) -> tuple:
+def split_schedule(config: LearnerConfig, strategy_kwargs: dict | None, learner=None) -> tuple:
     """``(config, kwargs)``: a strategy's ``learner_kwargs`` split into the schedule fields of ``config``
     (:data:`SCHEDULE_KEYWORDS` but ``weight_decay``, the strategy's own keyword) and its constructor's keywords.
+
+    A keyword that ``learner`` (a Strategy class)'s constructor names itself stays with the strategy: a
+    method that schedules its own stages (MEMO's ``init_epochs`` / ``milestones``, FOSTER's
+    ``init_epochs``) gets its values, and the driver's schedule stays off for it.
 
     Examples
     --------
     >>> cfg, kw = split_schedule(LearnerConfig(), {"init_epochs": 200, "milestones": [80, 120], "lr": 0.1})
     >>> cfg.init_epochs, cfg.milestones, kw
     (200, (80, 120), {'lr': 0.1})
+    >>> from clkit.strategies.memo import MEMO
+    >>> cfg, kw = split_schedule(LearnerConfig(), {"init_epochs": 200, "milestones": [80, 120]}, MEMO)
+    >>> cfg.scheduled, kw
+    (False, {'init_epochs': 200, 'milestones': [80, 120]})
     """
+    import inspect
+
     kw = dict(strategy_kwargs or {})
-    sched = {k: kw.pop(k) for k in SCHEDULE_KEYWORDS if k in kw and k != "weight_decay"}
+    own = set(inspect.signature(learner.__init__).parameters) if isinstance(learner, type) else set()
+    sched = {k: kw.pop(k) for k in SCHEDULE_KEYWORDS if k in kw and k != "weight_decay" and k not in own}
     return (dataclasses.replace(config, **sched) if sched else config), kw
 
 
@@ -1005,7 +1016,8 @@ def train_strategy_sequences(x_train, x_test, sequences, learner, config: Learne
     :func:`clkit.plugins.resolve_strategy`, which imports this module). The root strategy
     is deep-copied at every branch of the prefix tree, so each sequence trains as a fresh
     strategy would; the sequences are cut into chunks by ``memory_budget`` as in
-    :func:`train_sequences` (a node's bytes: :func:`clkit.edge.memory.strategy_node_bytes`).
+    :func:`train_sequences` (a node's bytes: :func:`clkit.edge.shared.node_bytes_shared`). A frozen
+    pre-trained ViT is shared between the nodes, not copied (:func:`clkit.edge.shared.node_copy`).
     Public entry point: :func:`clkit.plugins.train_sequences_sequentially`.
     """
     seed = check_int("seed", seed, low=0)
@@ -1013,7 +1025,15 @@ def train_strategy_sequences(x_train, x_test, sequences, learner, config: Learne
     dev, precision = _run_device(device, precision)
     backend = _Sequential(learner, config, seed, xtr, model_factory, strategy_kwargs, dev, precision)
     with torch_threads(num_threads):
-        plan = chunk_plan(strategy_node_bytes(backend.root()[0]), len(seqs), dev, budget=memory_budget)
+        # -- ground truth by state (issue 50; clkit/edge/state_truth.py): a strategy declaring a state smaller
+        # than the prefix (its `truth_state`) trains once per state; share_prefixes=False keeps the plain walk
+        if share_prefixes:
+            from .state_truth import by_declared_state
+            out = by_declared_state(backend, xte, np.sort(seqs, axis=-1), progress)
+            if out is not None:
+                return out
+        # -- end of the ground truth by state
+        plan = chunk_plan(node_bytes_shared(backend.root()[0]), len(seqs), dev, budget=memory_budget)
         return _walk(backend, xte, np.sort(seqs, axis=-1), progress, share_prefixes, plan)
 
 

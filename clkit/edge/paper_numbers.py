@@ -28,7 +28,8 @@ import pandas as pd
 
 from .tables import ROWS
 
-__all__ = ["PAPER_METHODS", "PAPER_TABLES", "METHOD_NAMES", "missing_methods", "beside_paper"]
+__all__ = ["PAPER_METHODS", "PAPER_TABLES", "METHOD_NAMES", "missing_methods", "beside_paper", "paper_setting",
+           "tables_beside_paper"]
 
 #: registry name -> the paper's column label
 METHOD_NAMES = {"l2p": "L2P", "coda_prompt": "CODA-Prompt", "hide_prompt": "HiDe-Prompt", "ease": "EASE",
@@ -101,7 +102,7 @@ def missing_methods(learners) -> list:
     return [m for m in PAPER_METHODS if m not in have]
 
 
-def beside_paper(table: pd.DataFrame, dataset: str) -> pd.DataFrame:
+def beside_paper(table: pd.DataFrame, dataset: str, *, difference: bool = False) -> pd.DataFrame:
     """A run's Tables 1-2 layout (:func:`clkit.edge.tables.paper_table`) with the paper's numbers beside.
 
     Parameters
@@ -116,7 +117,9 @@ def beside_paper(table: pd.DataFrame, dataset: str) -> pd.DataFrame:
     pandas.DataFrame
         Columns ``(label, "paper")`` and ``(label, "this run")`` per learner, ``label`` the paper's
         column name (the registry name for a learner the paper does not run, marked
-        ``" (not in the paper)"``); the paper's values NaN where it prints none.
+        ``" (not in the paper)"``); the paper's values NaN where it prints none. With ``difference``
+        also ``(label, "run - paper")``: the run's value minus the paper's (the paper gives no
+        spread for these cells, so the difference is shown, not a test).
 
     Examples
     --------
@@ -141,6 +144,64 @@ def beside_paper(table: pd.DataFrame, dataset: str) -> pd.DataFrame:
         paper = PAPER_TABLES[dataset].get(name, (math.nan,) * len(labels))
         cols[(label, "paper")] = list(paper)
         cols[(label, "this run")] = table[name].tolist()
+        if difference:
+            cols[(label, "run - paper")] = [round(r - q, 2) for r, q in zip(table[name].tolist(), paper)]
     out = pd.DataFrame(cols, index=labels)
     out.columns = pd.MultiIndex.from_tuples(out.columns, names=["method", "source"])
     return out
+
+
+def paper_setting(dataset: str, classes, num_tasks: int, *, rehearse: bool = False) -> bool:
+    """Whether a run is the paper's enumerable setting (its first six classes of CIFAR-100 or ImageNet-R in three
+    tasks, not a rehearsal), where its Tables 1-2 numbers are a comparison and not only a reference.
+
+    Examples
+    --------
+    >>> paper_setting("cifar100", [0, 1, 2, 3, 4, 5], 3), paper_setting("fashion_mnist", [0, 1, 2, 3], 2)
+    (True, False)
+    >>> paper_setting("cifar100", list(range(6)), 3, rehearse=True)
+    False
+    """
+    return (dataset in PAPER_TABLES and list(classes or ()) == list(range(6)) and int(num_tasks) == 3
+            and not rehearse)
+
+
+def tables_beside_paper(protocols: dict, families: dict, *, dataset: str, classes, num_tasks: int,
+                        rehearse: bool = False) -> tuple:
+    """Notebook 02's Tables 1-2: ``([(title, DataFrame)], note)``, every method column beside the paper's numbers.
+
+    ``families`` is :func:`clkit.edge.images.table_families`' ``{title: learners}``; each table is
+    :func:`clkit.edge.tables.paper_table` of ``protocols`` (results.json's ``protocols``) set beside
+    the paper's (:func:`beside_paper`) -- at the paper's setting (:func:`paper_setting`) with the
+    difference, elsewhere the paper's CIFAR-100 numbers for reference only. The note (Markdown) says
+    which, the units, and names the paper's methods the run does not have (:func:`missing_methods`).
+
+    Examples
+    --------
+    >>> rec = {"ewc/truth": {"min": 10.0, "max": 30.0}}
+    >>> tabs, note = tables_beside_paper(rec, {"T2": ["ewc"]}, dataset="fashion_mnist", classes=[0, 1, 2, 3],
+    ...                                  num_tasks=2)
+    >>> tabs[0][0], "not meaningful" in note, "TagFex" in note
+    ('T2', True, True)
+    """
+    from .tables import UNITS, paper_table
+
+    at_paper = paper_setting(dataset, classes, num_tasks, rehearse=rehearse)
+    ref = dataset if dataset in PAPER_TABLES else "cifar100"
+    out = [(title, beside_paper(paper_table(protocols, cols), ref, difference=at_paper))
+           for title, cols in families.items()]
+    if at_paper:
+        head = (f"The paper's setting ({ref}, its first six classes in three tasks): each method's column beside the "
+                "paper's own numbers and their difference (run - paper, in the row's unit). The paper prints no "
+                "spread for these cells, so no difference is judged significant here.")
+    else:
+        why = "a rehearsal on fabricated data" if rehearse else (
+            f"{dataset}, classes {list(classes)}, {num_tasks} tasks")
+        head = (f"Not the paper's setting ({why}; the paper: the first six classes of CIFAR-100 or ImageNet-R in "
+                f"three tasks): the comparison is not meaningful; the paper's {ref} numbers are shown for "
+                "reference only.")
+    learners = [n for cols in families.values() for n in cols]
+    missing = missing_methods(learners)
+    tail = (" The paper's methods this run does not have: " + ", ".join(METHOD_NAMES[m] for m in missing) + "."
+            if missing else " This run has all twelve of the paper's methods.")
+    return out, head + tail + " " + UNITS

@@ -27,8 +27,36 @@ Both leave the memory as the parameter set gives it (see docs/02_edge.md: the re
 ``memory_size: 2000`` with ``fixed_memory: false`` asks for ``2000 // s`` exemplars per class,
 more than a CIFAR class has at 6 classes).
 
-Only the non-pretrained learners (``ewc``, ``icarl``, ``der``) get settings here; a value the
-run's ``learner_kwargs`` gives always wins over the protocol's.
+The paper's other three methods trained from scratch (PyCIL's ``models/{foster,memo,tagfex}.py`` and
+``exps/{foster,memo,tagfex}.json`` in the same release):
+
+- **FOSTER** (``authors``): ``exps/foster.json``: the first task ``init_epochs`` 200, boosting
+  ``boosting_epochs`` 170 and compression ``compression_epochs`` 130 epochs, SGD lr 0.1, weight
+  decay 5e-4 in every stage (compression: none), batch 128, each stage annealed by its own
+  ``CosineAnnealingLR`` (the strategy's ``lr_schedule="cosine"``; no milestones);
+- **MEMO** (``authors``): ``exps/memo.json`` (``scheduler: steplr``): :data:`clkit.strategies.memo.MEMO_CIFAR100`
+  -- 200 first-task epochs at lr 0.1, weight decay 5e-4, steps 60 / 120 / 170; then 170 epochs, weight
+  decay 2e-4, steps 80 / 120 / 150; batch 128 -- passed to MEMO's own keywords (it schedules itself);
+- **TagFex** (``authors``): the module constants of ``models/tagfex.py`` (its json sets none): as
+  EWC's first task (200 epochs, steps 60 / 120 / 170, weight decay 5e-4), then 170 epochs, steps
+  80 / 120 / 150, weight decay 2e-4, batch 128, a new SGD every task -- through
+  :func:`clkit.edge.learners.scheduled_train_task` (TagFex has no schedule of its own).
+  (Its json trains PyCIL's ``resnet18`` on CIFAR; the set keeps every CIFAR method on ResNet-32.)
+
+``paper`` gives App. E.1.1's shared schedule to all six (170 epochs every task, steps 60 / 120 / 170,
+weight decay 5e-4, batch 128); FOSTER keeps its two stages (each 170 epochs; compression 130: the text
+names no compression) and MEMO takes the schedule through its own keywords.
+
+The pre-trained ViT methods (``l2p``, ``coda_prompt``, ``hide_prompt``, ``ease``, ``mos``) run PILOT's
+``exps/*.json`` (HiDe-Prompt: thu-ml/HiDe-Prompt's ``cifar100_hideprompt_5e``) -- their strategies'
+constructor defaults -- under **both** protocols: the text's one pre-trained line ("SGD ... 0.1 ...
+{80, 120, 150}", 170 epochs) matches none of the released configs (L2P: Adam 0.001875, 5 epochs;
+CODA-Prompt: Adam 0.001, 20; EASE / MOS: SGD 0.025 / 0.03, 20; HiDe-Prompt: Adam, 50), so no setting
+reads it; :data:`SETTINGS` writes the defaults out because the ground truth's driver otherwise hands every
+strategy the run's ``epochs`` / ``lr`` / ``batch_size``. CODA-Prompt's pool is split over the stream's
+tasks (``n_tasks`` = ``num_tasks``, as PILOT's ``args["nb_tasks"]``).
+
+A value the run's ``learner_kwargs`` gives always wins over the protocol's.
 """
 
 from __future__ import annotations
@@ -37,8 +65,8 @@ import copy
 
 from .._validate import check_choice
 
-__all__ = ["PROTOCOLS", "EDGE_RELEASE", "SETTINGS", "protocol_learner_kwargs", "rs_shuffle",
-           "check_pretrained"]
+__all__ = ["PROTOCOLS", "EDGE_RELEASE", "SETTINGS", "PILOT", "protocol_learner_kwargs", "stream_settings",
+           "rs_shuffle", "check_pretrained"]
 
 PROTOCOLS = ("paper", "authors")
 
@@ -50,39 +78,73 @@ _PAPER = {"lr": 0.1, "batch_size": 128, "epochs": 170, "weight_decay": 0.0005, "
 _PYCIL_FIRST = {"lr": 0.1, "batch_size": 128, "init_epochs": 200, "init_lr": 0.1, "init_milestones": [60, 120, 170],
                 "init_weight_decay": 0.0005, "weight_decay": 0.0002, "lr_decay": 0.1, "reset_optimizer": True}
 
-#: per protocol and non-pretrained learner, the ``learner_kwargs`` it sets (LearnerConfig's schedule fields and
-#: the strategies' own keywords)
+#: the pre-trained ViT methods' released settings (PILOT's exps/*.json; HiDe-Prompt's own config) = their
+#: strategies' constructor defaults (tests/test_edge_protocol.py builds each and compares); L2P's are
+#: ``PILOT/exps/l2p.json`` (Adam, lr 0.03 x 16 / 256, batch 16, 5 epochs), which its strategy does not default to
+PILOT = {
+    "l2p": {"optimizer": "adam", "lr": 0.001875, "batch_size": 16, "epochs": 5},
+    "coda_prompt": {"optimizer": "adam", "lr": 0.001, "weight_decay": 0.0, "batch_size": 128, "epochs": 20},
+    "hide_prompt": {"optimizer": "adam", "lr": 0.03 * 24 / 256, "batch_size": 24, "epochs": 50},
+    "ease": {"optimizer": "sgd", "lr": 0.025, "momentum": 0.9, "weight_decay": 0.0005, "batch_size": 48,
+             "epochs": 20},
+    "mos": {"optimizer": "sgd", "lr": 0.03, "momentum": 0.9, "weight_decay": 0.0005, "batch_size": 48,
+            "epochs": 20},
+}
+
+_FOSTER = {"lr": 0.1, "batch_size": 128, "weight_decay": 0.0005, "lr_schedule": "cosine"}
+_MEMO_PAPER = {"init_epochs": 170, "init_lr": 0.1, "init_weight_decay": 0.0005, "init_lr_decay": 0.1,
+               "init_milestones": [60, 120, 170], "epochs": 170, "lr": 0.1, "weight_decay": 0.0005, "lr_decay": 0.1,
+               "milestones": [60, 120, 170], "batch_size": 128}
+
+#: per protocol and learner, the ``learner_kwargs`` it sets (LearnerConfig's schedule fields and the
+#: strategies' own keywords; a keyword the strategy's constructor names goes to the strategy)
 SETTINGS = {
     "paper": {
         "ewc": dict(_PAPER),
         "icarl": {**_PAPER, "loss_variant": "paper", "classifier": "nme"},
         "der": dict(_PAPER),
+        "foster": {**_FOSTER, "init_epochs": 170, "epochs": 170, "compression_epochs": 130},
+        "memo": dict(_MEMO_PAPER),
+        "tagfex": dict(_PAPER),
+        **PILOT,
     },
     "authors": {
         "ewc": {**_PYCIL_FIRST, "epochs": 180, "milestones": [70, 120, 150]},
         "icarl": {**_PYCIL_FIRST, "epochs": 170, "milestones": [80, 120], "loss_variant": "pycil",
                   "icarl_temperature": 2.0, "classifier": "head"},
         "der": {**_PYCIL_FIRST, "epochs": 170, "milestones": [80, 120, 150]},
+        "foster": {**_FOSTER, "init_epochs": 200, "epochs": 170, "compression_epochs": 130},
+        "memo": {"init_epochs": 200, "init_lr": 0.1, "init_weight_decay": 0.0005, "init_lr_decay": 0.1,
+                 "init_milestones": [60, 120, 170], "epochs": 170, "lr": 0.1, "weight_decay": 0.0002,
+                 "lr_decay": 0.1, "milestones": [80, 120, 150], "batch_size": 128},
+        "tagfex": {**_PYCIL_FIRST, "epochs": 170, "milestones": [80, 120, 150]},
+        **PILOT,
     },
 }
 
 
-def protocol_learner_kwargs(protocol: str, dataset: str, learners, learner_kwargs=None) -> dict:
-    """The run's ``learner_kwargs`` with ``protocol``'s settings of its non-pretrained learners filled in.
+def protocol_learner_kwargs(protocol: str, dataset: str, learners, learner_kwargs=None, *,
+                            num_tasks: int | None = None) -> dict:
+    """The run's ``learner_kwargs`` with ``protocol``'s settings of its learners (:data:`SETTINGS`) filled in.
 
     Only on the image protocols (:data:`clkit.edge.images.IMAGE_DATASETS`), where ``ewc`` / ``icarl`` /
     ``der`` are the strategies trained from scratch; elsewhere (Fashion-MNIST's batched MLPs) the
-    settings come back unchanged. A keyword the run gives wins over the protocol's.
+    settings come back unchanged. ``num_tasks`` (the stream's tasks) sets CODA-Prompt's ``n_tasks``
+    and raises HiDe-Prompt's ``pool_size`` to it where smaller. A keyword the run gives wins over the
+    protocol's.
 
     Examples
     --------
-    >>> kw = protocol_learner_kwargs("authors", "cifar100", ["icarl", "l2p"], {"icarl": {"memory_size": 120}})
+    >>> kw = protocol_learner_kwargs("authors", "cifar100", ["icarl", "simplecil"], {"icarl": {"memory_size": 120}})
     >>> kw["icarl"]["memory_size"], kw["icarl"]["init_epochs"], kw["icarl"]["milestones"], kw["icarl"]["classifier"]
     (120, 200, [80, 120], 'head')
     >>> sorted(kw)
     ['icarl']
     >>> protocol_learner_kwargs("authors", "fashion_mnist", ["ewc"], {})
     {}
+    >>> kw = protocol_learner_kwargs("authors", "cifar100", ["coda_prompt", "memo"], num_tasks=3)
+    >>> kw["coda_prompt"]["n_tasks"], kw["coda_prompt"]["epochs"], kw["memo"]["init_epochs"]
+    (3, 20, 200)
     >>> protocol_learner_kwargs("text", "cifar100", ["ewc"])
     Traceback (most recent call last):
     ...
@@ -91,14 +153,36 @@ def protocol_learner_kwargs(protocol: str, dataset: str, learners, learner_kwarg
     from .images import IMAGE_DATASETS
 
     check_choice("protocol", protocol, list(PROTOCOLS))
-    out = {k: dict(v) for k, v in (learner_kwargs or {}).items()} if isinstance(learner_kwargs, dict) \
-        else learner_kwargs
+    learner_kwargs = {} if learner_kwargs is None else learner_kwargs
+    out = {k: dict(v) for k, v in learner_kwargs.items()} if isinstance(learner_kwargs, dict) else learner_kwargs
     if dataset not in IMAGE_DATASETS or not isinstance(out, dict):
         return out if out is not None else {}
     for name in learners:
         if name in SETTINGS[protocol]:
             given = out.get(name) if isinstance(out.get(name), dict) else {}
             out[name] = {**copy.deepcopy(SETTINGS[protocol][name]), **given}
+    return stream_settings(learners, out, num_tasks) if num_tasks is not None else out
+
+
+def stream_settings(learners, learner_kwargs: dict, num_tasks: int, *, force: bool = False) -> dict:
+    """``learner_kwargs`` with the settings that follow the stream's number of tasks: CODA-Prompt's ``n_tasks``
+    (its pool split over the tasks, PILOT's ``args["nb_tasks"]``; a given value is kept unless ``force``, e.g.
+    Fig. 5's classic splits of another length) and HiDe-Prompt's ``pool_size`` raised to ``num_tasks``.
+
+    Examples
+    --------
+    >>> stream_settings(["coda_prompt"], {"coda_prompt": {"n_tasks": 3}}, 10, force=True)
+    {'coda_prompt': {'n_tasks': 10}}
+    >>> stream_settings(["hide_prompt", "ewc"], {}, 12)
+    {'hide_prompt': {'pool_size': 12}}
+    """
+    out = {k: dict(v or {}) for k, v in learner_kwargs.items()}
+    if "coda_prompt" in learners:
+        kw = out.setdefault("coda_prompt", {})
+        if force or "n_tasks" not in kw:
+            kw["n_tasks"] = int(num_tasks)
+    if "hide_prompt" in learners and out.get("hide_prompt", {}).get("pool_size", 10) < num_tasks:
+        out.setdefault("hide_prompt", {})["pool_size"] = int(num_tasks)
     return out
 
 

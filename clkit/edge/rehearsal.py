@@ -65,6 +65,18 @@ IMAGE_CAPS = (
 #: RanPAC's projection width in a rehearsal (a size: ``learner_kwargs["ranpac"]["projection_dim"]``)
 RANPAC_PROJECTION = 64
 
+#: the seven newer methods' sizes in a rehearsal (beside ``epochs`` / ``init_epochs`` to 1): their other
+#: epoch counts to 1, CODA-Prompt's pool to 2 components a task, HiDe-Prompt's k-means to 2 centroids and
+#: 5 iterations, TagFex's projector to 64 / 32 wide; applied only where the set runs the method and only
+#: where they cut
+METHOD_CUTS = {
+    "foster": {"compression_epochs": 1},
+    "hide_prompt": {"tii_epochs": 1, "ca_epochs": 1, "n_centroids": 2, "kmeans_iters": 5},
+    "mos": {"ca_epochs": 1},
+    "coda_prompt": {"pool_size": "2 per task"},
+    "tagfex": {"proj_hidden_dim": 64, "proj_output_dim": 32},
+}
+
 
 def _image(values: dict) -> bool:
     from .images import IMAGE_DATASETS
@@ -113,14 +125,26 @@ def _after(values: dict, files: dict) -> dict:
 
         # the protocol's settings first (clkit.edge.protocol: PyCIL's 200 first-task epochs), then the caps
         kw = protocol_learner_kwargs(values.get("protocol", "paper"), values.get("dataset", ""),
-                                     values.get("learners") or (), values.get("learner_kwargs") or {})
+                                     values.get("learners") or (), values.get("learner_kwargs") or {},
+                                     num_tasks=values.get("num_tasks"))
         kw = {k: dict(v or {}) for k, v in kw.items()}
         cut = []
         for name, settings in kw.items():   # a learner's own epochs are epochs: capped as the run's
-            for key in ("epochs", "init_epochs"):
+            for key in ("epochs", "init_epochs", "compression_epochs"):
                 if isinstance(settings.get(key), int) and settings[key] > 1:
                     settings[key] = 1
                     cut.append(f"{name} {key}")
+        learners = list(values.get("learners") or ())
+        for name, cuts in METHOD_CUTS.items():
+            if name not in learners:
+                continue
+            settings = kw.setdefault(name, {})
+            for key, small in cuts.items():
+                if small == "2 per task":
+                    small = 2 * int(settings.get("n_tasks", values.get("num_tasks", 3)))
+                if settings.get(key, float("inf")) > small:
+                    settings[key] = small
+                    cut.append(f"{name} {key} {small}")
         if "ranpac" in (values.get("learners") or ()) and kw.get("ranpac", {}).get("projection_dim", 1000) > \
                 RANPAC_PROJECTION:
             kw.setdefault("ranpac", {})["projection_dim"] = RANPAC_PROJECTION
@@ -159,5 +183,5 @@ def prepare(values: dict, root=None, *, seed: int = 0):
     keys = ({c.name for c in plan.caps} | set(plan.switches)
             | {"dataset", "encoder", "similarity_sources", "clip_model", "clip_pretrained", "classes", "learners",
                "learner_kwargs", "vit_model", "vit_weights", "encoder_sizes", "bounds_datasets",
-               "classic_num_tasks", "protocol"})
+               "classic_num_tasks", "protocol", "num_tasks"})
     return plan.prepare({k: v for k, v in values.items() if k in keys}, root, seed=seed)

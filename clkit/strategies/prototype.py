@@ -56,16 +56,31 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validate import check_int, check_real
+from .._validate import check_choice, check_int, check_real
 from ..device import host_float, move
+from ..models.vit_adapter import check_vit
 from ._common import features_and_head
 from .base import Strategy, Task, epoch_means, register, take
+from .ranpac_adapter import AdaptedViT, adapt_first_task
 
 __all__ = ["SimpleCIL", "RanPAC", "FrozenFeatureNet", "PrototypeHead", "RandomProjectionHead",
-           "RIDGE_GRID"]
+           "RIDGE_GRID", "RANPAC_AUTHORS", "RANPAC_HEADS"]
 
 #: RanPAC's ridge grid, 10^-8 ... 10^8 (the authors' released code, ``optimise_ridge_parameter``)
 RIDGE_GRID = tuple(10.0 ** k for k in range(-8, 9))
+
+#: RanPAC's heads: the ridge solution as a linear layer, or PILOT's cosine classifier
+RANPAC_HEADS = ("linear", "cosine")
+
+#: RanPAC as the EDGE authors ran it (AIGNLAI/EDGE a60c117, ``PILOT/exps/ranpac.json``, ``PILOT/models/ranpac.py``):
+#: the adapter stage on the first task (``tuned_epoch`` 20, ``init_lr`` 0.01, ``batch_size`` 48,
+#: ``weight_decay`` 5e-4, ``min_lr`` 0, ``ffn_num`` 64, SGD momentum 0.9; ``get_backbone``: adapter scale 0.1,
+#: dropout 0.1), ``M`` 10,000, the ridge chosen per task, the cosine head. The class defaults keep the
+#: simplified RanPAC (no adapter stage, linear head, ``M`` 1000).
+RANPAC_AUTHORS = {"first_session_adaptation": True, "head": "cosine", "projection_dim": 10000, "ridge": None,
+                  "ffn_num": 64, "tuned_epochs": 20, "adapter_lr": 0.01, "adapter_batch_size": 48,
+                  "adapter_weight_decay": 5e-4, "adapter_momentum": 0.9, "adapter_min_lr": 0.0,
+                  "adapter_scale": 0.1, "adapter_dropout": 0.1}
 
 
 def _full_precision(device: torch.device):
@@ -177,11 +192,17 @@ class PrototypeHead(nn.Module):
 
 
 class RandomProjectionHead(nn.Module):
-    """RanPAC's head: ``ReLU(f W_rand) W`` with ``W = (G + lambda I)^-1 C``.
+    """RanPAC's head: ``ReLU(f W_rand) W`` with ``W = (G + lambda I)^-1 C``, or its cosine form.
 
     Buffers: ``W_rand`` ``(d, M)`` float32, drawn at the first features from N(0, 1) with a
     CPU generator seeded with ``seed`` (the same matrix on every device); ``G`` ``(M, M)``,
-    ``C`` ``(M, K)`` and ``weight`` ``(M, K)`` float64; ``counts`` ``(K,)``.
+    ``C`` ``(M, K)`` and ``weight`` ``(M, K)`` float64; ``counts`` ``(K,)``; ``scale`` (0-dim,
+    float32, 1 unless set).
+
+    With ``cosine=True`` the logit of class ``k`` is ``scale * cos(h, W[:, k])`` (PILOT's
+    ``CosineLinear`` holding the ridge solution as its weight, ``sigma`` = ``scale``): the
+    columns of ``W`` are compared by angle only, so a class whose column is long no longer wins
+    by its norm; a class without rows has a zero column and logit 0 before the mask.
 
     Parameters
     ----------
@@ -190,6 +211,8 @@ class RandomProjectionHead(nn.Module):
         ``M``.
     seed : int
         Seeds the random projection.
+    cosine : bool, default False
+        The cosine classifier instead of the linear ``h W``.
 
     Examples
     --------
@@ -199,11 +222,15 @@ class RandomProjectionHead(nn.Module):
     ((3, 4), True)
     """
 
-    def __init__(self, num_classes: int, projection_dim: int, seed: int = 0):
+    def __init__(self, num_classes: int, projection_dim: int, seed: int = 0, cosine: bool = False):
         super().__init__()
         self.num_classes = check_int("num_classes", num_classes, low=1)
         self.projection_dim = check_int("projection_dim", projection_dim, low=1)
         self.seed = check_int("seed", seed)
+        if not isinstance(cosine, bool):
+            raise TypeError(f"cosine must be a bool, got {cosine!r}")
+        self.cosine = cosine
+        self.register_buffer("scale", torch.ones(()))
         M, K = self.projection_dim, self.num_classes
         self.register_buffer("W_rand", None)
         self.register_buffer("G", torch.zeros(M, M, dtype=torch.float64))
@@ -229,7 +256,10 @@ class RandomProjectionHead(nn.Module):
     def forward(self, f: torch.Tensor) -> torch.Tensor:
         h = self.project(f)
         with _full_precision(f.device):
-            return _seen_mask(h @ self.weight.to(h.dtype), self.counts)
+            W = self.weight.to(h.dtype)
+            if self.cosine:
+                return _seen_mask(self.scale * (F.normalize(h, dim=1) @ F.normalize(W, dim=0)), self.counts)
+            return _seen_mask(h @ W, self.counts)
 
 
 def _split(model: nn.Module):
@@ -265,10 +295,14 @@ class _FrozenFeatureStrategy(Strategy):
                                  f"(got {type(model).__name__}); allowed: an int >= 1")
             num_classes = head.out_features
         self.num_classes = check_int("num_classes", num_classes, low=1)
-        super().__init__(FrozenFeatureNet(extractor, self._make_head()), **kwargs)
+        super().__init__(FrozenFeatureNet(self._wrap_extractor(extractor), self._make_head()), **kwargs)
 
     def _make_head(self) -> nn.Module:
         raise NotImplementedError
+
+    def _wrap_extractor(self, extractor: nn.Module) -> nn.Module:
+        """The extractor the strategy uses (the given one; RanPAC's adapter stage wraps it)."""
+        return extractor
 
     def make_optimizer(self, params):
         """No gradient training: no optimizer (``self.optimizer`` is ``None``)."""
@@ -392,6 +426,9 @@ class SimpleCIL(_FrozenFeatureStrategy):
     """
 
     task_free = True
+    #: the smallest state its training depends on (:mod:`clkit.edge.state_truth`): the class means
+    #: after a set of tasks are the same in any order
+    truth_state = "set"
 
     def _make_head(self) -> nn.Module:
         return PrototypeHead(self.num_classes)
@@ -430,9 +467,28 @@ class RanPAC(_FrozenFeatureStrategy):
     hence on the order; a fixed ``ridge`` gives an order-invariant head. The chosen values
     are in :attr:`ridges`.
 
-    **Not implemented**: RanPAC's first-session adaptation of the backbone (PETL: adapters,
-    SSF or VPT trained on the first task). The extractor is used as given -- a documented
-    choice; adapt it before building the strategy to reproduce that phase.
+    **First-session adaptation** (``first_session_adaptation=True``; the EDGE authors' run, see
+    :mod:`clkit.strategies.ranpac_adapter`): the model must be a ViT
+    (:class:`~clkit.models.vit.ViTBackbone`); when the first task begins, AdaptFormer adapters
+    (``ffn_num``) and a cosine head over the task's classes are trained on its rows
+    (``tuned_epochs`` epochs, SGD with ``adapter_lr`` / ``adapter_momentum`` /
+    ``adapter_weight_decay``, a cosine rate down to ``adapter_min_lr``, batches of
+    ``adapter_batch_size`` from the strategy's generator), then frozen; every feature after that --
+    the first task's statistics included -- is the adapted ViT's. The paper's other PETL choices
+    (SSF, VPT) are not offered. Without it (the default) the extractor is used as given.
+
+    **Head** (``head``): ``"linear"`` (default) scores ``h W``; ``"cosine"`` scores
+    ``sigma * cos(h, W[:, k])`` as PILOT's ``CosineLinear`` holding ``W``, with ``sigma`` the
+    adapter stage's trained scale (1 without it); ``sigma > 0`` leaves the prediction to the angle.
+
+    **State** (:attr:`truth_state`, for the ground truth by state, :mod:`clkit.edge.state_truth`):
+    ``G`` and ``C`` are sums, so the state after a task is the set of classes seen (fixed ridge),
+    plus the last task (chosen ridge: chosen on that task's rows, split by the generator whose
+    state depends only on the number of tasks so far for tasks of equal size); the adapter stage
+    adds the first task (its features depend on it): ``"set"``, ``"set_last"``, ``"first_set"``,
+    ``"first_set_last"``.
+
+    The EDGE authors' settings are :data:`RANPAC_AUTHORS` (``RanPAC(model, **RANPAC_AUTHORS)``).
 
     Parameters
     ----------
@@ -452,6 +508,17 @@ class RanPAC(_FrozenFeatureStrategy):
         The candidates (each finite and > 0), default :data:`RIDGE_GRID`.
     val_fraction : float, default 0.2
         Share of a task's rows held out to choose ``lambda``, in (0, 1).
+    head : {"linear", "cosine"}, default "linear"
+    first_session_adaptation : bool, default False
+    ffn_num : int, default 64
+        The adapters' bottleneck.
+    tuned_epochs : int, default 20
+        Epochs of the adapter stage (>= 0).
+    adapter_lr, adapter_momentum, adapter_weight_decay, adapter_min_lr : float
+        Default 0.01, 0.9, 5e-4, 0.0 (the authors' ``init_lr``, SGD momentum, ``weight_decay``, ``min_lr``).
+    adapter_batch_size : int, default 48
+    adapter_scale, adapter_dropout : float
+        Default 0.1, 0.1 (``ffn_adapter_scalar``; the adapters' dropout).
     **kwargs
         Those of :class:`~clkit.strategies.Strategy` (see :class:`SimpleCIL`); ``seed`` also
         seeds ``W_rand``.
@@ -469,7 +536,27 @@ class RanPAC(_FrozenFeatureStrategy):
     task_free = False
 
     def __init__(self, model: nn.Module, *, num_classes: int | None = None, projection_dim: int = 1000,
-                 ridge: float | None = None, ridge_grid=RIDGE_GRID, val_fraction: float = 0.2, **kwargs):
+                 ridge: float | None = None, ridge_grid=RIDGE_GRID, val_fraction: float = 0.2, head: str = "linear",
+                 first_session_adaptation: bool = False, ffn_num: int = 64, tuned_epochs: int = 20,
+                 adapter_lr: float = 0.01, adapter_momentum: float = 0.9, adapter_weight_decay: float = 5e-4,
+                 adapter_min_lr: float = 0.0, adapter_batch_size: int = 48, adapter_scale: float = 0.1,
+                 adapter_dropout: float = 0.1, **kwargs):
+        self.head = check_choice("head", head, RANPAC_HEADS)
+        if not isinstance(first_session_adaptation, bool):
+            raise TypeError(f"first_session_adaptation must be a bool, got {first_session_adaptation!r}")
+        self.first_session_adaptation = first_session_adaptation
+        if first_session_adaptation:
+            check_vit(model, "RanPAC's first_session_adaptation")
+        self.ffn_num = check_int("ffn_num", ffn_num, low=1)
+        self.tuned_epochs = check_int("tuned_epochs", tuned_epochs, low=0)
+        self.adapter_lr = check_real("adapter_lr", adapter_lr, low=0, low_open=True)
+        self.adapter_momentum = check_real("adapter_momentum", adapter_momentum, low=0)
+        self.adapter_weight_decay = check_real("adapter_weight_decay", adapter_weight_decay, low=0)
+        self.adapter_min_lr = check_real("adapter_min_lr", adapter_min_lr, low=0, high=self.adapter_lr)
+        self.adapter_batch_size = check_int("adapter_batch_size", adapter_batch_size, low=1)
+        self.adapter_scale = check_real("adapter_scale", adapter_scale)
+        self.adapter_dropout = check_real("adapter_dropout", adapter_dropout, low=0, high=1, high_open=True)
+        self._adaptation_losses: list = []
         self.projection_dim = check_int("projection_dim", projection_dim, low=1)
         self.ridge = None if ridge is None else check_real("ridge", ridge, low=0, low_open=True)
         if isinstance(ridge_grid, (str, bytes)) or not hasattr(ridge_grid, "__len__") or len(ridge_grid) == 0:
@@ -482,7 +569,42 @@ class RanPAC(_FrozenFeatureStrategy):
         super().__init__(model, num_classes=num_classes, **kwargs)
 
     def _make_head(self) -> nn.Module:
-        return RandomProjectionHead(self.num_classes, self.projection_dim, seed=check_int("seed", self._seed_for_head))
+        return RandomProjectionHead(self.num_classes, self.projection_dim, seed=check_int("seed", self._seed_for_head),
+                                    cosine=self.head == "cosine")
+
+    def _wrap_extractor(self, extractor: nn.Module) -> nn.Module:
+        return AdaptedViT(extractor) if self.first_session_adaptation else extractor
+
+    @property
+    def truth_state(self) -> str:
+        """The smallest state the training depends on (see the class description)."""
+        state = "set" if self.ridge is not None else "set_last"
+        return "first_" + state if self.first_session_adaptation else state
+
+    @property
+    def adaptation_losses(self) -> list[float]:
+        """The adapter stage's mean loss per epoch (empty without it; read from the device here)."""
+        return [host_float(v) for v in self._adaptation_losses]
+
+    def before_task(self, task: Task) -> None:
+        """The adapter stage when the first task begins (``first_session_adaptation``), else nothing."""
+        super().before_task(task)
+        ext = self.model.features
+        if not self.first_session_adaptation or ext.adapters is not None:
+            return
+        task = task.to(self.device)
+        classes = tuple(int(c) for c in task.classes) if task.classes else tuple(torch.unique(task.y).tolist())
+        out = adapt_first_task(ext, task.x, task.y, classes, ffn_num=self.ffn_num, epochs=self.tuned_epochs,
+                               lr=self.adapter_lr, momentum=self.adapter_momentum,
+                               weight_decay=self.adapter_weight_decay, min_lr=self.adapter_min_lr,
+                               batch_size=self.adapter_batch_size, scale=self.adapter_scale,
+                               dropout=self.adapter_dropout, seed=self.seed, generator=self.generator,
+                               init_generator=torch.Generator().manual_seed(self.seed), amp=self.amp,
+                               device=self.device)
+        self._adaptation_losses = out["losses"]
+        if self.head == "cosine":
+            self.model.head.scale = out["sigma"].float().to(self.device)
+        self.model.eval()
 
     # ------------------------------------------------------------------ statistics
     @property
