@@ -99,8 +99,15 @@ class WindowView:
         device = as_device(device)
         if self.base.device == device or (device.index is None and self.base.device.type == device.type):
             return self
-        return WindowView(move(self.base, device, non_blocking=non_blocking),
-                          move(self.starts, device, non_blocking=non_blocking), self.context)
+        moved = object.__new__(WindowView)   # checked once, where it was made: no read of the device here
+        moved.base = move(self.base, device, non_blocking=non_blocking)
+        moved.starts = move(self.starts, device, non_blocking=non_blocking)
+        moved.context = self.context
+        moved._offsets = torch.arange(self.context, device=moved.base.device)
+        for name, value in vars(self).items():
+            if name not in ("base", "starts", "context", "_offsets"):
+                setattr(moved, name, value)
+        return moved
 
     def _gather(self, starts: torch.Tensor) -> torch.Tensor:
         rows = (starts[:, None] + self._offsets).reshape(-1)

@@ -391,6 +391,8 @@ class CLBudget(Budget):
                + (f"; on the device the windows take {gib(self.device_bytes)} (one split per run, moved once)"
                   + (f" of its {self.device_memory_gib:g} GiB" if self.device_memory_gib else "")
                   if self.device_bytes else "") + ".")
+        if self.host_memory_gib and self.host_bytes > self.host_memory_gib * 2 ** 30:
+            mem += " That exceeds the host memory: lower `cl_series` to run here (the plan's check refuses it)."
         if self.device_memory_gib and self.device_bytes > self.device_memory_gib * 2 ** 30:
             mem += " That exceeds the device memory: lower `cl_series` to run here."
         gpu = ""
@@ -403,7 +405,9 @@ class CLBudget(Budget):
         return super().text() + mem + gpu + split
 
     def record(self) -> dict:
-        return {**super().record(), "window_bytes_host": self.host_bytes, "window_bytes_device": self.device_bytes,
+        windows = [b for n, b in self.host_plan.items if n.startswith("CL windows")] if self.host_plan else []
+        return {**super().record(), "window_bytes_host": windows[0] if windows else self.host_bytes,
+                "host_bytes_planned": self.host_bytes, "window_bytes_device": self.device_bytes,
                 **({"host_plan": self.host_plan.record()} if self.host_plan else {}),
                 **({"gpu_time": self.gpu_time} if self.gpu_time else {})}
 
