@@ -36,6 +36,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import os
 import re
 import struct
@@ -160,16 +161,25 @@ def flatten_params(params: dict, prefix: str = "") -> dict:
 
 def metric_name(name: str) -> str:
     """``name`` in the characters MLflow allows in metric and parameter names (letters, digits, ``_ - . /``
-    and spaces; ``:`` is refused on Windows, so it goes too), at most 250 of them.
+    and spaces; ``:`` is refused on Windows, so it goes too), at most 250 of them, kept readable: the minus
+    sign ``−`` becomes ``-``, brackets go, and ``: `` becomes `` / `` (a group in MLflow's UI); what is left
+    outside the allowed characters becomes ``_`` (issue 55: names read ``verdict.ACC _all seen__ ewc _
+    naive.effect``).
 
     Examples
     --------
     >>> metric_name("verdict.TAS: finetune − ewc (seeds).effect")
-    'verdict.TAS_ finetune _ ewc _seeds_.effect'
+    'verdict.TAS / finetune - ewc seeds.effect'
+    >>> metric_name("verdict.ACC (all seen): ewc − naive.p")
+    'verdict.ACC all seen / ewc - naive.p'
     >>> metric_name("../x//y/")
     'x/y'
     """
-    s = re.sub(r"[^\w.\- /]", "_", str(name))
+    s = str(name).replace("−", "-").replace("–", "-").replace("×", "x")
+    s = re.sub(r"\s*:\s+", " / ", s)
+    s = re.sub(r"[()\[\]{}]", " ", s)
+    s = re.sub(r" +", " ", s).replace(" .", ".")
+    s = re.sub(r"[^\w.\- /]", "_", s)
     s = "/".join(part for part in s.split("/") if part.strip(". ")).strip()
     return (s.lstrip(".") or "_")[:_MLFLOW_KEY_CHARS]
 
@@ -195,7 +205,9 @@ def _verdicts(record: dict) -> list[dict]:
 def run_metrics(run: dict) -> dict:
     """The numeric scalars of a run (as :func:`find_runs` gives it): ``{name: float}`` -- the results
     flattened (booleans and text left out), ``runtime_s`` from ``run.json`` and
-    ``verdict.<comparison>.effect`` per verdict with an effect. Names are not yet sanitised.
+    per verdict ``verdict.<comparison>.effect``, ``.ci_low``, ``.ci_high``, ``.p`` and ``.finding`` (1 when
+    the decision is a finding, 0 for "no difference"; the decision's words are a tag,
+    :func:`verdict_tags`). Names are not yet sanitised.
 
     Examples
     --------
@@ -203,7 +215,7 @@ def run_metrics(run: dict) -> dict:
     ...        "verdicts": [{"comparison": "A − B", "decision": "higher", "effect": 0.2}]}},
     ...        "meta": {"runtime_s": 3.5}}
     >>> run_metrics(run)
-    {'acc': 0.5, 'm.bwt': -0.1, 'runtime_s': 3.5, 'verdict.A − B.effect': 0.2}
+    {'acc': 0.5, 'm.bwt': -0.1, 'runtime_s': 3.5, 'verdict.A − B.effect': 0.2, 'verdict.A − B.finding': 1.0}
     """
     out = {k: float(v) for k, v in flatten_scalars(run["record"].get("results") or {}, depth=_DEPTH).items()
            if isinstance(v, (int, float)) and not isinstance(v, bool)}
@@ -211,12 +223,31 @@ def run_metrics(run: dict) -> dict:
     if isinstance(rt, (int, float)) and not isinstance(rt, bool):
         out["runtime_s"] = float(rt)
     for v in _verdicts(run["record"]):
-        eff = v.get("effect")
-        if isinstance(eff, (int, float)) and not isinstance(eff, bool):
-            key = f"verdict.{v.get('comparison')}.effect"
-            while key in out:
-                key = key[:-len(".effect")] + "~.effect"
-            out[key] = float(eff)
+        base = f"verdict.{v.get('comparison')}"
+        while f"{base}.effect" in out or f"{base}.finding" in out:
+            base += "~"
+        for field in ("effect", "ci_low", "ci_high", "p"):
+            x = v.get(field)
+            if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x):
+                out[f"{base}.{field}"] = float(x)
+        decision = v.get("decision")
+        if isinstance(decision, str) and decision not in ("not testable",):
+            out[f"{base}.finding"] = 0.0 if decision == "no difference" else 1.0
+    return out
+
+
+def verdict_tags(run: dict) -> dict:
+    """``{"verdict.<comparison>.decision": words}`` per verdict (tags: MLflow metrics hold numbers only).
+
+    Examples
+    --------
+    >>> verdict_tags({"record": {"results": {"verdicts": [{"comparison": "A − B", "decision": "A higher"}]}}})
+    {'verdict.A - B.decision': 'A higher'}
+    """
+    out = {}
+    for v in _verdicts(run["record"]):
+        if isinstance(v.get("decision"), str):
+            out[metric_name(f"verdict.{v.get('comparison')}.decision")] = v["decision"][:_MLFLOW_TAG_CHARS]
     return out
 
 
@@ -308,7 +339,7 @@ def _export_mlflow(runs, out, log, counts: dict) -> dict:
                 log(f"[clkit] unchanged: {run['name']} (experiment {run['notebook']})")
                 continue
             start, end = _times_ms(run["meta"])
-            tags = {k: v[:_MLFLOW_TAG_CHARS] for k, v in _tags(run).items()}
+            tags = {k: v[:_MLFLOW_TAG_CHARS] for k, v in {**_tags(run), **verdict_tags(run)}.items()}
             created = client.create_run(exp_id, start_time=start, tags=tags, run_name=run["name"])
             rid = created.info.run_id
             try:
@@ -430,6 +461,25 @@ def _cell(v) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
     return "" if v is None else str(v).replace("|", "/")
+
+
+def how_to_open(to: str, out) -> str:
+    """The command that shows what :func:`export_runs` wrote (issue 55: the export did not say).
+
+    Examples
+    --------
+    >>> how_to_open("tensorboard", "tb")
+    'open it with: tensorboard --logdir tb'
+    >>> how_to_open("mlflow", "sqlite:///mlflow.db")
+    'open it with: mlflow ui --backend-store-uri sqlite:///mlflow.db'
+    >>> how_to_open("mlflow", "/runs/mlruns")
+    'open it with: MLFLOW_ALLOW_FILE_STORE=true mlflow ui --backend-store-uri file:///runs/mlruns'
+    """
+    if to == "tensorboard":
+        return f"open it with: tensorboard --logdir {out}"
+    uri = tracking_uri(out)
+    env = "MLFLOW_ALLOW_FILE_STORE=true " if uri.startswith("file:") else ""
+    return f"open it with: {env}mlflow ui --backend-store-uri {uri}"
 
 
 def export_runs(runs, to: str, out, *, figures=None, log=print) -> dict:

@@ -56,7 +56,12 @@ def test_mlflow_store_read_back(runs, tmp_path, monkeypatch, capsys):
     assert r.data.params["opt.lr"] == "0.1" and len(r.data.params["long"]) == 6000
     assert r.data.params["long"].endswith("params.json artifact]")
     assert r.data.metrics["acc"] == 0.7 and r.data.metrics["metrics.order.ewc.A_AUC"] == 0.35
-    assert r.data.metrics["runtime_s"] == 2.5 and r.data.metrics["verdict.A_AUC_ ewc _ naive.effect"] == 0.12
+    # readable names (issue 55: 'verdict.A_AUC_ ewc _ naive.effect'), and p, the interval and the decision too
+    assert r.data.metrics["runtime_s"] == 2.5 and r.data.metrics["verdict.A_AUC / ewc - naive.effect"] == 0.12
+    assert r.data.metrics["verdict.A_AUC / ewc - naive.p"] == 0.01
+    assert r.data.metrics["verdict.A_AUC / ewc - naive.ci_low"] == 0.05
+    assert r.data.metrics["verdict.A_AUC / ewc - naive.finding"] == 1.0
+    assert r.data.tags["verdict.A_AUC / ewc - naive.decision"] == "higher"
     assert "text" not in r.data.metrics and "flag" not in r.data.metrics
     tags = r.data.tags
     assert (tags["clkit.notebook"], tags["clkit.params_set"], tags["clkit.status"]) == \
@@ -67,7 +72,9 @@ def test_mlflow_store_read_back(runs, tmp_path, monkeypatch, capsys):
     assert [a.path for a in client.list_artifacts(r.info.run_id, "figures")] == ["figures/curve.png"]
     local = client.download_artifacts(r.info.run_id, "params.json", str(tmp_path))
     assert len(json.loads(open(local).read())["long"]) == 7000
-    assert "2 written" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "2 written" in out
+    assert f"open it with: MLFLOW_ALLOW_FILE_STORE=true mlflow ui --backend-store-uri {store.as_uri()}" in out
 
     # again: nothing duplicated; a changed run replaces its old one
     assert main(["export", str(runs), "--to", "mlflow", "--out", str(store)]) == 0

@@ -36,6 +36,8 @@ def _cmd_export(args) -> int:
         print(f"[clkit] {stop_word(exc)}: export stopped; the runs already written to {out} stay, and rerunning "
               "the same command resumes (unchanged runs are skipped)", file=sys.stderr, flush=True)
         return exit_status(exc)
+    from ..export import how_to_open
+
     print(f"[clkit] {args.to}: {counts['written']} written, {counts['replaced']} replaced, "
-          f"{counts['unchanged']} unchanged -> {out}", flush=True)
+          f"{counts['unchanged']} unchanged -> {out}; {how_to_open(args.to, out)}", flush=True)
     return 0
