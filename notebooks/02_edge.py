@@ -99,6 +99,7 @@ rehearse: bool = False  # the paper set on fabricated files, sizes cut (clkit.re
 encoder_sizes: list = []
 # Fig. 5: classic splits trained under RS and EDGE (cifar100, cub200, imagenet_r)
 bounds_datasets: list = []
+bounds_learners: list = []  # Fig. 5's learners ([]: all of learners)
 # image protocols (cifar100 | imagenet_r | cub200) only:
 image_size: int = 0  # side imagenet_r / cub200 are resized to (0: 224); cifar100 is 32
 backbone: str = "auto"  # non-pretrained learners' network (auto: resnet32 on CIFAR)
@@ -142,6 +143,7 @@ import pandas as pd
 import clkit.device
 import clkit.edge as edge
 import clkit.edge.bounds
+import clkit.edge.bounds_run
 import clkit.edge.budget
 import clkit.edge.encoders
 import clkit.edge.images
@@ -185,6 +187,7 @@ spec = edge.images.check_image_params(
     vit_weights=vit_weights, download=download, seed=seed,
     encoder_sizes=encoder_sizes, bounds_datasets=bounds_datasets,
 )
+bounds_by = edge.bounds_run.check_bounds_learners(bounds_learners, learners)
 edge.protocol.check_pretrained(
     require_pretrained, spec=spec, encoder=encoder, clip_model=clip_model,
     clip_pretrained=clip_pretrained, download=download,
@@ -195,7 +198,8 @@ record = RunRecord("02_edge", params=dict(
     P, clip_model=clip_model, clip_pretrained=clip_pretrained, device=device, precision=precision,
     deterministic=deterministic, rehearse=rehearse, image_size=image_size, backbone=backbone,
     vit_model=vit_model, vit_weights=vit_weights, download=download,
-    encoder_sizes=encoder_sizes, bounds_datasets=bounds_datasets, protocol=protocol,
+    encoder_sizes=encoder_sizes, bounds_datasets=bounds_datasets, bounds_learners=bounds_by,
+    protocol=protocol,
     rs_shuffle=shuffle, require_pretrained=require_pretrained,
 ))
 record.log(device=rd.record(), **({"rehearsal": rh.record()} if rh else {}))
@@ -625,15 +629,15 @@ record.log(classic=classic)
 # %% [markdown]
 # **Fig. 5: the bounds each protocol sees on the classic splits.** For every dataset in
 # `bounds_datasets` (the paper: CIFAR-100 in 10 tasks of 10, CUB-200 and ImageNet-R in 10
-# tasks of 20; here `classic_num_tasks` tasks) all classes are trained -- this run's learners, settings and ViT, each class
+# tasks of 20; here `classic_num_tasks` tasks) all classes are trained -- this run's learners (or `bounds_learners`), settings and ViT, each class
 # cut to the same number of images -- under RS's three sequences and EDGE's hard, random and
-# easy ones (`edge.images.classic_bounds_run`, `edge.bounds.classic_bounds`). The paper's
+# easy ones (`edge.bounds_run.classic_bounds_run`, `edge.bounds.classic_bounds`). The paper's
 # claim: EDGE's lowest accuracy is lower and its highest higher than RS's.
 
 # %%
 bounds = {
-    d: edge.images.classic_bounds_run(
-        d, learners, config, num_tasks=classic_num_tasks,
+    d: edge.bounds_run.classic_bounds_run(
+        d, bounds_by, config, num_tasks=classic_num_tasks,
         encoder=encoder, clip_model=clip_model, clip_pretrained=clip_pretrained, spec=spec,
         backbone=backbone, learner_kwargs=P["learner_kwargs"], n_train=n_train,
         n_test=n_test, seed=seed, download=download, device=rd, shuffle=shuffle,

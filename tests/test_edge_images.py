@@ -7,9 +7,10 @@ import torch
 
 from clkit.data.fixtures.images import write_cifar100, write_imagenet_r
 from clkit.edge import enumerate_sequences
-from clkit.edge.images import (NORMALISATION, ViTSpec, check_image_params, classic_bounds_run, frozen_features,
-                               image_protocol_data, learner_kind, load_image_protocol, notebook_learners,
-                               split_learners, strategy_inputs, table_families, vit_inputs)
+from clkit.edge.bounds_run import classic_bounds_run
+from clkit.edge.images import (NORMALISATION, ViTSpec, check_image_params, frozen_features, image_protocol_data,
+                               learner_kind, load_image_protocol, notebook_learners, split_learners, strategy_inputs,
+                               table_families, vit_inputs)
 from clkit.edge.learners import LearnerConfig, train_strategy_sequences
 from clkit.plugins import resolve_strategy
 from clkit.strategies.base import Task
@@ -176,3 +177,22 @@ def test_depth_first_walk_equals_the_breadth_first_one(name):
         backend = _Sequential(resolve_strategy(name, parameter="learners"), cfg, 3, x, None, kw)
         out.append(walk(backend, xall, yall, 4, seqs, None, True, 1000))
     assert np.array_equal(out[0], out[1], equal_nan=True) and np.isfinite(out[1][:, -1]).all()
+
+
+def test_shallower_cifar_resnet_is_the_same_network_with_fewer_blocks():
+    """backbone resnet8 (the rehearsal's cut of ResNet-32): CifarResNet with 1 basic block a stage -- same stem,
+    widths and 64-d features, depth 6 * 1 + 2 = 8 (7 convolutions + the head)."""
+    from torch import nn
+
+    from clkit.models.cnn import resnet32
+
+    assert check_image_params("cifar100", image_size=0, backbone="resnet8", vit_model="tiny", vit_weights="",
+                              download=False) == ViTSpec("tiny", "", 0)
+    d = {"x_train": np.zeros((2, 3, 3, 32, 32), np.float32), "x_test": np.zeros((2, 1, 3, 32, 32), np.float32),
+         "dataset": "cifar100", "image_shape": (3, 32, 32)}
+    small = strategy_inputs(d, ["ewc"], backbone="resnet8")["ewc"][2](in_features=3072, num_classes=5)
+    big = resnet32(3, 5)
+    convs = lambda m: sum(isinstance(x, nn.Conv2d) for x in m.modules())  # noqa: E731
+    assert type(small) is type(big) and convs(small) == 7 and convs(big) == 31
+    assert small.head.in_features == big.head.in_features == 64
+    assert small(torch.zeros(2, 3, 32, 32)).shape == (2, 5)

@@ -234,12 +234,16 @@ def test_paper_image_protocol_rehearses_end_to_end(tmp_path, paper_set, folder):
     assert r["num_enumerated"] == 90 and set(r["true_accuracy"]) == PAPER_LEARNERS
     assert set(r["true_final_accuracy"]) == PAPER_LEARNERS
     assert all(set(v) == PAPER_LEARNERS for v in r["protocol_final_accuracy"].values())
-    assert r["budget"]["trainings"] == 12 * 195 and r["budget"]["gpu_estimate"]["measured"] is False
+    # RanPAC (ridge chosen per task) declares the state (set, last task): 120 trainings, the others 195 nodes
+    assert r["budget"]["trainings"] == 11 * 195 + 120 and r["budget"]["gpu_estimate"]["measured"] is False
     assert set(p["learners"]) == PAPER_LEARNERS and p["dataset"] in ("cifar100", "imagenet_r")
     enc = r["encoder_sizes_result"]
     assert enc["skipped"] == {} and len(enc["encoders"]) == 6
+    # ResNet-32 cut to ResNet-8 (the same CifarResNet, 1 block a stage); Fig. 5 by one learner of each kind
+    assert cut["backbone"] == ("auto", "resnet8") and p["backbone"] == "resnet8"
+    assert cut["bounds_learners"] == ([], ["ewc", "ranpac", "l2p"]) and p["bounds_learners"] == ["ewc", "ranpac", "l2p"]
     b = r["bounds"]["cifar100"]
-    assert b["num_classes"] == 100 and b["num_tasks"] == 2 and set(b["bounds"]) == PAPER_LEARNERS
+    assert b["num_classes"] == 100 and b["num_tasks"] == 2 and set(b["bounds"]) == {"ewc", "ranpac", "l2p"}
     for fig in ("distributions_rs_vs_edge", "encoder_sizes", "bounds_rs_vs_edge"):
         assert (out / "figures" / f"{fig}.png").stat().st_size > 1000
     nb = (out / "02_edge.ipynb").read_text()

@@ -1,4 +1,4 @@
-"""SimpleCIL and RanPAC (clkit.strategies.prototype): known answers computed by hand with NumPy."""
+"""SimpleCIL and RanPAC (clkit.strategies.prototype, clkit.strategies.ranpac): known answers computed by hand with NumPy."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ from torch import nn
 
 from clkit.models import MLP
 from clkit.strategies import RanPAC, SimpleCIL, Task, available_strategies, make_strategy
-from clkit.strategies.prototype import RIDGE_GRID
+from clkit.strategies.ranpac import RIDGE_GRID
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -430,7 +430,7 @@ def test_ranpac_cosine_head_is_sigma_times_the_cosine_to_the_ridge_columns():
 
 def test_ranpac_declares_its_truth_state_and_defaults_keep_the_simplified_method():
     from clkit.models.vit import vit_backbone
-    from clkit.strategies.prototype import RANPAC_AUTHORS
+    from clkit.strategies.ranpac import RANPAC_AUTHORS
 
     m = MLP(2, 3, hidden=())
     assert RanPAC(m, ridge=1.0).truth_state == "set" and RanPAC(m).truth_state == "set_last"

@@ -40,7 +40,8 @@ from ..budget import (GPU_ASSUMPTION, GPU_THROUGHPUT, Budget, FlopEstimate, Work
                       measured_throughput, time_per_call, training_flops)
 from .._validate import check_int
 from .memory import _size
-from .prefix import count_prefixes
+from .prefix import count_prefixes, count_states
+from .state_truth import declared_state
 
 __all__ = ["TruthBudget", "truth_budget", "measure_truth", "prefix_work", "scoring_settings", "strategy_epochs",
            "LEFT_OUT",
@@ -150,11 +151,11 @@ def _step_timer(backend, width, K, M, seconds, warmup=1):
 
 def _eval_timer(backend, width, K, M, xall, yall, nte, seconds, warmup=1):
     """Seconds of one evaluation group of ``width`` nodes (every test image) at the last task."""
-    from .learners import _class_accuracy
+    from .node_accuracy import class_accuracy
 
     state = _probe_state(backend, width, K - 1, M, backend.cfg.memory_per_class)
     seen = torch.ones(width, backend.C, dtype=torch.bool, device=backend.device)
-    return _timed(lambda: _class_accuracy(backend, state, xall, yall, nte, seen, width), backend.device, seconds,
+    return _timed(lambda: class_accuracy(backend, state, xall, yall, nte, seen, width), backend.device, seconds,
                   warmup)
 
 
@@ -331,7 +332,9 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
         backend = _Sequential(cls, config, seed, xtr_t, factory, kwargs.get(u), dev, precision)
         strat = backend.root()[0]
         plan = chunk_plan(node_bytes_shared(strat), L, dev, budget=memory_budget)   # a frozen ViT: shared
-        widths = prefix_work(seqs, plan.num_chunks)
+        state = declared_state(strat)
+        # a method declaring a smaller state trains once per state (clkit.edge.state_truth), in one pass
+        widths = prefix_work(seqs, plan.num_chunks) if state == "prefix" else [count_states(seqs, state)]
         nodes = sum(map(sum, widths))
         trainings += nodes
         t_task = _strategy_step(strat, xtr_t, M, strat.batch_size, seconds_per_timing)
@@ -346,8 +349,10 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
                           for t, n in enumerate(chunk)) * math.ceil(M * ntr / strat.batch_size)
             work.append(Work(f"{u} steps (one sequence at a time)", n_steps, t_task,
                              "timed on four minibatches of its strategy"))
-        notes.append(f"{u} (a strategy trained sequence after sequence): {plan.describe()}; its evaluation "
-                     "passes are not timed.")
+        notes.append(f"{u} (a strategy trained sequence after sequence): "
+                     + (plan.describe() if state == "prefix" else
+                        f"its truth by state ({state}): {nodes:,} trainings instead of {sum(levels):,} prefix-tree "
+                        f"nodes") + "; its evaluation passes are not timed.")
         flops = _strategy_flops(strat, xtr_t, widths, M, ntr, np.shape(data["x_test"])[1], backend.cfg)
         if flops is not None:
             # a scratch backbone timed on a GPU (resnet32) at its measured throughput, the rest at the assumed one

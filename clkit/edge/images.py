@@ -49,7 +49,7 @@ from .._validate import check_choice, check_int
 
 __all__ = ["IMAGE_DATASETS", "NATIVE_SIZE", "NORMALISATION", "SCRATCH_BACKBONES", "ViTSpec", "load_image_protocol",
            "frozen_features", "vit_inputs", "learner_kind", "split_learners", "strategy_inputs", "notebook_learners",
-           "image_protocol_data", "check_image_params", "classic_bounds_run", "table_families"]
+           "image_protocol_data", "check_image_params", "table_families"]
 
 #: notebook 02's RGB class-incremental datasets (:data:`clkit.data.images.RGB_CIL_DATASETS`)
 IMAGE_DATASETS = ("cifar100", "imagenet_r", "cub200")
@@ -65,6 +65,11 @@ NORMALISATION = {"cifar100": ((0.5071, 0.4867, 0.4408), (0.2675, 0.2565, 0.2761)
 
 #: the non-pretrained network per dataset (PyCIL's choices: ``resnet32`` for CIFAR, ``resnet18`` otherwise)
 SCRATCH_BACKBONES = {"cifar100": "resnet32", "imagenet_r": "resnet18_bn", "cub200": "resnet18_bn"}
+#: shallower CIFAR ResNets (:class:`clkit.models.cnn.CifarResNet` with fewer basic blocks a stage: the
+#: same stem, stages, widths and MEMO cut as ResNet-32, depth ``6 * blocks + 2``): ``backbone`` values
+#: beside :data:`clkit.models.cnn.BACKBONES`, used by the rehearsal (:mod:`clkit.edge.rehearsal`) to cut
+#: ResNet-32's cost about fivefold without changing any code path
+CIFAR_RESNETS = {"resnet8": 1, "resnet14": 2, "resnet20": 3}
 
 #: the built-in learners that need the ViT inside every training step (any strategy with ``needs_vit_model``
 #: does too: :func:`learner_kind`)
@@ -333,7 +338,7 @@ def strategy_inputs(data: dict, strategies, *, backbone: str = "auto", spec: ViT
     """``{name: (x_train, x_test, model_factory)}`` for :func:`clkit.edge.report.ground_truth`'s strategies.
 
     * ``"scratch"``: the standardised images and ``make_backbone(backbone, 3, C, H)``
-      (``backbone="auto"``: :data:`SCRATCH_BACKBONES`);
+      (``backbone="auto"``: :data:`SCRATCH_BACKBONES`; a name of :data:`CIFAR_RESNETS`: that CIFAR ResNet);
     * ``"frozen"``: the cached features ``f_train`` / ``f_test`` and a head on them
       (``nn.Sequential(nn.Identity(), nn.Linear(d, C))``: the method's extractor is the identity,
       its statistics come from the features);
@@ -379,8 +384,10 @@ class _ScratchFactory:
     side: int
 
     def __call__(self, *, in_features: int, num_classes: int) -> nn.Module:
-        from ..models.cnn import make_backbone
+        from ..models.cnn import CifarResNet, make_backbone
 
+        if self.backbone in CIFAR_RESNETS:
+            return CifarResNet(3, num_classes, blocks=CIFAR_RESNETS[self.backbone])
         return make_backbone(self.backbone, 3, num_classes, self.side)
 
 
@@ -483,7 +490,7 @@ def check_image_params(dataset: str, *, image_size, backbone, vit_model, vit_wei
     >>> check_image_params("cifar100", image_size=0, backbone="vgg", vit_model="tiny", vit_weights="", download=False)
     Traceback (most recent call last):
     ...
-    ValueError: backbone must be 'auto' or one of clkit.models.cnn.BACKBONES ['small_cnn', 'wide_vgg9', 'resnet18', 'resnet34', 'mlp', 'resnet32', 'wide_vgg9_bn', 'efficientnet_b1', 'resnet34_bn', 'resnet18_bn'], got 'vgg'
+    ValueError: backbone must be 'auto' or one of clkit.models.cnn.BACKBONES ['small_cnn', 'wide_vgg9', 'resnet18', 'resnet34', 'mlp', 'resnet32', 'wide_vgg9_bn', 'efficientnet_b1', 'resnet34_bn', 'resnet18_bn'] or ['resnet8', 'resnet14', 'resnet20'], got 'vgg'
     """
     from pathlib import Path
 
@@ -494,9 +501,9 @@ def check_image_params(dataset: str, *, image_size, backbone, vit_model, vit_wei
     if image_size and image_size < 8:
         raise ValueError(f"image_size must be 0 (the dataset's default) or >= 8, got {image_size!r}")
     check_type("backbone", backbone, str)
-    if backbone != "auto" and backbone not in BACKBONES:
-        raise ValueError(f"backbone must be 'auto' or one of clkit.models.cnn.BACKBONES {list(BACKBONES)}, "
-                         f"got {backbone!r}")
+    if backbone != "auto" and backbone not in BACKBONES and backbone not in CIFAR_RESNETS:
+        raise ValueError(f"backbone must be 'auto' or one of clkit.models.cnn.BACKBONES {list(BACKBONES)} or "
+                         f"{list(CIFAR_RESNETS)}, got {backbone!r}")
     check_type("vit_model", vit_model, str)
     check_type("vit_weights", vit_weights, str)
     check_type("download", download, bool)
@@ -522,84 +529,3 @@ def check_image_params(dataset: str, *, image_size, backbone, vit_model, vit_wei
         raise ValueError(f"image_size: CIFAR-100 is 32x32 (the ViT resizes its own inputs), got {image_size!r}; "
                          f"allowed: 0 or 32")
     return ViTSpec(vit_model, str(Path(vit_weights).expanduser()) if vit_weights else "", int(seed))
-
-
-def _equal_counts(x, y, num_classes: int, rng, dataset: str, split: str):
-    """Per class the same number of images: the smallest class's count (ImageNet-R's classes vary)."""
-    counts = np.bincount(y, minlength=num_classes)
-    n = int(counts.min())
-    if n < 1:
-        raise ValueError(f"{dataset}'s {split} split has a class without images (class {int(counts.argmin())})")
-    return _subsample(x, y, num_classes, n, rng, dataset, split), n
-
-
-def classic_bounds_run(dataset: str, learners, config, *, num_tasks: int = 10, encoder: str = "clip",
-                       clip_model: str = "ViT-B-16", clip_pretrained: str = "openai", spec: ViTSpec | None = None,
-                       backbone: str = "auto", learner_kwargs: dict | None = None, n_train: int | None = None,
-                       n_test: int | None = None,
-                       image_size: int | None = None, seed: int = 0, download: bool = False, device=None,
-                       seeds=(0, 42, 1993), edge_num_random: int = 1, progress: bool = False,
-                       shuffle: str = "pycil"):
-    """Fig. 5 on one dataset: every class of its classic split trained under RS's and EDGE's sequences.
-
-    Loads all classes of ``dataset`` (:data:`IMAGE_DATASETS`) through its loader, each class cut
-    to the same number of images (the smallest class's, at most ``n_train`` / ``n_test``; drawn
-    with ``seed``), computes the frozen ViT features once, builds the similarity of the class names
-    with ``encoder`` and hands :func:`clkit.edge.bounds.classic_bounds` a ``train`` that trains
-    each learner (:func:`split_learners`: ``"ncm"`` batched, the rest strategies with their
-    :func:`strategy_inputs`) on the given sequences with ``config`` -- the ground truth's
-    training, on ``N / num_tasks`` classes per task.
-
-    Returns
-    -------
-    clkit.edge.bounds.ClassicBounds
-        Its first note says which data, ViT weights and class-name encoder the run used.
-    """
-    from ..data.images import load_image_dataset
-    from .bounds import classic_bounds
-    from .experiment import run_learners
-    from .learners import train_strategy_sequences
-    from .similarity import class_similarity
-    from ..plugins import resolve_strategy
-
-    check_choice("bounds_datasets", dataset, list(IMAGE_DATASETS))
-    spec = spec or ViTSpec()
-    size = None if dataset == "cifar100" else (image_size or NATIVE_SIZE[dataset])
-    ds = load_image_dataset(dataset, download, image_size=size)
-    C = len(ds.classes)
-    rng = np.random.default_rng(seed)
-    raw_tr, ntr = _equal_counts(ds.x_train, ds.y_train, C, rng, dataset, "train")
-    raw_te, nte = _equal_counts(ds.x_test, ds.y_test, C, rng, dataset, "test")
-    raw_tr, raw_te = raw_tr[:, :n_train or None], raw_te[:, :n_test or None]
-    ntr, nte = raw_tr.shape[1], raw_te.shape[1]
-    H, W = raw_tr.shape[2:4]
-    data = _arrays(raw_tr, raw_te, dataset)
-    feats = frozen_features(raw_tr, raw_te, spec, device=device)
-    data.update(f_train=feats["f_train"], f_test=feats["f_test"])
-    own, strategies = split_learners(learners)
-    inputs = strategy_inputs(data, strategies, backbone=backbone, spec=spec)
-    from .protocol import stream_settings
-
-    # the classic split's own number of tasks (CODA-Prompt's pool is split over them)
-    kwargs = stream_settings(strategies, learner_kwargs or {}, num_tasks, force=True)
-
-    def train(seqs):
-        out = {k: 100 * v["avg_acc"] for k, v in run_learners(
-            data, seqs, own, config, seed=seed, learner_kwargs=kwargs, progress=progress, device=device).items()} \
-            if own else {}
-        for name in strategies:
-            xtr, xte, factory = inputs[name]
-            out[name] = 100 * train_strategy_sequences(
-                xtr, xte, seqs, resolve_strategy(name, parameter="learners"), config, seed=seed,
-                model_factory=factory, strategy_kwargs=kwargs.get(name), device=device)["avg_acc"]
-        return out
-
-    names = list(ds.classes)
-    sim = class_similarity(names, encoder, clip_model=clip_model, clip_pretrained=clip_pretrained, device=device)
-    res = classic_bounds(names, num_tasks, sim, train, seeds=seeds, edge_num_random=edge_num_random,
-                         shuffle=shuffle)
-    res.notes.insert(0, f"data: {dataset} ({ds.source}): all {C} classes, {ntr}/{nte} train/test images per class "
-                       f"(the smallest class's count, at most n_train / n_test), {H}x{W}; "
-                       f"frozen features: {'tiny ViT' if spec.tiny else spec.model}, weights: {feats['weights_source']}; "
-                       f"class-name encoder: {sim.encoder}")
-    return res

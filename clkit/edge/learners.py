@@ -85,6 +85,7 @@ from .._seed import torch_seeded, torch_threads
 from .._validate import check_choice, check_int, check_real
 from ..device import Amp, RunDevice, as_device, autocast, check_precision, move, to_host
 from .memory import chunk_plan, node_bytes, sequence_chunks
+from .node_accuracy import NEG as _NEG, class_accuracy as _class_accuracy, masked_logits as _masked
 from .shared import node_bytes_shared, node_copy
 from .prefix import prefix_code, prefix_tree
 
@@ -106,7 +107,6 @@ LEARNER_KEYWORDS = {
     "icarl": _OPTIM + ("kd_lambda", "temperature", "memory_per_class", "icarl_classifier"),
     "ncm": (),
 }
-_NEG = -1e9
 _CPU = torch.device("cpu")
 
 
@@ -334,10 +334,6 @@ def _features(params, x):
 def _logits(params, x):
     W2, b2 = params[2], params[3]
     return torch.baddbmm(b2.unsqueeze(1), _features(params, x), W2)
-
-
-def _masked(logits, mask):
-    return logits.masked_fill(~mask[:, None, :], _NEG)
 
 
 def _ce(logits, y):
@@ -750,19 +746,6 @@ def _run_device(device, precision):
         return device.device, device.precision if precision is None else check_precision(precision, device.device)
     device = as_device(device)
     return device, check_precision("fp32" if precision is None else precision, device)
-
-
-def _class_accuracy(backend, state, xall, yall, nte, seen, eval_nodes):
-    """Accuracy per class (n, C) of a level's ``n`` nodes on every test image, predicting among the
-    classes ``seen`` (n, C) by each; ``eval_nodes`` nodes at a time (stays on the device)."""
-    n, C = seen.shape
-    class_acc = torch.empty(n, C, device=xall.device)
-    with torch.no_grad():
-        for s in range(0, n, eval_nodes):
-            rows = slice(s, min(n, s + eval_nodes))
-            pred = _masked(backend.scores(state, rows, xall), seen[rows]).argmax(dim=-1)
-            class_acc[rows] = (pred == yall).float().reshape(-1, C, nte).mean(dim=2)
-    return class_acc
 
 
 def _walk_tree(backend, xall, yall, nte, seqs, progress, share, eval_nodes):

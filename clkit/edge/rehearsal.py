@@ -16,11 +16,17 @@ report and verdict -- and cuts its sizes by clkit's one rule (:mod:`clkit.rehear
 
 The image protocols (``dataset`` = cifar100 | imagenet_r | cub200, the ``paper`` sets) keep
 their learners (networks trained from scratch, the frozen-ViT prototype methods, L2P) and cut
-further (:data:`IMAGE_CAPS`): a few images per class, ImageNet-R / CUB-200 at 32x32, the ViT
-to :data:`clkit.models.vit.TINY_CONFIG` -- a fabricated timm checkpoint
-(:func:`clkit.data.fixtures.vit.write_vit`) loaded through ``vit_weights`` -- and RanPAC's
-projection to :data:`RANPAC_PROJECTION` dimensions; the dataset's files are fabricated in its
-own layout (CIFAR-100's pickles, ImageNet-R's folders) and read by its real loader.
+further (:data:`IMAGE_CAPS`): two training and four test images per class, one epoch, ImageNet-R / CUB-200 at 32x32,
+the ViT to :data:`clkit.models.vit.TINY_CONFIG` -- a fabricated timm checkpoint
+(:func:`clkit.data.fixtures.vit.write_vit`) loaded through ``vit_weights`` -- CIFAR's ResNet-32 to
+ResNet-8 (:data:`SCRATCH_CUT`), RanPAC's projection to :data:`RANPAC_PROJECTION` dimensions and the
+newer methods' pools, projectors, centroids, k-means iterations and stage epochs
+(:data:`METHOD_CUTS`); Fig. 5's classic splits are trained by one learner of each kind
+(:data:`BOUNDS_KINDS`, ``bounds_learners``) and on the first dataset only. Every one of the twelve
+methods still trains every node of the ground truth (the prefix tree or its declared state), and
+the budget, the tables beside the paper and the weights check run as in the paper run. The run's
+table of cuts says each of these. The dataset's files are fabricated in its own layout (CIFAR-100's
+pickles, ImageNet-R's folders) and read by its real loader.
 
 Fixtures (:mod:`clkit.data.fixtures`): Fashion-MNIST's four gzipped IDX files, read by the
 real loader (:func:`clkit.data.images.load_fashion_mnist`) from the rehearsal's cache, and,
@@ -36,7 +42,7 @@ from pathlib import Path
 
 from ..rehearsal import MIN_SEEDS, Cap, Plan
 
-__all__ = ["CAPS", "IMAGE_CAPS", "PLAN", "IMAGE_PLAN", "prepare"]
+__all__ = ["CAPS", "IMAGE_CAPS", "PLAN", "IMAGE_PLAN", "SCRATCH_CUT", "BOUNDS_KINDS", "prepare"]
 
 CAPS = (
     Cap("n_train", 100, "training images per class"),
@@ -51,11 +57,13 @@ CAPS = (
 
 #: the image protocols' caps (``dataset`` = cifar100 | imagenet_r | cub200): a network trained from
 #: scratch per node of the prefix tree costs about a thousand times an MLP step, so the image
-#: counts are cut further; the ViT is cut to :data:`clkit.models.vit.TINY_CONFIG` (a fabricated
-#: checkpoint, loaded through ``vit_weights``) and RanPAC's random projection to 64 dimensions
+#: counts are cut further (two a class: one minibatch a task, BatchNorm still sees four rows); the
+#: ViT is cut to :data:`clkit.models.vit.TINY_CONFIG` (a fabricated checkpoint, loaded through
+#: ``vit_weights``), CIFAR's ResNet-32 to :data:`SCRATCH_CUT` and RanPAC's random projection to 64
+#: dimensions
 IMAGE_CAPS = (
-    Cap("n_train", 4, "training images per class"),
-    Cap("n_test", 5, "test images per class"),
+    Cap("n_train", 2, "training images per class"),
+    Cap("n_test", 4, "test images per class"),
     Cap("epochs", 1, "training epochs per task"),
     Cap("image_size", 32, "side ImageNet-R / CUB-200 are resized to (0 = 224)"),
     Cap("bounds_datasets", 1, "classic splits trained for Fig. 5 (the first)"),
@@ -64,6 +72,18 @@ IMAGE_CAPS = (
 
 #: RanPAC's projection width in a rehearsal (a size: ``learner_kwargs["ranpac"]["projection_dim"]``)
 RANPAC_PROJECTION = 64
+
+#: the from-scratch methods' CIFAR ResNet in a rehearsal: ResNet-32 (5 basic blocks a stage) cut to
+#: ResNet-8 (1 a stage, :data:`clkit.edge.images.CIFAR_RESNETS`) -- the same class, stem, stages,
+#: widths, shortcuts and MEMO cut, a fifth of the convolutions. Six methods x 195 prefix-tree nodes of
+#: ResNet-32 were the rehearsal's ~15 minutes on two cores (issue 50 follow-up, profiled per method)
+SCRATCH_CUT = {"resnet32": "resnet8"}
+
+#: Fig. 5's classic splits train every class of the split under RS's and EDGE's sequences with every
+#: learner: a rehearsal trains them with one learner of each kind (:func:`clkit.edge.images.learner_kind`:
+#: from scratch, on frozen features, around the ViT) -- the first of each in ``learners`` -- so each of
+#: :func:`clkit.edge.bounds_run.classic_bounds_run`'s code paths runs once (``bounds_learners``)
+BOUNDS_KINDS = ("ncm", "scratch", "frozen", "prompt")
 
 #: the seven newer methods' sizes in a rehearsal (beside ``epochs`` / ``init_epochs`` to 1): their other
 #: epoch counts to 1, CODA-Prompt's pool to 2 components a task, HiDe-Prompt's k-means to 2 centroids and
@@ -145,13 +165,31 @@ def _after(values: dict, files: dict) -> dict:
                 if settings.get(key, float("inf")) > small:
                     settings[key] = small
                     cut.append(f"{name} {key} {small}")
+        from .images import SCRATCH_BACKBONES, learner_kind
+
+        net = SCRATCH_BACKBONES.get(values.get("dataset"), "") if values.get("backbone", "auto") == "auto" \
+            else values.get("backbone")
+        if net in SCRATCH_CUT and any(learner_kind(n) == "scratch" for n in learners):
+            out["backbone"] = SCRATCH_CUT[net]
+            out.setdefault("_what", {})["backbone"] = (f"the from-scratch methods' {net} cut to {SCRATCH_CUT[net]} "
+                                                       f"(clkit.models.cnn.CifarResNet, 1 basic block a stage)")
+        if values.get("bounds_datasets") and not values.get("bounds_learners"):
+            kinds = {}
+            for n in learners:
+                kinds.setdefault(learner_kind(n), n)
+            picked = [kinds[k] for k in BOUNDS_KINDS if k in kinds]
+            if len(picked) < len(learners):
+                out["bounds_learners"] = picked
+                out.setdefault("_what", {})["bounds_learners"] = (
+                    "Fig. 5 trained by one learner of each kind (from scratch, frozen features, around the ViT): "
+                    "the classic splits' other methods skipped")
         if "ranpac" in (values.get("learners") or ()) and kw.get("ranpac", {}).get("projection_dim", 1000) > \
                 RANPAC_PROJECTION:
             kw.setdefault("ranpac", {})["projection_dim"] = RANPAC_PROJECTION
             cut.append(f"RanPAC's projection to {RANPAC_PROJECTION}")
         if cut:
             out["learner_kwargs"] = kw
-            out["_what"] = {"learner_kwargs": "per-learner sizes cut: " + ", ".join(cut)}
+            out.setdefault("_what", {})["learner_kwargs"] = "per-learner sizes cut: " + ", ".join(cut)
     if "encoder_sizes" in out:
         out.setdefault("_what", {})["encoder_sizes"] = "a fabricated tiny CLIP folder per encoder (seeds 1, 2, ...)"
     if "vit" in files:
@@ -183,5 +221,5 @@ def prepare(values: dict, root=None, *, seed: int = 0):
     keys = ({c.name for c in plan.caps} | set(plan.switches)
             | {"dataset", "encoder", "similarity_sources", "clip_model", "clip_pretrained", "classes", "learners",
                "learner_kwargs", "vit_model", "vit_weights", "encoder_sizes", "bounds_datasets",
-               "classic_num_tasks", "protocol", "num_tasks"})
+               "classic_num_tasks", "protocol", "num_tasks", "backbone", "bounds_learners"})
     return plan.prepare({k: v for k, v in values.items() if k in keys}, root, seed=seed)

@@ -224,13 +224,31 @@ def truth_lookup(truth):
 
 
 def normality_table(truth: dict):
-    """Box-Cox + three normality tests per learner (Table A3): ``(dict, DataFrame)``."""
+    """Box-Cox + three normality tests per learner (Table A3): ``(dict, DataFrame)``.
+
+    Box-Cox needs positive values: a learner with an accuracy of 0 on some order (a rehearsal's
+    few test images can give one) gets NaN throughout, and its row of the table says why.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> normal, table = normality_table({"a": rng.normal(50, 3, 40), "b": np.r_[0.0, rng.normal(50, 3, 39)]})
+    >>> normal["b"]["shapiro_p"] != normal["b"]["shapiro_p"], list(table.index)
+    (True, ['a', 'b (an accuracy of 0: no Box-Cox)'])
+    """
     import pandas as pd
 
     from .estimation import normality_tests
 
-    normal = {name: normality_tests(acc) for name, acc in truth.items()}
-    return normal, pd.DataFrame(normal).T.round(4)
+    normal, labels = {}, {}
+    for name, acc in truth.items():
+        a = np.asarray(acc, dtype=float)
+        if (a[np.isfinite(a)] <= 0).any():
+            normal[name] = dict.fromkeys(("lambda", "shapiro_p", "dagostino_p", "ks_p"), float("nan"))
+            labels[name] = f"{name} (an accuracy of 0: no Box-Cox)"
+        else:
+            normal[name] = normality_tests(acc)
+    return normal, pd.DataFrame(normal).T.rename(index=labels).round(4)
 
 
 def check_edge_learner_kwargs(learner_kwargs, learners, *, batched=None) -> dict:

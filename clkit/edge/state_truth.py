@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from ..device import move, to_host
+from .node_accuracy import class_accuracy
 from .prefix import TRUTH_STATES, check_truth_state, count_states, state_tree
 
 __all__ = ["TRUTH_STATES", "declared_state", "state_truth", "state_counts", "by_declared_state"]
@@ -79,9 +80,7 @@ def state_counts(sequences, state: str) -> dict:
 
 def _accuracy_per_class(backend, state, xall, yall, nte, seen):
     """Accuracy (C,) of one strategy on every class's test images, predicting among ``seen`` (1, C)."""
-    from .learners import _class_accuracy
-
-    return _class_accuracy(backend, state, xall, yall, nte, seen, 1)[0]
+    return class_accuracy(backend, state, xall, yall, nte, seen, 1)[0]
 
 
 def state_truth(backend, xte, seqs, state: str, progress=None, root=None) -> dict:

@@ -23,8 +23,8 @@ One module per family:
 - :mod:`~clkit.strategies.tagfex` -- ``tagfex`` (DER guided by a contrastive task-agnostic
   extractor);
 - :mod:`~clkit.strategies.generative` -- ``generative_replay`` (VAE + old solver);
-- :mod:`~clkit.strategies.prototype` -- ``simplecil``, ``ranpac`` (closed-form heads on
-  frozen features, no gradient training);
+- :mod:`~clkit.strategies.prototype` -- ``simplecil`` (closed-form heads on frozen features, no
+  gradient training), :mod:`~clkit.strategies.ranpac` -- ``ranpac`` (the same, on random projections);
 - :mod:`~clkit.strategies.prompt` -- ``l2p`` (a prompt pool for a frozen ViT, chosen per image by
   key-query matching);
 - :mod:`~clkit.strategies.coda_prompt` -- ``coda_prompt`` (decomposed attention-weighted prefix
@@ -68,7 +68,8 @@ from .importance import EWC, MAS, SI
 from .memory import ClassBalancedBuffer, ReservoirBuffer, TaskBalancedBuffer
 from .projection import AGEM, GEM
 from .prompt import L2P
-from .prototype import RanPAC, SimpleCIL
+from .prototype import SimpleCIL
+from .ranpac import RanPAC
 from .rehearsal import ER, Cumulative, GDumb, Replay
 from .registry import available_strategies, resolve_strategy
 

@@ -9,6 +9,7 @@ from . import graph  # noqa: F401
 from . import architectural  # noqa: F401
 from . import generative  # noqa: F401
 from . import prototype  # noqa: F401
+from . import ranpac  # noqa: F401
 from . import der  # noqa: F401
 from . import icarl  # noqa: F401
 from . import prompt  # noqa: F401

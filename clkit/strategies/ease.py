@@ -73,28 +73,9 @@ from .._validate import check_int, check_real
 from ..device import move
 from ..models.vit_adapter import AdapterStack, adapted_features, check_vit, vit_tokens
 from .base import Strategy, Task, epoch_means, register
+from .ranpac_adapter import CosineClassifier
 
-__all__ = ["EASE", "EASENet", "CosineProxy", "complement_prototypes", "reweight_logits"]
-
-
-class CosineProxy(nn.Module):
-    """The training head of a task (the authors' ``EaseCosineLinear`` as ``proxy_fc``): ``sigma * cos(x, w_k)``.
-
-    Examples
-    --------
-    >>> h = CosineProxy(4, 3, torch.Generator().manual_seed(0))
-    >>> h(torch.randn(2, 4)).shape, float(h.sigma.detach())
-    (torch.Size([2, 3]), 1.0)
-    """
-
-    def __init__(self, dim: int, n_classes: int, generator: torch.Generator):
-        super().__init__()
-        bound = 1.0 / math.sqrt(dim)
-        self.weight = nn.Parameter((torch.rand(n_classes, dim, generator=generator) * 2 - 1) * bound)
-        self.sigma = nn.Parameter(torch.ones(1))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.sigma * F.linear(F.normalize(x, p=2, dim=1), F.normalize(self.weight, p=2, dim=1))
+__all__ = ["EASE", "EASENet", "complement_prototypes", "reweight_logits"]
 
 
 def reweight_logits(feats: torch.Tensor, protos: torch.Tensor, task_of_class: torch.Tensor, alpha: float):
@@ -160,7 +141,7 @@ class EASENet(nn.Module):
     ----------
     adapters : nn.ModuleList of AdapterStack
         Task ``t``'s adapters at index ``t``; the last one trains.
-    proxy : CosineProxy or None
+    proxy : clkit.strategies.ranpac_adapter.CosineClassifier or None
         The current task's training head.
     protos : Tensor (buffer), shape (K, T, d)
     task_of_class : Tensor (buffer), shape (K,), int64, ``-1`` for classes not seen
@@ -181,7 +162,7 @@ class EASENet(nn.Module):
         self.dim = int(getattr(vit, "embed_dim", getattr(vit, "num_features", 0)))
         self.num_classes, self.ffn_num, self.scale, self.dropout, self.alpha = num_classes, ffn_num, scale, dropout, alpha
         self.adapters = nn.ModuleList()
-        self.proxy: CosineProxy | None = None
+        self.proxy: CosineClassifier | None = None
         self.register_buffer("protos", torch.zeros(num_classes, 0, self.dim))
         self.register_buffer("task_of_class", torch.full((num_classes,), -1, dtype=torch.int64))
 
@@ -195,7 +176,7 @@ class EASENet(nn.Module):
         stack = AdapterStack(len(self.vit.blocks), self.dim, self.ffn_num, generator=generator, seed=seed,
                              scale=self.scale, dropout=self.dropout)
         self.adapters.append(stack.to(device))
-        self.proxy = CosineProxy(self.dim, n_classes, generator).to(device)
+        self.proxy = CosineClassifier(self.dim, n_classes, generator).to(device)
         grown = torch.zeros(self.num_classes, len(self.adapters), self.dim, device=device, dtype=self.protos.dtype)
         grown[:, :-1] = self.protos
         self.protos = grown

@@ -68,7 +68,8 @@ class AdaptedViT(nn.Module):
 
 class CosineClassifier(nn.Module):
     """The authors' ``CosineLinear``: ``sigma * cos(x, w_k)``, ``w`` ``(k, d)`` drawn ``U(-1/sqrt(d), 1/sqrt(d))``
-    from ``generator``, ``sigma`` a learnable scalar starting at 1.
+    from ``generator``, ``sigma`` a learnable scalar starting at 1. RanPAC's adapter-stage head and EASE's
+    training head of a task (the authors' ``EaseCosineLinear`` as ``proxy_fc``: the same layer).
 
     Examples
     --------
