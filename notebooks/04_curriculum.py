@@ -91,6 +91,10 @@ gem_patterns_per_task: int = 64  # GEM memory rows per task (paper: 256)
 # unset keywords keep each strategy's default (the paper's: ewc_lambda 1, si_lambda 1,
 # lwf_alpha 2, gem_memory_strength 0.5)
 learner_kwargs: dict = {}
+# paper (the text's settings) | authors (the released code's: A-GEM 256 rows per task
+# and sample 64, SI damping 0.001, MAS running-average importance, LwF temperature 1,
+# the generator's latent 16 and lr 0.01, Naive/LwF/A-GEM at 20/50 of epochs)
+protocol: str = "paper"
 per_class_train: int = 100  # training images per class (paper: 500)
 per_class_test: int = 50  # test images per class (paper: 500)
 image_size: int = 8  # side of the square images (paper: 64)
@@ -144,7 +148,7 @@ params = dict(datasets=datasets, num_tasks=num_tasks, download=download,
               optimizer=optimizer, lr=lr, momentum=momentum, batch_size=batch_size,
               memory_size=memory_size, agem_sample_size=agem_sample_size,
               gem_patterns_per_task=gem_patterns_per_task,
-              learner_kwargs=learner_kwargs, per_class_train=per_class_train,
+              learner_kwargs=learner_kwargs, protocol=protocol, per_class_train=per_class_train,
               per_class_test=per_class_test, image_size=image_size, channels=channels,
               seed=seed, seeds=seeds, workers=workers, num_threads=num_threads, device=device,
               precision=precision, deterministic=deterministic, rehearse=rehearse)
@@ -158,13 +162,17 @@ if ":" in backbone:
 user_sets = {d: load_image_folder(d, min_classes=10) for d in datasets
              if is_user_path(d)}  # ImageFolder trees, 10 classes each
 spare = iter([d for d in cur.IMAGE_DATASETS if d not in datasets])  # stand-ins for user trees
+# the protocol's per-learner settings under the user's learner_kwargs, and its epochs
+run_kwargs = cur.protocol.learner_settings(protocol, strategies, learner_kwargs)
+run_epochs = cur.protocol.strategy_epochs(protocol, strategies, epochs)
 cur.check_params(**params | dict(  # learner_kwargs: against each strategy's constructor
     strategies=strategies, datasets=[next(spare) if d in user_sets else d for d in datasets],
-    backbone="small_cnn" if ":" in backbone else backbone))
+    backbone="small_cnn" if ":" in backbone else backbone, learner_kwargs=run_kwargs))
 if num_threads:
     torch.set_num_threads(num_threads)  # this kernel only
 record = RunRecord("04_curriculum", params=params)
 record.log(device=rd.record(), strategies_run=strategies, strategies_skipped=skipped,
+           protocol={"name": protocol, "learner_kwargs": run_kwargs, "strategy_epochs": run_epochs},
            **({"rehearsal": rh.record()} if rh else {}))
 # settings every strategy may take (each picks those its constructor accepts)
 hyper = dict(optimizer=optimizer, lr=lr, momentum=momentum, batch_size=batch_size,
@@ -173,6 +181,22 @@ hyper = dict(optimizer=optimizer, lr=lr, momentum=momentum, batch_size=batch_siz
 seed_list = list(range(seed, seed + seeds))
 # the null control: one strategy against itself under M2I, on seeds offset by their number
 control = cur.controls.NullControl.plan(strategies, seed_list, primary)
+
+# %% [markdown]
+# **Protocol: the paper's text or the authors' code.** The released code
+# (lifelonglab/M2I_I2M_benchmark, calling Avalanche 0.2.1) differs from the text in
+# several settings. `protocol = "authors"` follows the code wherever a clkit strategy
+# has the setting (`cur.protocol`). For example, MAS's importance becomes Avalanche's running
+# average $\Omega \leftarrow \alpha\,\Omega + (1-\alpha)\,\Omega_{new}$ from
+# $\Omega = 0$ with $\alpha = 0.5$, where the text's MAS sums,
+# $\Omega \leftarrow \Omega + \Omega_{new}$. The table lists every difference found, with
+# both values. `switched` says whether this protocol follows the code there.
+
+# %%
+display(Markdown(f"Protocol: **{protocol}**; per-learner settings "
+                 f"{run_kwargs or 'none beyond the shared ones'}; "
+                 f"epochs {run_epochs or 'the same for every strategy'} (others: {epochs})."),
+        cur.protocol.differences())
 
 # %% [markdown]
 # ## Data
@@ -216,7 +240,7 @@ budget = cur.budget.estimate(bench0.per_class, strategies, device=rd, seeds=seed
                              difficulty_epochs=difficulty_epochs, batch_size=batch_size,
                              backbone=backbone, image_size=image_size, channels=channels,
                              memory_format=memory_format, workers=rd.workers(workers),
-                             hyper=hyper, learner_kwargs=learner_kwargs,
+                             hyper=hyper, learner_kwargs=run_kwargs,
                              control=control.strategy)
 display(Markdown(budget.text()))
 record.log(budget=budget.record())
@@ -275,7 +299,7 @@ progress = tqdm(total=len(seed_list) * 2 * len(strategies) + len(control.offset_
                 desc="seed x order x strategy")
 train = dict(scenario=scenario, backbone=backbone, memory_format=memory_format, epochs=epochs,
              device=rd, workers=rd.workers(workers), num_threads=num_threads,
-             progress=progress, learner_kwargs=learner_kwargs, **hyper)
+             progress=progress, learner_kwargs=run_kwargs, strategy_epochs=run_epochs, **hyper)
 R = cur.run_streams({s: benches[s] for s in seed_list}, orders, strategies, **train)
 R_control = cur.run_streams({s: benches[s] for s in control.offset_seeds},
                             control.orders(orders), [control.strategy], **train)
@@ -335,11 +359,21 @@ record.log(metrics=metrics, scenario=scenario, acc_matrix=R_mean,
 # strategies grouped as the paper groups them, ACC, BWT (Eq. 2), FWT in the task-incremental
 # setting, and the ACC rank, one table per order. A run covers one scenario; the paper's
 # tables put two runs side by side (`paper_tables({"class": run_a, "task": run_b})`, each
-# run's `results.json` `"results"`).
+# run's `results.json` `"results"`). `ACC (paper)` is the paper's own value, where its text
+# quotes one (`cur.paper_numbers`: the table bodies are images, so only the values Sects. 4-5
+# quote survive). Below, the run's ACC beside the paper's with the seed spread. The comparison
+# only means something at paper scale; there a cell is marked when the paper's value lies
+# outside the run's mean ± 2 sd (the paper reports no spread).
 
 # %%
-for order, frame in cur.tables.paper_tables({scenario: record.results}).items():
+for order, frame in cur.tables.paper_tables({scenario: record.results}, backbone=backbone).items():
     display(Markdown(f"**{order}** ({scenario}-incremental, {backbone}, {seeds} seeds)"), frame)
+at_scale = cur.paper_numbers.is_paper_scale(params)
+beside, beside_note = cur.paper_numbers.beside_paper(record.results, scenario, backbone, paper_scale=at_scale)
+display(Markdown(beside_note))
+for order, frame in beside.items():
+    display(Markdown(f"**{order}**, this run beside the paper"), frame.round(3))
+record.log(paper_scale=at_scale, beside_paper={o: f.reset_index().to_dict("records") for o, f in beside.items()})
 
 # %% [markdown]
 # ## M2I − I2M: one claim, exploratory families, controls that can fail

@@ -299,3 +299,20 @@ def test_paper_set_rehearsed_end_to_end(tmp_path, paper_set):
     assert {f"acc_matrix_{s}.png" for s in run} <= figures
     nb = (out / "04_curriculum.ipynb").read_text()
     assert "estimated from FLOPs, not measured" in nb and "Skipped in the class-incremental scenario" in nb
+
+
+def test_smoke_run_records_the_paper_protocol_and_the_papers_numbers_for_reference(smoke):
+    """``protocol: paper`` (every parameter set's) changes nothing: no per-learner settings beyond the
+    set's own, every strategy at ``epochs``; the paper's numbers are shown at teaching scale only for
+    reference (no cell marked)."""
+    results, _ = smoke
+    r = results["results"]
+    assert results["params"]["protocol"] == "paper"
+    assert r["protocol"] == {"name": "paper", "learner_kwargs": results["params"]["learner_kwargs"],
+                             "strategy_epochs": {}}
+    assert r["paper_scale"] is False
+    for order, rows in r["beside_paper"].items():
+        assert {row["strategy"] for row in rows} == set(r["metrics"][order])
+        assert all(row["outside"] == "" for row in rows)
+        for row in rows:
+            assert row["ACC"] == pytest.approx(r["metrics"][order][row["strategy"]]["ACC"])

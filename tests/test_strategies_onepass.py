@@ -59,6 +59,7 @@ def _tasks(kind):
 
 @pytest.mark.parametrize("kind", ["mlp", "cnn"])
 @pytest.mark.parametrize("cls, kw", [(AGEM, {"agem_sample_size": 64, "memory_size": 64}),
+                                     (AGEM, {"agem_sample_size": 64, "agem_patterns_per_task": 24}),
                                      (GEM, {"gem_patterns_per_task": 32})])
 def test_one_pass_training_equals_separate_passes_with_projection_firing_and_not(kind, cls, kw):
     """Every step's memory gradients equal autograd on the same rows and weights; the projection
@@ -329,3 +330,32 @@ def test_channels_last_switch_is_validated_and_skips_what_it_cannot_serve():
         s.train_task(tasks[0])
         s.train_task(tasks[1])
         assert s.last_pass == "one pass" and s.last_layout == want, (kind, layout, s.last_layout)
+
+
+def test_agem_per_task_memory_keeps_a_share_of_each_task_and_samples_evenly():
+    """Avalanche's A-GEM memory: ``agem_patterns_per_task`` rows of each task (a subset of it, all
+    rows when the task has fewer), the reservoir unused, and ``agem_sample_size // k`` rows of each
+    of the ``k`` stored tasks per reference gradient."""
+    tasks = _tasks("mlp")
+    with torch_seeded(0):
+        s = AGEM(_net("mlp"), lr=0.1, epochs=1, batch_size=16, scenario="class", agem_patterns_per_task=8,
+                 agem_sample_size=10)
+    for t in tasks[:2]:
+        s.train_task(t)
+    assert len(s.memory) == 0 and sorted(s.task_memories) == [0, 1]
+    for k, t in enumerate(tasks[:2]):
+        mx, my, mt = s.task_memories[k]
+        assert len(my) == 8 and set(mt.tolist()) == {k}
+        rows = {tuple(r.tolist()) for r in t.x}
+        assert all(tuple(r.tolist()) in rows for r in mx)      # a subset of the task's own rows
+        assert len({tuple(r.tolist()) for r in mx}) == 8       # without replacement
+    mx, my, mt, sizes = s.memory_groups(tasks[2])
+    assert sizes == [10] and sorted(mt.tolist()) == [0] * 5 + [1] * 5
+    s.agem_sample_size = 64                                    # more than stored: every stored row
+    assert s.memory_groups(tasks[2])[3] == [16]
+    with torch_seeded(0):
+        big = AGEM(_net("mlp"), epochs=1, batch_size=16, agem_patterns_per_task=500)
+    big.train_task(tasks[0])
+    assert len(big.task_memories[0][1]) == len(tasks[0])      # fewer rows than the share: all kept
+    with pytest.raises(ValueError, match="agem_patterns_per_task"):
+        AGEM(_net("mlp"), agem_patterns_per_task=-1)

@@ -190,3 +190,41 @@ def test_regularisers_need_task_boundaries(name):
 def test_bad_hyper_parameters_are_named(name, param):
     with pytest.raises(ValueError, match=param):
         make_strategy(name, MLP(2, 2), **{param: -1.0})
+
+
+def test_mas_running_average_equals_hand_computation():
+    """Avalanche 0.2.1's update, Omega <- alpha Omega + (1 - alpha) Omega_new from Omega = 0,
+    against the hand-computed importances of a linear model (alpha 0.25: not symmetric)."""
+    lin = _linear([1.0, -2.0])
+    a = 0.25
+    s = MAS(lin, loss="mse", mas_lambda=2.0, importance_update="average", mas_alpha=a)
+    x = torch.tensor([[1.0, 1.0], [2.0, 0.5], [0.0, -1.0]])
+    task = Task(x, torch.zeros(3, 1))
+    # task 1: f(x) = x . w = (-1, 1, 2); Omega_1 = mean_i |2 f(x_i) x_i| = (mean(2, 4, 0), mean(2, 1, 4))
+    s.after_task(task)
+    omega1 = torch.tensor([[2.0, 7.0 / 3.0]])
+    torch.testing.assert_close(s.terms[0][0]["weight"], (1 - a) * omega1)
+    # weights move to (2, -2): f(x) = (0, 3, 2); Omega_2 = (mean(0, 12, 0), mean(0, 3, 4)) = (4, 7/3)
+    with torch.no_grad():
+        lin.weight += torch.tensor([[1.0, 0.0]])
+    assert float(s.penalty(None).detach()) == pytest.approx(2.0 * (1 - a) * 2.0)   # lambda Omega_1,0 (1)^2
+    s.after_task(task)
+    omega2 = torch.tensor([[4.0, 7.0 / 3.0]])
+    torch.testing.assert_close(s.terms[0][0]["weight"], a * (1 - a) * omega1 + (1 - a) * omega2)
+    assert float(s.penalty(None).detach()) == 0.0                  # re-anchored at the latest weights
+    # the default is unchanged: the sum, Omega_1 + Omega_2
+    lin = _linear([1.0, -2.0])
+    s = MAS(lin, loss="mse")
+    assert s.importance_update == "sum"
+    s.after_task(task)
+    with torch.no_grad():
+        lin.weight += torch.tensor([[1.0, 0.0]])
+    s.after_task(task)
+    torch.testing.assert_close(s.terms[0][0]["weight"], omega1 + omega2)
+
+
+@pytest.mark.parametrize("kw, match", [({"importance_update": "mean"}, "importance_update"),
+                                       ({"mas_alpha": 1.5}, "mas_alpha"), ({"mas_alpha": -0.1}, "mas_alpha")])
+def test_mas_bad_update_settings_are_named(kw, match):
+    with pytest.raises(ValueError, match=match):
+        MAS(MLP(2, 2), **kw)

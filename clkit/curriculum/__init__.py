@@ -12,6 +12,8 @@ and from hard to easy (I2M, the inverse one). The package imports in one directi
 - :mod:`clkit.curriculum.evaluate` -- the paper's ACC / BWT / FWT (Sect. 2.3) with the
   final-row mean and the weighting reference;
 - :mod:`clkit.curriculum.params` -- validation of the notebook's parameters;
+- :mod:`clkit.curriculum.protocol` -- the paper's text or the authors' released settings
+  (``protocol: paper | authors``);
 - :mod:`clkit.curriculum.analysis` -- per-seed metrics and their means;
 - :mod:`clkit.curriculum.controls` -- the stochastic null control (one strategy against itself,
   seeds offset) and the pipeline checks (comparisons zero by construction);
@@ -24,6 +26,7 @@ and from hard to easy (I2M, the inverse one). The package imports in one directi
   (``rehearse: true``);
 - :mod:`clkit.curriculum.report` -- the notebook's tables and closing text;
 - :mod:`clkit.curriculum.tables` -- the paper's Tables 3-8 layout from one run per scenario;
+- :mod:`clkit.curriculum.paper_numbers` -- the paper's own Tables 3-8 values, beside a run's;
 - :mod:`clkit.curriculum.plots` -- its figures.
 
 Order versus weighting. ACC averages the lower triangle of ``R``, so the task in
@@ -40,7 +43,7 @@ from .evaluate import stream_metrics, weighting_reference
 from .params import check_learner_settings, check_params, scenario_strategies
 from .streams import (PAIRINGS, measure_difficulty, run_setting, run_stream, run_streams, single_task_accuracy,
                       strategy_kwargs, task_seed)
-from . import analysis, budget, controls, rehearsal, verdicts
+from . import analysis, budget, controls, paper_numbers, protocol, rehearsal, verdicts
 from ..data.images import IMAGE_DATASETS
 from . import plots, report, tables  # noqa: E402  (presentation, on top of the above)
 
@@ -48,5 +51,5 @@ __all__ = ["PAPER_ORDER", "Benchmark", "prepare_images", "balanced_indices", "bu
            "single_task_accuracy", "curriculum_orders", "run_stream", "stream_metrics", "strategy_kwargs",
            "check_params", "check_learner_settings", "scenario_strategies", "weighting_reference", "difficulty_table", "select_tasks", "run_streams",
            "IMAGE_DATASETS", "build_benchmarks", "check_loaded", "Curriculum",
-           "choose_curriculum", "measure_difficulty", "PAIRINGS", "task_seed", "run_setting", "analysis", "budget", "controls", "rehearsal", "verdicts", "report",
+           "choose_curriculum", "measure_difficulty", "PAIRINGS", "task_seed", "run_setting", "analysis", "budget", "controls", "paper_numbers", "protocol", "rehearsal", "verdicts", "report",
            "plots"]

@@ -9,6 +9,7 @@ from ..models.cnn import BACKBONES, MEMORY_FORMATS, MIN_IMAGE_SIZE
 from ..strategies import available_strategies, make_strategy
 from ..strategies.base import _REGISTRY
 from .controls import NULL_LEARNERS, PRIMARY
+from .protocol import check_protocol
 from .streams import strategy_kwargs
 
 __all__ = ["check_params", "check_primary", "scenario_strategies", "task_only", "SUPPLIED", "allowed_learner_keywords", "check_learner_settings"]
@@ -214,6 +215,8 @@ def check_params(*, datasets, scenario, strategies, backbone, epochs, difficulty
     if num_tasks == 1:
         raise ValueError(f"num_tasks must be 0 (as many tasks as differ in difficulty beyond the seed spread) "
                          f"or 2..{len(datasets)} (len(datasets)), got 1")
+    if "protocol" in others:
+        check_protocol(others.pop("protocol"))
     if "primary" in others:
         check_primary(others.pop("primary"), strategies)
     if "num_threads" in others:

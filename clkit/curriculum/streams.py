@@ -173,8 +173,8 @@ PAIRINGS = ("task", "stream")
 
 def run_stream(bench: Benchmark, order, strategy: str, *, scenario: str = "class", backbone: str = "small_cnn",
                epochs: int = 5, seed: int = 0, pairing: str = "task", learner_kwargs: dict | None = None,
-               progress=None, memory_format: str = "contiguous", device="cpu", precision: str | None = None,
-               **hyper) -> np.ndarray:
+               strategy_epochs: dict | None = None, progress=None, memory_format: str = "contiguous", device="cpu",
+               precision: str | None = None, **hyper) -> np.ndarray:
     """Train ``strategy`` through the datasets in ``order``; return ``R`` (accuracy matrix).
 
     Pairing. Two orders of the same datasets are compared seed by seed, so everything
@@ -208,6 +208,9 @@ def run_stream(bench: Benchmark, order, strategy: str, *, scenario: str = "class
     learner_kwargs : dict, optional
         ``{strategy: {keyword: value}}``: this strategy's own settings, over ``hyper``
         (:func:`clkit.learner_kwargs.settings_for`).
+    strategy_epochs : dict, optional
+        ``{strategy: epochs}``: strategies that train another number of epochs than ``epochs``
+        (the authors' protocol, :func:`clkit.curriculum.protocol.strategy_epochs`).
     memory_format : {"contiguous", "channels_last"}
         The backbone's layout (:func:`make_backbone`): channels_last is faster on CPU and gives the
         same results to float rounding, which training amplifies (so not the same numbers).
@@ -244,6 +247,8 @@ def run_stream(bench: Benchmark, order, strategy: str, *, scenario: str = "class
     blocks = sorted(order) if pairing == "task" else order
     train, test = bench.to(device).tasks(order, scenario, blocks=blocks)
     settings = settings_for(strategy, strategy_kwargs(strategy, hyper), learner_kwargs)
+    if strategy_epochs and strategy in strategy_epochs:
+        epochs = check_int(f"strategy_epochs[{strategy!r}]", strategy_epochs[strategy], low=1)
     # torch's global generator is seeded for the whole stream as well, so code that draws from it
     # (e.g. layers a strategy adds while it trains) gives the same R whatever ran before in this
     # process -- the condition for results that do not depend on ``run_streams``' workers

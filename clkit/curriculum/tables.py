@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .paper_numbers import PAPER_BACKBONES, paper_acc
+
 __all__ = ["GROUPS", "paper_tables"]
 
 #: the paper's grouping of its strategies (Tables 3-8, top to bottom); generative replay is
@@ -29,7 +31,7 @@ def _group(name: str) -> str:
     return next((g for g, members in GROUPS.items() if name in members), "other")
 
 
-def paper_tables(runs: dict, *, bwt: str = "BWT_eq2", digits: int = 3) -> dict:
+def paper_tables(runs: dict, *, bwt: str = "BWT_eq2", digits: int = 3, backbone: str | None = None) -> dict:
     """The paper's Tables 3-8 layout: ``{order: DataFrame}``, one table per order.
 
     Parameters
@@ -43,6 +45,10 @@ def paper_tables(runs: dict, *, bwt: str = "BWT_eq2", digits: int = 3) -> dict:
         :mod:`clkit.curriculum.evaluate`).
     digits : int
         Rounding of the shown values.
+    backbone : str, optional
+        The runs' backbone: with one of the paper's (:data:`clkit.curriculum.paper_numbers.PAPER_BACKBONES`)
+        a column ``ACC (paper)`` follows ``ACC`` in each setting, the paper's value where its text
+        quotes one (:func:`clkit.curriculum.paper_numbers.paper_acc`), else NaN.
 
     Returns
     -------
@@ -59,6 +65,8 @@ def paper_tables(runs: dict, *, bwt: str = "BWT_eq2", digits: int = 3) -> dict:
     >>> t = paper_tables({"class": run})["M2I"]
     >>> t.index.tolist(), t.columns.tolist()
     ([('regularization', 'ewc'), ('baseline', 'naive')], [('class-incremental', 'ACC'), ('class-incremental', 'BWT'), ('class-incremental', 'rank')])
+    >>> paper_tables({"class": run}, backbone="wide_vgg9_bn")["M2I"].columns.get_level_values(1).tolist()
+    ['ACC', 'ACC (paper)', 'BWT', 'rank']
     >>> paper_tables({"domain": run})
     Traceback (most recent call last):
     ...
@@ -86,6 +94,9 @@ def paper_tables(runs: dict, *, bwt: str = "BWT_eq2", digits: int = 3) -> dict:
             for label, key in metrics:
                 columns.append((setting, label))
                 data[(setting, label)] = [rows.get(k, {}).get(key, float("nan")) for k in names]
+                if label == "ACC" and backbone in PAPER_BACKBONES:
+                    columns.append((setting, "ACC (paper)"))
+                    data[(setting, "ACC (paper)")] = [paper_acc(backbone, order, scenario, k) for k in names]
         frame = pd.DataFrame(data, index=pd.MultiIndex.from_tuples([(_group(k), k) for k in names]),
                              columns=pd.MultiIndex.from_tuples(columns)).astype(float).round(digits)
         out[order] = frame

@@ -23,14 +23,16 @@ each weight mattered for it. They differ in ``Omega``:
   ``penalty = mas_lambda * sum_k Omega_k (theta_k - theta*_k)^2``.
 
 SI and MAS accumulate ``Omega`` over tasks (sum) and anchor at the weights
-after the latest task. All three need task boundaries (``task_free = False``).
+after the latest task. MAS can instead keep a running average,
+``Omega <- alpha Omega + (1 - alpha) Omega_new`` from ``Omega = 0`` (``importance_update="average"``,
+Avalanche 0.2.1's ``MASPlugin``, which the curriculum paper's released code calls). All three need task boundaries (``task_free = False``).
 """
 
 from __future__ import annotations
 
 import torch
 
-from .._validate import check_real
+from .._validate import check_choice, check_real
 from ..device import host_float
 from ._common import (TaskAwareStrategy, aligned_rows, flat_views, grads_of, mask_to, per_sample_mean,
                       trainable)
@@ -549,6 +551,21 @@ class MAS(_Quadratic):
     model : torch.nn.Module
     mas_lambda : float
         Penalty strength (Aljundi et al.: 1).
+    importance_update : {"sum", "average"}
+        How a task's importance ``Omega_new`` enters the running one. ``"sum"`` (default):
+        ``Omega <- Omega + Omega_new`` (Aljundi et al.'s accumulation). ``"average"``:
+        ``Omega <- mas_alpha * Omega + (1 - mas_alpha) * Omega_new``, starting from
+        ``Omega = 0``, so after the first task ``Omega = (1 - mas_alpha) Omega_1`` -- the form of
+        Avalanche 0.2.1's ``MASPlugin.after_training_exp`` (``avalanche/training/plugins/mas.py``
+        at tag v0.2.1, commit ce65eb007f60acfce9087e57ff1d710a586bfd8a, whose ``before_training``
+        sets the importance to zeros), the version the curriculum paper's code pins
+        (lifelonglab/M2I_I2M_benchmark ``requirements.txt``, commit
+        254e26e7f36e468027860a52e8b85a5c6bce1d49). Later Avalanche releases start from the
+        first task's importance instead; with ``mas_lambda`` fixed the two differ by the factor
+        ``1 - mas_alpha`` on every term.
+    mas_alpha : float
+        Weight of the old importance in ``"average"``, in [0, 1] (Avalanche's default and the
+        authors' config: 0.5); ignored by ``"sum"``.
     **kwargs
         Passed to :class:`~clkit.strategies.Strategy`.
 
@@ -559,11 +576,18 @@ class MAS(_Quadratic):
     >>> _ = s.train_task(Task(torch.randn(8, 2), torch.tensor([0, 1] * 4)))
     >>> sorted(s.terms[0][0])
     ['head.bias', 'head.weight']
+    >>> MAS(MLP(2, 2, hidden=()), importance_update="mean")
+    Traceback (most recent call last):
+    ...
+    ValueError: importance_update must be one of ['sum', 'average'], got 'mean'
     """
 
-    def __init__(self, model, *, mas_lambda: float = 1.0, **kwargs):
+    def __init__(self, model, *, mas_lambda: float = 1.0, importance_update: str = "sum", mas_alpha: float = 0.5,
+                 **kwargs):
         super().__init__(model, **kwargs)
         self.mas_lambda = check_real("mas_lambda", mas_lambda, low=0)
+        self.importance_update = check_choice("importance_update", importance_update, ["sum", "average"])
+        self.mas_alpha = check_real("mas_alpha", mas_alpha, low=0, high=1)
         self.coefficient = self.mas_lambda
 
     def importance(self, task: Task) -> dict[str, torch.Tensor]:
@@ -582,4 +606,11 @@ class MAS(_Quadratic):
             self.model.train(was)
 
     def after_task(self, task: Task) -> None:
-        self._accumulate(self.importance(task))
+        new = self.importance(task)
+        if self.importance_update == "sum":
+            self._accumulate(new)
+            return
+        a = self.mas_alpha    # running average from zero (Avalanche 0.2.1)
+        old = self.terms[0][0] if self.terms else {}
+        self.terms = [({k: (a * old[k] if k in old else 0.0) + (1 - a) * v for k, v in new.items()},
+                       _snapshot(self.model))]

@@ -472,7 +472,22 @@ class AGEM(_Projection):
     memory_size : int
         Memory rows (paper: 200).
     agem_sample_size : int
-        Memory rows per reference gradient (Chaudhry et al.: 256).
+        Memory rows per reference gradient (Chaudhry et al.: 256; Avalanche's ``AGEM`` default:
+        64).
+    agem_patterns_per_task : int
+        ``0`` (default): one reservoir of ``memory_size`` rows over the whole stream (task-free).
+        ``> 0``: Avalanche's episodic memory instead (``AGEMPlugin`` at tag v0.2.1, commit
+        ce65eb007f60acfce9087e57ff1d710a586bfd8a, ``update_memory`` and
+        ``GroupBalancedInfiniteDataLoader``): after each task a uniform random subset of
+        ``agem_patterns_per_task`` of its rows is kept (all of them when the task has fewer),
+        so the memory grows by a task's share per task and ``memory_size`` is not used; each
+        reference gradient draws ``max(1, agem_sample_size // k)`` rows from each of the ``k``
+        stored tasks (uniformly, without replacement within a step; Avalanche cycles through
+        shuffled passes of each task's share, clkit draws afresh each step). The curriculum
+        paper's code builds ``AGEM(patterns_per_exp=256)`` and leaves ``sample_size`` at 64
+        (lifelonglab/M2I_I2M_benchmark ``strategies/strategies_provider.py``, commit
+        254e26e7f36e468027860a52e8b85a5c6bce1d49: the configs' ``sample_size: 1300`` is never
+        passed).
     one_pass : bool
         Differentiate the batch and the memory rows in one stacked pass where the model allows it
         (default); ``False``: separate passes.
@@ -490,16 +505,26 @@ class AGEM(_Projection):
     >>> _ = s.train_task(Task(torch.randn(30, 2), torch.tensor([0, 1] * 15), task_id=0))
     >>> len(s.memory)
     10
+
+    Avalanche's per-task memory (``agem_patterns_per_task``): 8 rows of each task are kept.
+
+    >>> s = AGEM(MLP(2, 4, hidden=()), agem_patterns_per_task=8, agem_sample_size=64)
+    >>> _ = s.train_task(Task(torch.randn(30, 2), torch.tensor([0, 1] * 15), task_id=0))
+    >>> _ = s.train_task(Task(torch.randn(30, 2), torch.tensor([2, 3] * 15), task_id=1))
+    >>> {t: len(m[1]) for t, m in s.task_memories.items()}
+    {0: 8, 1: 8}
     """
 
     task_free = True
 
-    def __init__(self, model, *, memory_size: int = 200, agem_sample_size: int = 256, one_pass: bool = True,
-                 **kwargs):
+    def __init__(self, model, *, memory_size: int = 200, agem_sample_size: int = 256, agem_patterns_per_task: int = 0,
+                 one_pass: bool = True, **kwargs):
         super().__init__(model, one_pass=one_pass, **kwargs)
         self.memory_size = check_int("memory_size", memory_size, low=0)
         self.agem_sample_size = check_int("agem_sample_size", agem_sample_size, low=1)
+        self.agem_patterns_per_task = check_int("agem_patterns_per_task", agem_patterns_per_task, low=0)
         self.memory = ReservoirBuffer(self.memory_size, seed=self.seed)
+        self.task_memories: dict[int, tuple] = {}   # per-task memory (agem_patterns_per_task > 0)
         self.reference_grad = None
         self._online = False
 
@@ -510,8 +535,25 @@ class AGEM(_Projection):
         n = self._batch_rows
         return self._buffer_rows(n, n + min(self.agem_sample_size, len(self.memory)), self.memory.x)
 
+    def _per_task_sample(self):
+        """``max(1, agem_sample_size // k)`` rows from each of the ``k`` stored tasks (one group)."""
+        parts = list(self.task_memories.values())
+        share = max(1, self.agem_sample_size // len(parts))
+        xs, ys, ts = None, [], []
+        for x, y, t in parts:
+            idx = torch.randperm(len(y), generator=self.generator)[:share].to(y.device)
+            xi = take(x, idx)
+            xs = xi if xs is None else _cat(xs, xi)
+            ys.append(y[idx])
+            ts.append(t[idx])
+        my = torch.cat(ys)
+        return xs, my, torch.cat(ts), [my.size(0)]
+
     def memory_groups(self, task):
-        """``agem_sample_size`` rows drawn from the reservoir (one group); ``None`` while it is empty."""
+        """``agem_sample_size`` rows drawn from the reservoir (one group), or from each stored task's
+        share (``agem_patterns_per_task > 0``); ``None`` while the memory is empty."""
+        if self.agem_patterns_per_task:
+            return self._per_task_sample() if self.task_memories else None
         if len(self.memory) == 0:
             return None
         mx, my, mt = self.memory.sample(self.agem_sample_size, self.generator, out=self._tail_for_memory())
@@ -543,11 +585,17 @@ class AGEM(_Projection):
                 torch._foreach_add_(grads, views[1], alpha=-scale)
 
     def after_step(self, x, y, task) -> None:
-        if self._online:
+        if self._online and not self.agem_patterns_per_task:
             self.memory.add(x, y, task.task_id if task is not None else -1)
 
     def after_task(self, task: Task) -> None:
-        self.memory.add(task.x, task.y, task.task_id)
+        if not self.agem_patterns_per_task:
+            self.memory.add(task.x, task.y, task.task_id)
+            return
+        idx = torch.as_tensor(self.rng.permutation(len(task))[: self.agem_patterns_per_task])
+        if len(idx):   # Avalanche's random_split: a uniform subset of the task (all rows when fewer)
+            idx = idx.to(task.y.device)
+            self.task_memories[task.task_id] = (take(task.x, idx), task.y[idx], self.task_ids_of(len(idx), task))
 
     def observe(self, x, y, task: Task | None = None) -> float:
         self._online = True
