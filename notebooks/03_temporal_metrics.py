@@ -122,6 +122,7 @@ from clkit._validate import check_choice, check_fits, check_int, check_real, che
 from clkit.models.wildtime import BACKBONES, check_backbone_weights, describe_backbone
 from clkit.data.temporal import NORMALIZE
 from clkit.temporal.wildtime_settings import iterations_for
+from clkit.temporal.memory_plan import run_memory_plan
 from clkit.data.user import is_user_path, load_matrix_csv, load_period_table
 from clkit.plugins import split_learners
 
@@ -230,6 +231,11 @@ metric_kw = dict(delta=delta, epsilon=epsilon, lam=lam, n=n, horizon=H,
 # say what it will do before anything trains: how many trainings, steps and evaluation passes
 # (cells of $A$), and how long they should take on this device, timed from a few real steps of
 # each learner's strategy around the notebook's backbone (`clkit.temporal.budget`).
+# A Wild-Time stream is planned before it is read (`clkit.temporal.memory_plan`): its float32
+# images, all on the device at once, plus a training allowance for the backbone, against the
+# card's memory (and the images against the host's). A plan that does not fit stops here, naming
+# what to change: FMoW at 224 px (the `paper` set, 79.5 GiB of images) needs an H200-class card
+# and is refused on an 80 GB H100.
 
 # %%
 if is_user_path(dataset):
@@ -241,7 +247,11 @@ elif dataset == "synthetic":
     data = make_drifting_gaussians(synthetic_periods, 2 * period_length, drift=drift,
                                    separation_start=separation_start,
                                    separation_end=separation_end, seed=seed)
-else:
+else:  # the memory plan first: a run over its card's or host's memory stops here, before loading
+    mem_plan = run_memory_plan(dataset, rd.device, image_size=image_size, max_per_period=max_per_period,
+                               backbone=backbone)
+    print(mem_plan["text"])
+    record.log(memory_plan=mem_plan)
     data = load_wild_time(dataset, period_length=period_length,
                           max_per_period=max_per_period or None, seed=seed,
                           image_size=image_size, normalize=image_normalize)

@@ -157,7 +157,10 @@ def test_rehearsal_fabricates_the_checkpoint_and_cuts_the_iterations(tmp_path):
         rh = trh.prepare(p, tmp_path, seed=0)
     finally:
         os.environ.pop("CLKIT_DATA") if old is None else os.environ.update(CLKIT_DATA=old)
-    assert rh.changes["train_update_iter"] == {"erm": 2, "coral": 2, "default": 2}
+    # a fabricated period (8 images) is smaller than one mini-batch: the iterations are dropped and every period
+    # trains the capped `epochs`, ceil(1 x 64 / 8) = 8 epochs would be over the cap
+    assert rh.changes["train_update_iter"] == {}
+    assert [r["used"] for r in rh.rows if r["parameter"] == "train_update_iter"] == [{}]
     assert rh.changes["paper_scale"] is False
     w = rh.changes["backbone_weights"]
     assert w.endswith("densenet121-a639ec97.pth") and densenet121(62, weights=w).weights_source.startswith("ImageNet")
@@ -193,3 +196,60 @@ def test_marks_exactly_the_cells_beyond_two_sd():
     assert "not meaningful" in tpn.beside_note(t, paper_scale=False)
     with pytest.raises(TypeError, match="paper_scale must be a bool"):
         tpn.beside_paper(t, paper_scale=1)
+
+
+# ------------------------------------------------------------------ the memory plan: which card the set needs
+
+def test_memory_plan_counts_the_images_and_names_the_card():
+    """FMoW at 224 px: 141,696 x 3 x 224 x 224 x 4 bytes = 79.5 GiB of images + 16 GiB allowance for DenseNet-121:
+    over an 80 GB H100 (79.6 GiB in all), within an H200 (141 GB); at 32 px 1.6 GiB + 16 fits either."""
+    from clkit.temporal.memory_plan import TRAINING_ALLOWANCE_GIB, check_memory_plan, memory_plan
+
+    h100, h200 = 85_520_809_984, 150_754_820_096       # torch.cuda total_memory of an H100 80GB and an H200
+    p = memory_plan("fmow", image_size=224, backbone="densenet121", device_bytes=h100, device_name="NVIDIA H100 80GB HBM3")
+    assert p["images_bytes"] == 141_696 * 3 * 224 * 224 * 4
+    assert p["device_need_bytes"] == p["images_bytes"] + TRAINING_ALLOWANCE_GIB["densenet121"] * 2**30
+    assert p["fits_device"] is False and p["fits_host"] is None
+    with pytest.raises(ValueError, match=r"image_size 224 does not fit the device.*NVIDIA H100.*H200-class.*"
+                                         r"max_per_period.*paper_32px"):
+        check_memory_plan(p)
+    assert memory_plan("fmow", image_size=224, backbone="densenet121", device_bytes=h200)["fits_device"] is True
+    assert memory_plan("fmow", image_size=32, backbone="densenet121", device_bytes=h100)["fits_device"] is True
+    small = memory_plan("fmow", image_size=224, backbone="densenet121", host_bytes=50 * 2**30)
+    assert small["fits_host"] is False and small["fits_device"] is None
+    with pytest.raises(ValueError, match="does not fit the host"):
+        check_memory_plan(small)
+    check_memory_plan(memory_plan("yearbook", image_size=32, backbone="yearbook_cnn", device_bytes=h100))
+
+
+def test_paper_set_is_refused_on_a_too_small_card_before_loading(monkeypatch):
+    """The notebook's plan on a CUDA device of an H100's size refuses the paper set; nothing is read first."""
+    import clkit.temporal.memory_plan as mp
+
+    class Props:
+        total_memory, name = 85_520_809_984, "NVIDIA H100 80GB HBM3"
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: Props)
+    monkeypatch.setattr("clkit.data.temporal.load_wild_time", lambda *a, **k: pytest.fail("loaded before the plan"))
+    p, _ = _params("paper")
+    with pytest.raises(ValueError, match="NVIDIA H100 80GB HBM3"):
+        mp.run_memory_plan(p["dataset"], torch.device("cuda", 0), image_size=p["image_size"], backbone=p["backbone"])
+    capped = mp.run_memory_plan("fmow", torch.device("cuda", 0), image_size=224, max_per_period=100,
+                                backbone="densenet121")
+    assert capped["fits_device"] is True and capped["images_bytes"] <= 2 * 100 * 16 * 3 * 224 * 224 * 4
+
+
+def test_loader_periods_equal_the_joined_stream(tmp_path):
+    """The loader joins each period's split from its steps' parts (releasing them): same arrays as indexing the
+    whole concatenated stream by period and split, in the same order."""
+    write_fmow(tmp_path, per_step=3, steps=[0, 1, 2, 3])
+    d = load_wild_time("fmow", period_length=2, data_dir=tmp_path / "wild-time")
+    import wild_time_data as wtd
+
+    for k, split in ((0, "train"), (1, "test")):
+        parts = [wtd.load_dataset("fmow", s, split, in_memory=True, data_dir=str(tmp_path / "wild-time"))
+                 for s in wtd.available_time_steps("fmow")[2 * k:2 * k + 2]]
+        want_y = np.concatenate([np.asarray(p.y) for p in parts])
+        x, y = (d.train if split == "train" else d.test)[k]
+        assert np.array_equal(y, want_y) and x.shape == (6, 3, 32, 32) and x.dtype == np.float32
+    assert d.num_periods == 2 and d.source.endswith("32x32 px")

@@ -375,21 +375,27 @@ def load_wild_time(name: str, period_length: int = 1, max_per_period: int | None
         for part in xs:
             part -= mean
             part /= std
-    x = np.concatenate(xs)
-    y = np.concatenate(ys)
-    p = np.concatenate(pidx)
-    sp = np.concatenate([np.full(len(a), s == "test") for a, s in zip(ys, splits)])
-    present = np.unique(p)
-    remap = {int(old): new for new, old in enumerate(present)}
-    p = np.array([remap[int(v)] for v in p])
-    train = [(x[(p == k) & ~sp], y[(p == k) & ~sp]) for k in range(len(present))]
-    test = [(x[(p == k) & sp], y[(p == k) & sp]) for k in range(len(present))]
+    # each period's split made from its steps' parts, each part released once copied: the host holds the
+    # images once plus one period's split being joined (not the whole stream two or three times)
+    present = np.unique(np.concatenate(pidx))
+    height, width = (int(v) for v in xs[0].shape[-2:])
+
+    def joined(k, split):
+        rows = [j for j, (pi, sj) in enumerate(zip(pidx, splits)) if pi[0] == k and sj == split]
+        x_k = np.concatenate([xs[j] for j in rows]) if rows else np.zeros((0, *xs[0].shape[1:]), np.float32)
+        y_k = np.concatenate([ys[j] for j in rows]) if rows else np.zeros(0, np.int64)
+        for j in rows:
+            xs[j] = None
+        return x_k, y_k
+
+    train = [joined(k, "train") for k in present]
+    test = [joined(k, "test") for k in present]
     first = [steps[int(k) * period_length] for k in present]
     return PeriodDataset(name=name, periods=[str(s) for s in first], train=train, test=test,
                          num_classes=int(wtd.num_outputs(name)),
-                         source=(f"Wild-Time {name} via wild-time-data ({found / fname}), {x.shape[-1]}x{x.shape[-2]} px"
+                         source=(f"Wild-Time {name} via wild-time-data ({found / fname}), {width}x{height} px"
                                  + (", ImageNet-normalised" if normalize == "imagenet" else "")),
-                         meta={"image_size": int(x.shape[-1]), "normalize": normalize})
+                         meta={"image_size": width, "normalize": normalize})
 
 
 def _to_chw(x, image_size, chunk: int = 512):
