@@ -49,7 +49,7 @@ learners: list = ["erm", "finetune", "ewc", "si", "agem"]
 learner_kwargs: dict = {}
 backbone: str = "mlp"  # mlp | yearbook_cnn | densenet121 (Wild-Time's image networks)
 backbone_weights: str = ""  # densenet121: local ImageNet state-dict file ("": random)
-pretrained_required: bool = False  # backbone_weights required (paper: Wild-Time's start)
+pretrained_required: bool = False  # backbone_weights required (paper: Wild-Time's)
 image_size: int = 32  # Wild-Time images, pixels a side: 32 (pooled, cheap) | 224 (FMoW
 #                      at Wild-Time's resolution)
 image_normalize: str = "none"  # none | imagenet (Wild-Time's FMoW transform)
