@@ -74,7 +74,8 @@ def test_run_accepts_the_number_and_a_missing_params_file_says_it_is_missing(tmp
     assert main(["run", "3", "--params", "nope", "--out", str(tmp_path)]) == 2
     line = _one_line(capsys.readouterr().err, 200)
     assert line == ("[clkit] ERROR: params: 03_temporal_metrics has no parameter set 'nope'; the shipped sets are "
-                    "['default', 'paper', 'smoke'] (or give a YAML file)")
+                    f"{param_sets('03_temporal_metrics')} (or give a YAML file)")
+    assert {"default", "paper", "paper_32px", "paper_yearbook", "smoke"} <= set(param_sets("03_temporal_metrics"))
     assert main(["run", "9", "--out", str(tmp_path)]) == 2
     assert "notebook must be one of ['01_taskification'" in _one_line(capsys.readouterr().err, 300)
     assert not list(tmp_path.iterdir())  # nothing ran

@@ -147,6 +147,7 @@ def _untimed(res):
     # the host-memory plan counts this process's resident memory when the plan is made (issue 52)
     budget.pop("host_plan", None)
     budget.pop("window_bytes_host", None)
+    budget.pop("host_bytes_planned", None)
     budget.pop("gpu_time", None)
     for w in budget["work"]:
         w.pop("seconds_each")
