@@ -1,6 +1,6 @@
 """Vision transformers through timm: ViT-B/16, the pre-trained backbone of the prototype methods.
 
-SimpleCIL and RanPAC (:mod:`clkit.strategies.prototype`) classify frozen features of a
+SimpleCIL and RanPAC (:mod:`clkit.strategies.prototype`, :mod:`clkit.strategies.ranpac`) classify frozen features of a
 pre-trained ViT-B/16. :func:`vit_backbone` builds one with timm (``timm.create_model``) in the
 ``features``/``head`` layout of the CNN backbones (:mod:`clkit.models.cnn`):
 
