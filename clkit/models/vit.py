@@ -1,7 +1,7 @@
 """Vision transformers through timm: ViT-B/16, the pre-trained backbone of the prototype methods.
 
-SimpleCIL and RanPAC (:mod:`clkit.strategies.prototype`, :mod:`clkit.strategies.ranpac`) classify frozen features of a
-pre-trained ViT-B/16. :func:`vit_backbone` builds one with timm (``timm.create_model``) in the
+SimpleCIL and RanPAC (:mod:`clkit.strategies.prototype`, :mod:`clkit.strategies.ranpac`) classify
+frozen features of a pre-trained ViT-B/16. :func:`vit_backbone` builds one with timm (``timm.create_model``) in the
 ``features``/``head`` layout of the CNN backbones (:mod:`clkit.models.cnn`):
 
 - ``features`` -- timm's ``VisionTransformer`` with its classifier removed: images ``(N, C, H, W)``
