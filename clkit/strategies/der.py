@@ -365,17 +365,27 @@ class DER(TaskAwareStrategy):
             weight_align(self.model.head.weight.data, self.classes_before, new)
         self._update_memory(task)
 
-    def _update_memory(self, task: Task) -> None:
-        """Keep ``memory_size // num_seen_classes`` rows per class: the first rows kept of older
-        classes, a random subset of the task's classes."""
+    def _reduce_memory(self, task: Task):
+        """PyCIL's reduce step, shared by DER, MEMO and TagFex: ``(labels, per_class, keep)`` -- the task's
+        labels on the host, ``memory_size // num_seen_classes`` and the memory rows kept of the older
+        classes (their first ``per_class``) -- or ``None`` when nothing is to be kept."""
         labels = task.labels_host().astype(np.int64)
         seen = sorted(set(self.memory_labels.tolist()) | set(int(c) for c in task.classes))
         if self.memory_size == 0 or not seen:
-            return
+            return None
         per_class = self.memory_size // len(seen)
         keep = []
         for c in sorted(set(self.memory_labels.tolist()) - set(task.classes)):
             keep.extend(np.nonzero(self.memory_labels == c)[0][:per_class].tolist())
+        return labels, per_class, keep
+
+    def _update_memory(self, task: Task) -> None:
+        """Keep ``memory_size // num_seen_classes`` rows per class: the first rows kept of older
+        classes, a random subset of the task's classes."""
+        reduced = self._reduce_memory(task)
+        if reduced is None:
+            return
+        labels, per_class, keep = reduced
         keep = np.asarray(keep, dtype=np.int64)
         new = []
         for c in task.classes:

@@ -343,14 +343,10 @@ class MEMO(DER):
     def _update_memory(self, task: Task) -> None:
         """``memory_size // num_seen_classes`` rows per class: the first rows kept of the older
         classes, herding picks of the task's classes (PyCIL's reduce-then-construct)."""
-        labels = task.labels_host().astype(np.int64)
-        seen = sorted(set(self.memory_labels.tolist()) | set(int(c) for c in task.classes))
-        if self.memory_size == 0 or not seen:
+        reduced = self._reduce_memory(task)
+        if reduced is None:
             return
-        per_class = self.memory_size // len(seen)
-        keep = []
-        for c in sorted(set(self.memory_labels.tolist()) - set(task.classes)):
-            keep.extend(np.nonzero(self.memory_labels == c)[0][:per_class].tolist())
+        labels, per_class, keep = reduced
         xs, ys, hosts = [], [], []
         for c in task.classes:
             rows = np.nonzero(labels == int(c))[0]
