@@ -1,6 +1,6 @@
 """The DRIFT paper's own numbers (Tables 2-10), as printed, to set beside a run's tables.
 
-Copied from the paper's text (``shared/papers/drift.txt``): every cell ``mean ± std`` in
+Copied from the paper's text (its Tables 2-10): every cell ``mean ± std`` in
 percent over the paper's 3 seeds (Table 10's last column, ΔA_AUC, in points, no spread;
 Joint's forgetting printed as ``-``, held as None). Columns as the paper prints them:
 

@@ -1,7 +1,7 @@
 """The paper's own Tables 1-2 (Iovine, Ziffer & Della Valle), as printed, to set beside a run's numbers.
 
 Table 1 (FMoW-Time) and Table 2 (Yearbook, 1930-2013) are copied from the paper's text
-(``shared/papers/temporal_metrics.txt``, Sect. 5.3-5.4) with their units: accuracies and TAS
+(its Sect. 5.3-5.4) with their units: accuracies and TAS
 in percent, SH and DH in years, one decimal. **The paper reports no spread**: one number per
 cell, no seeds, standard deviations or intervals (Wild-Time's scripts run one seed,
 ``--random_seed=1``). So :data:`PAPER_SPREAD` is ``None`` for every cell, and a run cannot be
