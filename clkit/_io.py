@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -10,7 +11,90 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["atomic_write_text", "atomic_write_json", "atomic_save", "to_jsonable", "flatten_scalars", "repo_root",
-           "work_dir", "replace_dir", "load_npy", "resource_dir", "BUNDLE"]
+           "work_dir", "replace_dir", "load_npy", "resource_dir", "BUNDLE", "MAX_LINE_BYTES", "check_lines",
+           "read_text", "LineTooLong", "DiskFull", "is_disk_full"]
+
+#: the longest line (in bytes) a reader of user files accepts: a longer one (a binary file, a log
+#: written as one line) is refused by :func:`check_lines` before it is read whole into memory
+MAX_LINE_BYTES = 64 * 2**20
+_SCAN_CHUNK = 2**20
+
+
+class LineTooLong(ValueError):
+    """A user file holds a line longer than :data:`MAX_LINE_BYTES` (a ``ValueError``)."""
+
+
+def _size_text(n: int) -> str:
+    return f"{n // 2**20} MiB" if n >= 2**20 and n % 2**20 == 0 else f"{n} bytes"
+
+
+def check_lines(path, what: str = "", limit: int | None = None) -> Path:
+    """Refuse, in one sentence, a file with a line longer than ``limit`` bytes (default
+    :data:`MAX_LINE_BYTES`), before anything reads it line by line or whole.
+
+    The file is scanned in 1 MiB pieces (memory stays at one piece however long a line is);
+    ``what`` names the file's role in the message (``"R matrix"``). Returns ``Path(path)``.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> f = os.path.join(tempfile.mkdtemp(), "m.csv")
+    >>> _ = open(f, "w").write("0.9,0.1\\n" + "9" * 40 + "\\n")
+    >>> check_lines(f, "R matrix", limit=16)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    clkit._io.LineTooLong: R matrix: '.../m.csv' line 2 is longer than 16 bytes, the most clkit reads in one line; is it the file you meant (a text file, one record per line)?
+    >>> check_lines(f, limit=64).name
+    'm.csv'
+    """
+    path = Path(path)
+    limit = MAX_LINE_BYTES if limit is None else int(limit)
+    line, run = 1, 0   # the line being read, and its bytes so far (without its newline)
+
+    def refuse():
+        head = f"{what}: " if what else ""
+        raise LineTooLong(f"{head}{str(path)!r} line {line} is longer than {_size_text(limit)}, the most clkit "
+                          "reads in one line; is it the file you meant (a text file, one record per line)?")
+
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(_SCAN_CHUNK), b""):
+            if len(chunk) <= limit:   # a line inside the piece is shorter than the limit: check its ends
+                first = chunk.find(b"\n")
+                if first < 0:
+                    run += len(chunk)
+                elif run + first > limit:
+                    refuse()
+                else:
+                    line += chunk.count(b"\n")
+                    run = len(chunk) - chunk.rfind(b"\n") - 1
+                if run > limit:
+                    refuse()
+                continue
+            start = 0
+            while True:
+                nl = chunk.find(b"\n", start)
+                run += (len(chunk) if nl < 0 else nl) - start
+                if run > limit:
+                    refuse()
+                if nl < 0:
+                    break
+                line, run, start = line + 1, 0, nl + 1
+    return path
+
+
+def read_text(path, what: str = "", errors: str = "strict", encoding: str = "utf-8") -> str:
+    """``Path(path).read_text()`` after :func:`check_lines` (a line longer than :data:`MAX_LINE_BYTES`
+    is refused in one sentence instead of read whole).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> f = os.path.join(tempfile.mkdtemp(), "a.txt")
+    >>> _ = open(f, "w").write("a\\nb\\n")
+    >>> read_text(f)
+    'a\\nb\\n'
+    """
+    return check_lines(path, what).read_text(encoding=encoding, errors=errors)
 
 
 def repo_root() -> Path:
@@ -61,6 +145,35 @@ def work_dir() -> Path:
     return cwd.parent if cwd.name == "notebooks" else cwd
 
 
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` is a full disk (``ENOSPC``) or an exhausted quota (``EDQUOT``).
+
+    >>> is_disk_full(OSError(errno.ENOSPC, "No space left on device")), is_disk_full(OSError(errno.EACCES, "x"))
+    (True, False)
+    """
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1))
+
+
+class DiskFull(OSError):
+    """A write failed for want of space: one sentence naming the folder (``str(exc)``), what was kept and
+    what to do. ``folder`` is the folder being written.
+
+    Examples
+    --------
+    >>> print(DiskFull("/data/runs"))
+    no space left on the device holding /data/runs (a full disk or quota); nothing there was replaced: files written before are kept as they were; free some space or write elsewhere, then rerun
+    """
+
+    def __init__(self, folder, kept: str = "nothing there was replaced: files written before are kept as they were"):
+        self.folder = Path(folder)
+        message = (f"no space left on the device holding {self.folder} (a full disk or quota); {kept}; free some "
+                   "space or write elsewhere, then rerun")
+        super().__init__(errno.ENOSPC, message)
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
 def _umask() -> int:
     """The process's umask (read by setting it and setting it back)."""
     mask = os.umask(0o022)
@@ -88,15 +201,22 @@ def atomic_save(path, write) -> Path:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix, dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix, dir=path.parent)
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise DiskFull(path.parent, f"{path.name} was not written (an earlier {path.name} is kept)") from None
+        raise
     os.close(fd)
     try:
         write(tmp)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if is_disk_full(exc) and not isinstance(exc, DiskFull):   # one sentence naming the folder
+            raise DiskFull(path.parent, f"{path.name} was not written (an earlier {path.name} is kept)") from None
         raise
     return path
 

@@ -235,6 +235,10 @@ def lookup(values: dict, name: str, declared: dict):
     return node
 
 
+#: the empty params files already told of (:func:`load_params` says it once per file and notebook)
+_TOLD_EMPTY: set = set()
+
+
 def load_params(notebook: str, params: str = "default", overrides=()) -> dict:
     """Parameters for a run: a named set or YAML file, then ``(name, value)`` overrides.
 
@@ -254,9 +258,12 @@ def load_params(notebook: str, params: str = "default", overrides=()) -> dict:
         values = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ValueError(f"params file {path} is not valid YAML: {_yaml_problem(exc)}") from None
-    if values is None:   # empty, or only comments: the notebook's own defaults, said aloud
-        warnings.warn(f"params file {path} sets no parameter: the run uses {notebook}'s own defaults",
-                      UserWarning, stacklevel=2)
+    if values is None:   # empty, or only comments: the notebook's own defaults, said aloud (once per process:
+        told = (str(path.resolve()), notebook)   # clkit run reads the file before the run and again in it)
+        if told not in _TOLD_EMPTY:
+            _TOLD_EMPTY.add(told)
+            warnings.warn(f"params file {path} sets no parameter: the run uses {notebook}'s own defaults",
+                          UserWarning, stacklevel=2)
         values = {}
     if not isinstance(values, dict):
         raise ValueError(f"params file {path} must hold a mapping name: value")

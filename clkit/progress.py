@@ -8,11 +8,46 @@ closes, its widget output is replaced by the finished bar as plain text
 later (or rendered as HTML) then shows that line instead of "Error displaying
 widget: model not found", since widget models live only as long as the kernel.
 A bar with ``leave=False`` leaves an empty line.
+
+In a kernel an open bar is redrawn every :data:`REFRESH_S` seconds even when the
+loop does not advance (a step of several minutes), so its elapsed time and rate
+keep moving in JupyterLab, and ``clkit run`` (which relays the bars of a running
+cell to the terminal, :mod:`clkit.run_progress`) sees it alive.
 """
 
 from __future__ import annotations
 
-__all__ = ["tqdm", "trange", "final_line"]
+import threading
+import time
+import weakref
+
+__all__ = ["tqdm", "trange", "final_line", "REFRESH_S"]
+
+#: seconds between two redraws of an open bar in a kernel when its loop does not advance
+REFRESH_S = 1.0
+_OPEN = weakref.WeakSet()
+_REFRESHER = []
+
+
+def _refresh_open_bars() -> None:
+    while True:
+        time.sleep(REFRESH_S / 2)
+        now = time.time()
+        for bar in list(_OPEN):
+            try:
+                if not bar.disable and getattr(bar, "displayed", True) and now - bar.last_print_t >= REFRESH_S:
+                    bar.refresh()
+            except Exception:  # noqa: BLE001 - a bar closed meanwhile; redrawing is best effort
+                pass
+
+
+def _keep_alive(bar) -> None:
+    """Redraw ``bar`` every :data:`REFRESH_S` seconds until it closes (one daemon thread for all bars)."""
+    _OPEN.add(bar)
+    if not _REFRESHER:
+        thread = threading.Thread(target=_refresh_open_bars, daemon=True, name="clkit-bar-refresh")
+        _REFRESHER.append(thread)
+        thread.start()
 
 
 def _in_kernel() -> bool:
@@ -55,6 +90,8 @@ def _notebook_class():
             if not self.disable and show and self.delay <= 0:
                 self._handle = display(self.container, display_id=True)
                 self.displayed = True
+            if not self.disable:
+                _keep_alive(self)
 
         def display(self, msg=None, pos=None, close=False, bar_style=None, check_delay=True):
             if check_delay and self.delay > 0 and not self.displayed:
@@ -63,6 +100,7 @@ def _notebook_class():
             return super().display(msg=msg, pos=pos, close=close, bar_style=bar_style, check_delay=False)
 
         def close(self):
+            _OPEN.discard(self)
             if self.disable:
                 return super().close()
             super().close()

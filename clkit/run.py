@@ -12,6 +12,7 @@ itself, shared with the sweeps (:mod:`clkit.sweep`). The ``clkit run`` command
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -22,7 +23,7 @@ import time
 import uuid
 from pathlib import Path
 
-from ._io import atomic_write_json, replace_dir
+from ._io import DiskFull, atomic_write_json, is_disk_full, replace_dir
 from ._signals import HELD_SIGNALS
 # the notebooks' names and parameters, importable from here as before
 from .notebooks import (PARAM_SETS, check_values, list_notebooks, load_params, notebook_parameters,  # noqa: F401
@@ -80,7 +81,7 @@ def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) ->
         env_before = {k: os.environ.get(k) for k in ("CLKIT_OUT_DIR", "CLKIT_FIGURES_DIR")}
         os.environ["CLKIT_OUT_DIR"] = str(outdir.resolve())
         os.environ["CLKIT_FIGURES_DIR"] = str(figdir.resolve())
-        engine = None
+        engine = "clkit-progress"   # also names the cause of a cell that failed without an error output
         if progress:
             # papermill injects a parameters cell after the tagged one: count it too
             cells = nbformat.read(str(notebook_path), as_version=4).cells
@@ -88,10 +89,9 @@ def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) ->
             if params and tagged:
                 cells = cells[:tagged[0] + 1] + [cells[tagged[0]]] + cells[tagged[0] + 1:]
             bar = CellProgress(stem, cells)
-            engine = "clkit-progress"
-            papermill_engines.register(engine, progress_engine(bar))
         else:
             bar = contextlib.nullcontext()
+        papermill_engines.register(engine, progress_engine(bar if progress else None))
         try:
             with bar:
                 for attempt in (1, 2):
@@ -110,7 +110,7 @@ def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) ->
             final = outdir / f"{stem}.failed.ipynb"
             os.replace(partial, final)
             out.update(status="failed", ename=exc.ename,
-                       error=f"{stem} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}",
+                       error=f"{stem} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue or _no_reason(exc.ename)}",
                        bad_input=exc.ename in ("ValueError", "TypeError") and _failed_validating(final,
                                                                                                 exc.exec_count))
         finally:
@@ -123,6 +123,29 @@ def execute(notebook_path, outdir, params: dict, figdir=None, progress=False) ->
     out["runtime_s"] = round(time.perf_counter() - t0, 2)
     write_timings(final, outdir / TIMINGS)
     return out
+
+
+def _cell_disk_full(res: dict) -> bool:
+    """Whether a run failed because a cell could not write for want of space (``OSError: [Errno 28]``).
+
+    >>> _cell_disk_full({"ename": "OSError", "error": "nb failed in cell 9: OSError: [Errno 28] No space left on device"})
+    True
+    """
+    error = res.get("error") or ""
+    return res.get("ename") in ("OSError", "DiskFull") and ("[Errno 28]" in error or "No space left" in error
+                                                           or "no space left" in error)
+
+
+def _no_reason(ename: str) -> str:
+    """What to say of an error the kernel sent without a message (a bare ``MemoryError``).
+
+    >>> _no_reason("MemoryError")[:13]
+    'out of memory'
+    """
+    if ename == "MemoryError":
+        return ("out of memory (under an address-space limit, ulimit -v, as on many cluster login nodes: "
+                "raise the limit, run on a compute node, or choose smaller parameters)")
+    return "(no message; see the cell's output in the failed notebook)"
 
 
 class ParameterError(ValueError, RuntimeError):
@@ -230,9 +253,18 @@ def run_notebook(notebook: str, params: str = "default", overrides=(), out="runs
     try:
         with run_lock(outdir):
             _remove_stale_partials(notebook, [outdir.parent] + ([figdir.parent] if figdir else []), keep=tag)
-            res = execute(notebook_path(notebook), stage, values, figdir=stage_fig,
-                          progress=True if progress is None else progress)
-            published = _publish(res, notebook, params, values, stage, stage_fig, outdir, figdir)
+            try:
+                res = execute(notebook_path(notebook), stage, values, figdir=stage_fig,
+                              progress=True if progress is None else progress)
+                if _cell_disk_full(res):   # a cell's write failed for want of space: not the notebook's fault
+                    raise OSError(errno.ENOSPC, res["error"])
+                published = _publish(res, notebook, params, values, stage, stage_fig, outdir, figdir)
+            except OSError as exc:
+                if not is_disk_full(exc) or isinstance(exc, DiskFull) and exc.folder == outdir.parent:
+                    raise
+                kept = (f"{notebook} was not written (the earlier result in {outdir} is kept)" if outdir.is_dir()
+                        else f"{notebook} was not written")
+                raise DiskFull(outdir.parent, kept) from None
     finally:
         for d in (stage, stage_fig):
             if d is not None:

@@ -134,19 +134,13 @@ if rh is not None:
     display(Markdown(rh.note()), rh.table())
 
 # %%
-import numpy as np
-import pandas as pd
 import matplotlib.pyplot as plt
-from IPython.display import Markdown, display
-
-from dataclasses import asdict
 
 import clkit.device
 import clkit.drift as drift
 import clkit.stats as drift_stats
-from clkit.data.graphs import load_graph, resolve_auto
-from clkit.data.user import is_user_path, load_graph_source
-from clkit.drift import budget as drift_budget, calibrate, paper_numbers, plots, report, tables as dtables
+from clkit.data.user import is_user_path
+from clkit.drift import budget as drift_budget, notebook_steps as steps, plots, report
 from clkit.plugins import split_learners
 from clkit.results import RunRecord
 
@@ -187,56 +181,23 @@ record.log(device=rd.record(), **({"rehearsal": rh.record()} if rh is not None e
 # authors' protocol, a validation part that is left out.
 
 # %%
-name = resolve_auto(data_dir or None) if dataset == "auto" else dataset
-csbm_kw = dict(num_nodes=num_nodes, num_classes=num_classes, homophily=homophily,
-               avg_degree=avg_degree, feature_signal=feature_signal)
-if user_graph:
-    graph = load_graph_source(dataset, data_dir or None, min_classes=2 * classes_per_task)
-    name = f"user-{graph.name}"  # names the stream cache folder
-else:
-    kw = csbm_kw if name == "csbm" else {}
-    graph = load_graph(name, root=data_dir or None, seed=min(seeds), **kw)
-data = {pr: drift.protocol_data(graph, classes_per_task, test_fraction, seed=min(seeds),
-                                protocol=pr) for pr in protocols}
-stats = graph.stats()
-split0 = data[protocols[0]][1]
-dropped = sorted(set(range(graph.num_classes)) - {c for t in split0.task_classes for c in t})
-record.log(data_source=graph.source, dataset_used=name, graph_stats=stats,
-           num_tasks=split0.num_tasks, task_classes=split0.task_classes,
-           task_sizes={pr: [len(t) for t in data[pr][1].task_nodes] for pr in protocols},
-           dropped_classes=dropped)
-display(Markdown(report.data_markdown(graph, stats, data, dataset, name, dropped,
-                                      classes_per_task)))
+study = steps.load_study_data(params, protocols, record)
+graph, name, data, split0 = study.graph, study.name, study.data, study.split0
+display(Markdown(study.markdown))
+
+# %% [markdown]
+# **The streams.** Task $k$ is centred at $\mu_k$, the middle of its share of the stream
+# (Eq. 9), with Gaussian weight $\alpha_k(t)\propto\exp(-(t-\mu_k)^2/2\sigma^2)$ (Eq. 10);
+# the overlap index $O=\frac1T\sum_t\mathbb 1(\max_k\alpha_k(t)<\tau)$ (Eq. 6). With
+# `overlaps` set, σ is solved per protocol for each target $O$ on this graph.
 
 # %%
-if overlaps:  # sigma for each target overlap, solved per protocol on this graph
-    fits = calibrate.sigmas_for_overlaps(overlaps, graph, protocols=protocols,
-                                         classes_per_task=classes_per_task,
-                                         test_fraction=test_fraction, batch_size=batch_size,
-                                         tau=tau, seed=min(seeds))
-    sweep_sigmas = {pr: [f.sigma for f in fits[pr]] for pr in protocols}
-    record.log(overlap_fits={pr: [asdict(f) for f in fits[pr]] for pr in protocols})
-    display(report.overlap_fits_table(fits))
-else:
-    sweep_sigmas = {pr: list(sigmas) for pr in protocols}
-sigmas = sweep_sigmas[protocols[0]]
-configs = {pr: drift.study_configs(sigma=sigma, sigmas=sweep_sigmas[pr], p=p, k_bl=k_bl,
-                                   batch_size=batch_size, batch_sizes=batch_sizes,
-                                   sampling=sampling)
-           for pr in protocols}
-# the null controls: Bare and the sweep's CL method at each protocol's smallest σ
-null_cfg = drift.null_control_configs(sweep_sigmas, batch_size, sampling)
-configs_main = configs[protocols[0]]["main"]
-sizes = [len(t) for t in split0.task_nodes]
-mu, bk, T = drift.task_centers(sizes, batch_size)
-grid_sigma = np.geomspace(0.25, 4 * max(max(sigmas), sigma), 40)
-overlap_curve = [drift.overlap_index(drift.gaussian_weights(mu, T, s), tau) for s in grid_sigma]
-entropy_curve = [drift.mixing_entropy(drift.gaussian_weights(mu, T, s)) for s in grid_sigma]
-sweep_overlap = {s: drift.overlap_index(drift.gaussian_weights(mu, T, s), tau) for s in sigmas}
-record.log(stream_length=T, sigma_sweep_overlap={str(s): o for s, o in sweep_overlap.items()})
-display(Markdown(f"Stream of {T} batches ({protocols[0]} protocol). "
-                 f"Overlap index of the σ sweep (τ = {tau:g}): "
-                 + ", ".join(f"σ = {s:g}: O = {o:.2f}" for s, o in sweep_overlap.items())))
+sweep = steps.plan_sweep(params, graph, protocols, record, split0=split0)
+sweep_sigmas, configs, null_cfg = sweep.sigmas, sweep.configs, sweep.null_configs
+configs_main = sweep.configs_main
+if sweep.fits:
+    display(sweep.fits_table())
+display(Markdown(sweep.markdown(protocols[0])))
 
 # %% [markdown]
 # ## Evaluation
@@ -307,26 +268,20 @@ budget = drift_budget.estimate(data, configs, methods, sweep_methods, seeds, nul
 record.log(budget=budget.record())
 display(Markdown(budget.text()))
 
+# %% [markdown]
+# ### Training
+#
+# Every setting above -- hard, Gaussian, global and boundary-local mixing, the σ sweep and
+# the batch sizes -- trained for every method and seed, under each protocol of `protocols`
+# (`drift.run_protocols`); the figures and tables below read these runs.
+
 # %%
 runs = drift.run_protocols(data, configs, methods, sweep_methods, seeds, **grid_kw)
-stats_by = {pr: report.summarise(runs[pr][0]) for pr in protocols}
+# mean and std over seeds; the main settings also under keys free of sigma, p, k_bl and B
+# (results.json "main"), so the rows of a parameter sweep line up: main.gaussian.er.A_AUC
+stats_by = steps.record_results(runs, configs_main, methods, record)
 p0 = protocols[0]
 mean, std = stats_by[p0]
-record.log(results=report.keyed(mean))
-record.log(
-    results_by_protocol={pr: report.keyed(stats_by[pr][0]) for pr in protocols}
-)
-# The four main settings again under keys that do not depend on sigma, p, k_bl or B,
-# so the rows of a parameter sweep line up (clkit summary: main.gaussian.er.A_AUC, ...).
-main_by = {
-    pr: {
-        c.setting: {m: stats_by[pr][0].loc[(c.label(), m)].to_dict() for m in methods}
-        for c in configs_main
-    }
-    for pr in protocols
-}
-record.log(main=main_by[p0])
-record.log(main_by_protocol=main_by)
 
 # %% [markdown]
 # ### The mixing curves
@@ -337,17 +292,7 @@ record.log(main_by_protocol=main_by)
 
 # %%
 s0 = min(seeds)
-fig = plots.mixing_curves(
-    runs[p0][2],
-    configs_main,
-    s0,
-    grid_sigma,
-    overlap_curve,
-    entropy_curve,
-    sweep_overlap,
-    tau,
-    p0,
-)
+fig = sweep.mixing_figure(runs[p0][2], s0, p0)
 record.figure(fig, "mixing_curves")
 plt.show()
 
@@ -373,22 +318,9 @@ plt.show()
 # AF, the Gaussian setting $A_{AUC}$ / $AF_s$, as in the paper. Joint has no stream, so
 # no forgetting.
 
-
 # %%
-for cfg, cols in zip(
-    configs_main, [["AA", "AF"], ["A_AUC", "AF_s"], ["AA", "AF"], ["AA", "AF"]]
-):
-    ov = mean.loc[cfg.label(), "overlap"].iloc[0]
-    display(Markdown(f"**{cfg.label()}** (overlap O = {ov:.2f})"))
-    display(
-        pd.concat(
-            {
-                pr: report.setting_table(stats_by[pr], cfg, cols, len(seeds))
-                for pr in protocols
-            },
-            axis=1,
-        )
-    )
+for title, table in steps.setting_tables(stats_by, configs_main, len(seeds)):
+    display(Markdown(title), table)
 
 # %% [markdown]
 # ### The MAS\* shift detector
@@ -401,9 +333,7 @@ for cfg, cols in zip(
 if "mas_star" in methods:
     firings_table, fire = report.firings_table(stats_by, configs_main, methods)
     display(firings_table)
-    record.log(
-        mas_star_firings={pr: dict(zip(fire.index, fire[pr])) for pr in protocols}
-    )
+    record.log(mas_star_firings={pr: dict(zip(fire.index, fire[pr])) for pr in protocols})
 
 # %% [markdown]
 # ### The σ sweep (Fig. 3, Tables 5-6) and what each protocol reproduces
@@ -449,45 +379,23 @@ if "mas_star" in methods:
 # bit): a failed one stops the findings as a failed control does. With fewer than 4
 # seeds nothing is read as a finding.
 
-
 # %%
-cl_sweep = [m for m in sweep_methods if m != "bare"]
-fig_data = report.finding_series(
-    runs, sweep_methods, sweep_sigmas, batch_size, sampling
-)
 nulls = drift.run_null_control(data, null_cfg, seeds, report.NULL_SEED_OFFSET,
                                sweep_methods=sweep_methods, **grid_kw)
-verdicts = report.study_verdicts(
-    runs, nulls, sweep_methods, sweep_sigmas, batch_size, sampling
-)
-checks = report.pipeline_checks(runs, nulls, sweep_methods, sweep_sigmas, batch_size,
-                                sampling, seeds, exact=rd.device.type == "cpu")
-controls_ok = drift_stats.controls_hold(verdicts)[0]
-findings = report.verdict_findings(verdicts, protocols, checks=checks)
-display(report.pipeline_table(checks))
-display(drift_stats.verdict_table(verdicts, digits=1))
-display(findings)
-record.log(
-    findings=findings.to_dict(),
-    verdicts=[v.to_dict() for v in verdicts],
-    controls_hold=controls_ok,
-    pipeline_checks=[c._asdict() for c in checks],
-    pipeline_checks_hold=report.checks_hold(checks),
-)
+verdicts, checks, findings = steps.judge(runs, nulls, params, sweep_sigmas,
+                                         exact=rd.device.type == "cpu", record=record)
+display(report.pipeline_table(checks), drift_stats.verdict_table(verdicts, digits=1), findings)
 
 # %%
+sweep_args = (sweep_sigmas, batch_size, sampling)
+fig_data = report.finding_series(runs, sweep_methods, *sweep_args)
 if fig_data:
-    fig = plots.protocol_findings(
-        fig_data, protocols, sweep_sigmas, cl_sweep[0] if cl_sweep else None
-    )
+    cl_sweep = [m for m in sweep_methods if m != "bare"]
+    fig = plots.protocol_findings(fig_data, protocols, sweep_sigmas, (cl_sweep or [None])[0])
     record.figure(fig, "protocol_findings")
     plt.show()
-    display(
-        report.sweep_table(runs, sweep_methods, sweep_sigmas, batch_size, sampling)
-    )
-    record.log(
-        sigma_sweep=report.sweep_record(runs, sweep_sigmas, batch_size, sampling)
-    )
+    display(report.sweep_table(runs, sweep_methods, *sweep_args))
+    record.log(sigma_sweep=report.sweep_record(runs, *sweep_args))
 
 # %% [markdown]
 # ### With- vs without-replacement sampling (Fig. 4)
@@ -498,25 +406,15 @@ if fig_data:
 
 # %%
 rep = report.replacement(mean, online, sigma, batch_size)
-fig = plots.method_scatter(
-    rep["without"],
-    rep["with"],
-    online,
-    [plots.STYLE.get(m, {}) for m in online],
-    xlabel=r"$A_{AUC}$ without replacement (%)",
-    ylabel=r"$A_{AUC}$ with replacement (%)",
-    title=f"sampling strategy ({p0} protocol)",
-    diagonal=True,
-)
+fig = plots.method_scatter(rep["without"], rep["with"], online,
+                           [plots.STYLE.get(m, {}) for m in online],
+                           xlabel=r"$A_{AUC}$ without replacement (%)",
+                           ylabel=r"$A_{AUC}$ with replacement (%)",
+                           title=f"sampling strategy ({p0} protocol)", diagonal=True)
 record.figure(fig, "replacement_scatter")
 plt.show()
 display(rep.round(1))
-record.log(
-    replacement={
-        m: {"without": a / 100, "with": b / 100}
-        for m, a, b in zip(online, rep["without"], rep["with"])
-    }
-)
+record.log(replacement=steps.replacement_record(rep))
 
 # %% [markdown]
 # ### Batch size (Table 10)
@@ -526,15 +424,9 @@ record.log(
 # size. The sweep methods only, under the first protocol.
 
 # %%
-bt = report.batch_size_table(
-    mean, sigma, batch_sizes, sampling, [m for m in online if m in sweep_methods]
-)
+bt = report.batch_size_table(mean, sigma, batch_sizes, sampling, [m for m in online if m in sweep_methods])
 display(bt.round(1))
-record.log(
-    batch_size_auc={
-        c: bt[c].div(100).to_dict() for c in bt.columns if c.startswith("B=")
-    }
-)
+record.log(batch_size_auc=steps.batch_size_record(bt))
 
 # %% [markdown]
 # ### The paper's layout (Tables 2, 3, 5-10)
@@ -546,16 +438,9 @@ record.log(
 # call (`{dataset: rows}`). Shown for the first protocol; results.json holds both.
 
 # %%
-paper = {
-    pr: dtables.paper_tables(
-        {name: runs[pr][0]}, sigma=sigma, sigmas=sweep_sigmas[pr], p=p, k_bl=k_bl,
-        batch_size=batch_size, batch_sizes=batch_sizes, sampling=sampling,
-    )
-    for pr in protocols
-}
+paper, beside = steps.paper_layout(runs, name, params, sweep_sigmas, record)
 for t in paper[p0]:
     display(Markdown(f"**{t.title}** ({p0} protocol)"), t.styled(), Markdown(t.note))
-record.log(paper_tables={pr: [t.record() for t in ts] for pr, ts in paper.items()})
 
 # %% [markdown]
 # **Beside the paper's own numbers.** Each table again, clkit's cell next to the paper's
@@ -565,14 +450,10 @@ record.log(paper_tables={pr: [t.record() for t in ts] for pr, ts in paper.items(
 # reference and the note says the comparison is not meaningful.
 
 # %%
-scale = paper_numbers.comparison_scale(name, rehearse)
-beside = {pr: [paper_numbers.beside_paper(t, name, scale=scale, backbone=backbone) for t in ts]
-          for pr, ts in paper.items()}
 for t, c in zip(paper[p0], beside[p0]):
     if c.paper_table:
-        display(Markdown(f"**{t.title}** beside the paper's Table {c.paper_table} ({p0} protocol)"), c.table,
-                Markdown(c.note))
-record.log(paper_comparison={pr: [c.record() for c in cs] for pr, cs in beside.items()})
+        display(Markdown(f"**{t.title}** beside the paper's Table {c.paper_table} ({p0} protocol)"),
+                c.table, Markdown(c.note))
 
 # %% [markdown]
 # ### The CL advantage in every setting
@@ -587,11 +468,7 @@ if len(adv):
     fig = plots.advantage_vs_overlap(adv, configs_main)
     record.figure(fig, "advantage_vs_overlap")
     plt.show()
-    display(
-        adv.assign(
-            **{k: (100 * adv[k]).round(1) for k in ("advantage_AA", "advantage_A_AUC")}
-        )
-    )
+    display(steps.percent_columns(adv, ["advantage_AA", "advantage_A_AUC"]))
     record.log(advantage=adv.to_dict("records"))
 
 # %% [markdown]
@@ -626,19 +503,10 @@ if stream == "arxiv_time":
 # ## What this run shows
 
 # %%
-summary = report.closing_text(
-    stats_by,
-    verdicts,
-    source=graph.source,
-    name=name,
-    num_tasks=split0.num_tasks,
-    configs_main=configs_main,
-    methods=methods,
-    sigma=sigma,
-    batch_size=batch_size,
-    n_seeds=len(seeds),
-    checks=checks,
-)
+summary = report.closing_text(stats_by, verdicts, source=graph.source, name=name,
+                              num_tasks=split0.num_tasks, configs_main=configs_main,
+                              methods=methods, sigma=sigma, batch_size=batch_size,
+                              n_seeds=len(seeds), checks=checks)
 if rh is not None:
     summary = f"{rh.note()}\n\n{summary}"
 record.log(summary=summary)

@@ -273,3 +273,13 @@ def test_cli_bad_input_one_line(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("clkit compare: error:") and "run lwf seed 0 order a" in err[0]
     assert _cli(["compare", str(DATA / "long.csv"), "--percent"]) == 2
+
+
+def test_metrics_tables_name_their_unit():
+    """Issue 55: the recomputed metrics are fractions, and the tables' header says so."""
+    from clkit.compare.metrics import UNITS, check_reported, metrics_table
+    from clkit.compare.runs import Run
+
+    runs = [Run("a", "0", None, None, np.array([[0.9, np.nan], [0.6, 0.8]]), "a0.csv", reported={"acc": 0.7})]
+    assert metrics_table(runs).columns.name == UNITS == "metrics as fractions (0-1)"
+    assert "fractions (0-1)" in check_reported(runs).columns.name

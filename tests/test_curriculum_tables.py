@@ -55,3 +55,11 @@ def test_a_smoke_run_fills_its_scenarios_columns(run_smoke):
         for k, row in r["metrics"][order].items():
             assert frame.xs(k, level=1).iloc[0][(f"{r['scenario']}-incremental", "ACC")] == pytest.approx(
                 row["ACC"], abs=5e-4)
+
+
+def test_the_header_names_the_units():
+    """Issue 55: the tables hold fractions (the paper prints percent) and their header says so."""
+    run = {"metrics": {"M2I": {"ewc": {"ACC": 0.5, "BWT_eq2": -0.2, "BWT_code": -0.1, "FWT": 0.0, "rank": 1}}}}
+    t = paper_tables({"class": run})["M2I"]
+    assert t.columns.names == ["setting", "ACC, BWT, FWT as fractions (0-1); rank 1 = highest ACC"]
+    assert t.loc[("regularization", "ewc"), ("class-incremental", "ACC")] == 0.5

@@ -62,7 +62,7 @@ def test_sigma_sweep_and_batch_size_tables():
     assert [g for g, _ in sweep.mean.columns[::2]] == ["σ=3, O=0.15", "σ=10, O=0.50"]
     t10 = ts["10"]
     assert np.allclose(t10.delta.to_numpy(), 0.05)                                 # B=20 adds 0.05 everywhere
-    assert t10.formatted().loc["ER", ("", "ΔA_AUC")] == "+5.0"
+    assert t10.formatted().loc["ER", ("", "ΔA_AUC points")] == "+5.0"
     rec = t10.record()
     assert rec["number"] == "10" and rec["cells"]["ER"]["B=10 | A_AUC %"]["n"] == 2
 

@@ -122,3 +122,11 @@ def test_fig3_plots_exactly_the_inputs_in_percent():
         tplots.id_ood_tas_trends(s, ["a", "b", "c"], learner="x")
     with pytest.raises(ValueError, match="per_period"):
         tplots.id_ood_tas_trends({"id": 1}, ["a"], learner="x")
+
+
+def test_the_header_names_the_units():
+    """Issue 55: every table header names its unit (percent here, the horizon unit for SH and DH)."""
+    f = tt.paper_table(ROWS, "fmow", horizon_unit="y").formatted()
+    assert f.columns.name == "ID, OOD, TAS in %; SH, DH in y"
+    f = tt.paper_table(ROWS, "yearbook").formatted()
+    assert f.columns.name == "ID Avg, OOD Avg, OOD Min, TAS Avg, TAS Min in %"

@@ -157,6 +157,9 @@ def temporal(args) -> int:
     check_real("--epsilon", args.epsilon, low=0)
     check_real("--lam", args.lam, low=0)
     check_int("--n", args.n, low=1)
+    if args.n > len(A) - 1:   # the first period has len(A) - 1 future periods, the others fewer
+        raise ValueError(f"--n {args.n} averages {args.n} future periods, but A has {len(A)} periods (the first has "
+                         f"{len(A) - 1} after it); give --n between 1 and {len(A) - 1}")
     check_int("--horizon", args.horizon, low=0)
     s = tm.summarize_learner(A, delta=args.delta, epsilon=args.epsilon, lam=args.lam, n=args.n,
                              horizon=args.horizon or None)

@@ -74,6 +74,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._io import read_text
 from .checks import check_scores
 from .runs import Run, Runs
 
@@ -225,7 +226,7 @@ def read_mammoth_log(path, *, method: str | None = None, seed: str | None = None
     f = Path(path)
     if not f.exists():
         raise FileNotFoundError(f"{str(f)!r}{f' (run {label})' if label else ''}: field file: no such file")
-    lines = [(n, t) for n, t in enumerate(f.read_text().splitlines(), start=1) if t.strip()]
+    lines = [(n, t) for n, t in enumerate(read_text(f, "field file").splitlines(), start=1) if t.strip()]
     if not lines:
         raise ValueError(f"{str(f)!r}{f' (run {label})' if label else ''}: mammoth log with no runs (no lines)")
     runs, logged = [], []
@@ -291,7 +292,7 @@ def read_mammoth_log(path, *, method: str | None = None, seed: str | None = None
 def _pycil_runs(f: Path) -> list:
     """Split a PyCIL log into runs: ``{"args": {...}, "cnn": [...], "nme": [...], ...}`` with line numbers."""
     runs, cur = [], None
-    for n, raw in enumerate(f.read_text().splitlines(), start=1):
+    for n, raw in enumerate(read_text(f, "PyCIL log").splitlines(), start=1):
         hit = _PYCIL_LINE.match(raw)
         if not hit or hit.group("file") != "trainer.py":
             continue
@@ -364,7 +365,7 @@ def read_pycil_log(path, *, method: str | None = None, seed: str | None = None, 
     f = Path(path)
     if not f.exists():
         raise FileNotFoundError(f"{str(f)!r}{f' (run {label})' if label else ''}: field file: no such file")
-    if not f.read_text(errors="replace").strip():
+    if not read_text(f, "PyCIL log", errors="replace").strip():
         return _empty_pycil_log(f, method=method, seed=seed, label=label, head=head)
     parsed = _pycil_runs(f)
     if not parsed:
@@ -496,7 +497,7 @@ def read_framework_folder(path) -> Runs | None:
         runs = [r for q in pyd for r in read_mammoth_log(q).runs]
         return Runs(runs, str(p), "mammoth", [f"mammoth logs.pyd read: {len(pyd)}"])
     if logs:
-        empty = [q for q in logs if not q.read_text(errors="replace").strip()]
+        empty = [q for q in logs if not read_text(q, "PyCIL log", errors="replace").strip()]
         full = [q for q in logs if q not in empty]
         seeds = {q: [str(x) for x in _logged_seeds(q)] for q in full}
         skipped = []

@@ -163,9 +163,14 @@ def metrics_table(runs):
     """
     import pandas as pd
 
-    return pd.DataFrame([{"method": r.method, "seed": r.seed, "order": r.order, "taskification": r.taskification,
-                          "num_tasks": r.num_tasks, **run_metrics(r.R), "source": r.source} for r in runs])
+    table = pd.DataFrame([{"method": r.method, "seed": r.seed, "order": r.order, "taskification": r.taskification,
+                           "num_tasks": r.num_tasks, **run_metrics(r.R), "source": r.source} for r in runs])
+    table.columns.name = UNITS   # the header names the unit (a percent file was divided by 100 when read)
+    return table
 
+
+#: the unit of the recomputed metrics, named in :func:`metrics_table`'s header (its columns' name)
+UNITS = "metrics as fractions (0-1)"
 
 _CHECK_COLS = ["run", "source", "metric", "definition", "reported", "recomputed", "difference", "status", "why"]
 
@@ -219,7 +224,9 @@ def check_reported(runs, tol: float = TOLERANCE):
             rows.append({"run": r.label, "source": r.source, "metric": key, "definition": definition,
                          "reported": float(value), "recomputed": float(mine), "difference": diff,
                          "status": "agrees" if ok else "disagrees", "why": "" if ok else why})
-    return pd.DataFrame(rows, columns=_CHECK_COLS)
+    table = pd.DataFrame(rows, columns=_CHECK_COLS)
+    table.columns.name = "reported, recomputed, difference: fractions (0-1)"
+    return table
 
 
 def _scalar(value) -> float:

@@ -88,6 +88,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._io import MAX_LINE_BYTES, check_lines, read_text
 from .checks import check_scores
 from .frameworks import FORMATS as _FRAMEWORK_FORMATS
 from .runs import Run, Runs
@@ -184,14 +185,14 @@ def _manifest(p: Path) -> tuple[Path, list]:
     if p.suffix in (".yaml", ".yml"):
         import yaml
 
-        data = yaml.safe_load(p.read_text())
+        data = yaml.safe_load(read_text(p, "runs manifest"))
         rows = data.get("runs") if isinstance(data, dict) else data
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise ValueError(f"manifest {str(p)!r}: expected a list of runs (mappings with file, method, seed), "
                              "or a mapping with the key 'runs' holding one")
         rows = [{str(k): v for k, v in r.items()} for r in rows]
     else:
-        with open(p, newline="") as fh:
+        with open(check_lines(p, "runs manifest"), newline="") as fh:
             rows = [dict(r) for r in csv.DictReader(fh)]
     if not rows:
         raise ValueError(f"manifest {str(p)!r} lists no runs")
@@ -319,7 +320,7 @@ def _sniff(f: Path) -> str | None:
     if f.suffix == ".log" and f.is_file() and f.stat().st_size == 0:
         return "pycil"  # a later seed's log of a multi-seed PyCIL run (clkit.compare.frameworks)
     with open(f, newline="", errors="replace") as fh:
-        first = fh.readline()
+        first = fh.readline(MAX_LINE_BYTES)
     if re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ \[[^\]]+\.py\] => ", first):
         return "pycil"
     return "avalanche" if tuple(c.strip() for c in first.strip().split(",")) == AVALANCHE_HEADER else "matrix"
@@ -327,7 +328,7 @@ def _sniff(f: Path) -> str | None:
 
 def _is_avalanche(f: Path) -> bool:
     with open(f, newline="") as fh:
-        first = fh.readline().strip()
+        first = fh.readline(MAX_LINE_BYTES).strip()
     return tuple(c.strip() for c in first.split(",")) == AVALANCHE_HEADER
 
 
@@ -416,7 +417,7 @@ def read_avalanche_csv(path, *, run: str = "", percent: bool = False, with_repor
     """
     f = Path(path)
     where = f"{str(f)!r} (run {run})" if run else repr(str(f))
-    with open(f, newline="") as fh:
+    with open(check_lines(f, "matrix"), newline="") as fh:
         table = list(csv.reader(fh))
     if not table or tuple(c.strip() for c in table[0]) != AVALANCHE_HEADER:
         raise ValueError(f"{where}: not Avalanche's eval_results.csv: the header must be {','.join(AVALANCHE_HEADER)}")
@@ -530,7 +531,7 @@ def read_avalanche_results(results, *, run: str = "", stream: str | None = None,
         import json
 
         try:
-            results = json.loads(f.read_text())
+            results = json.loads(read_text(f, "results"))
         except ValueError as exc:
             raise ValueError(f"{where}: not JSON ({exc}); expected the list of strategy.eval results dicts") from None
     if isinstance(results, dict):
@@ -623,7 +624,7 @@ def read_long_csv(path, *, percent: bool = False) -> Runs:
     f = Path(path)
     if not f.exists():
         raise FileNotFoundError(f"long CSV {str(f)!r} does not exist")
-    with open(f, newline="") as fh:
+    with open(check_lines(f, "long CSV"), newline="") as fh:
         reader = csv.DictReader(fh)
         rows = list(reader)
         cols = list(reader.fieldnames or [])

@@ -15,7 +15,10 @@ import pandas as pd
 
 from .paper_numbers import PAPER_BACKBONES, paper_acc
 
-__all__ = ["GROUPS", "paper_tables"]
+__all__ = ["GROUPS", "UNITS", "paper_tables"]
+
+#: the unit of the tables' cells, named in their header (the metric level's name)
+UNITS = "ACC, BWT, FWT as fractions (0-1); rank 1 = highest ACC"
 
 #: the paper's grouping of its strategies (Tables 3-8, top to bottom); generative replay is
 #: rehearsal with generated samples (pseudo-rehearsal, Sect. 2.2)
@@ -55,7 +58,9 @@ def paper_tables(runs: dict, *, bwt: str = "BWT_eq2", digits: int = 3, backbone:
     dict
         ``{order: DataFrame}``; rows ``(group, strategy)`` in the paper's group order,
         columns ``(setting, metric)`` with metrics ``ACC``, ``BWT``, ``FWT`` (task-incremental
-        only) and ``rank`` (1 = highest ACC in that run). A strategy a run did not train is NaN
+        only) and ``rank`` (1 = highest ACC in that run). ACC, BWT and FWT are fractions (0-1, as
+        clkit records them; the paper prints percent): the header says so (the columns' level names,
+        :data:`UNITS`). A strategy a run did not train is NaN
         there (e.g. PNN, task-incremental only).
 
     Examples
@@ -98,6 +103,7 @@ def paper_tables(runs: dict, *, bwt: str = "BWT_eq2", digits: int = 3, backbone:
                     columns.append((setting, "ACC (paper)"))
                     data[(setting, "ACC (paper)")] = [paper_acc(backbone, order, scenario, k) for k in names]
         frame = pd.DataFrame(data, index=pd.MultiIndex.from_tuples([(_group(k), k) for k in names]),
-                             columns=pd.MultiIndex.from_tuples(columns)).astype(float).round(digits)
+                             columns=pd.MultiIndex.from_tuples(columns, names=["setting", UNITS])
+                             ).astype(float).round(digits)
         out[order] = frame
     return out

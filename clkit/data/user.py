@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._io import check_lines, read_text
 from ._reads import record_read
 
 __all__ = ["is_user_path", "load_stream_table", "load_class_names_file", "load_image_folder",
@@ -87,6 +88,8 @@ def _read_table(path, what: str):
     suffix = p.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
         raise ValueError(f"{what}: {str(p)!r} must be a CSV or Parquet file (suffix one of {list(TABLE_SUFFIXES)})")
+    if suffix == ".csv":
+        check_lines(p, what)   # a line longer than clkit._io.MAX_LINE_BYTES is refused before pandas reads it
     try:
         df = pd.read_csv(p) if suffix == ".csv" else pd.read_parquet(p)
     except Exception as exc:  # noqa: BLE001
@@ -229,7 +232,7 @@ def load_class_names_file(path, *, min_classes: int = 2) -> list:
         import yaml
 
         try:
-            names = yaml.safe_load(p.read_text())
+            names = yaml.safe_load(read_text(p, "class names"))
         except yaml.YAMLError as exc:
             raise ValueError(f"class names: {str(p)!r} is not valid YAML: {exc}") from exc
         if isinstance(names, dict) and len(names) == 1:
@@ -238,7 +241,7 @@ def load_class_names_file(path, *, min_classes: int = 2) -> list:
             raise ValueError(f"class names: {str(p)!r} must hold a YAML list of names, got {type(names).__name__}")
         names = [str(n).strip() for n in names]
     else:
-        names = [ln.strip() for ln in p.read_text().splitlines()]
+        names = [ln.strip() for ln in read_text(p, "class names").splitlines()]
         names = [n for n in names if n and not n.startswith("#")]
     if any(not n for n in names):
         raise ValueError(f"class names: {str(p)!r} has an empty name")
@@ -424,6 +427,11 @@ def _selection(spec, n: int, parameter: str, what: str) -> list[int]:
     return idx
 
 
+#: the largest magnitude a matrix cell may have (:func:`load_matrix_csv`): squares and sums of larger
+#: values overflow float64 (1e308 squared is inf), so such a cell is refused, not turned into ``inf``
+MAX_MAGNITUDE = 1e150
+
+
 def load_matrix_csv(path, *, name: str = "A", nan_allowed: str = "below", header: bool | None = None,
                     index_col: bool | None = None, rows=None, cols=None, scale: str = "unit",
                     log=print) -> np.ndarray:
@@ -498,7 +506,7 @@ def load_matrix_csv(path, *, name: str = "A", nan_allowed: str = "below", header
     p = _existing(path, f"{name} matrix")
     where = f"{name} matrix: {str(p)!r}"
     try:
-        text = p.read_text()
+        text = read_text(p, f"{name} matrix")
     except UnicodeDecodeError:
         raise ValueError(f"{where} is not a text CSV file (binary content); write the matrix as CSV, "
                          "one row per line") from None
@@ -550,7 +558,14 @@ def load_matrix_csv(path, *, name: str = "A", nan_allowed: str = "below", header
         raise ValueError(f"{where} has a missing value (NaN) at [{i}, {j}] ({read_as}); allowed: {where_nan}"
                          + (f"; an empty first cell often marks labels {how}" if (i, j) == (0, 0) else ""))
     if np.isinf(M).any():
-        raise ValueError(f"{where} has an infinite value")
+        i, j = np.argwhere(np.isinf(M))[0]
+        raise ValueError(f"{where} has an infinite value at [{i}, {j}] ({read_as}); a score is a finite number")
+    huge = np.argwhere(np.abs(np.nan_to_num(M)) > MAX_MAGNITUDE)
+    if len(huge):   # differences, means and squares of such values overflow to inf (numpy warns)
+        i, j = huge[0]
+        raise ValueError(f"{where} has {M[i, j]:g} at [{i}, {j}] ({read_as}), beyond +-{MAX_MAGNITUDE:g}, where the "
+                         "metrics' differences and squares overflow; is it a sentinel for a missing value (leave "
+                         "the cell empty) or a unit mistake?")
     M, scale_note = _check_scale(M, scale, where)
     if log is not None:
         sel = "" if rows is None and cols is None else (

@@ -102,7 +102,7 @@ class PaperTable:
                     text = f"<u>{text}</u>"
                 out.loc[r, c] = text
         if self.delta is not None:
-            out[("", "ΔA_AUC")] = [f"{100 * d:+.1f}" if np.isfinite(d) else "-" for d in self.delta]
+            out[("", "ΔA_AUC points")] = [f"{100 * d:+.1f}" if np.isfinite(d) else "-" for d in self.delta]
         out.index.name = "Method"
         return out
 

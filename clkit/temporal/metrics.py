@@ -226,7 +226,9 @@ def temporal_adaptation_score(A, n: int, oracle=None, partial: bool = True) -> n
         With fewer than ``n`` future periods available, average over those that
         exist (default) or return NaN (``False``). The last period has no future
         and always gives NaN. Pairs where either term is NaN are dropped from
-        both averages. A zero oracle mean gives 1 (no lower accuracy is possible).
+        both averages. A zero oracle mean gives 1 (no lower accuracy is possible), said in a
+        ``UserWarning`` naming the periods (an all-zero ``A`` is more often a broken run than a
+        learner that adapts perfectly).
 
     Returns
     -------
@@ -252,6 +254,12 @@ def temporal_adaptation_score(A, n: int, oracle=None, partial: bool = True) -> n
     den = np.where(both, O, 0.0).sum(1)
     with np.errstate(divide="ignore", invalid="ignore"):
         tas = np.where(den > 0, num / den, 1.0)
+    zero = np.flatnonzero(both.any(1) & (den <= 0))
+    if len(zero):
+        warnings.warn(f"TAS is 1 by convention at period(s) {zero.tolist()}: their future oracle accuracies (up to "
+                      f"{n}) "
+                      "are all 0, so no lower accuracy is possible; zero accuracies are more often a broken "
+                      "run (check A) than perfect adaptation", UserWarning, stacklevel=2)
     return np.where(both.any(1), np.clip(tas, 0.0, 1.0), np.nan)
 
 

@@ -108,7 +108,23 @@ class PaperTable:
                 else:
                     out.loc[r, c] = f"{m * scale:.1f}{unit}"
         out.index.name = "Model"
+        out.columns.name = self.units()
         return out
+
+    def units(self) -> str:
+        """The table's units, shown in its header (the columns' name): percent for the accuracies and
+        TAS, the horizon unit for SH and DH.
+
+        >>> import pandas as pd
+        >>> t = PaperTable("fmow", "", pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), "y", "")
+        >>> t.units()
+        'ID, OOD, TAS in %; SH, DH in y'
+        """
+        columns = PAPER_LAYOUTS[self.layout][2]
+        pct = [h for h, _, k in columns if k == "%"]
+        hor = [h for h, _, k in columns if k == "h"]
+        return "; ".join(part for part in (f"{', '.join(pct)} in %" if pct else "",
+                                            f"{', '.join(hor)} in {self.horizon_unit}" if hor else "") if part)
 
     def record(self) -> dict:
         """JSON-ready: ``{layout, title, columns, row_order, horizon_unit, note, rows: {label: {column: {mean, sd, n}}}}``.
