@@ -383,6 +383,149 @@ def part_steps(device: str, quick: bool) -> list:
     return rows
 
 
+# ------------------------------------------------------------------ --paper-units (issue 51)
+
+#: RATIO_FLAG: a measured step further than this factor from the budget's FLOP estimate is flagged
+RATIO_FLAG = 1.5
+
+
+def _cnn_unit(label, build_model, size: int, channels: int, batch: int, classes: int):
+    """A unit builder: one SGD step of ``build_model()`` on ``batch`` images ``channels`` x ``size`` x ``size``;
+    returns (name, step, model, x, y) so the budget's FLOP estimate can be counted on the same model."""
+    def build(device, quick: bool):
+        import torch
+
+        from clkit.strategies import Task, make_strategy
+
+        s_, b_ = (min(size, 32), min(batch, 8)) if quick else (size, batch)
+        model = build_model(s_)
+        st = make_strategy("naive", model, device=device, optimizer="sgd", lr=0.001, batch_size=b_)
+        g = torch.Generator().manual_seed(0)
+        x, y = torch.randn(b_, channels, s_, s_, generator=g), torch.randint(0, classes, (b_,), generator=g)
+        task = Task(x, y).to(device)
+        idx = torch.arange(b_, device=task.device)
+        return (f"{label} SGD step, {s_}x{s_}, batch {b_}", lambda: st.train_batch(task, idx), model, x, y)
+    return build
+
+
+def _backbone(name, size, classes):
+    def build_model(s_):
+        from clkit.models.cnn import MIN_IMAGE_SIZE, make_backbone
+
+        return make_backbone(name, 3, classes, max(s_, MIN_IMAGE_SIZE.get(name, 8)))
+    return _cnn_unit(name, build_model, size, 3, 128, classes)
+
+
+def _wildtime(name, shape, batch, classes):
+    def build_model(s_):
+        from clkit.models.wildtime import make_wildtime_backbone
+
+        return make_wildtime_backbone(name, (shape[0], s_, s_), classes, hidden=(256, 128))
+    return _cnn_unit(name, build_model, shape[1], shape[0], batch, classes)
+
+
+def _wrap(build):
+    """An existing builder returning (name, step) as a unit without a FLOP estimate."""
+    def unit(device, quick):
+        name, step = build(device, quick)
+        return name, step, None, None, None
+    return unit
+
+
+def _graph(dataset, backbone="gcn"):
+    def unit(device, quick):
+        from clkit.data.fixtures.graphs import REAL_SIZES
+        from clkit.drift.rehearsal import REAL_GRAPHS
+
+        nodes, edges = REAL_GRAPHS[dataset]
+        feats = REAL_SIZES.get(dataset, {}).get("num_features", 128)
+        classes = REAL_SIZES.get(dataset, {}).get("num_classes", 40)
+        if quick:
+            nodes, edges, feats = 2000, 8000, min(feats, 64)
+        import torch
+
+        from clkit.models.gnn import make_graph_backbone
+        from clkit.strategies import make_strategy
+
+        x, edge_index, y = _random_graph(nodes, edges // 2, feats, classes)
+        model = make_graph_backbone(backbone, x, edge_index, classes, hidden=256)
+        st = make_strategy("er", model, device=device, optimizer="adam", lr=5e-3, memory_size=100, batch_size=10)
+        y_dev, g = y.to(device), torch.Generator().manual_seed(1)
+
+        def step():
+            idx = torch.randint(0, nodes, (10,), generator=g).to(device)
+            st.observe(idx, y_dev[idx])
+        name = f"{backbone.upper()} online step with ER, batch 10, {nodes:,} nodes, {edges:,} edges, {feats} features"
+        return name, step, None, None, None
+    return unit
+
+
+def paper_units_plan() -> list:
+    """One unit per paper parameter set: ``[{"set", "unit", "build"}]`` (CPU-side, nothing built).
+
+    The sizes are the real ones: image resolution and batch of the set, the real graph's nodes, edges and
+    features, the forecaster's 288 steps of context. Reddit (232,965 nodes, 114.6 M edges) is trained with
+    sampled neighbourhoods (``neighbour_sampling: auto``), which a whole-graph step does not stand for:
+    its row says so instead of timing a step the run never takes.
+    """
+    return [
+        {"set": "01_taskification paper", "unit": "transformer, context 288, batch 256", "build": _wrap(transformer_step)},
+        {"set": "02_edge paper", "unit": "resnet32 at 32x32, batch 128", "build": _backbone("resnet32", 32, 6)},
+        {"set": "02_edge paper", "unit": "L2P on ViT-B/16 at 224x224, batch 16", "build": _wrap(step_l2p)},
+        {"set": "02_edge imagenet_r", "unit": "L2P on ViT-B/16 at 224x224, batch 16", "build": _wrap(step_l2p)},
+        {"set": "03_temporal_metrics paper", "unit": "DenseNet-121 at 224x224, batch 64, 62 classes",
+         "build": _wildtime("densenet121", (3, 224), 64, 62)},
+        {"set": "03_temporal_metrics paper_32px", "unit": "DenseNet-121 at 32x32, batch 128, 62 classes",
+         "build": _wildtime("densenet121", (3, 32), 128, 62)},
+        {"set": "03_temporal_metrics paper_yearbook", "unit": "Yearbook CNN at 32x32, batch 32, 2 classes",
+         "build": _wildtime("yearbook_cnn", (1, 32), 32, 2)},
+        {"set": "04_curriculum paper", "unit": "wide_vgg9_bn at 64x64, batch 128",
+         "build": _backbone("wide_vgg9_bn", 64, 60)},
+        {"set": "04_curriculum paper_efficientnet_b1", "unit": "efficientnet_b1 at 64x64, batch 128",
+         "build": _backbone("efficientnet_b1", 64, 60)},
+        {"set": "04_curriculum paper_resnet34", "unit": "resnet34_bn at 64x64, batch 128",
+         "build": _backbone("resnet34_bn", 64, 60)},
+        {"set": "05_drift paper", "unit": "GCN on CoraFull's size", "build": _graph("corafull")},
+        {"set": "05_drift paper_arxiv", "unit": "GCN on ogbn-arxiv's size", "build": _graph("ogbn_arxiv")},
+        {"set": "05_drift paper_roman_empire", "unit": "GCN on Roman-Empire's size", "build": _graph("roman_empire")},
+        {"set": "05_drift paper_reddit", "unit": "not timed: sampled neighbourhoods (neighbour_sampling auto)",
+         "build": None},
+    ]
+
+
+def part_paper_units(device: str, quick: bool, dry_run: bool = False) -> list:
+    """Each paper set's unit: seconds per step, peak device memory, the budget's FLOP estimate and their ratio
+    (flagged beyond :data:`RATIO_FLAG`). ``dry_run``: the plan only, nothing built or run."""
+    rows = []
+    for u in paper_units_plan():
+        row = {"set": u["set"], "unit": u["unit"]}
+        if dry_run or u["build"] is None:
+            rows.append(row)
+            continue
+        import torch
+
+        try:
+            if str(device).startswith("cuda"):
+                torch.cuda.reset_peak_memory_stats()
+            name, step, model, x, y = u["build"](device, quick)
+            row.update(_timed(name, step, device))
+            if str(device).startswith("cuda"):
+                row["peak_gib"] = round(torch.cuda.max_memory_allocated() / 2 ** 30, 2)
+            if model is not None:
+                from clkit.budget import FlopEstimate, target_card, training_flops
+
+                # the budget's own estimate of one step on this card (FLOPs, held to the step floor)
+                est = FlopEstimate(training_flops(model, x, y)["step"], card=target_card(device), steps=1).seconds
+                row["estimate_s"] = round(est, 5)
+                ratio = row["seconds"] / est if est else math.nan
+                row["measured/estimate"] = round(ratio, 2)
+                row["flag"] = "OFF" if not (1 / RATIO_FLAG <= ratio <= RATIO_FLAG) else ""
+        except Exception as exc:  # noqa: BLE001 -- one unit failing must not hide the others
+            row.update(seconds=math.nan, error=f"{type(exc).__name__}: {exc}"[:200])
+        rows.append(row)
+    return rows
+
+
 def markdown(title: str, rows: list) -> str:
     """A Markdown table of ``rows`` (dicts) under a bold title."""
     if not rows:
@@ -409,7 +552,17 @@ def main(argv=None) -> int:
                         help="smoke runs at a time (default: up to 10)")
     parser.add_argument("--notebooks", default=",".join(NOTEBOOKS), help="notebooks of the smoke part")
     parser.add_argument("--markdown", help="also write the tables to this Markdown file")
+    parser.add_argument("--paper-units", action="store_true",
+                        help="only: one unit of each paper set at the real size, timed, peak memory, against the "
+                             f"budget's FLOP estimate (flagged beyond {RATIO_FLAG}x)")
+    parser.add_argument("--dry-run", action="store_true", help="with --paper-units: print the plan, run nothing")
     args = parser.parse_args(argv)
+    if args.dry_run and not args.paper_units:
+        parser.error("--dry-run goes with --paper-units")
+    if args.paper_units and args.dry_run:
+        sys.path.insert(0, str(ROOT))
+        print(markdown("Paper units (plan; nothing run)", part_paper_units("meta", False, dry_run=True)))
+        return 0
     sys.path.insert(0, str(ROOT))
     from clkit.device import device_info, resolve_device
 
@@ -419,7 +572,7 @@ def main(argv=None) -> int:
     if device.type == "cuda":
         card += f", {info.get('memory_gib')} GiB, CUDA {info.get('cuda')}, driver {info.get('driver') or 'unknown'}"
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    parts = set(args.only.split(","))
+    parts = {"paper_units"} if args.paper_units else set(args.only.split(","))
     out, ok = [f"### GPU check on {card} ({device}; torch {info['torch']}; {stamp})\n"], True
     t0 = time.perf_counter()
 
@@ -445,6 +598,11 @@ def main(argv=None) -> int:
     if "steps" in parts:
         emit(markdown(f"Paper-sized units on {device}" + (" (quick sizes)" if args.quick else ""),
                       part_steps(str(device), args.quick)))
+    if "paper_units" in parts:
+        rows = part_paper_units(str(device), args.quick)
+        emit(markdown(f"Paper units on {device}" + (" (quick sizes)" if args.quick else "")
+                      + f": measured step vs the budget's FLOP estimate (flag beyond {RATIO_FLAG}x)", rows))
+        ok &= not any("error" in r for r in rows)
     emit(f"Total: {time.perf_counter() - t0:.0f} s.\n")
     return 0 if ok else 1
 

@@ -18,6 +18,7 @@ Usage
     clkit notebooks copy DIR | clkit cite NN | clkit --version
     clkit edge orders | metrics cl|temporal | drift stream | taskify bps ...
     clkit course build | grade ...
+    clkit data list [NN] | check NN --params SET | get NN --params SET
 
 ``NOTEBOOK`` is a stem (``03_temporal_metrics``) or its number prefix (``03``).
 Parameter sets live in ``notebooks/params/<notebook>/<set>.yaml``; ``-p`` values
@@ -47,7 +48,7 @@ import os
 import sys
 import warnings
 
-from . import cite, compare, course, drift, edge, export, merge, metrics, notebooks, plan, run, summary, sweep, taskify
+from . import cite, compare, course, data, drift, edge, export, merge, metrics, notebooks, plan, run, summary, sweep, taskify
 
 __all__ = ["main", "build_parser", "SUBCOMMANDS"]
 
@@ -55,7 +56,8 @@ __all__ = ["main", "build_parser", "SUBCOMMANDS"]
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: subcommand modules, in the order ``clkit --help`` lists them
-SUBCOMMANDS = (run, sweep, merge, summary, export, plan, compare, edge, metrics, drift, taskify, course, cite, notebooks)
+SUBCOMMANDS = (run, sweep, merge, summary, export, plan, compare, edge, metrics, drift, taskify, course, cite, notebooks,
+               data)
 
 
 def version_line() -> str:
@@ -113,6 +115,15 @@ def main(argv=None) -> int:
 
             warnings.showwarning = note
             return args.func(args)
+    except OSError as exc:   # a full disk in any command: one line naming the folder (clkit._io.DiskFull)
+        from .._io import DiskFull, is_disk_full
+
+        if not is_disk_full(exc):
+            raise
+        folder = exc.folder if isinstance(exc, DiskFull) else (
+            os.path.dirname(os.path.abspath(exc.filename)) if exc.filename else getattr(args, "out", None) or ".")
+        print(f"[clkit] ERROR: {exc if isinstance(exc, DiskFull) else DiskFull(folder)}", file=sys.stderr, flush=True)
+        return 1
     except KeyboardInterrupt as exc:  # a command that has no more to say about it than this
         print(f"[clkit] {stop_word(exc)}: clkit {args.cmd} stopped", file=sys.stderr, flush=True)
         return exit_status(exc)

@@ -55,12 +55,21 @@ def _cmd_run(args):
             bad_input.append(nb)
             continue
         try:   # bad input is told before anything runs: one line, exit status 2
-            load_params(nb, args.params, args.p or ())
+            values = load_params(nb, args.params, args.p or ())
             for flag, folder in (("--out", args.out), ("--figures", args.figures)):
                 if folder:
                     _check_folder_before(flag, Path(folder), nb)
         except (ValueError, TypeError) as exc:
             print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
+            bad_input.append(nb)
+            continue
+        from ..data.preflight import preflight_run
+
+        # every file the run opens, before any cell (issue 51); --check checks the parameters only
+        # (`clkit data check` checks the files)
+        report = None if args.check else preflight_run(nb, values, args.params)
+        if report is not None and report.problems:
+            print(f"[clkit] ERROR: {report.message()}; nothing was written", file=sys.stderr, flush=True)
             bad_input.append(nb)
             continue
         if args.check:
@@ -96,6 +105,15 @@ def _cmd_run(args):
             continue
         except RuntimeError as exc:
             print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
+            failures.append(nb)
+            continue
+        except OSError as exc:   # a full disk: one line naming the folder (clkit._io.DiskFull), no traceback
+            from .._io import DiskFull, is_disk_full
+
+            if not is_disk_full(exc):
+                raise
+            print(f"[clkit] ERROR: {exc if isinstance(exc, DiskFull) else DiskFull(args.out)}", file=sys.stderr,
+                  flush=True)
             failures.append(nb)
             continue
         print(f"[clkit] {nb} done in {time.perf_counter() - t0:.1f}s -> {outdir}", flush=True)
