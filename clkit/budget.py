@@ -16,6 +16,26 @@ by a sustained throughput: the one a step of the same backbone reached when
 ``benchmarks/gpu_check.py`` timed it on a GPU (:data:`MEASURED_STEPS`, :func:`measured_throughput`),
 else an assumed one (:data:`GPU_THROUGHPUT`: a quarter of an H100's FP32 peak). That line is
 labelled "estimated from FLOPs, not measured" wherever it appears: only single steps were timed.
+
+**On which card.** Every one-GPU line names its card (:func:`target_card`: the run's own CUDA card,
+else :data:`DEFAULT_CARD`, the H100 SXM the project's goal names) and the card its figure comes
+from (:data:`MEASURED_CARD` for measured steps, the H100 SXM for the assumed throughput). When the
+two differ, :func:`card_scale` scales the time by the published specifications in :data:`CARDS`:
+a memory-bound step (:func:`step_bound`: a measured throughput under :data:`GPU_THROUGHPUT`, e.g.
+EfficientNet's depthwise convolutions, the graph models, 01's narrow transformer) by the ratio of
+memory bandwidths, a compute-bound one by the ratio of FP32 peaks; a card not in :data:`CARDS` is
+not scaled, and the line says so.
+
+**A step has a floor.** A GPU step of a small model is bound by the host launching its kernels and
+the optimiser's update, not by FLOPs: a FLOP count of a few kFLOP per row gives microseconds where
+a real step takes a millisecond. :data:`STEP_FLOOR_S` (1 ms per training step) and
+:data:`PASS_FLOOR_S` (0.3 ms per forward pass) are **assumed, not measured** (no GPU measured an
+empty step here; see their comments), and :class:`FlopEstimate` takes the larger of the FLOP time
+and the floors over its steps and passes.
+
+**Worker processes on a CPU.** A budget that divides by worker processes on the CPU checks the cores
+free to it (:func:`free_cores`: ``os.sched_getaffinity`` less the load average of other programs)
+and divides by no more than those (:class:`Budget`'s ``cores``), saying so in its line.
 """
 
 from __future__ import annotations
@@ -25,10 +45,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .cards import (CARDS, DEFAULT_CARD, FLOOR_ASSUMPTION, MEASURED_CARD_MODEL, PASS_FLOOR_S, STEP_FLOOR_S,
+                    CoreCheck, card_scale, card_spec, free_cores, target_card)
+
 __all__ = ["Work", "Budget", "time_per_call", "format_duration", "format_flops", "training_flops", "FlopEstimate",
            "H100_FP32_PEAK", "SUSTAINED_FRACTION", "GPU_THROUGHPUT", "GPU_ASSUMPTION", "MEASURED_CARD",
            "MEASURED_STEPS", "measured_throughput", "measured_assumption", "MemoryPlan", "host_memory_gib",
-           "process_memory_bytes"]
+           "process_memory_bytes", "CARDS", "DEFAULT_CARD", "MEASURED_CARD_MODEL", "card_spec", "target_card",
+           "card_scale", "step_bound", "STEP_FLOOR_S", "PASS_FLOOR_S", "FLOOR_ASSUMPTION", "CoreCheck", "free_cores"]
 
 #: FP32 peak of one NVIDIA H100 SXM without tensor cores, FLOP/s (NVIDIA's H100 datasheet: 67 TFLOPS FP32)
 H100_FP32_PEAK = 67e12
@@ -62,6 +86,22 @@ MEASURED_STEPS = {
     "resnet34_bn": (64, 128, 60, 10.8e-3),
     "resnet32": (32, 128, 6, 11.6e-3),
 }
+
+
+def step_bound(throughput: float | None) -> str:
+    """``"memory"`` or ``"compute"``: how a step that sustained ``throughput`` FLOP/s scales across cards.
+
+    A step sustaining less than :data:`GPU_THROUGHPUT` (a quarter of the FP32 peak) spends its time
+    moving memory or launching kernels, not multiplying: it is taken as memory-bound (EfficientNet-B1 at
+    1.2 TFLOP/s, ResNet-32 at 32 px at 4.5); one at or above it as compute-bound (Wide-VGG9-BN at 60,
+    ResNet34-BN at 21). The assumed throughput itself (``None``) is compute-bound by construction.
+
+    Examples
+    --------
+    >>> step_bound(1.2e12), step_bound(60e12), step_bound(None)
+    ('memory', 'compute', 'compute')
+    """
+    return "memory" if throughput is not None and throughput < GPU_THROUGHPUT else "compute"
 
 
 def measured_throughput(backbone: str) -> float | None:
@@ -261,16 +301,33 @@ def training_flops(model, x, y=None, *, loss=None) -> dict:
 class FlopEstimate:
     """The time a run's work would take on one GPU, **estimated from its FLOPs, not measured**.
 
+    The FLOP time is ``flops / throughput``, scaled from the card the throughput belongs to
+    (``source_card``) to the card priced for (``card``) by :func:`card_scale`. It is then held to the
+    floor of ``steps`` training steps and ``passes`` forward passes (:data:`STEP_FLOOR_S`,
+    :data:`PASS_FLOOR_S`, assumed): ``seconds = max(FLOP time, steps x step_floor + passes x
+    pass_floor)``. Taking the larger of the two totals rather than of each step is exact when the
+    steps are alike and low otherwise (a sum of maxima is at least the maximum of the sums).
+
     Attributes
     ----------
     flops : float
         The run's floating-point operations (e.g. training rows x :func:`training_flops` per row).
     throughput : float
-        Sustained FLOP/s assumed (default :data:`GPU_THROUGHPUT`, a quarter of an H100's FP32 peak).
+        Sustained FLOP/s on ``source_card`` (default :data:`GPU_THROUGHPUT`, a quarter of an H100's FP32 peak).
     assumption : str
         The throughput's source, said with the estimate.
     detail : str
         How ``flops`` was counted.
+    card : str
+        The card priced for (:func:`target_card`; default :data:`DEFAULT_CARD`).
+    source_card : str
+        The card ``throughput`` was measured (or assumed) on: a :data:`CARDS` key or a CUDA name.
+    bound : str
+        ``"compute"`` or ``"memory"`` (:func:`step_bound`): how the time scales across cards.
+    steps, passes : int
+        Training steps and forward passes the floor applies to (0: no floor).
+    step_floor, pass_floor : float
+        Seconds each, at least.
 
     Examples
     --------
@@ -278,29 +335,89 @@ class FlopEstimate:
     >>> e.seconds, e.record()["measured"]
     (7200.0, False)
     >>> print(e.text())
-    **On one GPU: about 2 h 0 min, estimated from FLOPs, not measured** (121 PFLOP: one step: 413 GFLOP; at 25 % of an H100's 67 TFLOP/s FP32 peak, 16.75 TFLOP/s sustained; `python benchmarks/gpu_check.py` measures the step).
+    **On one GPU: about 2 h 0 min, estimated from FLOPs, not measured** (card: H100 SXM; 121 PFLOP: one step: 413 GFLOP; at 25 % of an H100's 67 TFLOP/s FP32 peak, 16.75 TFLOP/s sustained; `python benchmarks/gpu_check.py` measures the step).
+
+    The floor: 26,064 steps of a few kFLOP each take 26 s, not the 0.14 s their FLOPs give.
+
+    >>> e = FlopEstimate(GPU_THROUGHPUT * 0.14, steps=26064)
+    >>> round(e.flop_seconds, 2), round(e.seconds, 3), e.floored
+    (0.14, 26.064, True)
+
+    A memory-bound step measured on the H200, priced for the H100 SXM, takes 4.8 / 3.35 times as long:
+
+    >>> e = FlopEstimate(1.2e12 * 100, throughput=1.2e12, source_card="H200", bound="memory")
+    >>> round(e.seconds, 1)
+    143.3
     """
 
     flops: float
     throughput: float = GPU_THROUGHPUT
     assumption: str = GPU_ASSUMPTION
     detail: str = ""
+    card: str = DEFAULT_CARD
+    source_card: str = DEFAULT_CARD
+    bound: str = "compute"
+    steps: int = 0
+    passes: int = 0
+    step_floor: float = STEP_FLOOR_S
+    pass_floor: float = PASS_FLOOR_S
+
+    def __post_init__(self):
+        if self.bound not in ("compute", "memory"):
+            raise ValueError(f"bound: {self.bound!r} is not a step's bound; use 'compute' or 'memory'")
+
+    @property
+    def scale(self) -> float:
+        """The factor from ``source_card`` to ``card`` (1 where it cannot scale)."""
+        f, _ = card_scale(self.source_card, self.card, self.bound)
+        return 1.0 if f is None else f
+
+    @property
+    def flop_seconds(self) -> float:
+        """The FLOPs over the throughput, scaled to :attr:`card`."""
+        return self.flops / self.throughput * self.scale
+
+    @property
+    def floor_seconds(self) -> float:
+        """``steps x step_floor + passes x pass_floor``."""
+        return self.steps * self.step_floor + self.passes * self.pass_floor
+
+    @property
+    def floored(self) -> bool:
+        """Whether the floor, not the FLOPs, sets the time."""
+        return self.floor_seconds > self.flop_seconds
 
     @property
     def seconds(self) -> float:
-        return self.flops / self.throughput
+        return max(self.flop_seconds, self.floor_seconds)
+
+    def _card_note(self) -> str:
+        f, why = card_scale(self.source_card, self.card, self.bound)
+        return "" if f == 1.0 else f"; {why}"
+
+    def _floor_note(self) -> str:
+        if not self.floored:
+            return ""
+        return (f"; the floor sets it: {self.steps:,} steps and {self.passes:,} forward passes at "
+                f"{FLOOR_ASSUMPTION.removeprefix('a floor of ')}, where the FLOPs alone give "
+                f"{format_duration(self.flop_seconds)}")
 
     def text(self) -> str:
-        """One Markdown sentence, labelled as an estimate from FLOPs."""
+        """One Markdown sentence, labelled as an estimate from FLOPs, naming the card."""
         detail = f": {self.detail}" if self.detail else ""
+        card = self.card if card_spec(self.card) is None else card_spec(self.card)
         return (f"**On one GPU: about {format_duration(self.seconds)}, estimated from FLOPs, not measured** "
-                f"({format_flops(self.flops)}{detail}; at {self.assumption}; `python benchmarks/gpu_check.py` "
-                "measures the step).")
+                f"(card: {card}; {format_flops(self.flops)}{detail}; at {self.assumption}{self._card_note()}"
+                f"{self._floor_note()}; `python benchmarks/gpu_check.py` measures the step).")
 
     def record(self) -> dict:
         """For ``results.json``: ``measured`` is False."""
         return {"flops": self.flops, "throughput": self.throughput, "assumption": self.assumption,
-                "detail": self.detail, "estimated_seconds": self.seconds, "measured": False}
+                "detail": self.detail, "estimated_seconds": self.seconds, "measured": False,
+                "card": self.card, "source_card": self.source_card, "bound": self.bound, "card_scale": self.scale,
+                "flop_seconds": self.flop_seconds, "steps": self.steps, "passes": self.passes,
+                "floor_seconds": self.floor_seconds, "floored": self.floored,
+                "floor": FLOOR_ASSUMPTION if (self.steps or self.passes) else None}
 
 
 @dataclass(frozen=True)
@@ -345,6 +462,14 @@ class Budget:
         How the trainings are counted, e.g. ``"14 strategies x 2 orders x 6 seeds"``.
     leaves_out : str
         What the estimate does not count (said in the text).
+    gpu : FlopEstimate, optional
+        The same work on one GPU, estimated from FLOPs.
+    cores : CoreCheck, optional
+        The cores free to a CPU run (:func:`free_cores`): the estimate divides by no more workers than
+        are free, and the text says what it found. ``None``: the workers are taken as given (a GPU run,
+        or one process).
+    note : str
+        A sentence said after the estimate (e.g. the split grid of a set too long for one machine).
 
     Examples
     --------
@@ -364,10 +489,18 @@ class Budget:
     detail: str = ""
     leaves_out: str = "loading, figures and verdicts"
     gpu: FlopEstimate | None = None
+    cores: CoreCheck | None = None
+    note: str = ""
+
+    @property
+    def dividing(self) -> int:
+        """The workers the estimate divides by: ``parallel``, at most the free cores (:attr:`cores`)."""
+        n = max(self.parallel, 1)
+        return min(n, self.cores.free) if self.cores is not None else n
 
     @property
     def seconds(self) -> float:
-        return sum(w.seconds for w in self.work) / max(self.parallel, 1)
+        return sum(w.seconds for w in self.work) / self.dividing
 
     def text(self) -> str:
         """One Markdown paragraph: the counts, the timed unit costs and the estimate."""
@@ -375,17 +508,21 @@ class Budget:
         parts = [f"{w.count:,} {w.name} at {_ms(w.seconds_each)} each" + (f" ({w.calibration})" if w.calibration else "")
                  for w in self.work]
         workers = f" with {self.parallel} worker processes" if self.parallel > 1 else ""
+        if self.parallel > 1 and self.cores is not None:
+            workers += f" ({self.cores.text(self.parallel)})"
         return (f"**Budget:** {self.trainings:,} trainings{what}: {'; '.join(parts)}; about "
                 f"{format_duration(self.seconds)} on {self.device}{workers}. An estimate from timed steps"
                 + (f"; {self.leaves_out} are not in it." if self.leaves_out else ".")
+                + (f" {self.note}" if self.note else "")
                 + (f"\n\n{self.gpu.text()}" if self.gpu is not None else ""))
 
     def record(self) -> dict:
         """For ``results.json``: counts, unit costs and the estimate in seconds."""
         return {"device": self.device, "trainings": self.trainings, "detail": self.detail, "parallel": self.parallel,
+                **({"cores": {**self.cores.record(), "divides_by": self.dividing}} if self.cores is not None else {}),
                 "work": [{"name": w.name, "count": w.count, "seconds_each": w.seconds_each,
                           "calibration": w.calibration} for w in self.work],
-                "estimated_seconds": self.seconds,
+                "estimated_seconds": self.seconds, **({"note": self.note} if self.note else {}),
                 **({"gpu_estimate": self.gpu.record()} if self.gpu is not None else {})}
 
 

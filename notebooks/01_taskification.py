@@ -497,7 +497,7 @@ if whole:
         cl_mean, baselines, methods, names, METHOD_LABELS, cl_seeds=cl_seeds,
         diffs=tables.differences(P, 1, **paper_kw),
     )
-    display(Markdown(paper_tables["table1"].note), paper_tables["table1"].frame)
+    display(Markdown(paper_tables["table1"].note), paper_tables["table1"].beside)
 
 # %% [markdown]
 # **The paper's Table 2** ($D_{prof}$ between taskification pairs, mean $\pm$ sd across
@@ -507,7 +507,7 @@ if whole:
 if whole:
     paper_tables["table2"] = tables.table2(dprof, names, num_series=num_series,
                                            diffs=tables.differences(P, 2, **paper_kw))
-    display(Markdown(paper_tables["table2"].note), paper_tables["table2"].frame)
+    display(Markdown(paper_tables["table2"].note), paper_tables["table2"].beside)
 
 # %% [markdown]
 # **The paper's Table 3** (plasticity, stability and BPS, mean $\pm$ sd across series, the
@@ -518,7 +518,7 @@ if whole:
 if whole:
     paper_tables["table3"] = tables.bps_table(bps["aligned"], names, null=bps["null"], num_series=num_series,
                                               diffs=tables.differences(P, 3, **paper_kw))
-    display(Markdown(paper_tables["table3"].note), paper_tables["table3"].frame)
+    display(Markdown(paper_tables["table3"].note), paper_tables["table3"].beside)
 
 # %% [markdown]
 # **The paper's Table 4** (the same after shifting every boundary by `offset_days`). When this
@@ -528,7 +528,7 @@ if whole:
 if whole:
     paper_tables["table4"] = tables.bps_table(bps["shifted"], names, null=bps["null"], offset_days=offset_days,
                                               num_series=num_series, diffs=tables.differences(P, 4, **paper_kw))
-    display(Markdown(paper_tables["table4"].note), paper_tables["table4"].frame)
+    display(Markdown(paper_tables["table4"].note), paper_tables["table4"].beside)
     record.log(paper_tables={k: t.record() for k, t in paper_tables.items()})
 
 # %% [markdown]

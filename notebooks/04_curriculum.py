@@ -241,7 +241,7 @@ budget = cur.budget.estimate(bench0.per_class, strategies, device=rd, seeds=seed
                              backbone=backbone, image_size=image_size, channels=channels,
                              memory_format=memory_format, workers=rd.workers(workers),
                              hyper=hyper, learner_kwargs=run_kwargs,
-                             control=control.strategy)
+                             control=control.strategy, strategy_epochs=run_epochs)
 display(Markdown(budget.text()))
 record.log(budget=budget.record())
 

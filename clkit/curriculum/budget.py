@@ -47,8 +47,16 @@ backbone reached when ``benchmarks/gpu_check.py`` timed it on an H200
 (:func:`clkit.budget.measured_throughput`: wide_vgg9, wide_vgg9_bn, efficientnet_b1,
 resnet34_bn, resnet32), else by :data:`clkit.budget.GPU_THROUGHPUT` (a quarter of an H100's
 FP32 peak). It is said as "estimated from FLOPs, not measured": only single steps were timed.
-It leaves out what the CPU line leaves out, and with the assumed throughput kernel launches,
-which weigh most in the small steps of a small model.
+The line names its card (the run's CUDA card, else the H100 SXM: :func:`clkit.budget.target_card`)
+and scales a step measured on the H200 to it (by memory bandwidth for a memory-bound step such as
+EfficientNet-B1's, by FP32 peak otherwise: :func:`clkit.budget.card_scale`). Every training step
+and test pass costs at least the assumed floor (:data:`clkit.budget.STEP_FLOOR_S`,
+:data:`clkit.budget.PASS_FLOOR_S`: kernel launches and the optimiser's update), which sets the time
+of a small model's small steps (04's default: 26,064 steps of an 8-pixel small_cnn, 0.14 s by FLOPs,
+at least 26 s by the floor). It leaves out what the CPU line leaves out.
+
+**Workers on the CPU.** The CPU line divides by the worker processes only as far as cores are free
+(:func:`clkit.budget.free_cores`), and says what it found.
 """
 
 from __future__ import annotations
@@ -59,8 +67,21 @@ import numpy as np
 import torch
 
 from .._seed import torch_seeded
-from ..budget import (Budget, FlopEstimate, Work, format_flops, measured_assumption, measured_throughput, time_per_call,
-                      training_flops)
+from ..budget import (
+    DEFAULT_CARD,
+    MEASURED_CARD_MODEL,
+    Budget,
+    FlopEstimate,
+    Work,
+    format_flops,
+    free_cores,
+    measured_assumption,
+    measured_throughput,
+    step_bound,
+    target_card,
+    time_per_call,
+    training_flops,
+)
 from ..learner_kwargs import settings_for
 from .streams import make_backbone, run_setting, strategy_kwargs
 
@@ -216,7 +237,7 @@ def nominal_per_class(datasets, per_class_train: int, per_class_test: int) -> di
 
 def count_work(per_class: dict, strategies, *, seeds: int, epochs: int, difficulty_epochs: int, batch_size: int,
                hyper: dict | None = None, learner_kwargs: dict | None = None, num_classes: int = 10,
-               control: str | None = None) -> dict:
+               control: str | None = None, strategy_epochs: dict | None = None) -> dict:
     """Every training of a run and its work: the single-task runs and the M2I / I2M streams.
 
     Parameters
@@ -234,6 +255,10 @@ def count_work(per_class: dict, strategies, *, seeds: int, epochs: int, difficul
     control : str, optional
         The strategy of the stochastic null control (:class:`clkit.curriculum.controls.NullControl`):
         its streams under one order on ``seeds`` more seeds, and those seeds' single-task runs.
+    strategy_epochs : dict, optional
+        Epochs per strategy where they differ from ``epochs`` (the authors' protocol:
+        :func:`clkit.curriculum.protocol.strategy_epochs`, 20 for Naive, LwF and A-GEM at the paper's 50),
+        as the streams train them.
 
     Returns
     -------
@@ -258,6 +283,14 @@ def count_work(per_class: dict, strategies, *, seeds: int, epochs: int, difficul
     ...                control="naive")
     >>> w["difficulty"][0], w["difficulty"][1].steps, w["streams"][0], w["streams"][1].steps, w["control"][0]
     (8, 24, 6, 36, 2)
+
+    Under the authors' protocol Naive trains 20 epochs where the others train 50: its streams take
+    20 x (3 + 3) steps per order and seed.
+
+    >>> w = count_work({"a": (2, 1), "b": (2, 1)}, ["naive", "ewc"], seeds=1, epochs=50, difficulty_epochs=1,
+    ...                batch_size=8, strategy_epochs={"naive": 20})
+    >>> w["per_strategy"]["naive"].steps, w["per_strategy"]["ewc"].steps
+    (240, 600)
     """
     hyper = dict(hyper or {})
     names = list(per_class)
@@ -268,7 +301,7 @@ def count_work(per_class: dict, strategies, *, seeds: int, epochs: int, difficul
     per_strategy = {}
 
     def kw(s):
-        return dict(epochs=epochs, batch_size=batch_size,
+        return dict(epochs=int((strategy_epochs or {}).get(s, epochs)), batch_size=batch_size,
                     settings=settings_for(s, {k: v for k, v in hyper.items() if k in _DEFAULTS}, learner_kwargs))
 
     for s in strategies:
@@ -410,21 +443,30 @@ def step_flops(*, backbone: str, image_size: int, channels: int, batch_size: int
                      f"step {format_flops(per_row)} per row")}
 
 
-def gpu_estimate(work: StreamWork, flops: dict) -> FlopEstimate:
+def gpu_estimate(work: StreamWork, flops: dict, card: str = DEFAULT_CARD) -> FlopEstimate:
     """The work of a run on one GPU from its FLOPs (:class:`clkit.budget.FlopEstimate`, not measured).
 
     Rows through training steps, stacked memory rows and per-sample gradient rows cost a training
     step's FLOPs per row (forward and backward); forward rows a forward pass's. The FLOPs are
     divided by the throughput a step of ``flops["backbone"]`` reached on a GPU where one was
     measured (:func:`clkit.budget.measured_throughput`), else by the assumed
-    :data:`clkit.budget.GPU_THROUGHPUT`.
+    :data:`clkit.budget.GPU_THROUGHPUT`. A measured step is scaled from the H200 to ``card``
+    (:func:`clkit.budget.card_scale`, memory-bound or compute-bound by :func:`clkit.budget.step_bound`);
+    every training step and test pass costs at least the assumed floor.
 
     Examples
     --------
     >>> e = gpu_estimate(StreamWork(steps=1, rows=100, memory_rows=20, sample_rows=10, forward_rows=50),
     ...                  {"step_per_row": 3e9, "forward_per_row": 1e9, "step": 3.84e11, "what": "x"})
-    >>> e.flops == 130 * 3e9 + 50 * 1e9, e.record()["measured"]
-    (True, False)
+    >>> e.flops == 130 * 3e9 + 50 * 1e9, e.record()["measured"], e.card
+    (True, False, 'H100 SXM')
+
+    Small steps: 10,000 steps of 1 MFLOP and 40 test passes take the floor's 10 s + 12 ms.
+
+    >>> e = gpu_estimate(StreamWork(steps=10000, rows=640000, forward_rows=0, test_passes=40),
+    ...                  {"step_per_row": 1e6 / 64, "forward_per_row": 0.0, "step": 1e6, "what": "x"})
+    >>> round(e.seconds, 3), e.floored
+    (10.012, True)
     """
     trained = work.rows + work.memory_rows + work.sample_rows
     total = trained * flops["step_per_row"] + work.forward_rows * flops["forward_per_row"]
@@ -432,17 +474,18 @@ def gpu_estimate(work: StreamWork, flops: dict) -> FlopEstimate:
               f"{work.forward_rows:,} forward rows at {format_flops(flops['forward_per_row'])}; a step of "
               f"{format_flops(flops['step'])}, counted on {flops['what'].split(':')[0]}; one process")
     measured = measured_throughput(flops["backbone"]) if flops.get("backbone") else None
+    floor = dict(card=card, steps=work.steps, passes=work.test_passes)
     if measured:
         return FlopEstimate(total, throughput=measured, assumption=measured_assumption(flops["backbone"]),
-                            detail=detail)
-    return FlopEstimate(total, detail=detail)
+                            detail=detail, source_card=MEASURED_CARD_MODEL, bound=step_bound(measured), **floor)
+    return FlopEstimate(total, detail=detail, **floor)
 
 
 def estimate(per_class: dict, strategies, *, device="cpu", precision: str | None = None, seeds: int, epochs: int,
              difficulty_epochs: int, batch_size: int, backbone: str, image_size: int, channels: int,
              memory_format: str = "contiguous", workers: int = 1, hyper: dict | None = None,
              learner_kwargs: dict | None = None, timings: dict | None = None,
-             control: str | None = None, flops: dict | bool = True) -> Budget:
+             control: str | None = None, flops: dict | bool = True, strategy_epochs: dict | None = None) -> Budget:
     """The run's budget (a :class:`clkit.budget.Budget`): :func:`count_work` costed by :func:`calibrate`.
 
     Parameters
@@ -458,6 +501,9 @@ def estimate(per_class: dict, strategies, *, device="cpu", precision: str | None
         :func:`calibrate`'s result, to cost other counts without timing again.
     control : str, optional
         The null control's strategy (:func:`count_work`).
+    strategy_epochs : dict, optional
+        Epochs per strategy where the protocol's differ (:func:`count_work`; the notebook's
+        ``run_epochs``): the authors' protocol's 20 epochs of Naive, LwF and A-GEM are counted as 20.
     flops : dict or bool
         :func:`step_flops`'s result, or True to count it: the budget then also says the time on
         one GPU, estimated from FLOPs, not measured (:func:`gpu_estimate`); False: no GPU line.
@@ -494,7 +540,8 @@ def estimate(per_class: dict, strategies, *, device="cpu", precision: str | None
     hyper = dict(hyper or {})
     dev, precision, _ = run_setting(device, precision, False)
     work = count_work(per_class, strategies, seeds=seeds, epochs=epochs, difficulty_epochs=difficulty_epochs,
-                      batch_size=batch_size, hyper=hyper, learner_kwargs=learner_kwargs, control=control)
+                      batch_size=batch_size, hyper=hyper, learner_kwargs=learner_kwargs, control=control,
+                      strategy_epochs=strategy_epochs)
     T = len(work["tasks"])
     if timings is None:
         timings = calibrate(dev, precision, backbone=backbone, image_size=image_size, channels=channels,
@@ -518,13 +565,18 @@ def estimate(per_class: dict, strategies, *, device="cpu", precision: str | None
               f"epoch{'s' * (difficulty_epochs != 1)}) + {n_streams} streams ({len(strategies)} strategies x 2 "
               f"orders x {seeds} seeds"
               + (f", and the null control: {control} under one order on {seeds} more seeds" if control else "")
-              + f"; {epochs} epoch{'s' * (epochs != 1)} per task, over all {T} loaded "
+              + f"; {epochs} epoch{'s' * (epochs != 1)} per task"
+              + ("".join(f", {e} for {n}" for n, e in (strategy_epochs or {}).items() if n in strategies)
+                 + " (the authors' configs)" if strategy_epochs else "")
+              + f", over all {T} loaded "
               "datasets: an upper bound, the curriculum may keep fewer)")
     gpu = None
     if flops is True:
         flops = step_flops(backbone=backbone, image_size=image_size, channels=channels, batch_size=batch_size,
                            num_classes=10 * T, memory_format=memory_format)
     if flops:
-        gpu = gpu_estimate(total, flops)
-    return Budget("04_curriculum", f"{dev}, {precision}", n_single + n_streams, items, parallel=max(1, workers),
-                  detail=detail, leaves_out=LEFT_OUT, gpu=gpu)
+        gpu = gpu_estimate(total, flops, card=target_card(device))
+    name = getattr(device, "info", {}).get("name") if dev.type == "cuda" else None
+    cores = free_cores() if dev.type == "cpu" and workers > 1 else None
+    return Budget("04_curriculum", f"{dev}{f' ({name})' if name else ''}, {precision}", n_single + n_streams, items,
+                  parallel=max(1, workers), detail=detail, leaves_out=LEFT_OUT, gpu=gpu, cores=cores)

@@ -46,7 +46,7 @@ import torch
 
 from .._seed import torch_seeded, torch_threads
 from .._validate import check_int
-from ..budget import Budget, Work, time_per_call
+from ..budget import Budget, Work, free_cores, time_per_call
 from .cache import build_stream
 from .experiment import grid_plan
 from .protocol import get_protocol, protocol_eval_points
@@ -286,13 +286,18 @@ def estimate(data: dict, configs: dict, methods, sweep_methods, seeds, *, eval_e
              hidden: int, lr: float = 5e-3, memory_size: int = 100, learner_kwargs: dict | None = None,
              null_configs=None, null_offset: int | None = None, dataset: str = "graph", cache: bool = True,
              device="cpu", precision: str = "fp32", describe: str | None = None, steps: int = 8,
-             backbone: str = "gcn", workers: int = 1, neighbour_sampling: str = "full", **_) -> Budget:
+             backbone: str = "gcn", workers: int = 1, neighbour_sampling: str = "full", split_note: str = "",
+             **_) -> Budget:
     """Count the study's work (:func:`count`), time it on ``device`` (:func:`calibrate`): a :class:`clkit.budget.Budget`.
 
-    ``describe`` names the device in the text (``rd.describe()``); ``workers`` processes
-    share the seeds (:func:`clkit.drift.experiment.run_grid`), which divides the time;
+    ``describe`` names the device in the text (``rd.describe()``: on CUDA the card the steps were
+    timed on); ``workers`` processes share the seeds (:func:`clkit.drift.experiment.run_grid`), which
+    divides the time -- on the CPU by no more processes than cores are free
+    (:func:`clkit.budget.free_cores`, said in the text);
     ``neighbour_sampling`` times the steps and passes as the run makes them (sampled where it
-    samples); other keywords of the notebook's grid (``tau``, ...) are accepted and ignored.
+    samples); ``split_note`` (:func:`clkit.drift.split.split_note`) names the split grid of a set
+    too long for one machine, or the case or merge this run is; other keywords of the notebook's grid
+    (``tau``, ...) are accepted and ignored.
     """
     from ..device import as_device
 
@@ -325,5 +330,7 @@ def estimate(data: dict, configs: dict, methods, sweep_methods, seeds, *, eval_e
         work.append(Work("graph swaps (authors' hard loop)", swaps, float(np.mean(list(t["swap"].values()))),
                          "one timed swap to a task's subgraph"))
     name = describe or str(as_device(device))
-    return Budget("05_drift", name, study.trainings, work, parallel=check_int("workers", workers, low=1),
-                  detail=study.detail(), leaves_out=LEAVES_OUT)
+    workers = check_int("workers", workers, low=1)
+    cores = free_cores() if as_device(device).type == "cpu" and workers > 1 else None
+    return Budget("05_drift", name, study.trainings, work, parallel=workers, detail=study.detail(),
+                  leaves_out=LEAVES_OUT, cores=cores, note=split_note)

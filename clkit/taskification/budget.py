@@ -40,7 +40,21 @@ import torch
 
 from .._seed import torch_seeded, torch_threads
 from .._validate import check_int
-from ..budget import Budget, MemoryPlan, Work, format_duration, host_memory_gib, process_memory_bytes, time_per_call
+from ..budget import (
+    DEFAULT_CARD,
+    MEASURED_CARD_MODEL,
+    STEP_FLOOR_S,
+    Budget,
+    MemoryPlan,
+    Work,
+    card_scale,
+    format_duration,
+    free_cores,
+    host_memory_gib,
+    process_memory_bytes,
+    target_card,
+    time_per_call,
+)
 from ..device import as_device, move
 from .forecasting import _target_starts, forecast_task_sizes
 
@@ -345,22 +359,44 @@ def _ms(seconds: float) -> str:
 MEASURED_GPU_STEP = ("one NVIDIA H200 (torch 2.11.0+cu130, CUDA 13.0; benchmarks/gpu_check.py, 2026-11-27)",
                      288, 32, 8, 4, 256, 33.6e-3)
 
+#: how :data:`MEASURED_GPU_STEP` scales to another card (:func:`clkit.budget.card_scale`): memory-bound. Eight
+#: blocks of width 32 over 288 steps of context make small matrices (32 x 32 projections, 288 x 288 attention
+#: per head) whose products finish long before their operands stream through memory, and layer norms,
+#: softmaxes and AdamW's update move memory without multiplying
+MEASURED_GPU_BOUND = "memory"
 
-def gpu_days(work: dict, cal: dict, *, batch_size: int, epochs: int, patience: int) -> dict | None:
-    """The CL work priced at :data:`MEASURED_GPU_STEP`: the card's step for every step and Fisher pass, and
-    the forward windows at the step's cost per window times the forward/step ratio ``cal`` measured here.
 
-    Returns ``{"card", "step_s", "upper_s", "lower_s"}``: ``upper_s`` runs every epoch; ``lower_s`` stops every
-    task at the earliest early stopping allows (``patience + 1`` epochs), so a real run lies between.
+def gpu_days(work: dict, cal: dict, *, batch_size: int, epochs: int, patience: int, card: str = DEFAULT_CARD
+             ) -> dict | None:
+    """The CL work priced at :data:`MEASURED_GPU_STEP`, scaled to ``card``: the card's step for every step and
+    Fisher pass, and the forward windows at the step's cost per window times the forward/step ratio ``cal``
+    measured here.
+
+    The step was timed on an H200; on another card it is scaled by memory bandwidth
+    (:data:`MEASURED_GPU_BOUND`, :func:`clkit.budget.card_scale`; a card not in :data:`clkit.budget.CARDS`
+    keeps the H200's figure, and ``scaling`` says so), and held to the assumed floor of a step
+    (:data:`clkit.budget.STEP_FLOOR_S`).
+
+    Returns ``{"card", "measured_on", "step_s", "measured_step_s", "scaling", "upper_s", "lower_s"}``:
+    ``upper_s`` runs every epoch; ``lower_s`` stops every task at the earliest early stopping allows
+    (``patience + 1`` epochs), so a real run lies between.
 
     Examples
     --------
+    On the H200 itself, 1000 steps of 33.6 ms; on the default H100 SXM, 4.8 / 3.35 times as long:
+
     >>> w = {"steps": 1000, "fisher_passes": 0, "forward_windows": 0}
-    >>> d = gpu_days(w, {"forward_window": 1.0, "step_window": 3.0}, batch_size=256, epochs=100, patience=10)
+    >>> d = gpu_days(w, {"forward_window": 1.0, "step_window": 3.0}, batch_size=256, epochs=100, patience=10,
+    ...              card="H200")
     >>> round(d["upper_s"], 1), round(d["lower_s"], 2)          # 1000 x 33.6 ms; 11 of 100 epochs
     (33.6, 3.7)
+    >>> d = gpu_days(w, {"forward_window": 1.0, "step_window": 3.0}, batch_size=256, epochs=100, patience=10)
+    >>> d["card"], round(d["step_s"] * 1e3, 1), round(d["upper_s"], 1)     # 33.6 ms x 4.8 / 3.35
+    ('H100 SXM', 48.1, 48.1)
     """
-    card, *_, batch, step = MEASURED_GPU_STEP
+    measured_on, *_, batch, measured = MEASURED_GPU_STEP
+    factor, scaling = card_scale(MEASURED_CARD_MODEL, card, MEASURED_GPU_BOUND)
+    step = max(measured * (factor or 1.0), STEP_FLOOR_S)
     per_window = step / batch * (cal["forward_window"] / cal["step_window"] if cal["step_window"] > 0 else 1 / 3)
     # a step's cost grows with its rows (Replay's memory rows double a batch): the larger of the steps and
     # the rows in batches of the measured size
@@ -368,7 +404,8 @@ def gpu_days(work: dict, cal: dict, *, batch_size: int, epochs: int, patience: i
     train = max(work["steps"] + work["fisher_passes"], rows / batch) * step
     upper = train + work["forward_windows"] * per_window
     share = min(patience + 1, epochs) / epochs
-    return {"card": card, "step_s": step, "upper_s": upper, "lower_s": upper * share}
+    return {"card": card, "measured_on": measured_on, "step_s": step, "measured_step_s": measured,
+            "scaling": scaling, "upper_s": upper, "lower_s": upper * share}
 
 
 @dataclass
@@ -398,9 +435,12 @@ class CLBudget(Budget):
         gpu = ""
         if self.gpu_time:
             g = self.gpu_time
-            gpu = (f" **On one GPU ({g['card']}, the paper's transformer step measured at {g['step_s'] * 1e3:.1f} ms):"
+            card = g["card"]
+            gpu = (f" **On one GPU ({card}, the paper's transformer step at {g['step_s'] * 1e3:.1f} ms):"
                    f" {format_duration(g['lower_s'])} to {format_duration(g['upper_s'])}** (every task stopped at the"
-                   " earliest early stopping allows, to every epoch run).")
+                   f" earliest early stopping allows, to every epoch run; the step measured at "
+                   f"{g.get('measured_step_s', g['step_s']) * 1e3:.1f} ms on {g.get('measured_on', 'the H200')}, "
+                   f"{g.get('scaling', '')}).")
         split = f" {self.split_note}" if self.split_note else ""
         return super().text() + mem + gpu + split
 
@@ -438,7 +478,8 @@ def cl_budget(splits: dict, *, methods, cl_seeds: int, cl_series: int, context: 
         :func:`clkit.budget.host_memory_gib`; a test passes a small one).
     patience, d_model, num_layers, num_heads
         Early stopping and the transformer's size: at the paper's size the budget also prices the
-        work at the measured GPU step (:data:`MEASURED_GPU_STEP`, :func:`gpu_days`).
+        work at the measured GPU step (:data:`MEASURED_GPU_STEP`, :func:`gpu_days`), scaled to the
+        run's CUDA card, else to the H100 SXM (:func:`clkit.budget.target_card`).
     split_note : str
         A sentence naming the split grid of a set too long for one machine.
 
@@ -490,7 +531,8 @@ def cl_budget(splits: dict, *, methods, cl_seeds: int, cl_series: int, context: 
                                   context_across_tasks=context_across_tasks)
                     for t in splits.values()) if dev.type != "cpu" else 0
     _, m_context, m_width, m_layers, m_heads, _, _ = MEASURED_GPU_STEP
-    gpu = (gpu_days(work, cal, batch_size=batch_size, epochs=epochs, patience=patience)
+    gpu = (gpu_days(work, cal, batch_size=batch_size, epochs=epochs, patience=patience,
+                    card=target_card(dev, info))
            if (context, d_model, num_layers, num_heads) == (m_context, m_width, m_layers, m_heads) else None)
     return CLBudget(
         "01_taskification", f"{dev} ({info.get('name', dev.type)})", work["trainings"],
@@ -506,6 +548,7 @@ def cl_budget(splits: dict, *, methods, cl_seeds: int, cl_series: int, context: 
               "a two-task run of each method timed, less its steps and passes: "
               + ", ".join(f"{m} {_ms(v)}" for m, v in overhead.items()) + " per task")],
         parallel=max(int(workers), 1), detail=detail,
+        cores=free_cores() if dev.type == "cpu" and int(workers) > 1 else None,
         leaves_out="loading, figures, verdicts and the profile, BPS and baseline analyses (NumPy on the CPU "
                    "whatever the device)", host_bytes=plan.bytes, device_bytes=on_device,
         host_memory_gib=machine, device_memory_gib=info.get("memory_gib") if dev.type == "cuda" else None,

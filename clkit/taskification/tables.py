@@ -17,6 +17,14 @@ paper's order, with the paper's labels and rounding, then clkit's reference rows
 baselines, null stream), which the paper does not have and the note names. The note also says
 where this run's data and settings are not the paper's (:func:`differences`) and what the
 table cannot show (colour marks, cells that round to zero at the paper's decimals).
+
+**Beside the paper's numbers.** Each :class:`PaperTable` also holds ``beside``: the same cells
+with the paper's own number next to each (:mod:`clkit.taskification.paper_numbers`, transcribed
+from the paper's Tables 1-4), every header naming its unit (MSE x 10^3; W1 in sd units of the
+standardised features). At paper scale (:func:`differences` finds nothing: the paper's data and
+stated settings) a clkit mean outside the paper's mean ± 1 sd ends in `` ✗`` (Tables 2-4; Table 1
+prints no spread per cell, so nothing there is marked); at teaching scale the note says the
+comparison is not meaningful and the paper's numbers are there for reference.
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from . import paper_numbers as pn
 
 __all__ = ["PaperTable", "PAPER_SETTINGS", "TABLE_SETTINGS", "PAPER_METHOD_ROWS", "differences", "table1", "table2",
            "bps_table", "split_label"]
@@ -66,21 +76,39 @@ class PaperTable:
     paper_rows : list of str
         The rows of ``frame`` that are the paper's.
     note : str
-        Markdown: what the table shows, where this run differs from the paper, what it cannot show.
+        Markdown: what the table shows, where this run differs from the paper, what it cannot show,
+        and how it compares with the paper's numbers.
+    beside : pandas.DataFrame, optional
+        ``frame``'s cells with the paper's number beside each: every column of ``frame`` becomes a
+        ``"clkit"`` and a ``"paper"`` column, under a header naming the unit; ``"-"`` where the paper
+        prints nothing; a clkit cell outside the paper's spread ends in `` ✗`` (paper scale only).
+    scale : str
+        ``"paper"`` or ``"teaching"`` (:func:`clkit.taskification.paper_numbers.comparison_scale`).
+    outside : list of str
+        The marked cells, ``"row | column"``.
     """
 
     number: int
     frame: object
     paper_rows: list
     note: str
+    beside: object = None
+    scale: str = "teaching"
+    outside: tuple = ()
 
     def record(self) -> dict:
         """For ``results.json``: ``columns`` (a column of several header levels is joined by " / "),
         ``index``, ``cells`` (row by row), ``paper_rows`` and ``note``."""
         cols = [" / ".join(c) if isinstance(c, tuple) else str(c) for c in self.frame.columns]
-        return {"columns": cols, "index": [str(i) for i in self.frame.index],
-                "cells": self.frame.astype(str).values.tolist(), "paper_rows": list(self.paper_rows),
-                "note": self.note}
+        out = {"columns": cols, "index": [str(i) for i in self.frame.index],
+               "cells": self.frame.astype(str).values.tolist(), "paper_rows": list(self.paper_rows),
+               "note": self.note, "scale": self.scale, "outside": list(self.outside)}
+        if self.beside is not None:
+            out["beside"] = {"columns": [" / ".join(map(str, c)) if isinstance(c, tuple) else str(c)
+                                         for c in self.beside.columns],
+                             "index": [str(i) for i in self.beside.index],
+                             "cells": self.beside.astype(str).values.tolist()}
+        return out
 
 
 def split_label(name: str, offset_days: float | None = None) -> str:
@@ -103,6 +131,56 @@ def split_label(name: str, offset_days: float | None = None) -> str:
 def _fmt(v: float, decimals: int) -> str:
     s = f"{v:.{decimals}f}"
     return s[1:] if s.startswith("-") and float(s) == 0 else s   # no "-0.00"
+
+
+def _pm(ref, sd_decimals: int = 2) -> str:
+    """A paper cell as printed: ``"0.85 ± 1.1"``, ``"13.04"`` (no spread), ``"-"`` (none)."""
+    if ref is None:
+        return "-"
+    mean, sd = ref
+    return f"{mean:.2f}" + ("" if sd is None else f" ± {sd:.{sd_decimals}f}")
+
+
+def _comparison_note(number: int, scale: str, marked: int, compared: int, *, spread_printed: bool = True) -> str:
+    head = f"**Beside the paper's numbers** (Table {number} of {pn.PAPER}; {pn.UNITS[number]}): "
+    if not compared:
+        return head + "the paper prints no number for these splits or rows."
+    if scale == "teaching":
+        return head + ("teaching scale: this run's data or settings are not the paper's, so the comparison is not "
+                       "meaningful; the paper's numbers are shown for reference only.")
+    if not spread_printed:
+        return head + ("paper scale; the paper prints no spread for this table's cells (its Std. columns are "
+                       "across taskifications), so no cell is marked: read the two columns side by side.")
+    return head + (f"paper scale: {marked} of {compared} clkit means lie outside the paper's mean ± 1 sd "
+                   "(across its 100 IPs) and are marked ✗.")
+
+
+def _beside(frame, table: int, lookup, scale: str, top: str, sd_decimals: int = 2):
+    """``frame`` with a ``paper`` column beside each of its columns, under ``top`` (the unit), and the marks.
+
+    ``lookup(row, column) -> (paper ref, clkit mean or None)``; returns ``(beside, outside, compared)``."""
+    import pandas as pd
+
+    cols = []
+    for c in frame.columns:
+        base = c if isinstance(c, tuple) else (top, c)
+        cols += [(*base, "clkit"), (*base, "paper")]
+    out = pd.DataFrame("", index=frame.index, columns=pd.MultiIndex.from_tuples(cols), dtype=object)
+    marked, compared = [], 0
+    for r in frame.index:
+        for c in frame.columns:
+            base = c if isinstance(c, tuple) else (top, c)
+            ref, value = lookup(r, c)
+            text = str(frame.loc[r, c])
+            if ref is not None:
+                compared += 1
+                if scale == "paper" and pn.outside(value, ref):
+                    text += " ✗"
+                    marked.append(f"{r} | {' / '.join(map(str, c)) if isinstance(c, tuple) else c}")
+            out.loc[r, (*base, "clkit")] = text
+            out.loc[r, (*base, "paper")] = _pm(ref, sd_decimals) if ref is not None else ("-" if text else "")
+    out.index.name = frame.index.name
+    return out, tuple(marked), compared
 
 
 def differences(params: dict, table: int, *, source: str = "", rehearsal: bool = False) -> list:
@@ -259,7 +337,27 @@ def table1(cl_mean: dict, baselines: dict, methods, names, labels: dict, *, cl_s
             + ("With one taskification there is no standard deviation across taskifications. "
                if len(names) < 2 else "")
             + _data_sentence(list(diffs)))
-    return PaperTable(1, frame, [r for r in order if r in PAPER_METHOD_ROWS], note)
+    scale = pn.comparison_scale(diffs)
+    unit = pn.UNITS[1]
+    renamed = frame.copy()
+    renamed.columns = pd.MultiIndex.from_tuples([(f"{a} ({unit})", b) for a, b in frame.columns])
+    metric_of = {head: key for key, head, _ in metrics}
+    std_index = {std_label: i for i, (_, _, std_label) in enumerate(metrics)}
+    full = list(names) == list(pn.PAPER_SPLITS)
+
+    def lookup(r, c):
+        head, sub = c[0].rsplit(" (", 1)[0], c[1]
+        if r not in pn.TABLE1:
+            return None, None
+        if head == std_head:
+            if not full:
+                return None, None
+            return (pn.TABLE1_STD[r][std_index[sub]], None), None
+        return pn.paper_cell(1, r, (metric_of[head], sub)), cl_mean[(by_label[r], sub)][metric_of[head]]
+
+    beside, marked, compared = _beside(renamed, 1, lookup, scale, "")
+    note += " " + _comparison_note(1, scale, len(marked), compared, spread_printed=False)
+    return PaperTable(1, frame, [r for r in order if r in PAPER_METHOD_ROWS], note, beside, scale, marked)
 
 
 def table2(dprof: dict, names, *, num_series: int, diffs=()) -> PaperTable:
@@ -315,7 +413,18 @@ def table2(dprof: dict, names, *, num_series: int, diffs=()) -> PaperTable:
             + (f"{small} of the {len(names) * (len(names) - 1)} means round to 0.00 at that rounding; section 4's "
                "table and results.json (`d_prof`) hold them unrounded. " if small else "")
             + _data_sentence(list(diffs)))
-    return PaperTable(2, frame, labels, note)
+    scale = pn.comparison_scale(diffs)
+    name_of = {split_label(n): n for n in names}
+
+    def lookup(r, c):
+        a, b = name_of[r], name_of[c]
+        if a == b:
+            return None, None
+        return pn.paper_cell(2, a, b), dprof[f"{a}|{b}"]["mean"]
+
+    beside, marked, compared = _beside(frame, 2, lookup, scale, f"D_prof ({pn.UNITS[2]})", sd_decimals=1)
+    note += " " + _comparison_note(2, scale, len(marked), compared)
+    return PaperTable(2, frame, labels, note, beside, scale, marked)
 
 
 def bps_table(rows: dict, names, *, null: dict | None = None, offset_days: float | None = None,
@@ -395,4 +504,16 @@ def bps_table(rows: dict, names, *, null: dict | None = None, offset_days: float
             + (f"{small} of the paper's {3 * len(names)} means round to 0.00 at two decimals; section 5's table "
                "and results.json hold them unrounded. " if small else "")
             + _data_sentence(list(diffs)))
-    return PaperTable(number, frame, [label for _, label in paper_rows], note)
+    scale = pn.comparison_scale(diffs)
+    key_of = {label: key for key, label in paper_rows}
+    name_of = {cols[n]: n for n in names}
+
+    def lookup(r, c):
+        if r not in key_of:
+            return None, None
+        n = name_of[c]
+        return pn.paper_cell(number, key_of[r], n), rows[n][key_of[r]]
+
+    beside, marked, compared = _beside(frame, number, lookup, scale, f"mean ± sd ({pn.UNITS[number]})")
+    note += " " + _comparison_note(number, scale, len(marked), compared)
+    return PaperTable(number, frame, [label for _, label in paper_rows], note, beside, scale, marked)
