@@ -72,9 +72,9 @@ def classic_bounds_run(dataset: str, learners, config, *, num_tasks: int = 10, e
     feats = frozen_features(raw_tr, raw_te, spec, device=device)
     data.update(f_train=feats["f_train"], f_test=feats["f_test"])
     own, strategies = split_learners(learners)
-    inputs = strategy_inputs(data, strategies, backbone=backbone, spec=spec)
     # the classic split's own number of tasks (CODA-Prompt's pool is split over them)
     kwargs = stream_settings(strategies, learner_kwargs or {}, num_tasks, force=True)
+    inputs = strategy_inputs(data, strategies, backbone=backbone, spec=spec, learner_kwargs=kwargs)
 
     def train(seqs):
         out = {k: 100 * v["avg_acc"] for k, v in run_learners(

@@ -288,7 +288,7 @@ def frozen_features(raw_train, raw_test, spec: ViTSpec, *, device=None, batch_si
     return {"f_train": run(raw_train), "f_test": run(raw_test), "weights_source": vit.weights_source}
 
 
-def learner_kind(name: str) -> str:
+def learner_kind(name: str, kwargs: dict | None = None) -> str:
     """How a learner of the image protocol trains: ``"ncm"`` (the batched nearest-class-mean learner, on the
     frozen features), ``"frozen"`` (a prototype strategy on the cached features), ``"prompt"`` (the ViT in every
     step, on :func:`vit_inputs`) or ``"scratch"`` (a network trained from scratch on the images).
@@ -303,6 +303,12 @@ def learner_kind(name: str) -> str:
     ['ncm', 'frozen', 'frozen', 'prompt', 'scratch', 'scratch', 'scratch']
     >>> [learner_kind(n) for n in ("coda_prompt", "hide_prompt", "ease", "mos", "foster", "memo", "tagfex")]
     ['prompt', 'prompt', 'prompt', 'prompt', 'scratch', 'scratch', 'scratch']
+
+    ``kwargs`` (the learner's ``learner_kwargs``) matter to a strategy with a ``needs_vit_for(kwargs)``: RanPAC
+    with its first-task adapter stage (the EDGE authors' RanPAC, ``protocol: authors``) needs the whole ViT.
+
+    >>> learner_kind("ranpac", {"first_session_adaptation": True}), learner_kind("ranpac", {})
+    ('prompt', 'frozen')
     """
     from ..plugins import resolve_strategy
     from ..strategies.prototype import _FrozenFeatureStrategy
@@ -313,6 +319,8 @@ def learner_kind(name: str) -> str:
         return "prompt"
     cls = resolve_strategy(name, parameter="learners")
     if getattr(cls, "needs_vit_model", False):
+        return "prompt"
+    if callable(getattr(cls, "needs_vit_for", None)) and cls.needs_vit_for(kwargs or {}):
         return "prompt"
     return "frozen" if issubclass(cls, _FrozenFeatureStrategy) else "scratch"
 
@@ -334,7 +342,8 @@ def split_learners(learners) -> tuple:
     return _split(names, ["ncm"], parameter="learners", notebook="02_edge")
 
 
-def strategy_inputs(data: dict, strategies, *, backbone: str = "auto", spec: ViTSpec | None = None) -> dict:
+def strategy_inputs(data: dict, strategies, *, backbone: str = "auto", spec: ViTSpec | None = None,
+                    learner_kwargs: dict | None = None) -> dict:
     """``{name: (x_train, x_test, model_factory)}`` for :func:`clkit.edge.report.ground_truth`'s strategies.
 
     * ``"scratch"``: the standardised images and ``make_backbone(backbone, 3, C, H)``
@@ -343,6 +352,9 @@ def strategy_inputs(data: dict, strategies, *, backbone: str = "auto", spec: ViT
       (``nn.Sequential(nn.Identity(), nn.Linear(d, C))``: the method's extractor is the identity,
       its statistics come from the features);
     * ``"prompt"``: :func:`vit_inputs` of the images and ``spec.build(C)``.
+
+    The kind is :func:`learner_kind` of the name and its ``learner_kwargs`` entry (RanPAC with its adapter
+    stage is ``"prompt"``).
 
     Examples
     --------
@@ -358,7 +370,7 @@ def strategy_inputs(data: dict, strategies, *, backbone: str = "auto", spec: ViT
     side = int(data["image_shape"][-1])
     out, vit_x = {}, None
     for name in strategies:
-        kind = learner_kind(name)
+        kind = learner_kind(name, (learner_kwargs or {}).get(name))
         if kind == "frozen":
             if "f_train" not in data:
                 raise ValueError(f"learners: {name!r} classifies frozen ViT features, and this run has none "

@@ -56,6 +56,30 @@ reads it; :data:`SETTINGS` writes the defaults out because the ground truth's dr
 strategy the run's ``epochs`` / ``lr`` / ``batch_size``. CODA-Prompt's pool is split over the stream's
 tasks (``n_tasks`` = ``num_tasks``, as PILOT's ``args["nb_tasks"]``).
 
+**RanPAC** -- the one pre-trained method whose two settings differ in kind:
+
+- ``paper``: the frozen-feature RanPAC (:class:`clkit.strategies.ranpac.RanPAC` without its adapter stage,
+  ``first_session_adaptation=False``, the linear head ``h W``): it classifies the cached frozen ViT
+  features (:func:`clkit.edge.images.strategy_inputs`' ``"frozen"`` inputs, computed once per image), so
+  its ground truth needs one training per (set of classes, last task);
+- ``authors``: :data:`clkit.strategies.ranpac.RANPAC_AUTHORS`, PILOT's ``models/ranpac.py`` with
+  ``exps/ranpac.json`` -- an AdaptFormer adapter tuned on the first task (``tuned_epoch`` 20, ``ffn_num``
+  64, SGD 0.01, batch 48), PILOT's cosine head, ``M`` = 10,000, the ridge chosen per task. Its features
+  depend on the first task, so it trains on the ViT's own inputs (``"prompt"`` inputs: the routing reads
+  ``first_session_adaptation`` from these settings, :meth:`RanPAC.needs_vit_for`) and its accuracy
+  depends on the class order through the first task too.
+
+**EWC's lambda** (both protocols; the text names none, the release's ``PyCIL/models/ewc.py`` sets
+``lamda = 1000``). PyCIL's later-task loss is ``CE + lamda * sum_k F_k (theta_k - theta*_k)^2 / 2``
+(``compute_ewc`` halves the sum, ``_update_representation`` multiplies it by ``lamda``);
+:class:`clkit.strategies.importance.EWC`'s penalty is ``ewc_lambda / 2 * sum_k F_k (theta_k - theta*_k)^2``.
+For the same Fisher ``F`` and anchor ``theta*`` the two are equal with ``ewc_lambda = lamda``, so
+:data:`SETTINGS` gives ``ewc_lambda = 1000`` (the strategy's own default is the EWC paper's 1). What stays
+different, stated: PyCIL's ``F`` is the minibatch empirical Fisher (squared gradients of batch means, clamped
+at ``fishermax`` = 1e-4) merged over tasks into one anchor (``alpha F_old + (1 - alpha) F_new``, ``alpha`` =
+known / total classes); clkit's EWC keeps one per-sample Fisher and anchor per task
+(tests/test_edge_protocol_ewc.py computes both penalties by hand).
+
 A value the run's ``learner_kwargs`` gives always wins over the protocol's.
 """
 
@@ -65,7 +89,7 @@ import copy
 
 from .._validate import check_choice
 
-__all__ = ["PROTOCOLS", "EDGE_RELEASE", "SETTINGS", "PILOT", "protocol_learner_kwargs", "stream_settings",
+__all__ = ["PROTOCOLS", "EDGE_RELEASE", "SETTINGS", "PILOT", "PYCIL_EWC_LAMBDA", "protocol_learner_kwargs", "stream_settings",
            "rs_shuffle", "check_pretrained"]
 
 PROTOCOLS = ("paper", "authors")
@@ -91,6 +115,18 @@ PILOT = {
             "epochs": 20},
 }
 
+#: PyCIL's EWC penalty weight (``PyCIL/models/ewc.py``: ``lamda = 1000``), as clkit's ``ewc_lambda`` (equal: see above)
+PYCIL_EWC_LAMBDA = 1000.0
+#: RanPAC per protocol: the frozen-feature one (text) and :data:`~clkit.strategies.ranpac.RANPAC_AUTHORS` (release)
+_RANPAC_PAPER = {"first_session_adaptation": False, "head": "linear"}
+
+
+def _ranpac_authors() -> dict:
+    from ..strategies.ranpac import RANPAC_AUTHORS
+
+    return dict(RANPAC_AUTHORS)
+
+
 _FOSTER = {"lr": 0.1, "batch_size": 128, "weight_decay": 0.0005, "lr_schedule": "cosine"}
 _MEMO_PAPER = {"init_epochs": 170, "init_lr": 0.1, "init_weight_decay": 0.0005, "init_lr_decay": 0.1,
                "init_milestones": [60, 120, 170], "epochs": 170, "lr": 0.1, "weight_decay": 0.0005, "lr_decay": 0.1,
@@ -100,16 +136,17 @@ _MEMO_PAPER = {"init_epochs": 170, "init_lr": 0.1, "init_weight_decay": 0.0005, 
 #: strategies' own keywords; a keyword the strategy's constructor names goes to the strategy)
 SETTINGS = {
     "paper": {
-        "ewc": dict(_PAPER),
+        "ewc": {**_PAPER, "ewc_lambda": PYCIL_EWC_LAMBDA},
         "icarl": {**_PAPER, "loss_variant": "paper", "classifier": "nme"},
         "der": dict(_PAPER),
         "foster": {**_FOSTER, "init_epochs": 170, "epochs": 170, "compression_epochs": 130},
         "memo": dict(_MEMO_PAPER),
         "tagfex": dict(_PAPER),
+        "ranpac": dict(_RANPAC_PAPER),
         **PILOT,
     },
     "authors": {
-        "ewc": {**_PYCIL_FIRST, "epochs": 180, "milestones": [70, 120, 150]},
+        "ewc": {**_PYCIL_FIRST, "epochs": 180, "milestones": [70, 120, 150], "ewc_lambda": PYCIL_EWC_LAMBDA},
         "icarl": {**_PYCIL_FIRST, "epochs": 170, "milestones": [80, 120], "loss_variant": "pycil",
                   "icarl_temperature": 2.0, "classifier": "head"},
         "der": {**_PYCIL_FIRST, "epochs": 170, "milestones": [80, 120, 150]},
@@ -118,6 +155,7 @@ SETTINGS = {
                  "init_milestones": [60, 120, 170], "epochs": 170, "lr": 0.1, "weight_decay": 0.0002,
                  "lr_decay": 0.1, "milestones": [80, 120, 150], "batch_size": 128},
         "tagfex": {**_PYCIL_FIRST, "epochs": 170, "milestones": [80, 120, 150]},
+        "ranpac": _ranpac_authors(),
         **PILOT,
     },
 }

@@ -244,6 +244,20 @@ class RanPAC(_FrozenFeatureStrategy):
     def _wrap_extractor(self, extractor: nn.Module) -> nn.Module:
         return AdaptedViT(extractor) if self.first_session_adaptation else extractor
 
+    @staticmethod
+    def needs_vit_for(kwargs: dict | None) -> bool:
+        """Whether a RanPAC built with these constructor keywords needs the whole ViT as its model (its
+        first-session adaptation trains adapters inside it) rather than cached frozen features.
+
+        Read by notebook 02's routing (:func:`clkit.edge.images.learner_kind`).
+
+        Examples
+        --------
+        >>> RanPAC.needs_vit_for(RANPAC_AUTHORS), RanPAC.needs_vit_for({}), RanPAC.needs_vit_for(None)
+        (True, False, False)
+        """
+        return bool((kwargs or {}).get("first_session_adaptation", False))
+
     @property
     def truth_state(self) -> str:
         """The smallest state the training depends on (see the class description)."""

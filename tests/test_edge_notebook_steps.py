@@ -1,0 +1,78 @@
+"""Notebook 02 stays a tutorial (issue 50): at most 600 lines, its multi-call steps in
+clkit.edge.notebook_steps, tested here outside the notebook."""
+
+from pathlib import Path
+
+import pytest
+
+from clkit.edge import notebook_steps as steps
+from clkit.run import notebook_parameters
+
+ROOT = Path(__file__).resolve().parents[1]
+#: notebooks held to the 600-line rule (05_drift, 648 lines, is to join when it is cut)
+SHORT_NOTEBOOKS = ["02_edge"]
+
+
+@pytest.mark.parametrize("name", SHORT_NOTEBOOKS)
+def test_the_notebook_is_at_most_600_lines(name):
+    n = len((ROOT / "notebooks" / f"{name}.py").read_text().splitlines())
+    assert n <= 600, f"notebooks/{name}.py has {n} lines; move logic into the package (at most 600)"
+
+
+def test_the_edge_modules_split_from_learners_stay_small():
+    for name in ("learners", "learner_config", "batched", "notebook_steps"):
+        n = len((ROOT / "clkit" / "edge" / f"{name}.py").read_text().splitlines())
+        assert n < 600, f"clkit/edge/{name}.py has {n} lines"
+
+
+def test_the_learners_split_keeps_every_import():
+    from clkit.edge import batched, learner_config, learners
+
+    for name in learners.__all__:
+        assert hasattr(learners, name), name
+    assert learners.LearnerConfig is learner_config.LearnerConfig and learners._Batched is batched._Batched
+    assert learners.scheduled_train_task is learner_config.scheduled_train_task
+
+
+def test_parameters_are_the_notebooks():
+    assert set(steps.PARAMETERS) == set(notebook_parameters("02_edge"))
+
+
+def _smoke_values(**over):
+    from clkit.notebooks import load_params
+
+    values = {k: v["default"] for k, v in notebook_parameters("02_edge").items()}
+    values.update(load_params("02_edge", "smoke"))
+    values.update(over)
+    return values
+
+
+def test_check_params_sets_the_run_up_and_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run = steps.check_params(_smoke_values(device="cpu"))
+    assert run.N == 6 and run.K == 3 and run.spec is None and run.grans is None
+    assert run.own_learners == ["finetune", "ewc", "lwf", "icarl", "ncm"] and run.user_learners == []
+    assert run.shuffle == "pycil" and run.bounds_by == run.own_learners
+    assert run.record.params["protocol"] == "paper" and run.record.params["rs_shuffle"] == "pycil"
+    assert str(run.device.device) == "cpu" and list(tmp_path.iterdir()) == []
+
+
+def test_check_params_names_the_bad_parameter():
+    with pytest.raises(ValueError, match="num_tasks must divide"):
+        steps.check_params(_smoke_values(num_tasks=4, device="cpu"))
+    with pytest.raises(ValueError, match="protocol must be one of"):
+        steps.check_params(_smoke_values(protocol="text", device="cpu"))
+    with pytest.raises(TypeError, match="rehearse"):
+        steps.check_params(_smoke_values(rehearse="yes", device="cpu"))
+    values = _smoke_values()
+    del values["seeds"]
+    with pytest.raises(TypeError, match=r"parameters \['seeds'\] are missing"):
+        steps.check_params(values)
+
+
+def test_the_authors_protocol_reaches_the_learners_settings():
+    run = steps.check_params(_smoke_values(dataset="cifar100", learners=["ewc", "ranpac"], protocol="authors",
+                                           vit_model="tiny", device="cpu", bounds_datasets=[]))
+    kw = run.P["learner_kwargs"]
+    assert kw["ewc"]["ewc_lambda"] == 1000.0 and kw["ranpac"]["first_session_adaptation"] is True
+    assert run.shuffle == "edge_release" and run.user_learners == ["ewc", "ranpac"]
