@@ -37,13 +37,15 @@ import numpy as np
 import torch
 
 from ..budget import (GPU_ASSUMPTION, GPU_THROUGHPUT, Budget, FlopEstimate, Work, format_flops, measured_assumption,
-                      measured_throughput, time_per_call, training_flops)
+                      measured_throughput, time_per_call)
 from .._validate import check_int
 from .memory import _size
 from .prefix import count_prefixes, count_states
 from .state_truth import declared_state
+from .strategy_flops import _row_flops, _strategy_flops, first_task_extra, strategy_epochs
 
 __all__ = ["TruthBudget", "truth_budget", "measure_truth", "prefix_work", "scoring_settings", "strategy_epochs",
+           "first_task_extra",
            "LEFT_OUT",
            "CPU_PROBE_WIDTH"]
 
@@ -173,6 +175,16 @@ class TruthBudget:
     sequences : int
         Sequences trained (``|Omega|`` or the sample).
     notes : list of str
+    gpu : clkit.budget.FlopEstimate or None
+        The strategies' training and evaluation on one GPU, from FLOPs.
+    learners : dict
+        Per learner: ``timed_s`` (seconds of its timed work on the run's device), ``gpu_s`` (its
+        training and evaluation on one GPU from FLOPs; ``None`` for a batched learner), ``rate``
+        (the FLOP/s and its source), ``row_step`` / ``row_forward`` (FLOPs of a training step and of a
+        forward pass per input row), ``epochs`` (passes in the first task and in a later one,
+        :func:`strategy_epochs`; 1 for a closed-form head), ``first_extra`` (forward passes over the first
+        task's rows before them: :func:`first_task_extra`), ``step_s`` and ``batch_size`` (a strategy's timed
+        minibatch step and its rows) and ``kind`` (``"batched"`` or ``"strategy"``). :func:`clkit.edge.budget_set.set_budget` prices Fig. 5 from them.
     """
 
     budget: Budget
@@ -181,6 +193,7 @@ class TruthBudget:
     sequences: int
     notes: list = field(default_factory=list)
     gpu: object = None
+    learners: dict = field(default_factory=dict)
 
     @property
     def seconds(self) -> float:
@@ -203,6 +216,10 @@ class TruthBudget:
                                   "node_train_bytes": p.node.train, "budget_bytes": p.budget, "how": p.how}
                            for name, p in self.plans.items()},
                 "notes": list(self.notes), "left_out": LEFT_OUT,
+                "learners": {n: {"kind": d["kind"], "timed_s": d["timed_s"], "gpu_s": d["gpu_s"],
+                                 "row_step": d["row_step"], "row_forward": d["row_forward"], "epochs": list(d["epochs"]),
+                                 "first_extra": d.get("first_extra", 0.0)}
+                             for n, d in self.learners.items()},
                 **({"gpu_estimate": self.gpu.record()} if self.gpu is not None else {})}
 
 
@@ -277,7 +294,7 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
     else:
         dev = as_device("cpu" if device is None else device)
         precision = check_precision("fp32" if precision is None else precision, dev)
-    work, plans, trainings, notes = [], {}, 0, []
+    work, plans, trainings, notes, per = [], {}, 0, [], {}
     levels = count_prefixes(seqs)
     for name in own_learners:
         xtr, xte = (data["f_train"], data["f_test"]) if name == "ncm" else (data["x_train"], data["x_test"])
@@ -303,6 +320,7 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
         groups = [(math.ceil(w / plan.eval_nodes), min(w, plan.eval_nodes)) for w in flat]
         n_eval = sum(g for g, _ in groups)
         s_eval = sum(g * tev(w) for g, w in groups)
+        s_total = s_eval                                     # this learner's timed work
         if name != "ncm":
             t_lo = _step_timer(backend, lo, K, M, seconds_per_timing)
             t_hi = _step_timer(backend, probe, K, M, seconds_per_timing, warmup=0) if probe > lo else t_lo
@@ -317,12 +335,16 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
             if probe < hi:
                 at += f", extrapolated linearly to {hi:,}"
             work.append(Work(f"{name} batched steps", n_steps, s_steps / n_steps, at))
+            s_total += s_steps
             if name == "ewc":
                 n_f = len(flat) * math.ceil(M * ntr / cfg.batch_size)
                 s_f = sum(math.ceil(M * ntr / cfg.batch_size) * tstep(w) for w in flat)
                 work.append(Work("ewc Fisher passes", n_f, s_f / n_f, "at the cost of a step"))
+                s_total += s_f
         work.append(Work(f"{name} evaluation groups", n_eval, s_eval / n_eval,
                          f"up to {plan.eval_nodes:,} sequences x {C * nte:,} test images"))
+        per[name] = {"kind": "batched", "timed_s": s_total, "gpu_s": None, "rate": None, "row_step": None,
+                     "row_forward": None, "first_extra": 0.0, "epochs": (cfg.task_epochs(0), cfg.task_epochs(1))}
     gpu_flops, gpu_seconds, gpu_detail, gpu_rates = 0.0, 0.0, [], []
     for u in user_learners:
         cls = resolve_strategy(u, parameter="learners")
@@ -338,7 +360,8 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
         nodes = sum(map(sum, widths))
         trainings += nodes
         t_task = _strategy_step(strat, xtr_t, M, strat.batch_size, seconds_per_timing)
-        if getattr(strat, "optimizer", True) is None:   # no gradient steps (SimpleCIL, RanPAC): one pass per task
+        closed = getattr(strat, "optimizer", True) is None
+        if closed:   # no gradient steps (SimpleCIL, RanPAC): one pass per task
             probe_steps = math.ceil(min(4 * strat.batch_size, M * ntr) / strat.batch_size)
             work.append(Work(f"{u} tasks (one pass each, closed form)", nodes,
                              t_task * probe_steps * math.ceil(M * ntr / strat.batch_size) / probe_steps,
@@ -353,7 +376,13 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
                      + (plan.describe() if state == "prefix" else
                         f"its truth by state ({state}): {nodes:,} trainings instead of {sum(levels):,} prefix-tree "
                         f"nodes") + "; its evaluation passes are not timed.")
-        flops = _strategy_flops(strat, xtr_t, widths, M, ntr, np.shape(data["x_test"])[1], backend.cfg)
+        rows = _row_flops(strat, xtr_t)
+        flops = _strategy_flops(strat, xtr_t, widths, M, ntr, np.shape(data["x_test"])[1], backend.cfg, rows)
+        per[u] = {"kind": "strategy", "timed_s": work[-1].seconds, "gpu_s": None, "rate": None,
+                  "row_step": rows and rows[0], "row_forward": rows and rows[1], "first_extra": first_task_extra(strat),
+                  "step_s": t_task, "batch_size": int(strat.batch_size),
+                  "epochs": (1, 1) if closed else (strategy_epochs(strat, backend.cfg, 0),
+                                                   strategy_epochs(strat, backend.cfg, 1))}
         if flops is not None:
             # a scratch backbone timed on a GPU (resnet32) at its measured throughput, the rest at the assumed one
             backbone = getattr(factory, "backbone", None)
@@ -362,6 +391,7 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
             gpu_seconds += flops / (measured or GPU_THROUGHPUT)
             gpu_detail.append(f"{u} {format_flops(flops)}")
             rate = measured_assumption(backbone) if measured else GPU_ASSUMPTION
+            per[u].update(gpu_s=flops / (measured or GPU_THROUGHPUT), rate=(measured or GPU_THROUGHPUT, rate))
             if rate not in gpu_rates:
                 gpu_rates.append(rate)
     if num_random and random_settings:
@@ -396,58 +426,7 @@ def truth_budget(data: dict, all_sequences, own_learners, user_learners=(), conf
                            detail="the strategies' training and evaluation passes on their initial "
                                   "models (DER's grows: more), " + ", ".join(gpu_detail)
                                   + "; the batched learners and the frozen features' one pass are not counted")
-    return TruthBudget(budget, plans, levels, L, notes, gpu)
-
-
-def strategy_epochs(strat, config, t: int) -> int:
-    """Passes over its task's rows a strategy node makes in task ``t`` (0-based), every stage counted.
-
-    The driver's schedule (``config.task_epochs``: its ``init_epochs`` for the first task) or, for a
-    strategy that schedules itself, its own ``init_epochs`` (MEMO, FOSTER); plus the stages that pass
-    over the task's rows again: FOSTER's compression (``compression_epochs``, default its epochs) after
-    every task but the first, HiDe-Prompt's task-identity training (``tii_epochs``, on cached features:
-    counted as passes, an over-estimate). Classifier alignment on sampled features (HiDe-Prompt's and
-    MOS's ``ca_epochs``) does not touch the images and is not counted.
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace
-    >>> from clkit.edge.learners import LearnerConfig
-    >>> foster = SimpleNamespace(epochs=170, init_epochs=200, compression_epochs=130)
-    >>> [strategy_epochs(foster, LearnerConfig(), t) for t in (0, 1)]
-    [200, 300]
-    >>> strategy_epochs(SimpleNamespace(epochs=170), LearnerConfig(init_epochs=200), 0)
-    200
-    """
-    own_init = getattr(strat, "init_epochs", None)
-    if t == 0 and isinstance(own_init, int):
-        n = own_init
-    else:
-        n = config.task_epochs(t, strat.epochs) if config is not None else strat.epochs
-    if t > 0 and hasattr(strat, "compression_epochs"):
-        comp = strat.compression_epochs
-        n += strat.epochs if comp is None else int(comp)
-    if isinstance(getattr(strat, "tii_epochs", None), int):
-        n += strat.tii_epochs
-    return int(n)
-
-
-def _strategy_flops(strat, xtr, widths, M: int, ntr: int, nte: int, config=None) -> float | None:
-    """FLOPs of a strategy's ground truth: every node's ``epochs`` passes over its task's ``M * ntr`` rows at a
-    training step's FLOPs per row (:func:`clkit.budget.training_flops` on its model, on ``meta``) and its
-    evaluation on the test rows of the classes seen so far at a forward pass's; ``None`` when its model cannot
-    be counted (the estimate then leaves it out)."""
-    try:
-        f = training_flops(strat.model, xtr[0, :2].clone())
-    except Exception:  # noqa: BLE001 -- a model the counter cannot trace is left out of the estimate
-        return None
-    closed = getattr(strat, "optimizer", True) is None                       # closed-form heads: one pass
-
-    def epochs(t):
-        return 1 if closed else strategy_epochs(strat, config, t)
-    rows = sum(n * epochs(t) * M * ntr for chunk in widths for t, n in enumerate(chunk))
-    evals = sum(n * (t + 1) * M * nte for chunk in widths for t, n in enumerate(chunk))
-    return float(rows * f["step"] / 2 + evals * f["forward"] / 2)
+    return TruthBudget(budget, plans, levels, L, notes, gpu, per)
 
 
 def _strategy_step(strat, xtr, M, batch_size, seconds):

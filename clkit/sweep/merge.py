@@ -27,7 +27,8 @@ from .store import case_status, read_manifest
 __all__ = ["MERGES", "merge_declaration", "merge_plan", "merge_sweep"]
 
 #: notebook -> ``module:NAME`` of its merge declaration
-MERGES = {"01_taskification": "clkit.taskification.split:MERGE"}
+MERGES = {"01_taskification": "clkit.taskification.split:MERGE", "02_edge": "clkit.edge.split:MERGE",
+          "05_drift": "clkit.drift.split:MERGE"}
 
 
 def merge_declaration(notebook: str) -> dict:
