@@ -4,7 +4,11 @@ A pilot run (any notebook's ``results.json``; ``smoke`` or ``default`` sizes) re
 verdict with its per-seed values (:class:`clkit.stats.Verdict`: ``a``, ``b``). From each row's
 spread of paired differences, :func:`plan` says how many pairs (seeds, series, orders) the same
 rule needs to detect a stated effect -- or the effect the pilot observed -- with the stated power
-at the row's Holm level (``alpha / family``: the family's strictest step, a sure bound).
+at ``alpha / family`` -- the level at which Holm decides a row whatever the family's other rows do,
+so the stated power holds under the rule as applied (a row's own Holm step does not: issue 53) --
+on the row's scale (``log_ratio`` rows on log ratios) with the spread floored at the row's
+resolution, as the rule floors it. The figures are those the verdict rows print
+(``Verdict.pairs_for_observed``, ``Verdict.mde``).
 ``clkit plan RESULTS.json`` prints the table.
 
 Examples
@@ -23,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .stats import ALPHA, NOT_TESTABLE, POWER, pairs_needed
+from .stats import ALPHA, NOT_TESTABLE, POWER, min_detectable_effect, pairs_needed
+from .stats.rule import _differences
 
 __all__ = ["plan", "verdict_rows", "PILOT_PAIRS"]
 
@@ -97,15 +102,17 @@ def plan(results, *, effect: float | None = None, effect_sds: float | None = 2.0
     for v in rows:
         if v.get("role", "finding") != "finding" or v.get("decision") == NOT_TESTABLE or not v.get("a"):
             continue
-        a = np.asarray(v["a"], dtype=float)
-        d = a - np.asarray(v["b"], dtype=float) if v.get("b") else a
+        scale = v.get("scale") or "difference"
+        d = _differences(v["a"], v["b"] if v.get("b") else None, scale)
         if d.size < 2:
             continue
-        sd, mean = float(d.std(ddof=1)), float(d.mean())
+        res = v.get("resolution")
+        res = float(res) if res is not None and np.isfinite(float(res)) else 0.0
+        sd, mean = max(float(d.std(ddof=1)), res), float(d.mean())     # the spread the rule uses
         m = family or int(v.get("family", 1) or 1)
         alpha = float(v.get("alpha", ALPHA) or ALPHA)
         row = {"comparison": v["comparison"], "family": m, "pairs now": int(d.size), "sd of differences": sd,
-               "observed effect": mean}
+               "observed effect": mean, "detectable now (α/family)": min_detectable_effect(int(d.size), sd, alpha / m)}
         if effect_sds is not None:
             row[f"pairs for {effect_sds:g} spreads"] = pairs_needed(effect_sds, 1.0, family=m, alpha=alpha,
                                                                    power_target=power)

@@ -48,13 +48,14 @@ def test_not_testable_and_degenerate_cases():
     assert stats.paired([1.0], [0.0]).decision == stats.NOT_TESTABLE
     same = stats.paired([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])
     assert same.decision == "no difference" and same.p == 1.0
-    # the same difference in every pair is no certainty: exact sign-flip, p = 2 / 2**n
-    shift = stats.paired([1.5, 2.5, 3.5], [1.0, 2.0, 3.0])
-    assert shift.decision == "no difference" and shift.p == 0.25 and "same difference in every pair" in shift.note
-    assert not np.isfinite(shift.ci_low) and "unbounded" in shift.wording
-    six = stats.paired([0.51, 0.52, 0.53, 0.54, 0.55, 0.56], [0.50, 0.51, 0.52, 0.53, 0.54, 0.55])
-    assert six.decision == "higher" and six.p == pytest.approx(2 / 2 ** 6) and six.ci_low == pytest.approx(0.01)
-    assert stats.paired([0.51, 0.52], [0.50, 0.51]).decision == "no difference"   # the issue's n = 2 case
+    # the same difference in every pair is judged against the metric's resolution (issue 53): with one
+    # test example in 200 (r = 0.005) a constant +0.5 is far beyond it; a constant +0.005 is one step
+    shift = stats.paired([1.5, 2.5, 3.5], [1.0, 2.0, 3.0], resolution=0.005)
+    assert shift.decision == "higher" and shift.resolution == 0.005 and shift.sd == pytest.approx(0, abs=1e-12)
+    t = 0.5 / (0.005 / np.sqrt(3))     # hand computation: t = c sqrt(n) / r, df = 2
+    assert shift.p == pytest.approx(2 * st.t.sf(t, 2))
+    step = stats.paired([0.51, 0.52], [0.50, 0.51], resolution=0.01)    # one step, 2 pairs: t = sqrt(2)
+    assert step.decision == "no difference" and step.p == pytest.approx(2 * st.t.sf(np.sqrt(2), 1))
     holm = stats.holm([stats.paired([1.0], [0.0]), shift])
     assert holm[0].decision == stats.NOT_TESTABLE and holm[1].family == 1
 
@@ -66,6 +67,10 @@ def test_not_testable_and_degenerate_cases():
     (dict(a=[1, 2], b=[0, 0], alpha=1.5), "alpha must be"),
     (dict(a=[1, 2], b=[0, 0], role="control"), "role must be one of"),
     (dict(a=[1, 2], b=[0, 0], role="null control"), "needs expect"),
+    (dict(a=[1, 2], b=[0, 0], resolution=0.0), "resolution must be a positive number"),
+    (dict(a=[1, 2], b=[0, 0], scale="log"), "scale must be one of"),
+    (dict(a=[1, 2], b=[1, -1], scale="log_ratio"), "needs positive values"),
+    (dict(a=[1, 2], scale="log_ratio"), "needs both arms"),
 ])
 def test_bad_input_named(bad, match):
     with pytest.raises(ValueError, match=match):

@@ -2,10 +2,11 @@
 family, degenerate differences, per-row gates, primary and exploratory rows, power and planning, and
 verdicts derived again from their record."""
 
-import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
+from scipy import stats as st
 
 from clkit import stats
 from clkit.plan import plan, verdict_rows
@@ -19,27 +20,31 @@ def _family(seed=0, m=8, n=4, shift=0.6):
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_no_row_reads_no_difference_beside_an_interval_that_excludes_zero(seed):
-    """The interval is taken at the level the (Holm-adjusted) decision uses: it excludes 0 exactly
-    when the row is a finding. Before, 95 % intervals sat beside Holm decisions and contradicted them."""
-    for v in _family(seed, n=4 + seed % 4):
+def test_intervals_are_simultaneous_at_one_level_per_family(seed):
+    """Every row of a family of m has its interval at 1 - alpha/m (issue 53: before, alpha * p_raw / p_adj,
+    a level the data chose). An interval excluding 0 is a finding (raw p < alpha/m); a finding's interval
+    may touch 0 only when Holm rejected it at a later step."""
+    rows = _family(seed, n=4 + seed % 4)
+    m = rows[0].family
+    for v in rows:
+        assert v.ci_level == pytest.approx(1 - 0.05 / m)
         excludes = v.ci_low > 0 or v.ci_high < 0
-        assert excludes == v.significant, (v.comparison, v.ci_low, v.ci_high, v.p, v.decision)
-        assert v.ci_level == pytest.approx(1 - v.alpha * v.p_raw / v.p)
-        if v.family > 1:
-            assert v.ci_level >= 0.95 - 1e-12
+        assert excludes == (v.p_raw < 0.05 / m), (v.comparison, v.ci_low, v.ci_high, v.p_raw)
+        if excludes:
+            assert v.significant
+        if v.significant and not excludes:
+            assert v.p_raw >= 0.05 / m
 
 
-def test_detectable_effect_is_at_the_rows_holm_step():
+def test_detectable_effect_is_at_alpha_over_m():
+    """The detectable effect is taken at alpha/m for every row, not at the row's Holm step: Holm rejects
+    any row with raw p < alpha/m whatever the others do, so its stated power holds (issue 53)."""
     rows = _family(1, m=6)
-    order = np.argsort([v.p_raw for v in rows], kind="stable")
-    for i, k in enumerate(order):
-        v = rows[k]
-        assert v.mde == pytest.approx(stats.min_detectable_effect(v.n, v.sd, 0.05 / (6 - i)))
-        assert v.mde >= stats.min_detectable_effect(v.n, v.sd, 0.05)
+    for v in rows:
+        assert v.mde == pytest.approx(stats.min_detectable_effect(v.n, v.sd, 0.05 / 6))
 
 
-def test_controls_stay_outside_the_findings_family_at_their_own_level():
+def test_controls_stay_outside_the_findings_family_and_are_judged_among_controls():
     n = 5
     rows = [stats.paired([0.3, 0.2, 0.25, 0.35, 0.3], [0.0] * n, comparison="a"),
             stats.paired([0.1, -0.1, 0.2, 0.0, 0.1], [0.0] * n, comparison="b"),
@@ -47,7 +52,10 @@ def test_controls_stay_outside_the_findings_family_at_their_own_level():
                          expect="no difference")]
     adj = stats.holm(rows, name="f")
     assert [v.family for v in adj] == [2, 2, 1]
-    assert adj[2] == rows[2] and adj[2].p == adj[2].p_raw        # the control is untouched
+    assert adj[2].p == adj[2].p_raw == rows[2].p and adj[2].guards == "f"     # untouched, marked as guarding f
+    judged = stats.judge_controls(adj + [replace(rows[2], comparison="null 2")])
+    assert [v.family for v in judged] == [2, 2, 2, 2] and judged[2].family_name == stats.CONTROLS
+    assert judged[2].p == pytest.approx(min(1.0, 2 * rows[2].p_raw))
 
 
 def test_a_null_control_fails_when_the_rule_treats_items_as_independent_pairs():
@@ -63,12 +71,14 @@ def test_a_null_control_fails_when_the_rule_treats_items_as_independent_pairs():
     assert wrong.control_ok is False and right.control_ok is True
 
 
-def test_zero_spread_is_decided_exactly_and_said():
+def test_zero_spread_is_judged_against_the_resolution():
     same = stats.paired([0.5, 0.6, 0.7, 0.8], [0.5, 0.6, 0.7, 0.8])
-    assert same.p == 1.0 and same.note == "(identical in every pair)" and same.decision == "no difference"
-    four = stats.paired([0.51, 0.61, 0.71, 0.81], [0.50, 0.60, 0.70, 0.80])
-    assert four.p == pytest.approx(2 / 16) and four.decision == "no difference" and four.mde == math.inf
-    assert "unbounded" in stats.verdict_table([four]).iloc[0]["CI (level of the decision)"]
+    assert same.p == 1.0 and same.decision == "no difference"
+    four = stats.paired([0.51, 0.61, 0.71, 0.81], [0.50, 0.60, 0.70, 0.80], resolution=0.01)
+    # one resolution step in every pair: t = sqrt(4) = 2 at df 3
+    assert four.p == pytest.approx(2 * st.t.sf(2.0, 3)) and four.decision == "no difference"
+    assert four.mde == pytest.approx(stats.min_detectable_effect(4, 0.01))
+    assert "%" in stats.verdict_table([four]).iloc[0][stats.CI_COLUMN]
     assert stats.sign_flip_p([1.0, 2.0, -1.0]) == pytest.approx(6 / 8)
 
 
@@ -89,10 +99,10 @@ def test_power_and_pairs_needed_agree():
     for m in (1, 3, 13):
         n = stats.pairs_needed(2.0, 1.0, family=m)
         assert stats.power(n, 2.0, 0.05 / m) >= 0.8 > stats.power(n - 1, 2.0, 0.05 / m)
-    assert stats.pairs_needed(0.0, 1.0) is None and stats.pairs_needed(1.0, 0.0) == 6
-    # the promise holds: 6 identical differences are decided, 5 are not (the sign-flip floor 2 / 2**n)
-    assert stats.paired([1.0] * 6, [0.0] * 6).decision != "no difference"
-    assert stats.paired([1.0] * 5, [0.0] * 5).decision == "no difference"
+    assert stats.pairs_needed(0.0, 1.0) is None and stats.pairs_needed(1.0, 0.0) == 2
+    # the promise holds at the resolution: pairs_needed(c, r) pairs decide a constant c, as the rule does
+    n = stats.pairs_needed(0.01, 0.005, family=3)
+    assert stats.paired([0.01] * n, resolution=0.005).p < 0.05 / 3
     v = stats.paired([0.02, -0.01, 0.03, 0.00], [0.0] * 4, comparison="small")
     assert v.decision == "no difference" and v.pairs_for_observed > 4
     assert f"about {v.pairs_for_observed} pairs would detect" in v.wording
@@ -117,9 +127,16 @@ def test_plan_reads_a_results_record(tmp_path):
     path.write_text(json.dumps({"results": {"verdicts": rows, "other": {"nested": rows[:1]}}}))
     assert len(verdict_rows(path)) == 4
     t = plan(path, effect_sds=2.0, effect=0.5)
-    assert list(t.columns) == ["family", "pairs now", "sd of differences", "observed effect", "pairs for 2 spreads",
-                               "pairs for effect 0.5", "pairs for the observed"]
+    assert list(t.columns) == ["family", "pairs now", "sd of differences", "observed effect",
+                               "detectable now (α/family)", "pairs for 2 spreads", "pairs for effect 0.5",
+                               "pairs for the observed"]
     assert (t["pairs for 2 spreads"] == stats.pairs_needed(2.0, 1.0, family=3)).all()
+    # issue 53: clkit plan states the same figures as the verdict rows (both at alpha / m)
+    t = t[~t.index.duplicated()]
+    for v in _family(5, m=3, n=5):
+        assert t.loc[v.comparison, "detectable now (α/family)"] == pytest.approx(v.mde)
+        need = t.loc[v.comparison, "pairs for the observed"]
+        assert (need == v.pairs_for_observed) or (v.pairs_for_observed is None and not np.isfinite(need))
     with pytest.raises(ValueError, match="no such file"):
         plan(tmp_path / "missing.json")
 

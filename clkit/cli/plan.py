@@ -33,8 +33,10 @@ def _cmd_plan(args) -> int:
         return 2
     with pd.option_context("display.max_rows", 500, "display.width", 200, "display.max_colwidth", 60):
         print(table.to_string(na_rep="", float_format="{:.4g}".format))   # NaN shown blank, as the legend says
-    print(f"\npairs needed for {round(100 * args.power)} % power at each row's level (alpha / family: the "
-          "family's strictest Holm step); blank: no effect to detect, or more than 100,000")
+    print(f"\npairs needed for {round(100 * args.power)} % power at alpha / family (the level at which Holm "
+          "decides a row whatever the other rows do, so the power holds under the rule; the same figures the "
+          "verdict tables print); sd: the spread the rule uses (floored at the metric's resolution, on the row's "
+          "scale); blank: no effect to detect, or more than 100,000")
     few = table[table["pairs now"] < PILOT_PAIRS] if "pairs now" in table else table.iloc[:0]
     if len(few):
         print(f"caution: {len(few)} row(s) rest on a pilot of fewer than {PILOT_PAIRS} pairs "
