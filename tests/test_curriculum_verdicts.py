@@ -215,18 +215,21 @@ def test_tables_figure_and_guide_show_the_level_of_each_decision():
     first = tables[list(tables)[0]]
     assert list(first.index) == ["better_m2i: M2I − I2M (final-row mean)", control.label("final-row mean")]
     acc = next(t for k, t in tables.items() if "ACC, the paper's" in k)
-    levels = acc["CI (level of the decision)"].tolist()
-    assert any("(97.5 %)" in x for x in levels) and any("(95 %)" in x for x in levels)
+    levels = acc[stats.CI_COLUMN].tolist()
+    # simultaneous intervals: every row of the family (here 2) at the same level 1 − α/2; controls alone at 95 %
+    fam = [x for x, r in zip(levels, acc["role"]) if r == "exploratory"]
+    assert len(fam) == 2 and all(x.endswith("(97.5 %)") for x in fam)
+    assert all(x.endswith("(95 %)") for x, r in zip(levels, acc["role"]) if "control" in r)
     assert "near its level" in acc.columns
     md = report.findings_markdown({"results": {"seeds": list(range(6)), "tasks": TASKS, "summary": "x",
                                                "controls_hold": True, "pipeline_checks": [],
                                                "verdicts": [v.to_dict() for v in vs]}})
-    assert "95 % CI |" not in md and "| CI (level of the decision) |" in md
+    assert "95 % CI |" not in md and f"| {stats.CI_COLUMN} |" in md
     assert "| better_m2i: M2I − I2M (final-row mean) | primary |" in md and "| same:" not in md
     fig = cur.plots.gaps(vs, scenario="task")
     title, labels = fig.axes[0].get_title(), fig.axes[0].get_legend_handles_labels()[1]
-    assert "95 % CI" not in title and "each decision's level" in title
-    assert any(x.startswith("ACC gap (intervals 95–97.5 %)") for x in labels)
+    assert "95 % CI" not in title and "simultaneous intervals per family" in title
+    assert any(x.startswith("ACC gap (intervals ") for x in labels)
     assert any("primary finding" in x for x in labels)
     matplotlib.pyplot.close(fig)
 

@@ -149,6 +149,7 @@ def _untimed(res):
     budget.pop("window_bytes_host", None)
     budget.pop("host_bytes_planned", None)
     budget.pop("gpu_time", None)
+    budget.pop("cores", None)  # the cores free when the plan is made: the load average of other programs
     for w in budget["work"]:
         w.pop("seconds_each")
         w.pop("calibration")

@@ -125,9 +125,9 @@ def gaps(verdicts, *, scenario: str):
     """M2I − I2M per strategy: the ACC gap and the final-row gap (the order verdict), with the
     interval of each row's decision.
 
-    Bars are the mean paired differences over seeds, error bars their intervals at the level each
-    row is decided at (Holm within its family: 95 % alone, higher in a family; the legend gives
-    the range). A filled triangle above a bar marks a primary finding, an open one an
+    Bars are the mean paired differences over seeds, error bars their simultaneous intervals
+    (:data:`clkit.stats.CI_COLUMN`: 1 − α/m for every row of a family of m, 95 % alone; the legend
+    gives the levels). A filled triangle above a bar marks a primary finding, an open one an
     exploratory row that differs (not a finding); the primary strategies are marked
     "(primary)", the oracles "(oracle)"; the weighting-only ACC gap is the dashed line with its
     interval shaded.
@@ -176,7 +176,7 @@ def gaps(verdicts, *, scenario: str):
 
     ax.set_xticks(xs, [w + tag(w) for w in who], rotation=30, ha="right")
     ax.set_ylabel("M2I − I2M accuracy")
-    ax.set_title(f"Direct minus inverse curriculum ({scenario}-incremental), mean over {n} seeds; intervals at "
-                 "each decision's level", fontsize=10)
+    ax.set_title(f"Direct minus inverse curriculum ({scenario}-incremental), mean over {n} seeds; simultaneous "
+                 "intervals per family", fontsize=10)
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", fontsize=8, ncol=2)
     return fig

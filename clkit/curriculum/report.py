@@ -511,7 +511,7 @@ def findings_markdown(results: dict) -> str:
                 return "–"
             return f"{lo:+.3f} … {hi:+.3f} ({stats._level(level)} %)"
 
-        table = ("\n\n| comparison | role | effect | CI (level of the decision) | p | decision |\n"
+        table = ("\n\n| comparison | role | effect | " + stats.CI_COLUMN + " | p | decision |\n"
                  "|---|---|---|---|---|---|\n"
                  + "\n".join(f"| {v['comparison']} | {v['role'] if v['role'] != 'finding' else v['scope']} | "
                              f"{v['effect']:+.3f} | {ci(v)} | {_p(v['p'])} | {v['decision']} |" for v in rows))

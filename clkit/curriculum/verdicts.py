@@ -16,8 +16,8 @@ paper's claim is that the curriculum order helps; its own metric cannot say so: 
 M2I by weighting alone (the paper warns of it, Sect. 5), so "M2I higher in ACC" would come out
 for a learner with no order effect at all. The final-row mean counts every task once. Three
 comparisons keep the family small: at the default 6 seeds it has 85 % power for an effect of
-2 spreads of the differences at Holm's strictest level α/3 (``stats.pairs_needed(2.0, 1.0,
-family=3)`` = 6).
+2 spreads of the differences at α/m = α/3,
+the level every detectable figure uses (``stats.pairs_needed(2.0, 1.0, family=3)`` = 6).
 
 **Exploratory families** (shown with their intervals, never findings), each Holm-adjusted on
 its own and named (:data:`FAMILY_NAMES`): the order verdict of the other strategies, ACC, ACC
@@ -229,8 +229,8 @@ def bound_verdicts(per_seed, reference: str, strategies, orders, *, test: str = 
 def detectable(n: int, family_size: int, alpha: float = stats.ALPHA) -> dict:
     """Smallest detectable paired effect in units of the differences' sd (``d_z``, 80 % power).
 
-    ``alone``: one comparison at ``alpha``; ``holm``: at Holm's strictest level
-    ``alpha / family_size`` (the first comparison of the family).
+    ``alone``: one comparison at ``alpha``; ``holm``: at
+    ``alpha / family_size``, the level every detectable figure uses.
 
     Examples
     --------
