@@ -27,8 +27,9 @@
 # × taskifications) as accuracy matrices, recomputes the metrics from the matrices with
 # `clkit.metrics`, lists where the framework's own numbers disagree, and decides the
 # comparisons you name with `clkit.stats` — the rule every notebook of clkit uses — beside a
-# **null control** (the reference method against itself on other seeds: must come out "no
-# difference") and an **oracle control** (a planted effect on your own runs: must be found).
+# **null control** (the reference method against a rerun of itself on the same seeds: must come
+# out "no difference") and an **oracle control** (an effect of a stated size in seed-noise units,
+# planted into the null control's pairs: must be found), with a **pipeline check** beside them.
 # It ends with a seed budget for your next study. The command `clkit compare` does the same
 # without a notebook (docs/compare.md).
 #
@@ -36,7 +37,8 @@
 
 # %% tags=["parameters"]
 # Parameters: edit a value, then Run All. Headless: clkit run 06 -p NAME VALUE
-# runs: example (runs shipped with clkit: 4 methods x 8 seeds on real digits) or
+# runs: example (runs shipped with clkit: 4 methods x 8 seeds on real digits, and a rerun
+# of naive on the same seeds, naive-rerun, for the paired null control) or
 # PATH: a folder with runs.csv / runs.yaml, a long CSV, a mammoth / PyCIL log
 runs: str = "example"
 reference: str = "naive"  # every method against this one; also the controls' method
@@ -45,7 +47,8 @@ metric: str = "acc"  # primary metric: acc | acc_all_seen | bwt | fwt | forgetti
 percent: bool = False  # scores are percentages 0-100 (divided by 100)
 target_effect: float = 0.01  # seed budget: pairs to detect it, 0.01 is one point
 tolerance: float = 0.001  # reported numbers further than this from clkit's are listed
-oracle_shift: float = 0.1  # oracle: share of the final row's error removed (0: none)
+oracle_shift: float = 0.1  # pipeline check: share of the final row's error removed (0: none)
+oracle_sds: float = 3.0  # oracle control: planted gain, in spreads of the sharpest comparison (0: none)
 
 # %%
 from IPython.display import Markdown, display
@@ -58,7 +61,7 @@ from clkit.results import RunRecord
 
 P = cparams.check_params(runs=runs, reference=reference, compare=compare, metric=metric,
                          percent=percent, target_effect=target_effect, tolerance=tolerance,
-                         oracle_shift=oracle_shift)
+                         oracle_shift=oracle_shift, oracle_sds=oracle_sds)
 record = RunRecord("06_your_runs", params=P)
 
 # %% [markdown]
@@ -97,7 +100,7 @@ read.listing().drop(columns=["source"])
 # %%
 result = cmp.compare(read, comparisons=compare or None, reference=reference or None,
                      metric=metric, target=target_effect or None, tol=tolerance,
-                     oracle_shift=oracle_shift or None)
+                     oracle_shift=oracle_shift or None, oracle_sds=oracle_sds or None)
 result["metrics"].drop(columns=["source"]).groupby("method", sort=False).mean(numeric_only=True)
 
 # %%
@@ -124,26 +127,36 @@ plt.show()
 # ## Verdicts
 #
 # Each comparison $A - B$ is paired over the runs the two methods share (same seed, class
-# order and taskification) and decided by `clkit.stats.paired`: a paired t-test (the exact
-# sign-flip test when the differences have no spread), two-sided at $\alpha = 0.05$, Holm
-# over the primary comparisons; the other metrics form an exploratory family shown with their
-# intervals, never as findings. Each row's interval is at the level its decision uses.
+# order and taskification) and decided by `clkit.stats.paired`: a paired t-test (its spread
+# floored at the metric's resolution), two-sided at $\alpha = 0.05$, Holm over the primary
+# comparisons; the other metrics form an exploratory family shown with their intervals, never as
+# findings. Intervals are simultaneous within a family (level $1 - \alpha/m$). Two metrics whose
+# paired differences are exact negatives (BWT and forgetting, when no task peaks after its own
+# step) are one hypothesis, tested once.
 #
-# * **Null control.** The reference method's runs, sorted by seed, first half paired with the
-#   second half: two independent draws of the same training, so "no difference" is the only
-#   right answer. It needs 4 runs of the reference.
-# * **Oracle control.** A copy of the reference's runs with `oracle_shift` of every final-row
-#   cell's error removed, $R'_{T-1,j} = R_{T-1,j} + s\,(1 - R_{T-1,j})$, paired with the
-#   originals: a planted ACC gain of $s\,(1-\mathrm{ACC})$ per run that the rule must find
-#   (`clkit.compare.oracle`). Each run is paired with its own copy, so this checks the pipeline
-#   (reading, pairing, the metric, the direction), not the power (that is `detectable`, below).
-# * **Detectable** is the smallest effect the row could have found (80 % power at its level);
-#   "no difference" above it is not "no effect".
+# * **Null control** (paired). The reference's runs against its rerun, `naive-rerun`: the same
+#   seeds, so the same data split, trained again with another training seed. It pairs seed by
+#   seed like the findings and has as many pairs, so "no difference" is the only right answer
+#   and its detectable bias is on the findings' scale. Without a rerun the control falls back to
+#   the split-half design (first half of the seeds against the second: half the pairs, unpaired
+#   in the data; its row says so). The null controls of all metrics are judged together (Holm).
+# * **Oracle control.** A gain of $g = k\,s_{\min}$ on ACC, $k$ = `oracle_sds` spreads of the
+#   sharpest comparison's paired ACC differences, planted into the rerun arm of every null pair
+#   (each final-row cell moved $g/(1-\mathrm{ACC})$ of the way to 1). The pairs keep their seed
+#   noise, so the rule must *find* $g$; its row states the power it has to do so, and a broken
+#   rule, or a gain lost in the noise, fails it.
+# * **Pipeline check** (not a control). A copy of the reference's runs with `oracle_shift` of
+#   every final-row cell's error removed, $R'_{T-1,j} = R_{T-1,j} + s\,(1 - R_{T-1,j})$: its
+#   recomputed ACC gain must equal $s\,(1-\mathrm{ACC})$ exactly on every run (reading, pairing,
+#   the metric, the direction). It has no noise, so it tests no statistics.
+# * **Detectable** is the smallest effect the row could have found (80 % power at $\alpha/m$);
+#   "no difference" above it is not "no effect". The closing text sets each null control's own
+#   detectable bias beside the smallest finding it vouches for.
 
 # %%
 display(result["table"])
 record.log(verdicts=[v.to_dict() for v in result["verdicts"]],
-           controls_hold=stats.controls_hold(result["verdicts"])[0],
+           controls_hold=stats.controls_hold(result["verdicts"])[0], pipeline_checks=result["pipeline"],
            per_run=result["metrics"].drop(columns=["source"]).to_dict(orient="records"),
            acc_mean=result["metrics"].groupby("method", sort=False)["acc"].mean().to_dict(),
            disagreements=len(dis))
@@ -152,8 +165,9 @@ record.log(verdicts=[v.to_dict() for v in result["verdicts"]],
 # ## Seed budget for your next study
 #
 # From each comparison's observed difference and the spread of its paired differences: how
-# many seeds (pairs) the same rule needs to detect the observed effect with 80 % power at the
-# row's Holm level, and how many to detect `target_effect`.
+# many seeds (pairs) the same rule needs to detect the observed effect with 80 % power at
+# $\alpha/m$, and how many to detect `target_effect`; a "no difference" row repeats its
+# `detectable`, the same figure as the table and the closing text.
 
 # %%
 display(Markdown("\n".join(f"* {line}" for line in result["planner"]) or "*(no primary comparison)*"))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from clkit.compare import compare, read_runs
-from clkit.compare.examples import METHODS, SEEDS, example_runs_path, make_example_runs
+from clkit.compare.examples import METHODS, RERUNS, SEEDS, example_runs_path, make_example_runs
 from clkit.compare.metrics import run_metrics
 from clkit.compare.oracle import oracle_verdict, planted_copy
 from clkit.compare.runs import Run
@@ -18,7 +18,8 @@ def test_smoke_run_reads_the_example_runs_and_decides_with_both_controls(run_smo
     res, out = run_smoke("06_your_runs")
     r = res["results"]
     assert "example runs shipped with clkit" in r["data_source"]
-    assert r["num_runs"] == len(METHODS) * len(SEEDS) and set(r["methods"]) == set(METHODS)
+    assert r["num_runs"] == (len(METHODS) + len(RERUNS)) * len(SEEDS)
+    assert set(r["methods"]) == set(METHODS) | {m + "-rerun" for m in RERUNS}
     rows = {v["comparison"]: v for v in r["verdicts"]}
     # the controls: the null control reads "no difference", the planted oracle is found
     roles = {v["role"] for v in r["verdicts"]}
@@ -54,10 +55,13 @@ def test_bad_parameters_are_refused_in_the_validation_cells(tmp_path, override, 
 
 def test_shipped_example_runs_are_what_the_generator_writes(tmp_path):
     """The shipped runs are a real run of make_example_runs (4 decimals; the generator is deterministic)."""
-    make_example_runs(tmp_path, methods=["naive", "replay"], seeds=[0, 5])
+    make_example_runs(tmp_path / "a", methods=["naive"], seeds=[0])   # with its rerun (another training seed)
+    make_example_runs(tmp_path / "b", methods=["replay"], seeds=[5], reruns=())
     shipped = {(r.method, r.seed): r for r in read_runs(example_runs_path())}
-    fresh = read_runs(tmp_path / "runs.csv")
-    assert len(fresh) == 4
+    fresh = list(read_runs(tmp_path / "a" / "runs.csv")) + list(read_runs(tmp_path / "b" / "runs.csv"))
+    assert sorted((r.method, r.seed) for r in fresh) == [("naive", "0"), ("naive-rerun", "0"), ("replay", "5")]
+    # the rerun is another draw of the same training on the same split: not a copy of naive
+    assert not np.array_equal(fresh[0].R, fresh[1].R)
     for r in fresh:
         np.testing.assert_allclose(r.R, shipped[(r.method, r.seed)].R, atol=2e-4, equal_nan=True)
         assert r.reported["acc"] == pytest.approx(shipped[(r.method, r.seed)].reported["acc"], abs=2e-4)
@@ -93,16 +97,147 @@ def test_planted_copy_stays_an_accuracy_matrix_and_plants_exactly_s_times_the_er
             assert run_metrics(copy.R)["forgetting"] <= run_metrics(base.R)["forgetting"] + 1e-12
 
 
-def test_oracle_is_found_and_a_seed_shifted_copy_is_not():
-    runs = _runs()
-    v = oracle_verdict(runs, "a", 0.1)
-    assert v.decision == "planted higher" and v.control_ok
-    # a method with a planted effect is found; b with no effect is "no difference" (same process)
-    res = compare(_runs(shift_b=0.08), reference="a", oracle_shift=0.1)
-    assert res["table"].loc["ACC: b − a", "decision"] == "b higher"
-    res0 = compare(_runs(shift_b=0.0, seed=3), reference="a", oracle_shift=0.1)
-    assert res0["table"].loc["ACC: b − a", "decision"] == "no difference"
-    assert "oracle control" in set(res0["table"]["role"])
+def _with_rerun(runs, noise=0.05, seed=7):
+    """``runs`` plus a rerun of ``a`` (same keys, fresh noise): the paired null control's runs."""
+    rng = np.random.default_rng(seed)
+    out = list(runs)
+    for r in [r for r in runs if r.method == "a"]:
+        R = np.clip(np.tril(0.6 + noise * rng.standard_normal(r.R.shape)), 0, 1)
+        R[np.triu_indices(R.shape[0], 1)] = np.nan
+        out.append(Run("a-rerun", r.seed, None, None, R, f"a-rerun{r.seed}"))
+    return out
+
+
+def test_null_control_is_paired_with_as_many_pairs_as_the_findings():
+    """Issue 53: the null control was seeds 0-3 against 4-7 (4 unpaired pairs against the findings' 8)."""
+    res = compare(_with_rerun(_runs()), reference="a", oracle_shift=0.1)
+    assert res["rerun"] == "a-rerun" and "a-rerun" not in {m for c in res["comparisons"] for m in c}
+    null = next(v for v in res["verdicts"] if v.role == "null control" and v.comparison.startswith("ACC: "))
+    finding = next(v for v in res["verdicts"] if v.comparison == "ACC: b − a")
+    assert null.comparison == "ACC: a-rerun − a (same keys, retrained)" and null.n == finding.n == 8
+    # paired: the rerun arm of seed s is paired with the control's seed s
+    r = {(x.method, x.seed): run_metrics(x.R)["acc"] for x in _with_rerun(_runs())}
+    np.testing.assert_allclose(null.a, [r[("a-rerun", str(s))] for s in range(8)])
+    np.testing.assert_allclose(null.b, [r[("a", str(s))] for s in range(8)])
+    # without a rerun: the split-half fallback, half the pairs, and its note says why it is blunter
+    old = compare(_runs(), reference="a")
+    null = next(v for v in old["verdicts"] if v.role == "null control")
+    assert null.n == 4 and "split-half" in null.note and "a-rerun" in null.note
+
+
+def test_null_control_fails_under_a_planted_one_arm_bias_the_size_of_the_findings():
+    """A rerun biased by the smallest finding's size (+0.08 on the final row) is caught."""
+    runs = _with_rerun(_runs(shift_b=0.08))
+    biased = [Run(r.method, r.seed, None, None, r.R + np.where(np.arange(4) == 3, 0.08, 0.0)[:, None]
+                  if r.method == "a-rerun" else r.R, r.source) for r in runs]
+    ok = compare(runs, reference="a")
+    bad = compare(biased, reference="a")
+    name = "ACC: a-rerun − a (same keys, retrained)"
+    assert ok["table"].loc[name, "control"] == "holds"
+    assert bad["table"].loc[name, "control"] == "FAILS"
+    assert bad["paragraph"].startswith("**Controls fail**")
+
+
+def test_oracle_is_sized_in_seed_noise_and_fails_under_a_broken_rule(monkeypatch):
+    """Issue 53: the old oracle (a copy paired with itself) gave p = 8.6e-12 for shift 1 and 1e-9 alike.
+    The oracle now plants a gain of k spreads into the null control's own noisy pairs."""
+    import clkit.stats as stats
+    from clkit.compare.verdicts import rerun_pairs
+
+    runs = _with_rerun(_runs())
+    pairs = rerun_pairs(runs, "a", "a-rerun")
+    assert len(pairs) == 8
+    v = oracle_verdict(pairs, 0.08)
+    assert v.decision == "planted higher" and v.control_ok and "power" in v.note
+    # the effect is the planted gain plus the pairs' own noise, exactly
+    raw = np.mean([run_metrics(y.R)["acc"] - run_metrics(x.R)["acc"] for x, y in pairs])
+    assert v.effect == pytest.approx(raw + 0.08, abs=1e-12)
+    # a gain far below the noise is not found: the oracle fails, as it must when it cannot see the effect
+    assert oracle_verdict(pairs, 1e-9).control_ok is False
+    # a rule that never finds anything fails the oracle
+    monkeypatch.setattr(stats.rule, "decide", lambda *a, **k: stats.NO_DIFFERENCE, raising=True)
+    assert oracle_verdict(pairs, 0.08).control_ok is False
+
+
+def test_oracle_finds_its_planted_gain_at_the_power_it_states():
+    """Simulated: healthy reruns with seed noise, a gain of 1.2 spreads of the null differences; the share
+    of runs where the oracle holds matches the power it prints (within the binomial error of 300 runs)."""
+    from clkit.compare.verdicts import rerun_pairs
+    from clkit.stats import power
+
+    rng = np.random.default_rng(11)
+    n, noise, found = 8, 0.02, []
+    sd_d = noise * np.sqrt(2) / 2          # sd of the difference of two final-row means of 4 cells
+    gain = 1.2 * sd_d
+    for _ in range(300):
+        runs = []
+        for m in ("a", "a-rerun"):
+            for s in range(n):
+                R = np.tril(np.full((4, 4), 0.6))
+                R[-1] += noise * rng.standard_normal(4)
+                R[np.triu_indices(4, 1)] = np.nan
+                runs.append(Run(m, str(s), None, None, R, "x"))
+        found.append(oracle_verdict(rerun_pairs(runs, "a", "a-rerun"), gain).control_ok)
+    stated = power(n, gain / sd_d)
+    assert abs(np.mean(found) - stated) < 3 * np.sqrt(stated * (1 - stated) / 300) + 0.02, (np.mean(found), stated)
+
+
+def test_compare_sizes_the_oracle_from_the_sharpest_comparison():
+    res = compare(_with_rerun(_runs(shift_b=0.08)), reference="a", oracle_sds=3.0)
+    oracle = next(v for v in res["verdicts"] if v.role == "oracle control")
+    sd = min(v.sd for v in res["verdicts"] if v.role == "finding" and v.comparison.startswith("ACC: "))
+    assert f"+{stats_num(3 * sd)}" in oracle.comparison.replace("planted ", "planted +") and oracle.control_ok
+    assert "3 sd of the sharpest comparison's ACC differences" in oracle.note
+    assert compare(_with_rerun(_runs()), reference="a", oracle_sds=None)["table"]["role"].ne("oracle control").all()
+
+
+def stats_num(x):
+    from clkit.stats import _num
+    return _num(x)
+
+
+def test_pipeline_check_is_listed_apart_and_catches_a_broken_metric(monkeypatch):
+    """The copy-of-itself check is exact arithmetic: listed under pipeline checks, not counted as a control."""
+    import clkit.compare.oracle as oracle
+
+    res = compare(_with_rerun(_runs()), reference="a", oracle_shift=0.1)
+    assert res["pipeline"] and res["pipeline"][0]["passed"]
+    assert "**Pipeline checks** (1 of 1 pass" in res["paragraph"]
+    controls = [v for v in res["verdicts"] if v.role != "finding"]
+    assert all("copy with" not in v.comparison for v in controls)
+    assert f"({len(controls)} of {len(controls)}" in res["paragraph"].splitlines()[0]
+    real = oracle.run_metrics
+    monkeypatch.setattr(oracle, "run_metrics", lambda R: {**real(R), "acc": float(np.mean(R[0][:1]))})
+    broken = oracle.pipeline_check(_runs(), "a", 0.1)
+    assert not broken["passed"] and "broken" in broken["text"]
+
+
+def test_bwt_and_forgetting_mirrors_are_tested_once_and_plan_agrees_with_text():
+    """Forgetting = −BWT per run when no task peaks after its own step: one hypothesis, one row."""
+    rng = np.random.default_rng(2)
+    runs = []
+    for m in ("a", "b", "c"):
+        for s in range(8):
+            d = 0.9 + 0.02 * rng.standard_normal(4)
+            R = np.tril(np.tile(d, (4, 1)))
+            R[-1, :3] = d[:3] - (0.2 if m == "b" else 0.3) - 0.03 * rng.standard_normal(3)
+            np.fill_diagonal(R, d)
+            R[np.triu_indices(4, 1)] = np.nan
+            runs.append(Run(m, str(s), None, None, R, "x"))
+    for r in runs:
+        assert run_metrics(r.R)["forgetting"] == pytest.approx(-run_metrics(r.R)["bwt"])
+    res = compare(runs, reference="a")
+    names = [v.comparison for v in res["verdicts"] if v.role == "finding"]
+    assert "BWT: b − a" in names and "forgetting: b − a" not in names
+    bwt = next(v for v in res["verdicts"] if v.comparison == "BWT: b − a")
+    assert "forgetting: b − a is the same comparison with the sign reversed" in bwt.note
+    # one detectable figure per row: the plan repeats the table's and the closing text's
+    from clkit.stats import _num
+    nulls = [v for v in res["verdicts"] if v.role == "finding" and v.scope == "primary" and not v.significant]
+    assert [v.comparison for v in nulls] == ["ACC: c − a"]
+    for v in nulls:
+        fig = f"detectable ≥ {_num(v.mde)}"
+        assert fig in res["paragraph"] and any(fig in line for line in res["planner"])
 
 
 def test_oracle_refuses_unknown_method_and_bad_shift():

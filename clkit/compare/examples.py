@@ -15,6 +15,10 @@ What the runs are (choices of this generator, stated in the notebook):
   momentum, three epochs per task, the kit's EDGE ground-truth protocol): ``naive`` (fine-tuning),
   ``ewc``, ``lwf`` and ``replay``. The seed sets the split, the initial weights and the batch
   order; every method sees the same split under a seed, so runs pair on the seed.
+- **A rerun of the reference**: ``naive-rerun`` is ``naive`` trained again on the same split
+  of each seed, with another training seed (initial weights and batch order from
+  ``seed + RERUN_OFFSET``). It pairs with ``naive`` exactly as the methods pair with each
+  other, so it is the notebook's paired null control: a difference the rule must not see.
 - **Files**: one accuracy matrix per run (``R[i, j]``, four decimals, cells above the diagonal
   empty) and a manifest ``runs.csv`` (``file, method, seed, reported_acc``).
 - **reported_acc** is what many trainers print as their summary "average accuracy": the *average
@@ -33,12 +37,18 @@ import numpy as np
 
 from .._validate import check_int
 
-__all__ = ["METHODS", "SEEDS", "example_runs_path", "make_example_runs"]
+__all__ = ["METHODS", "SEEDS", "RERUNS", "RERUN_SUFFIX", "RERUN_OFFSET", "example_runs_path", "make_example_runs"]
 
 #: the methods of the shipped example runs (clkit strategy names)
 METHODS = ("naive", "ewc", "lwf", "replay")
 #: the seeds of the shipped example runs
 SEEDS = tuple(range(8))
+#: the methods trained a second time (same split, another training seed): the paired null control
+RERUNS = ("naive",)
+#: a rerun's method name is the method's plus this suffix
+RERUN_SUFFIX = "-rerun"
+#: a rerun's training seed is the split's seed plus this offset
+RERUN_OFFSET = 1000
 _TRAIN, _TEST, _TASKS = 100, 70, 5
 
 
@@ -74,7 +84,7 @@ def _matrix_csv(R: np.ndarray) -> str:
     return "\n".join([head, *rows]) + "\n"
 
 
-def make_example_runs(out, *, methods=METHODS, seeds=SEEDS) -> Path:
+def make_example_runs(out, *, methods=METHODS, seeds=SEEDS, reruns=RERUNS) -> Path:
     """Train every method for every seed and write the runs and their manifest into ``out``.
 
     Parameters
@@ -84,6 +94,9 @@ def make_example_runs(out, *, methods=METHODS, seeds=SEEDS) -> Path:
     methods : sequence of str
         clkit strategy names (see the module docstring).
     seeds : sequence of int
+    reruns : sequence of str
+        Methods trained a second time on each seed's split with training seed ``seed + RERUN_OFFSET``,
+        written as method ``name + RERUN_SUFFIX`` (the paired null control's runs).
 
     Returns
     -------
@@ -94,7 +107,7 @@ def make_example_runs(out, *, methods=METHODS, seeds=SEEDS) -> Path:
     --------
     >>> import tempfile
     >>> from clkit.compare import read_runs
-    >>> runs = read_runs(make_example_runs(tempfile.mkdtemp(), methods=["naive"], seeds=[0]))
+    >>> runs = read_runs(make_example_runs(tempfile.mkdtemp(), methods=["naive"], seeds=[0], reruns=()))
     >>> runs.runs[0].R.shape
     (5, 5)
     """
@@ -107,16 +120,17 @@ def make_example_runs(out, *, methods=METHODS, seeds=SEEDS) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     order = np.arange(10).reshape(1, _TASKS, 2)
     rows = ["file,method,seed,reported_acc"]
-    for method in methods:
+    jobs = [(m, m, 0) for m in methods] + [(m, m + RERUN_SUFFIX, RERUN_OFFSET) for m in reruns]
+    for method, label, offset in jobs:
         for seed in seeds:
             x_train, x_test = _digits_split(seed)
-            res = train_sequences_sequentially(x_train, x_test, order, method, LearnerConfig(), seed=seed)
+            res = train_sequences_sequentially(x_train, x_test, order, method, LearnerConfig(), seed=seed + offset)
             R = np.asarray(res["acc_matrix"][0], dtype=float)
             R[np.triu_indices(_TASKS, 1)] = np.nan
-            name = f"{method}_seed{seed}.csv"
+            name = f"{label}_seed{seed}.csv"
             atomic_write_text(out / name, _matrix_csv(R))
             seen = [np.mean(np.round(R[i, :i + 1], 4)) for i in range(_TASKS)]
-            rows.append(f"{name},{method},{seed},{np.mean(seen):.4f}")
+            rows.append(f"{name},{label},{seed},{np.mean(seen):.4f}")
     return atomic_write_text(out / "runs.csv", "\n".join(rows) + "\n")
 
 

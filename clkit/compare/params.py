@@ -16,8 +16,12 @@ from .metrics import METRICS
 __all__ = ["check_params", "resolve_runs", "data_label", "data_note"]
 
 
-def check_params(*, runs, reference, compare, metric, percent, target_effect, tolerance, oracle_shift) -> dict:
+def check_params(*, runs, reference, compare, metric, percent, target_effect, tolerance, oracle_shift,
+                 oracle_sds=3.0) -> dict:
     """Check notebook 06's parameters; returns them as a dict.
+
+    ``oracle_shift`` (in [0, 1]) sizes the pipeline check, ``oracle_sds`` (>= 0) the oracle control's
+    planted gain in spreads of the sharpest comparison (:mod:`clkit.compare.oracle`); 0 turns either off.
 
     Examples
     --------
@@ -46,8 +50,9 @@ def check_params(*, runs, reference, compare, metric, percent, target_effect, to
     check_real("target_effect", target_effect, low=0)
     check_real("tolerance", tolerance, low=0)
     check_real("oracle_shift", oracle_shift, low=0, high=1)
+    check_real("oracle_sds", oracle_sds, low=0)
     return dict(runs=runs, reference=reference, compare=list(compare), metric=metric, percent=percent,
-                target_effect=target_effect, tolerance=tolerance, oracle_shift=oracle_shift)
+                target_effect=target_effect, tolerance=tolerance, oracle_shift=oracle_shift, oracle_sds=oracle_sds)
 
 
 def resolve_runs(runs: str) -> Path:

@@ -12,19 +12,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from .. import stats
 from .checks import check_runs
 from .metrics import TOLERANCE, check_reported, metrics_table
 from .plots import mean_matrices, metric_strip
-from .verdicts import comparisons_for, planner, verdicts
+from .verdicts import RERUN_SUFFIX, comparisons_for, planner, verdicts
 
 __all__ = ["compare", "paragraph", "write_report"]
 
 
 def paragraph(verdicts_, disagree, *, subject: str = "this set of runs", tol: float = TOLERANCE, small_n: int = 4,
-              checked=None) -> str:
+              checked=None, pipeline=None) -> str:
     """The closing text: :func:`clkit.stats.closing_text` on the verdicts (rows on fewer than ``small_n``
-    pairs are never findings, as in every notebook), then what the frameworks' own numbers did (never stronger than the numbers: it lists, it does not judge).
+    pairs are never findings, as in every notebook; it sets each null control's detectable bias
+    beside the smallest finding it vouches for), the pipeline checks (``pipeline``: dicts of :func:`clkit.compare.oracle.pipeline_check`; not
+    controls), then what the frameworks' own numbers did (never stronger than the numbers: it
+    lists, it does not judge).
 
     Examples
     --------
@@ -35,6 +40,10 @@ def paragraph(verdicts_, disagree, *, subject: str = "this set of runs", tol: fl
     """
     # the notebooks' gate: a comparison on fewer than small_n pairs is shown, never read as a finding
     text = stats.closing_text(verdicts_, subject=subject, small_n=small_n)
+    if pipeline:
+        ok = [c for c in pipeline if c["passed"]]
+        text += (f"\n\n**Pipeline checks** ({len(ok)} of {len(pipeline)} pass; exact arithmetic, not controls): "
+                 + "; ".join(c["text"] for c in pipeline) + ".")
     if not any(v.role == "null control" for v in verdicts_):
         text += ("\n\n**No null control**: fewer than 4 runs of the control method, so the rule's calibration on "
                  "these runs is unchecked.")
@@ -57,7 +66,8 @@ def paragraph(verdicts_, disagree, *, subject: str = "this set of runs", tol: fl
 
 
 def compare(runs, *, comparisons=None, reference: str | None = None, metric: str = "acc",
-            target: float | None = None, tol: float = TOLERANCE, oracle_shift: float | None = None) -> dict:
+            target: float | None = None, tol: float = TOLERANCE, oracle_shift: float | None = None,
+            oracle_sds: float | None = 3.0, rerun: str | None = None) -> dict:
     """Check the runs, recompute their metrics and decide the comparisons.
 
     Parameters
@@ -75,9 +85,17 @@ def compare(runs, *, comparisons=None, reference: str | None = None, metric: str
     tol : float
         Tolerance of :func:`clkit.compare.metrics.disagreements`.
     oracle_shift : float, optional
-        In (0, 1]: add the oracle control (:func:`clkit.compare.oracle.oracle_verdict`), a copy of the
-        control method with this fraction of its final row's error removed, which the rule must call
-        higher. ``None`` or 0: no oracle.
+        In (0, 1]: add the pipeline check (:func:`clkit.compare.oracle.pipeline_check`), a copy of the
+        control method with this fraction of its final row's error removed, whose recomputed ACC gain
+        must be exactly the planted one. ``None`` or 0: none. It is listed under pipeline checks, not
+        counted as a control.
+    oracle_sds : float, optional
+        Add the oracle control (:func:`clkit.compare.oracle.oracle_verdict`): a gain of this many
+        spreads of the sharpest ACC comparison's paired differences planted into the null control's
+        pairs, which the rule must call higher (default 3). ``None`` or 0: no oracle.
+    rerun : str, optional
+        The control method's rerun (same keys, another training seed) for the paired null control;
+        default ``<control>-rerun`` when present. It is never compared as a method.
 
     Returns
     -------
@@ -85,7 +103,8 @@ def compare(runs, *, comparisons=None, reference: str | None = None, metric: str
         ``runs`` (listing DataFrame), ``metrics`` (per-run DataFrame), ``disagreements``,
         ``run_list`` (the Run records), ``comparisons``, ``verdicts`` (list of Verdict),
         ``table`` (:func:`clkit.stats.verdict_table`),
-        ``paragraph``, ``planner`` (lines), ``control``, ``metric``, ``not_compared`` (methods read, not compared).
+        ``paragraph``, ``planner`` (lines), ``control``, ``rerun`` (or ``None``), ``pipeline`` (pipeline
+        checks, dicts), ``metric``, ``not_compared`` (methods read, not compared).
 
     Examples
     --------
@@ -102,25 +121,42 @@ def compare(runs, *, comparisons=None, reference: str | None = None, metric: str
 
     listing = runs.listing() if isinstance(runs, Runs) else Runs(list(runs), "", "").listing()
     runs = list(runs)
+    from .oracle import oracle_verdict, pipeline_check
+    from .verdicts import null_pairs, rerun_pairs
+
     methods = list(dict.fromkeys(r.method for r in runs))
-    pairs = comparisons_for(methods, compare=comparisons, reference=reference)
+    reruns = [m for m in methods if m.endswith(RERUN_SUFFIX) and m[:-len(RERUN_SUFFIX)] in methods]
+    if rerun is not None and rerun not in methods:
+        raise ValueError(f"rerun {rerun!r} is not among the runs' methods {methods}")
+    pairs = comparisons_for([m for m in methods if m not in reruns and m != rerun], compare=comparisons,
+                            reference=reference)
     control = reference if reference is not None else pairs[0][1]
     if control not in methods:
         raise ValueError(f"--reference {control!r} is not among the runs' methods {methods}")
-    involved = list(dict.fromkeys([m for p in pairs for m in p] + [control]))
+    if rerun is None and f"{control}{RERUN_SUFFIX}" in methods:
+        rerun = f"{control}{RERUN_SUFFIX}"
+    involved = list(dict.fromkeys([m for p in pairs for m in p] + [control] + ([rerun] if rerun else [])))
     check_runs(runs, involved)
-    vs = verdicts(runs, pairs, metric=metric, control=control)
-    if oracle_shift:
-        from .oracle import oracle_verdict
-
-        vs.insert(1 if vs and vs[0].role == "null control" else 0, oracle_verdict(runs, control, oracle_shift))
+    vs = verdicts(runs, pairs, metric=metric, control=control, rerun=rerun)
+    null_runs = rerun_pairs(runs, control, rerun) if rerun else null_pairs(runs, control)
+    spreads = [(v.sd, v.comparison) for v in vs if v.role == "finding" and v.comparison.startswith("ACC: ")
+               and np.isfinite(v.sd) and v.sd > 0]
+    if oracle_sds and len(null_runs) >= 2 and spreads:
+        sd, which = min(spreads)
+        oracle = oracle_verdict(null_runs, oracle_sds * sd,
+                                unit=f"{oracle_sds:g} sd of the sharpest comparison's ACC differences ({which}, "
+                                     f"sd {stats._num(sd)})")
+        vs.insert(1 if vs and vs[0].role == "null control" else 0, oracle)
+    pipeline = [pipeline_check(runs, control, oracle_shift)] if oracle_shift else []
     checked = check_reported(runs, tol)
     dis = checked[checked["status"] == "disagrees"].reset_index(drop=True)
     return {"runs": listing, "run_list": runs, "metrics": metrics_table(runs), "disagreements": dis,
             "checks": checked,
             "comparisons": pairs,
-            "verdicts": vs, "table": stats.verdict_table(vs), "paragraph": paragraph(vs, dis, tol=tol, checked=checked),
-            "planner": planner(vs, target), "control": control, "metric": metric, "not_compared":
+            "verdicts": vs, "table": stats.verdict_table(vs),
+            "paragraph": paragraph(vs, dis, tol=tol, checked=checked, pipeline=pipeline),
+            "planner": planner(vs, target), "control": control, "rerun": rerun, "pipeline": pipeline,
+            "metric": metric, "not_compared":
             [m for m in methods if m not in involved]}
 
 
@@ -147,7 +183,8 @@ def write_report(result: dict, out, *, params: dict | None = None) -> list:
     d.mkdir(parents=True, exist_ok=True)
     rec = RunRecord("compare", params=params or {})
     m = result["metrics"]
-    rec.log(metric=result["metric"], control=result["control"],
+    rec.log(metric=result["metric"], control=result["control"], rerun=result.get("rerun"),
+            pipeline_checks=result.get("pipeline", []),
             comparisons=[list(c) for c in result["comparisons"]],
             not_compared=result["not_compared"], num_runs=len(m),
             runs=result["runs"].to_dict(orient="records"),
