@@ -44,3 +44,24 @@ def test_expected_distances_match_a_brute_force_enumeration():
     # the oracle is handed the true extremes (positions 0 and 5)
     orc = distances_many(acc, np.array([[acc[0], acc[m], acc[5]] for m in (1, 2, 3, 4)]))["wasserstein"]
     assert rows["oracle"]["w1"] == pytest.approx(orc.mean())
+
+
+@pytest.mark.parametrize("exact, n, share, said", [(True, 50, 0.52, True), (False, 200, 0.52, False),
+                                                   (False, 5000, 0.56, True), (False, 200, 0.45, False)])
+def test_more_than_half_of_the_draws_is_said_only_where_it_holds(exact, n, share, said):
+    """Issue 53: "closer ... in more than half of the draws (0.52)" was said without a test. Over every draw
+    it is a count (said as "of all draws"); over sampled draws only where a binomial test rejects 1/2."""
+    import pandas as pd
+
+    from clkit.edge.report_protocols import majority_text
+
+    frame = pd.DataFrame({"learner": ["ewc"], "protocol": ["EDGE"], "p_closer_w1": [share]}
+                         ).set_index(["learner", "protocol"])
+    text = majority_text(frame, {"exact_rs": exact, "num_triples": n})
+    assert ("in more than half of" in text) == said
+    if share > 0.5 and not said:
+        assert "not shown to differ from half" in text and "p = " in text
+    if share <= 0.5:
+        assert text == ""
+    if said and not exact:
+        assert "binomial test over 5000 sampled draws" in text

@@ -203,3 +203,79 @@ def test_findings_table_shows_the_level_of_each_decision():
 def test_forgetting_share():
     share = verdicts.forgetting_share({("naive", "2d"): {"forgetting": 0.02, "avg_mse": 4.0}}, "naive", ["2d"])
     assert share == {"2d": pytest.approx(0.5)}
+
+
+# issue 53, part B: 01's CL control on the tightest split, MSE on the log-ratio scale, texts from the rows
+
+def _cl(mse: dict, null_split=None, cl_seeds=7, null_factor=1.0, seed=0):
+    """CL results {(m, n, s)}: ``mse[n]`` the per-seed average MSE of Finetune; the null runs on ``null_split``."""
+    rng = np.random.default_rng(seed)
+    cl = {("naive", n, s): {"avg_mse": float(v), "forgetting": 0.01 * rng.standard_normal()}
+          for n, vals in mse.items() for s, v in enumerate(vals)}
+    if null_split:   # other seeds of the same split: its values in another order (another draw of the seeds)
+        other = np.roll(np.asarray(mse[null_split], dtype=float), 2)
+        for s in range(cl_seeds):
+            cl[("naive", null_split, cl_seeds + s)] = {"avg_mse": float(other[s]) * null_factor,
+                                                       "forgetting": 0.01 * rng.standard_normal()}
+    return cl
+
+
+def test_cl_null_control_runs_on_the_tightest_split_and_mse_is_tested_as_a_log_ratio():
+    rng = np.random.default_rng(1)
+    d30 = 10 + rng.random(7)
+    d9 = d30 * np.exp(0.3 + 0.05 * rng.standard_normal(7))
+    d9[3] *= 3                                     # one seed's blow-up: positive on 7 of 7, skewed differences
+    mse = {"9d": d9, "30d": d30}
+    assert verdicts.tightest_split(_cl(mse), ["9d", "30d"], 7) == "30d"
+    cl = _cl(mse, null_split="30d")
+    base = {n: {"constant_mean": 99.0, "persistence_mean": 99.0} for n in mse}
+    vs = verdicts.cl_verdicts(cl, base, ["naive"], ["9d", "30d"], {"naive": "Finetune"}, 7)
+    null = next(v for v in vs if v.role == "null control" and "avg MSE" in v.comparison)
+    assert null.comparison.startswith("Finetune 30d:") and null.scale == "log_ratio" and null.control_ok
+    row = next(v for v in vs if v.comparison == "Finetune avg MSE 9d − 30d")
+    assert row.scale == "log_ratio" and row.decision == "Finetune higher on 9d"
+    # the same values on the difference scale: the blow-up hides the ordering (what the issue found)
+    assert stats.paired(d9, d30).decision == "no difference"
+    # the control on the tightest split sees a one-arm bias the noisy split would let through
+    loud = verdicts.cl_verdicts(_cl(mse, null_split="9d"), base, ["naive"], ["9d", "30d"], {"naive": "Finetune"}, 7)
+    assert null.mde < next(v for v in loud if v.role == "null control" and "avg MSE" in v.comparison).mde
+    # and it fails under a one-arm bias the size of the finding's ratio
+    biased = verdicts.cl_verdicts(_cl(mse, null_split="30d", null_factor=float(np.exp(row.effect))), base, ["naive"],
+                                  ["9d", "30d"], {"naive": "Finetune"}, 7)
+    assert next(v for v in biased if v.role == "null control" and "avg MSE" in v.comparison).control_ok is False
+
+
+def test_run_cl_refuses_an_unknown_null_split_before_training():
+    with pytest.raises(ValueError, match="null_split must be a split name"):
+        report.run_cl({"9d": [], "30d": []}, None, ["naive"], 2, seed=0, null_control=True, null_split="7d")
+    with pytest.raises(ValueError, match="a case"):
+        report.run_cl({"9d": []}, None, ["naive"], 2, seed=0, null_control=True, null_split="tightest",
+                      only=[("naive", "9d", 0)])
+
+
+@pytest.mark.parametrize("ratio, expect", [([0.1, -0.1, 0.2, -0.3], "is mechanical"),
+                                           ([0.5, 0.6, 0.55, 0.7], "is not only mechanical"),
+                                           ([-0.5, -0.6, -0.55, -0.7], "reverses")])
+def test_a_bps_finding_is_called_mechanical_exactly_when_its_ratio_row_says_no_difference(ratio, expect):
+    f = stats.paired([1.0, 1.2, 1.1, 1.3], [0.0] * 4, comparison="BPS 9d − 30d", higher="9d more fragile",
+                     lower="30d more fragile")
+    r = stats.paired(ratio, [0.0] * 4, comparison="BPS/null 9d − 30d", scope="exploratory",
+                     higher="9d higher by ratio", lower="30d higher by ratio")
+    text = report.mechanical_text([f, r])
+    assert expect in text and "partly" not in text
+    assert ("is mechanical" in text) == (not r.significant)
+    assert report.mechanical_text([r]) == ""                          # no finding, nothing to read
+
+
+def test_ranking_words_only_from_findings_and_the_spread_sentence_follows_its_numbers():
+    up = stats.paired([3.0, 3.2, 3.1, 3.3], [1.0] * 4, comparison="Finetune avg MSE 9d − 30d")
+    flat = stats.paired([0.1, -0.2, 0.1, 0.0], [0.0] * 4, comparison="Finetune avg MSE 30d − 44d")
+    lab = {"naive": "Finetune"}
+    assert report.order_established([up], ["9d", "30d"], lab, ["naive"])
+    assert not report.order_established([up, flat], ["9d", "30d", "44d"], lab, ["naive"])
+    assert not report.order_established([], ["9d", "30d"], lab, ["naive"])
+    # "no larger than the baseline's own" was printed for 60.1 vs 50.1
+    assert "no larger" not in report.spread_vs_baseline_text(60.1, 50.1)
+    assert "is larger than" in report.spread_vs_baseline_text(60.1, 50.1)
+    assert "no larger" in report.spread_vs_baseline_text(50.0, 50.1)
+    assert report.spread_vs_baseline_text(80.0, 50.1) == ""

@@ -16,7 +16,7 @@ import pandas as pd
 __all__ = ["time_stream_table", "year_bins_markdown", "METRICS", "summarise", "setting_table", "firings_table", "sweep_rows", "sweep_series",
            "advantage_series", "sigmas_of", "finding_series", "sweep_verdicts", "study_verdicts", "judge_families",
            "family_names", "PRIMARY", "PAPER_FORGETTING", "PipelineCheck", "pipeline_checks", "checks_hold",
-           "pipeline_table", "contraction_verdict", "forgetting_verdict", "verdict_findings", "NULL_SEED_OFFSET",
+           "pipeline_table", "claim3_gated", "contraction_verdict", "forgetting_verdict", "verdict_findings", "NULL_SEED_OFFSET",
            "findings_markdown", "update_findings_block", "overlap_fits_table", "intervals_markdown", "sweep_table",
            "sweep_record", "replacement", "batch_size_table", "advantage_table", "data_markdown", "closing_text",
            "keyed"]
@@ -281,7 +281,8 @@ def closing_text(stats_by: dict, verdicts, *, source: str, name: str, num_tasks:
             lines.append(f"**Pipeline checks hold** ({len(checks)} of {len(checks)}): "
                          + "; ".join(c.name for c in checks) + ".")
         if verdicts:
-            lines.append(stats.closing_text(verdicts, subject="this run", small_n=small_n))
+            lines.append(stats.closing_text(claim3_gated(verdicts, small_n, checks), subject="this run",
+                                            small_n=small_n))
     for pr, (mm, _) in stats_by.items():
         part = [f"**{pr} protocol.**"]
         if "joint" in methods:
@@ -665,6 +666,49 @@ def _stats_text(v) -> str:
             f"{stats._p_text(v.p)}, n = {v.n})")
 
 
+_AS_PAPER = " (as the paper)"
+
+
+def claim3_gated(verdicts, small_n: int = 4, checks=None) -> list:
+    """The verdicts with each (3b) row read through claim (3)'s gate, so no text calls it "as the paper"
+    where claim (3) is not testable.
+
+    Claim (3) is that the CL method's advantage over Bare *contracts* with overlap; a fall of
+    ``CL − Bare`` (3b) is that contraction only when there is an advantage to contract, (3a). Where
+    :func:`contraction_verdict` says "not testable here" for a protocol, its (3b) row keeps its
+    numbers and decision, its "(as the paper)" is dropped from its labels, and its note says why.
+
+    Examples
+    --------
+    >>> from clkit.stats import paired
+    >>> vs = [paired([-1.0, -0.5, -0.8, -1.2], comparison="authors: (3a) er − Bare ...", higher="er higher",
+    ...              lower="Bare higher"),
+    ...       paired([-2.0, -2.5, -2.2, -1.9], comparison="authors: (3b) er − Bare, ...",
+    ...              higher="er − Bare rises with overlap", lower="er − Bare falls with overlap (as the paper)")]
+    >>> g = claim3_gated(vs)[1]
+    >>> g.decision, "not testable here" in g.note
+    ('er − Bare falls with overlap', True)
+    >>> claim3_gated(vs[1:])[0].decision   # no (3a) row: nothing to gate on, left as it is
+    'er − Bare falls with overlap (as the paper)'
+    """
+    from dataclasses import replace
+
+    out = []
+    for v in verdicts:
+        m = re.match(r"^(.*?): \(3b\)", v.comparison)
+        if m is None or not any(w.comparison.startswith(f"{m.group(1)}: (3a)") for w in verdicts):
+            out.append(v)
+            continue
+        why = contraction_verdict(verdicts, m.group(1), small_n, checks)
+        if why.startswith("not testable here"):
+            note = (f"(claim (3) is {why}: a fall of the difference is not the paper's contraction without an "
+                    "advantage to contract)")
+            v = replace(v, decision=v.decision.replace(_AS_PAPER, ""), higher=v.higher.replace(_AS_PAPER, ""),
+                        lower=v.lower.replace(_AS_PAPER, ""), note=(v.note + " " + note).strip())
+        out.append(v)
+    return out
+
+
 def contraction_verdict(verdicts, protocol: str, small_n: int = 4, checks=None) -> str:
     """Finding 3 in words: "contracts" only when CL beat Bare at low overlap and the gap shrank, both significantly.
 
@@ -771,9 +815,10 @@ def verdict_findings(verdicts, protocols, small_n: int = 4, checks=None) -> pd.D
     from .. import stats
 
     cols = {}
+    shown = claim3_gated(verdicts, small_n, checks)
     for pr in protocols:
         col = {}
-        for v in verdicts:
+        for v in shown:
             if v.comparison.startswith(f"{pr}: (") and v.role == "finding":
                 # the row names the finding; each protocol's own σ (solved per protocol) goes in its cell
                 key = re.sub(r",? \(?σ = .*$", "", v.comparison.split(": ", 1)[1])

@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._io import check_lines, read_text
 from .._validate import check_choice, check_int, check_type
 
 __all__ = ["ORDER_KINDS", "TRUTH_CHOICES", "METRICS", "order_manifest", "load_manifest", "read_order_results",
@@ -221,7 +222,7 @@ def load_manifest(path) -> dict:
         raise FileNotFoundError(f"orders manifest: {str(p)!r} does not exist; write one with clkit edge orders ... "
                                 "--out DIR")
     try:
-        data = json.loads(p.read_text())
+        data = json.loads(read_text(p, "orders manifest"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"orders manifest {str(p)!r} is not JSON ({exc})") from None
     m = data.get("manifest") if isinstance(data, dict) else None
@@ -250,7 +251,7 @@ def _metric(R, metric: str) -> float:
 
 
 def _tidy_rows(f: Path, *, method: str, percent: bool) -> list:
-    with open(f, newline="") as fh:
+    with open(check_lines(f, "results CSV"), newline="") as fh:
         reader = csv.DictReader(fh)
         rows, cols = list(reader), list(reader.fieldnames or [])
     where = f"results CSV {str(f)!r}"
@@ -348,7 +349,7 @@ def read_order_results(path, manifest: dict, *, percent: bool = False, metric: s
                                 "folder / runs.csv that clkit compare reads")
     header = []
     if p.is_file() and p.suffix == ".csv" and p.name != "runs.csv":
-        with open(p, newline="") as fh:
+        with open(check_lines(p, "results"), newline="") as fh:
             header = next(csv.reader(fh), [])
     if header and not {"i", "j"} <= set(header):
         rows = _tidy_rows(p, method=method, percent=percent)
@@ -438,9 +439,14 @@ def truth_analysis(truth, all_sequences, sim, protocols: dict, *, num_draws: int
     N, K = all_sequences.shape[1] * all_sequences.shape[2], all_sequences.shape[1]
     claim = report.claim_text(V["verdicts"], V["checks"], N=N, K=K)
     desc = truth.describe()
+    from .tables import draw_table
+
+    key = draw_table(V["verdicts"])
     text = "\n\n".join([
         f"**Ground truth.** {desc[0].upper() + desc[1:]}.",
         f"**The paper's claim.** {claim}",
+        "**Key numbers** (EDGE − RS averaged over the paired draws, with intervals; the protocols' table is one "
+        "draw):\n\n" + _markdown_table(key),
         f"**Section 6's verdicts.** {V['summary']}",
         f"**Order spread.** {report.spread_text(truth_values)}",
         f"**Over every draw.** {D['text']}",
@@ -452,7 +458,8 @@ def truth_analysis(truth, all_sequences, sim, protocols: dict, *, num_draws: int
                normality=normal, ranking_error=rank_err, paper_claim=claim, truth_description=desc,
                true_accuracy={n: v.round(4) for n, v in truth_values.items()}, **truth.log(),
                rs_sequences=protocols["RS"], edge_sequences=protocols["EDGE"])
-    out = dict(ev=ev, V=V, D=D, struct=struct, corr=corr, normal=normal, rank_rows=rank_rows, rank_err=rank_err,
+    log["key_numbers"] = key.to_dict(orient="index")
+    out = dict(ev=ev, V=V, D=D, key=key, struct=struct, corr=corr, normal=normal, rank_rows=rank_rows, rank_err=rank_err,
                truth_values=truth_values, S_all=S_all, text=text, log=log)
     if figures:
         out["figures"] = {
@@ -462,6 +469,14 @@ def truth_analysis(truth, all_sequences, sim, protocols: dict, *, num_draws: int
             "similarity_vs_accuracy": plots.similarity_vs_accuracy(S_all[pop], truth_values, corr),
         }
     return out
+
+
+def _markdown_table(frame) -> str:
+    """A DataFrame as a Markdown table (index first), without optional dependencies."""
+    head = [frame.index.name or ""] + [str(c) for c in frame.columns]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join([str(i)] + [str(v) for v in row]) + " |" for i, row in zip(frame.index, frame.values)]
+    return "\n".join(lines)
 
 
 def _bounds_text(b) -> str:

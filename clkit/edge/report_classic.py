@@ -100,7 +100,11 @@ def similarity_sources(sources, *, name_sim, class_names, data: dict, hidden: in
 
 
 def summarise_sources(rows, null_labels):
-    """One row per source: means over learners, winner counts; the null seeds pooled."""
+    """One row per source: means over learners, winner counts; the null seeds pooled.
+
+    Headers name their units (issue 55): R is Pearson's (unitless), the hard / easy sequences'
+    accuracy as a percentile among all sequences, JSD in bits, W1 in accuracy points, wins and
+    cases as counts."""
     import pandas as pd
 
     df = pd.DataFrame(rows)
@@ -111,12 +115,12 @@ def summarise_sources(rows, null_labels):
         out[group] = {
             "R (mean over learners)": g["r"].mean(),
             "R sd over null seeds": per_src.std(ddof=1) if len(per_src) > 1 else np.nan,
-            "hard acc. pct": g["hard_pct"].mean(),
-            "easy acc. pct": g["easy_pct"].mean(),
-            "EDGE JSD": g["edge_jsd"].mean(),
-            "RS JSD": g["rs_jsd"].mean(),
-            "EDGE W1": g["edge_w1"].mean(),
-            "RS W1": g["rs_w1"].mean(),
+            "hard acc., percentile": g["hard_pct"].mean(),
+            "easy acc., percentile": g["easy_pct"].mean(),
+            "EDGE JSD, bits": g["edge_jsd"].mean(),
+            "RS JSD, bits": g["rs_jsd"].mean(),
+            "EDGE W1, % points": g["edge_w1"].mean(),
+            "RS W1, % points": g["rs_w1"].mean(),
             "EDGE wins JSD": int((g["jsd_winner"] == "EDGE").sum()),
             "RS wins JSD": int((g["jsd_winner"] == "RS").sum()),
             "EDGE wins W1": int((g["w1_winner"] == "EDGE").sum()),
@@ -133,8 +137,8 @@ def source_means(summary) -> dict:
 
     So the rows of a sweep over seeds line up (``clkit summary --columns "source_mean.*"``).
     """
-    return {g: {"r": float(row["R (mean over learners)"]), "hard_pct": float(row["hard acc. pct"]),
-                "easy_pct": float(row["easy acc. pct"]),
+    return {g: {"r": float(row["R (mean over learners)"]), "hard_pct": float(row["hard acc., percentile"]),
+                "easy_pct": float(row["easy acc., percentile"]),
                 "edge_wins": int(row["EDGE wins JSD"] + row["EDGE wins W1"]),
                 "rs_wins": int(row["RS wins JSD"] + row["RS wins W1"])}
             for g, row in summary.iterrows()}
@@ -156,7 +160,8 @@ def source_text(summary, label: str, num_null: int, num_learners: int):
     rs_list = "; ".join(f"{g} {summary.loc[g, 'R (mean over learners)']:+.2f}" for g in real)
     lines.append(f"mean R per source: {rs_list}")
     S_ = summary
-    pct = "; ".join(f"{g} {S_.loc[g, 'hard acc. pct']:.0f}/{S_.loc[g, 'easy acc. pct']:.0f}" for g in real)
+    pct = "; ".join(f"{g} {S_.loc[g, 'hard acc., percentile']:.0f}/{S_.loc[g, 'easy acc., percentile']:.0f}"
+                    for g in real)
     lines.append(f"hard/easy accuracy percentiles (ideal 0/100): {pct}")
     winners = [g for g in real
                if summary.loc[g, "EDGE wins JSD"] > summary.loc[g, "cases"] / 2

@@ -82,6 +82,15 @@ def correlation_table(**corrs):
     return pd.DataFrame({label: {n: c["r"] for n, c in corr.items()} for label, corr in corrs.items()}).round(3)
 
 
+#: the shown frame's column headers, with their units (accuracies in percent; JSD in bits; W1 in accuracy
+#: points); the distances are of one draw (the paper's seeds): the draw-averaged paired effects with their
+#: intervals are :func:`clkit.edge.tables.draw_table`'s
+FRAME_UNITS = {"mean": "mean, %", "std": "std, %", "min": "min, %", "max": "max, %",
+               "jsd": "JSD, bits (one draw)", "wasserstein": "W1, % points (one draw)",
+               "jsd_se": "JSD se, bits", "wasserstein_se": "W1 se, % points", "jsd_bias": "JSD bias, bits",
+               "wasserstein_bias": "W1 bias, % points"}
+
+
 def evaluate_protocols(truth, all_sequences, protocol_sequences: dict, *, ties: dict | None = None,
                        num_bins: int = 10, num_boot: int = 200, seed: int = 0):
     """Every protocol's Gaussian estimate judged against every learner's truth.
@@ -154,9 +163,9 @@ def evaluate_protocols(truth, all_sequences, protocol_sequences: dict, *, ties: 
         table[(name, "truth")] = {"mean": true.mean(), "std": true.std(), "min": true.min(), "max": true.max()}
     cols = ["mean", "std", "min", "max", "jsd", "wasserstein"] + (
         ["jsd_se", "wasserstein_se", "jsd_bias", "wasserstein_bias"] if sampled else [])
-    frame = pd.DataFrame(table).T[cols].round(3)
+    frame = pd.DataFrame(table).T[cols].round(3).rename(columns=FRAME_UNITS)
     tied = [p for p, r in protocols.items() if len(r) > 1]
-    col = "accuracies (EDGE: hard, random, easy" + ("; tie means" if tied else "") + ")"
+    col = "accuracies, % (EDGE: hard, random, easy" + ("; tie means" if tied else "") + ")"
     frame[col] = [
         ", ".join(f"{v:.1f}" for v in values[key]) if key in values else
         ("all" if not sampled else f"sample of {len(pop)}") for key in frame.index]
@@ -390,7 +399,56 @@ def draws_text(frame, out: dict) -> str:
                          + ("overstates" if implied > sp["std"] else "understates") + " the spread)")
         lines.append("Not even the range estimator with the true extremes beats RS more often than not for "
                      + "; ".join(parts) + ": there the truth's extremes are not where a Gaussian's would be.")
-    if edge_wins:
-        lines.append(f"EDGE as the paper runs it is closer than RS in more than half of the draws for "
-                     f"{', '.join(edge_wins)}.")
+    sentence = majority_text(frame, out)
+    if sentence:
+        lines.append(sentence)
     return "\n".join(lines)
+
+
+def majority_text(frame, out: dict, alpha: float = 0.05) -> str:
+    """"EDGE is closer than RS in more than half of the draws", said only where it holds.
+
+    Counted over every draw (``out["exact_rs"]``: all of RS's triples, every random member), a
+    share above 0.5 is a fact of the population of draws and is said as such ("of all draws").
+    Over sampled triples it is an estimate: it is said only where a two-sided binomial test of
+    ``k`` closer draws in ``n = out["num_triples"]`` against 1/2 rejects at ``alpha / L``
+    (Bonferroni over the ``L`` learners; :func:`scipy.stats.binomtest`, exact), with its p.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> f = pd.DataFrame({"learner": ["a", "b"], "protocol": ["EDGE"] * 2, "p_closer_w1": [0.52, 0.7]}
+    ...                  ).set_index(["learner", "protocol"])
+    >>> majority_text(f, {"exact_rs": False, "num_triples": 200})
+    'EDGE as the paper runs it is closer than RS in more than half of the draws for b (0.70; binomial test over 200 sampled draws, p < 0.0001, Bonferroni over 2 learners); not shown to differ from half for a (0.52, p = 0.62).'
+    >>> majority_text(f, {"exact_rs": True, "num_triples": 200})
+    'EDGE as the paper runs it is closer than RS in more than half of all draws (counted over every draw, not sampled) for a (0.52), b (0.70).'
+    """
+    from scipy.stats import binomtest
+
+    from .. import stats
+
+    learners = list(dict.fromkeys(frame.index.get_level_values(0)))
+    share = {n: float(frame.loc[(n, "EDGE"), "p_closer_w1"]) for n in learners}
+    above = [n for n in learners if share[n] > 0.5]
+    if not above:
+        return ""
+    if out.get("exact_rs"):
+        return ("EDGE as the paper runs it is closer than RS in more than half of all draws (counted over every "
+                "draw, not sampled) for " + ", ".join(f"{n} ({share[n]:.2f})" for n in above) + ".")
+    n = int(out["num_triples"])
+    p = {m: float(binomtest(int(round(share[m] * n)), n, 0.5).pvalue) for m in above}
+    level = alpha / len(learners)
+    shown = [m for m in above if p[m] < level]
+    rest = [m for m in above if p[m] >= level]
+    text = ""
+    if shown:
+        text = ("EDGE as the paper runs it is closer than RS in more than half of the draws for "
+                + ", ".join(f"{m} ({share[m]:.2f}; binomial test over {n} sampled draws, {stats._p_text(p[m])}"
+                            f"{', Bonferroni over ' + str(len(learners)) + ' learners' if len(learners) > 1 else ''})"
+                            for m in shown))
+    if rest:
+        text += ("; not shown to differ from half for " if text else
+                 "EDGE's share of draws closer than RS is not shown to differ from half for ") + \
+            ", ".join(f"{m} ({share[m]:.2f}, {stats._p_text(p[m])})" for m in rest)
+    return text + "."

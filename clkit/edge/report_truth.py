@@ -112,10 +112,18 @@ def extreme_sequences(sim, num_tasks: int, class_names, *, granularities=None, n
 
 
 def truth_table(truth: dict):
-    """Mean, std, min and max of every learner's true accuracies (a DataFrame, rounded)."""
+    """Mean, std, min and max of every learner's true accuracies, in percent (a DataFrame, rounded;
+    the headers name the unit).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> list(truth_table({"ewc": np.array([50.0, 60.0])}).columns)
+    ['mean, %', 'std, %', 'min, %', 'max, %']
+    """
     import pandas as pd
 
-    return pd.DataFrame({name: {"mean": v.mean(), "std": v.std(), "min": v.min(), "max": v.max()}
+    return pd.DataFrame({name: {"mean, %": v.mean(), "std, %": v.std(), "min, %": v.min(), "max, %": v.max()}
                          for name, v in truth.items()}).T.round(2)
 
 

@@ -18,7 +18,9 @@ The rows, and why:
   the range estimator (:func:`~clkit.edge.estimation.range_estimate`: its lowest and
   highest accuracy taken as the population's extremes) against RS; RS stratified by S(O)
   terciles against RS (it can only differ where S tracks accuracy).
-* **Controls**, on the first learner, each judged alone at its nominal level: two nulls of
+* **Controls**, on the first learner, the null controls judged together (Holm over the three,
+  :func:`clkit.stats.judge_controls`: a healthy run shows a false alarm at most α of the time,
+  where three controls judged alone at α would show one 14 % of the time): two nulls of
   the primary family's kind -- RS against RS on an independent draw (W1, and JSD), and EDGE
   with a random similarity (each draw its own seeded random matrix, which knows nothing about
   the classes) against RS (W1) -- and an oracle that can fail: the range estimator handed
@@ -179,7 +181,9 @@ def judge_section6(draws: dict) -> list:
     """The verdicts of :func:`section6_draws`' values (:mod:`clkit.stats`): primary, exploratory, controls.
 
     Returns a list of :class:`clkit.stats.Verdict`: the primary family (Holm over it), each
-    exploratory family (Holm within it), then the controls (each alone).
+    exploratory family (Holm within it), then the controls (the null controls Holm-adjusted together,
+    :func:`clkit.stats.judge_controls`; the oracle at its level: adjusting it would only make it fail
+    more often).
     """
     from .. import stats
 
@@ -212,7 +216,7 @@ def judge_section6(draws: dict) -> list:
         stats.paired(c["w1_oracle_range"], c["w1_rs"], comparison=f"{name}: W1 range-estimator oracle − RS (oracle)",
                      higher="RS closer", lower="oracle closer", role="oracle control", expect="oracle closer"),
     ]
-    return out
+    return stats.judge_controls(out)
 
 
 def checks_hold(checks) -> bool:

@@ -221,15 +221,20 @@ def cl_tasks(cl_values, splits: dict, context_steps: int, target_index: int, **t
 
 def run_cl(tasks: dict, model_fn, methods, cl_seeds: int, *, seed: int, workers: int = 1, progress=None,
            strategy_kwargs: dict | None = None, null_control: bool = False, device="cpu", precision: str = "fp32",
-           only=None, **train_kw) -> dict:
+           only=None, null_split: str | None = None, checkpoint_dir=None, **train_kw) -> dict:
     """Every (method, split, seed) CL run; ``{(m, n, s): {"M", "avg_mse", "bwt", "forgetting"}}``.
 
     Run ``s`` uses seed ``seed + s`` (model initialisation and batch order), the same for
     every method and split, so runs pair across methods and splits by ``s``.
     ``strategy_kwargs[m]`` are method ``m``'s settings. ``null_control`` adds Finetune
-    (``naive``) on the first split under seeds ``seed + cl_seeds + s`` as runs
-    ``("naive", first, cl_seeds + s)``: the seed-offset null control of
-    :func:`clkit.taskification.verdicts.cl_verdicts`.
+    (``naive``) on the split ``null_split`` under seeds ``seed + cl_seeds + s`` as runs
+    ``("naive", null_split, cl_seeds + s)``: the seed-offset null control of
+    :func:`clkit.taskification.verdicts.cl_verdicts`. ``null_split`` is a split name (default: the
+    first), ``"all"`` (null runs on every split; the verdicts use the tightest,
+    :func:`clkit.taskification.verdicts.null_split_of`: what a split grid can schedule), or
+    ``"tightest"``: the split where Finetune's main seeds agree most
+    (:func:`clkit.taskification.verdicts.tightest_split`), chosen after the main runs and before the
+    null runs are trained (not with ``only``: a case names its split).
 
     Every run trains on ``device`` in ``precision``
     (:func:`~clkit.taskification.forecasting.continual_forecasting`). ``workers > 1`` forks
@@ -240,6 +245,8 @@ def run_cl(tasks: dict, model_fn, methods, cl_seeds: int, *, seed: int, workers:
 
     ``only`` (a list of ``(method, split, seed index)``, :func:`clkit.taskification.split.parse_runs`)
     trains those runs alone, each exactly as in the whole set: a case of the split grid.
+    ``checkpoint_dir`` (a case's folder, :func:`clkit.taskification.resume.checkpoint_dir`): run ``(m, n, s)``
+    checkpoints into and resumes from its subfolder ``m_n_s`` (:mod:`clkit.taskification.resume`).
     """
     from ..device import as_device
 
@@ -248,8 +255,14 @@ def run_cl(tasks: dict, model_fn, methods, cl_seeds: int, *, seed: int, workers:
                          f"survive a fork), got {workers}; pass RunDevice.workers(cl_workers, fork=True)")
     train_kw.update(device=device, precision=precision)
     runs = [(m, n, s) for m in methods for n in tasks for s in range(cl_seeds)]
-    if null_control and "naive" in methods:
-        runs += [("naive", next(iter(tasks)), cl_seeds + s) for s in range(cl_seeds)]
+    deferred = null_control and "naive" in methods and null_split == "tightest"
+    if null_split not in (None, "tightest", "all") and null_split not in tasks:
+        raise ValueError(f"null_split must be a split name {list(tasks)}, 'tightest' or 'all', got {null_split!r}")
+    if deferred and only is not None:
+        raise ValueError("null_split='tightest' picks the split after the main runs; a case (only=...) names it")
+    if null_control and "naive" in methods and not deferred:
+        where = list(tasks) if null_split == "all" else [null_split or next(iter(tasks))]
+        runs += [("naive", n, cl_seeds + s) for n in where for s in range(cl_seeds)]
     if only is not None:
         unknown = [r for r in only if tuple(r) not in runs]
         if unknown:
@@ -257,11 +270,20 @@ def run_cl(tasks: dict, model_fn, methods, cl_seeds: int, *, seed: int, workers:
         runs = [tuple(r) for r in only]
 
     def job(m, n, s):
-        return lambda: continual_forecasting(tasks[n], model_fn, m, seed=seed + s,
+        ckpt = None if checkpoint_dir is None else f"{checkpoint_dir}/{m}_{n}_{s}"
+        return lambda: continual_forecasting(tasks[n], model_fn, m, seed=seed + s, checkpoint_dir=ckpt,
                                              strategy_kwargs=(strategy_kwargs or {}).get(m), **train_kw)
 
     Ms = run_jobs([job(*r) for r in runs], workers=workers, progress=progress)
-    return {r: {"M": M, **regression_cl_metrics(M)} for r, M in zip(runs, Ms)}
+    out = {r: {"M": M, **regression_cl_metrics(M)} for r, M in zip(runs, Ms)}
+    if deferred:
+        from .verdicts import tightest_split
+
+        where = tightest_split(out, list(tasks), cl_seeds)
+        nulls = [("naive", where, cl_seeds + s) for s in range(cl_seeds)]
+        Ms = run_jobs([job(*r) for r in nulls], workers=workers, progress=progress)
+        out.update({r: {"M": M, **regression_cl_metrics(M)} for r, M in zip(nulls, Ms)})
+    return out
 
 
 def split_note(cl_selected, cl_from: str = "") -> str:
@@ -354,6 +376,106 @@ def _supported(vs, what: str, scope: str = "") -> str:
         return f"the rule supports none of the {len(vs)} {what} differences" + (f" ({scope})" if scope else "")
     return (f"the rule supports {len(sig)} of {len(vs)} {what} differences ({tag}"
             + "; ".join(f"{v.comparison}: {v.decision}" for v in sig) + ")")
+
+
+def _effect(v) -> str:
+    """A row's effect as its scale reads: ``×1.8`` (log-ratio rows, as a ratio) or ``+0.012``."""
+    if getattr(v, "scale", "difference") == "log_ratio":
+        return f"×{np.exp(v.effect):.3g}"
+    return f"{v.effect:+.3g}"
+
+
+def mechanical_text(judged) -> str:
+    """Each primary BPS finding beside its control-normalised row (``BPS/null`` of the same pair).
+
+    A split pair whose BPS differs while its BPS / null ratio does not is *mechanical*: dividing by
+    the null stream (same values, shuffled) removes it, so shorter tasks being noisier on any
+    stream accounts for it. Where the ratio differs in the same direction too, it is not only
+    mechanical; in the other direction, the ordering reverses once divided. Rows without a
+    judged ratio row are not read. Empty with no primary BPS finding.
+
+    Examples
+    --------
+    >>> from clkit import stats
+    >>> f = stats.paired([1.0, 1.2, 1.1, 1.3], [0.0] * 4, comparison="BPS 9d − 30d", higher="9d more fragile")
+    >>> r = stats.paired([0.1, -0.1, 0.2, -0.3], [0.0] * 4, comparison="BPS/null 9d − 30d", scope="exploratory")
+    >>> mechanical_text([f, r])[:80]
+    'BPS 9d − 30d (9d more fragile) is mechanical: divided by the null stream, BPS/nu'
+    """
+    from .. import stats
+
+    parts = []
+    for v in judged:
+        if not (v.role == "finding" and v.scope == "primary" and v.significant and v.comparison.startswith("BPS ")):
+            continue
+        pair = v.comparison[len("BPS "):]
+        r = next((w for w in judged if w.comparison == f"BPS/null {pair}"), None)
+        if r is None or r.decision == stats.NOT_TESTABLE:
+            continue
+        nums = f"{r.effect:+.3g}, {stats._p_text(r.p)}"
+        if not r.significant:
+            parts.append(f"{v.comparison} ({v.decision}) is mechanical: divided by the null stream, {r.comparison} "
+                         f"shows no difference ({nums})")
+        elif np.sign(r.effect) == np.sign(v.effect):
+            parts.append(f"{v.comparison} ({v.decision}) is not only mechanical: {r.comparison} differs in the same "
+                         f"direction ({nums})")
+        else:
+            parts.append(f"{v.comparison} ({v.decision}) reverses once divided by the null stream: {r.comparison} "
+                         f"{r.decision} ({nums})")
+    return ("; ".join(parts) + ". ") if parts else ""
+
+
+def order_established(rows, order, labels: dict, methods) -> bool:
+    """Whether the findings establish ``order`` (highest first) for every method: each adjacent pair's row
+    of each method is significant and points the way ``order`` does.
+
+    Examples
+    --------
+    >>> from clkit import stats
+    >>> up = stats.paired([3.0, 3.2, 3.1, 3.3], [1.0] * 4, comparison="Finetune avg MSE 9d − 30d")
+    >>> order_established([up], ["9d", "30d"], {"naive": "Finetune"}, ["naive"])
+    True
+    >>> order_established([up], ["30d", "9d"], {"naive": "Finetune"}, ["naive"])
+    False
+    """
+    rank = {n: i for i, n in enumerate(order)}
+    seen = 0
+    for m in methods:
+        for v in rows:
+            head = f"{labels[m]} avg MSE "
+            if not v.comparison.startswith(head):
+                continue
+            a, b = v.comparison[len(head):].split(" − ")
+            if not v.significant or (v.effect > 0) != (rank[a] < rank[b]):
+                return False
+            seen += 1
+    return seen > 0
+
+
+def spread_vs_baseline_text(across_splits: float, base_sd: float) -> str:
+    """The sentence on the spread across taskifications beside the no-learning baseline's own, from the numbers.
+
+    Examples
+    --------
+    >>> spread_vs_baseline_text(40.0, 50.1)[:71]
+    'The spread across taskifications (40) is no larger than the no-learning'
+    >>> spread_vs_baseline_text(60.1, 50.1)[:68]
+    'The spread across taskifications (60.1) is larger than the no-learni'
+    >>> spread_vs_baseline_text(90.0, 50.1)
+    ''
+    """
+    if not (np.isfinite(across_splits) and np.isfinite(base_sd)) or base_sd <= 0:
+        return ""
+    nums = f"({across_splits:.3g})", f"({base_sd:.3g})"
+    if across_splits <= base_sd:
+        return (f"The spread across taskifications {nums[0]} is no larger than the no-learning baseline's own "
+                f"{nums[1]}, so the target normalisation can account for it; it is not evidence that the learners "
+                "respond to the taskification. ")
+    if across_splits <= 1.5 * base_sd:
+        return (f"The spread across taskifications {nums[0]} is larger than the no-learning baseline's own "
+                f"{nums[1]}, by {across_splits / base_sd:.2f}x (under 1.5x), so the target normalisation can "
+                "account for most of it; it is weak evidence that the learners respond to the taskification. ")
+    return ""
 
 
 def checks_line(checks) -> str:
@@ -466,8 +588,9 @@ def closing_text(*, source: str, num_series: int, names, offset_days: float, bps
     text += (
         f"The null stream (same values, shuffled in time) ranks them {' > '.join(order_null)} "
         f"(null BPS " + ", ".join(f"{n} {fmt(null_res[n]['bps'])}" for n in names)
-        + ")" + (", the same order: the ordering alone is partly mechanical (with delta fixed, shorter "
-                 "tasks are noisier). " if order_null == order else ". ")
+        + ")" + (", the same order as the stream (with delta fixed, shorter tasks are noisier on any stream). "
+                 if order_null == order else ". ")
+        + (mechanical_text(judged) if trusted else "")
         + "The structure of the stream lifts BPS above the null by "
         + ", ".join(f"{t3[n]['ratio_to_null']:.1f}x ({n})" for n in names)
         + f"; by that ratio the means over series order the splits {' > '.join(order_ratio)}")
@@ -532,13 +655,18 @@ def closing_text(*, source: str, num_series: int, names, offset_days: float, bps
         cl_order = sorted(names, key=lambda n: -np.mean([cl_mean[(m, n)]["avg_mse"] for m in methods]))
         base_order = sorted(names, key=lambda n: -pt[names.index(n)])
         inflation = (max(pt) / min(pt)) / (max(ps) / min(ps))
+        cl_rows = rows(tuple(f"{labels[m]} avg MSE " for m in methods), "primary") if verdicts else []
+        established = order_established(cl_rows, cl_order, labels, methods) if trusted else False
+        ranking = ("the methods order the splits " + " > ".join(cl_order) + " (every adjacent difference a "
+                   "finding)" if established else "the seed means rank the splits " + " > ".join(cl_order)
+                   + f" (means, not an order: the rule supports {sum(v.significant for v in cl_rows)} of "
+                   f"{len(cl_rows)} adjacent differences)" if cl_rows and trusted else
+                   "the seed means rank the splits " + " > ".join(cl_order) + " (means, not tested)")
         if inflation > 1.5:
             text += (f"Per-task scaling widens the differences between splits {inflation:.1f}x before any learning"
-                     + (", and the methods' mean ordering (" + " > ".join(cl_order)
-                        + ") is the baselines' own, so that ordering says more about the "
+                     + ("; " + ranking + ", the baselines' own order, so that ordering says more about the "
                         "normalisation than about continual learning. " if cl_order == base_order
-                        else "; the methods order the splits " + " > ".join(cl_order)
-                        + ", differently from the baselines. "))
+                        else "; " + ranking + ", differently from the baselines. "))
         else:
             text += ("The normalisation does not widen the differences between splits here "
                      f"({inflation:.1f}x). ")
@@ -567,10 +695,7 @@ def closing_text(*, source: str, num_series: int, names, offset_days: float, bps
                 text += ("With one seed the seed spread is unknown, so whether the taskification "
                          "moves the numbers more than the method does is not decided here "
                          "(cl_seeds > 1 decides it). ")
-            if across_splits <= 1.5 * base_sd:
-                text += ("The spread across taskifications is no larger than the no-learning "
-                         "baseline's own, so the target normalisation can account for it; it is "
-                         "not evidence that the learners respond to the taskification. ")
+            text += spread_vs_baseline_text(across_splits, base_sd)
     if "naive" in methods and names:
         share = {n: 100 * cl_mean[("naive", n)]["forgetting"] / cl_mean[("naive", n)]["avg_mse"] for n in names}
         logs["forgetting_share"] = share
@@ -604,7 +729,7 @@ def closing_text(*, source: str, num_series: int, names, offset_days: float, bps
                              "splits of one seed share its draw): "
                              + (v.decision if v.significant else "no difference detected") + "; ")
                 if sig:
-                    text += ("per split, " + "; ".join(f"{v.comparison}: {v.decision} ({v.effect:+.3g})" for v in sig)
+                    text += ("per split, " + "; ".join(f"{v.comparison}: {v.decision} ({_effect(v)})" for v in sig)
                              + f"; no difference detected in the other {len(split_rows) - len(sig)}. ")
                 else:
                     text += (f"per split, no difference detected in any of the {len(split_rows)} comparisons "

@@ -29,9 +29,17 @@ and average MSE, and EWC's average MSE relative to Finetune's, averaged over spl
   must lift BPS above the structureless twin ("stream more fragile"). On a user's stream or
   CESNET the same comparison is an exploratory row (its direction is not known in advance).
 - *Null controls* of the CL rows: Finetune under seeds ``seed + s`` against Finetune under
-  ``seed + cl_seeds + s`` on the first split, on average MSE (primary) and on forgetting (beside
+  ``seed + cl_seeds + s`` on one split, on average MSE (primary) and on forgetting (beside
   the exploratory EWC rows): the same learner, data and protocol, only initialisation and batch
-  order redrawn, so the true difference is zero.
+  order redrawn, so the true difference is zero. The split is the one where Finetune's seeds
+  agree most (:func:`tightest_split`: the smallest seed sd of log average MSE over the main
+  seeds), so that the control is at least as sharp as the rows it vouches for; on the noisiest
+  split it would let through a one-arm bias the size of the largest finding.
+
+**Scales**, chosen per metric in advance (:data:`clkit.stats.METRIC_SCALES`), never per run:
+average MSE is tested on the log-ratio scale (``log a − log b``: one seed's blow-up makes MSE
+differences skewed, their log ratios are not), its effect read as a ratio; forgetting, BPS and
+the BPS / null ratios' differences on the difference scale (they may be 0 or negative).
 
 **Pipeline checks** (:func:`pipeline_checks`) hold by construction unless the pipeline is broken:
 the null stream holds the stream's values in another order, and the CL runs pair by seed with
@@ -45,7 +53,11 @@ import numpy as np
 
 from .. import stats
 
-__all__ = ["FAMILIES", "split_verdicts", "cl_verdicts", "ewc_pairs", "pipeline_checks", "forgetting_share"]
+__all__ = ["FAMILIES", "MSE_SCALE", "split_verdicts", "cl_verdicts", "tightest_split", "null_split_of", "ewc_pairs",
+           "pipeline_checks", "forgetting_share"]
+
+#: the scale average MSE is tested on (chosen in advance, :func:`clkit.stats.scale_for`)
+MSE_SCALE = stats.scale_for("mse")[0]
 
 #: the Holm families, by key
 FAMILIES = {
@@ -133,6 +145,50 @@ def split_verdicts(aligned: dict, null: dict, null_again, *, oracle: bool = True
     return controls + stats.holm(primary, name=FAMILIES["bps"]) + stats.holm(explo, name=FAMILIES["bps_other"])
 
 
+def tightest_split(cl: dict, names, cl_seeds: int, method: str = "naive") -> str:
+    """The split where ``method``'s seeds agree most: the smallest seed sd of ``log`` average MSE.
+
+    The CL null control is run there (:func:`clkit.taskification.report.run_cl` with
+    ``null_split``), chosen from the main seeds' spread before the null runs exist, on the scale
+    the rows are tested on. Ties go to the earlier split.
+
+    Examples
+    --------
+    >>> cl = {("naive", n, s): {"avg_mse": v} for n, vals in {"9d": [30, 380, 60], "30d": [10, 11, 10.5]}.items()
+    ...       for s, v in enumerate(vals)}
+    >>> tightest_split(cl, ["9d", "30d"], 3)
+    '30d'
+    """
+    names = list(names)
+    if cl_seeds < 2:
+        return names[0]
+    sd = {n: float(np.std(np.log([cl[(method, n, s)]["avg_mse"] for s in range(cl_seeds)]), ddof=1)) for n in names}
+    return min(names, key=lambda n: (sd[n], names.index(n)))
+
+
+def null_split_of(cl: dict, names, cl_seeds: int) -> str | None:
+    """The split of the CL null control: among the splits with null runs (``("naive", split, cl_seeds + s)``
+    for every ``s``), the tightest by the main seeds (:func:`tightest_split`); ``None`` without null runs.
+
+    Null runs may be trained on one split (:func:`clkit.taskification.report.run_cl`'s ``null_split``)
+    or on every split (``null_split="all"``, what a split grid can schedule before any result exists);
+    the choice among them reads only the main seeds' spread, never the null runs' outcome.
+
+    Examples
+    --------
+    >>> cl = {("naive", n, s): {"avg_mse": v} for n, vals in {"9d": [30, 380], "30d": [10, 11]}.items()
+    ...       for s, v in enumerate(vals)}
+    >>> null_split_of({**cl, ("naive", "9d", 2): {}, ("naive", "9d", 3): {}}, ["9d", "30d"], 2)
+    '9d'
+    >>> null_split_of({**cl, **{("naive", n, 2 + s): {} for n in ("9d", "30d") for s in range(2)}}, ["9d", "30d"], 2)
+    '30d'
+    """
+    have = [n for n in names if all(("naive", n, cl_seeds + s) in cl for s in range(cl_seeds))]
+    if not have:
+        return None
+    return have[0] if len(have) == 1 else tightest_split(cl, have, cl_seeds)
+
+
 def cl_verdicts(cl: dict, baselines: dict, methods, names, labels: dict, cl_seeds: int) -> list:
     """The forecasting families (primary: average MSE of adjacent splits per method), with their controls.
 
@@ -140,7 +196,8 @@ def cl_verdicts(cl: dict, baselines: dict, methods, names, labels: dict, cl_seed
     ----------
     cl : dict (method, split, s) -> {"avg_mse", "forgetting", ...}
         Run ``s`` used seed ``seed + s``. The null controls' runs are
-        ``("naive", names[0], cl_seeds + s)`` for ``s < cl_seeds`` (when present).
+        ``("naive", split, cl_seeds + s)`` for ``s < cl_seeds`` (when present), on the split
+        :func:`null_split_of` picks.
     baselines : dict split -> {"constant_mean", "persistence_mean"}
 
     Returns
@@ -151,33 +208,35 @@ def cl_verdicts(cl: dict, baselines: dict, methods, names, labels: dict, cl_seed
 
     Examples
     --------
-    >>> mse = [5.0, 5.2, 4.9, 5.1, 5.1, 5.0, 5.2, 4.95]  # seeds 0-3, then the null control's 4-7
-    >>> cl = {("naive", n, s): {"avg_mse": v + (n == "4d"), "forgetting": 0.1 + 0.01 * s}
+    >>> mse = [5.0, 5.2, 4.9, 5.1, 5.1, 5.0, 5.2, 4.95]  # seeds 0-3, then the null control's 4-7 (both splits)
+    >>> cl = {("naive", n, s): {"avg_mse": v if n == "2d" else mse[::-1][s], "forgetting": v / 50}
     ...       for n in ("2d", "4d") for s, v in enumerate(mse)}
     >>> base = {n: {"constant_mean": 9.0, "persistence_mean": 7.0} for n in ("2d", "4d")}
     >>> vs = cl_verdicts(cl, base, ["naive"], ["2d", "4d"], {"naive": "Finetune"}, 4)
     >>> [(v.comparison, v.scope, v.decision) for v in vs][1:4]  # doctest: +NORMALIZE_WHITESPACE
-    [('Finetune 2d: seeds − other seeds (forgetting)', 'exploratory', 'no difference'),
+    [('Finetune 4d: seeds − other seeds (forgetting)', 'exploratory', 'no difference'),
      ('Finetune avg MSE 2d − 4d', 'primary', 'no difference'),
      ('Finetune 2d − best baseline (avg MSE)', 'exploratory', 'Finetune beats both baselines')]
     """
     seeds = range(cl_seeds)
-    first = names[0]
+    where = null_split_of(cl, names, cl_seeds)
     controls = []
-    if ("naive", first, cl_seeds) in cl:
+    if where is not None:
         for key, scope in (("avg_mse", "primary"), ("forgetting", "exploratory")):
-            controls.append(stats.paired([cl[("naive", first, s)][key] for s in seeds],
-                                         [cl[("naive", first, cl_seeds + s)][key] for s in seeds],
-                                         comparison=f"{labels['naive']} {first}: seeds − other seeds "
+            controls.append(stats.paired([cl[("naive", where, s)][key] for s in seeds],
+                                         [cl[("naive", where, cl_seeds + s)][key] for s in seeds],
+                                         comparison=f"{labels['naive']} {where}: seeds − other seeds "
                                                     f"({'avg MSE' if key == 'avg_mse' else key})",
-                                         role="null control", expect=stats.NO_DIFFERENCE, scope=scope))
+                                         role="null control", expect=stats.NO_DIFFERENCE, scope=scope,
+                                         scale=MSE_SCALE if key == "avg_mse" else "difference"))
 
     def mse(m, n):
         return [cl[(m, n, s)]["avg_mse"] for s in seeds]
 
     adjacent, _ = _pairs(names)
     primary = [stats.paired(mse(m, a), mse(m, b), comparison=f"{labels[m]} avg MSE {a} − {b}",
-                            higher=f"{labels[m]} higher on {a}", lower=f"{labels[m]} higher on {b}")
+                            higher=f"{labels[m]} higher on {a}", lower=f"{labels[m]} higher on {b}",
+                            scale=MSE_SCALE)
                for m in methods for a, b in adjacent]
     cells = []
     for m in methods:
@@ -185,7 +244,8 @@ def cl_verdicts(cl: dict, baselines: dict, methods, names, labels: dict, cl_seed
             best = min(baselines[n]["constant_mean"], baselines[n]["persistence_mean"])
             cells.append(stats.paired(mse(m, n), [best] * cl_seeds, comparison=f"{labels[m]} {n} − best baseline "
                                       "(avg MSE)", higher="a baseline better",
-                                      lower=f"{labels[m]} beats both baselines", scope="exploratory"))
+                                      lower=f"{labels[m]} beats both baselines", scope="exploratory",
+                                      scale=MSE_SCALE))
     out = controls + stats.holm(primary, name=FAMILIES["cl"]) + stats.holm(cells, name=FAMILIES["cells"])
     if "ewc" in methods and "naive" in methods:
         ewc = []
@@ -195,7 +255,7 @@ def cl_verdicts(cl: dict, baselines: dict, methods, names, labels: dict, cl_seed
                                     comparison=f"EWC − Finetune {n} (forgetting)",
                                     higher="EWC forgets more", lower="EWC forgets less", scope="exploratory"))
             ewc.append(stats.paired(mse("ewc", n), mse("naive", n), comparison=f"EWC − Finetune {n} (avg MSE)",
-                                    higher="EWC worse", lower="EWC better", scope="exploratory"))
+                                    higher="EWC worse", lower="EWC better", scope="exploratory", scale=MSE_SCALE))
         rel = ewc_pairs(cl, names, cl_seeds)["per_seed"]
         ewc.append(stats.paired(rel, None, comparison="EWC / Finetune − 1 (avg MSE, mean over splits)",
                                 higher="EWC worse", lower="EWC better", scope="exploratory"))

@@ -29,13 +29,15 @@ a failed one stops the findings as a failed control does (:func:`verdict_text`).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from .. import stats
 from . import experiment, metrics, report
 
 __all__ = ["METRICS", "PRIMARY", "EXPLORATORY", "NULL_SEED_OFFSET", "FAMILIES", "metric_values", "verdicts",
-           "pipeline_checks", "checks_text", "verdict_text", "seed_metrics"]
+           "pipeline_checks", "checks_text", "verdict_text", "control_reach_text", "seed_metrics"]
 
 NULL_SEED_OFFSET = 10_000
 """Seed shift of the null control's second fine-tuning arm."""
@@ -89,7 +91,9 @@ def verdicts(per_seed: dict, null: list, reference: str = "finetune") -> list:
     """Per family (primary, then exploratory): its null controls, then its ``method − reference`` rows.
 
     Each family's findings are Holm-adjusted together (:data:`FAMILIES` names them); each null
-    control is judged alone at its nominal level and carries its family's ``scope``.
+    control carries its family's ``scope`` and, in ``guards``, the family and metric whose findings
+    it vouches for (:func:`control_reach_text`); the null controls are judged together by
+    :func:`clkit.stats.closing_text`.
 
     Parameters
     ----------
@@ -121,9 +125,10 @@ def verdicts(per_seed: dict, null: list, reference: str = "finetune") -> list:
         raise ValueError(f"null must hold one entry per seed of {reference} ({len(ref)}), got {len(null)}")
     out = []
     for scope, keys in (("primary", PRIMARY), ("exploratory", EXPLORATORY)):
-        out += [stats.paired([d[m] for d in ref], [d[m] for d in null],
-                             comparison=f"{METRICS[m][0]}: {reference} − {reference} (other seeds)",
-                             role="null control", expect=stats.NO_DIFFERENCE, scope=scope) for m in keys]
+        out += [replace(stats.paired([d[m] for d in ref], [d[m] for d in null],
+                                     comparison=f"{METRICS[m][0]}: {reference} − {reference} (other seeds)",
+                                     role="null control", expect=stats.NO_DIFFERENCE, scope=scope),
+                        guards=_guards(scope, m)) for m in keys]
         findings = []
         for name, rows in per_seed.items():
             if name in (reference, "erm"):
@@ -135,6 +140,45 @@ def verdicts(per_seed: dict, null: list, reference: str = "finetune") -> list:
                                              higher=higher, lower=lower, scope=scope))
         out += stats.holm(findings, name=FAMILIES[scope])
     return out
+
+
+def _guards(scope: str, key: str) -> str:
+    """What a null control vouches for: the findings of its own metric in its family (its units)."""
+    return f"{FAMILIES[scope]} / {METRICS[key][0]} rows"
+
+
+def control_reach_text(vs) -> str:
+    """Each primary null control's detectable bias beside the smallest primary finding *of its metric*.
+
+    A null control of TAS vouches for the TAS findings only (SH and DH are on other scales), so
+    each control is set beside the smallest significant finding of its own metric
+    (:func:`clkit.stats.control_sensitivity`, the controls judged together first as in
+    :func:`clkit.stats.closing_text`), and the sentence says when it could not have seen a defect
+    of that size. Empty when no primary finding is significant.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> ft = [{k: 0.5 + 0.01 * rng.standard_normal() for k in METRICS} for _ in range(8)]
+    >>> ft2 = [{k: 0.5 + 0.01 * rng.standard_normal() for k in METRICS} for _ in range(8)]
+    >>> ew = [{k: d[k] - 0.003 + 0.0001 * rng.standard_normal() for k in METRICS} for d in ft]
+    >>> text = control_reach_text(verdicts({"finetune": ft, "ewc": ew}, ft2))
+    >>> text.count("could not have seen a defect of that size"), text.count("TAS: ewc − finetune")
+    (3, 1)
+    """
+    judged = stats.judge_controls([v for v in vs if v.scope == "primary"])
+    parts = []
+    for c in judged:
+        if c.role != "null control":
+            continue
+        label = c.comparison.split(": ", 1)[0]
+        mine = [v for v in judged if v.role == "finding" and v.comparison.startswith(f"{label}: ")]
+        sens = stats.control_sensitivity(replace(c, guards=""), mine)
+        if sens["text"]:
+            parts.append(sens["text"])
+    return ("**What each control could see** (against the findings of its own metric): " + " ".join(parts)
+            if parts else "")
 
 
 def pipeline_checks(per_seed: dict, seeds, *, rows: dict, backward: dict, reference: str = "finetune") -> list:
@@ -209,8 +253,8 @@ def verdict_text(vs, checks=(), *, small_n: int = 4, subject: str = "this run") 
     >>> ft2 = [{k: 0.5 + 0.01 * j for k in METRICS} for j in (1, 0, 3, 2)]
     >>> ew = [{k: 0.7 + 0.01 * i for k in METRICS} for i in (0, 2, 1, 3)]
     >>> text = verdict_text(verdicts({"finetune": ft, "ewc": ew}, ft2))
-    >>> text.splitlines()[0][:27], "**Findings** (3 of 3)" in text
-    ('**Controls hold** (3 of 3):', True)
+    >>> text.splitlines()[0][:25], "**Findings** (3 of 3)" in text
+    ('**Controls hold** (3 of 3', True)
     """
     vs, checks = list(vs), list(checks)
     head = checks_text(checks)
@@ -220,6 +264,8 @@ def verdict_text(vs, checks=(), *, small_n: int = 4, subject: str = "this run") 
                             "a finding.", "Measured differences (not findings): " + "; ".join(
                                 f"{v.comparison} {v.effect:+.3g}" for v in moved) + "."])
     parts = [stats.closing_text([v for v in vs if v.scope == "primary"], subject=subject, small_n=small_n)]
+    if stats.controls_hold([v for v in vs if v.scope == "primary"])[0]:
+        parts.append(control_reach_text(vs))
     explo = [v for v in vs if v.scope == "exploratory"]
     if explo:
         text = stats.closing_text(explo, subject="the exploratory part", small_n=small_n)
