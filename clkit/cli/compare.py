@@ -7,7 +7,7 @@ from __future__ import annotations
 from ._output import guarded, show
 
 USAGE = ("clkit compare RUNS [--reference METHOD | --compare A:B ...] [--metric acc] [--percent] "
-         "[--target-effect E] [--tolerance T] [--oracle-shift S] [--out DIR] [--metric-pattern REGEX] [--method-key KEY] [--seed-key KEY] "
+         "[--target-effect E] [--tolerance T] [--oracle-shift S] [--oracle-sds K] [--out DIR] [--metric-pattern REGEX] [--method-key KEY] [--seed-key KEY] "
          "[--steps index|order] [--task-base 0|1]")
 
 
@@ -34,8 +34,13 @@ def register(sub) -> None:
     p.add_argument("--target-effect", type=float, default=None, metavar="E",
                    help="plan the seeds needed to detect an effect E (fraction scale: 0.01 is one point)")
     p.add_argument("--oracle-shift", type=float, default=None, metavar="S",
-                   help="add the oracle control: a copy of the reference method with the share S (0-1] of its "
-                        "final row's error removed, which the rule must call higher (clkit.compare.oracle)")
+                   help="add the pipeline check: a copy of the reference method with the share S (0-1] of its "
+                        "final row's error removed, whose recomputed ACC gain must be exactly the planted one "
+                        "(clkit.compare.oracle.pipeline_check; listed under pipeline checks, not a control)")
+    p.add_argument("--oracle-sds", type=float, default=3.0, metavar="K",
+                   help="the oracle control: a gain of K spreads of the sharpest ACC comparison's paired "
+                        "differences planted into the null control's pairs, which the rule must find "
+                        "(default 3; 0: no oracle)")
     p.add_argument("--tolerance", type=float, default=None, metavar="T",
                    help="reported numbers differing from the recomputed ones by more than T are listed "
                         "(default 1e-3, fraction scale)")
@@ -69,11 +74,13 @@ def compare(args) -> int:
         check_real("--target-effect", args.target_effect, low=0)
     if args.oracle_shift is not None:
         check_real("--oracle-shift", args.oracle_shift, low=0, high=1, low_open=True)
+    check_real("--oracle-sds", args.oracle_sds, low=0)
     runs = cmp.read_runs(args.runs, percent=args.percent, metric_pattern=getattr(args, "metric_pattern", None),
                          method_key=getattr(args, "method_key", None), seed_key=getattr(args, "seed_key", None),
                          steps=getattr(args, "steps", None), task_base=getattr(args, "task_base", None))
     res = cmp.compare(runs, comparisons=args.compare, reference=args.reference, metric=args.metric,
-                      target=args.target_effect, tol=tol, oracle_shift=args.oracle_shift)
+                      target=args.target_effect, tol=tol, oracle_shift=args.oracle_shift,
+                      oracle_sds=args.oracle_sds)
     show(res["runs"], f"{len(runs)} run(s) read from {runs.source} ({runs.format}); what was used from each:")
     for note in runs.notes:
         print(f"note: {note}")
@@ -101,8 +108,9 @@ def compare(args) -> int:
         print("reported numbers: none given")
     print()
     table = res["table"].reset_index()
-    show(table, f"verdicts (primary metric: {args.metric}; null control: {res['control']} against itself on "
-                "other seeds):")
+    against = (f"its rerun {res['rerun']} on the same seeds" if res.get("rerun")
+               else "itself on other seeds (no rerun given: unpaired, weaker)")
+    show(table, f"verdicts (primary metric: {args.metric}; null control: {res['control']} against {against}):")
     print()
     print(res["paragraph"])
     if res["planner"]:
@@ -112,7 +120,7 @@ def compare(args) -> int:
             print(f"  {line}")
     if args.out is not None:
         params = {k: getattr(args, k) for k in ("runs", "reference", "compare", "metric", "percent",
-                                                "target_effect", "oracle_shift")}
+                                                "target_effect", "oracle_shift", "oracle_sds")}
         params["tolerance"] = tol
         for path in cmp.write_report(res, args.out, params=params):
             print(f"wrote {path}")
