@@ -1,6 +1,5 @@
 """Notebook 06_your_runs (bring your runs) with smoke parameters, its example runs and its oracle control."""
 
-import json
 
 import numpy as np
 import pytest

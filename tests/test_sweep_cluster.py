@@ -6,7 +6,6 @@ take about a second each; the machinery is the same as for the paper notebooks.
 """
 
 import json
-import os
 import re
 import signal
 import socket
@@ -18,7 +17,6 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from clkit import notebooks
 from clkit.cli import main
 from clkit.sweep import sweep_table
 from tiny_notebook import notebooks_at

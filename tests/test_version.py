@@ -5,7 +5,6 @@ sdist built there and installed outside git, ``clkit --version`` and every manif
 
 import re
 import subprocess
-import sys
 import venv
 from pathlib import Path
 

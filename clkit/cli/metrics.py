@@ -131,7 +131,6 @@ def cl_result(R, *, error: bool = False, baseline=None) -> dict:
 
 
 def cl(args) -> int:
-    import numpy as np
     import pandas as pd
 
     R = read_matrix(args, "R", "above", "any" if args.error else "unit")

@@ -54,7 +54,6 @@ import csv
 import hashlib
 import io
 import json
-import os
 import shutil
 import sqlite3
 import time

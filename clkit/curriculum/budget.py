@@ -83,7 +83,7 @@ from ..budget import (
     training_flops,
 )
 from ..learner_kwargs import settings_for
-from .streams import make_backbone, run_setting, strategy_kwargs
+from .streams import make_backbone, run_setting
 
 __all__ = ["LEFT_OUT", "StreamWork", "count_work", "stream_work", "step_model", "calibrate",
            "step_flops", "gpu_estimate", "estimate", "nominal_per_class",

@@ -352,7 +352,7 @@ def summary(*, c: Curriculum, metrics: dict, verdicts, bounds: dict, strategies,
             f"**Power.** With {n} paired seeds the rule detects (80 % power) a difference of {power['alone']:.2f} "
             f"standard deviations of the paired differences alone, {power['holm']:.2f} at Holm's strictest "
             f"level over the {m} primary comparison{'s' * (m != 1)}"
-            + (f"; in accuracy, the primary order verdicts could detect |gaps| of "
+            + ("; in accuracy, the primary order verdicts could detect |gaps| of "
                + ", ".join(f"{_who(v)} {v.mde:.3f}" for v in prim if np.isfinite(v.mde))
                + " (at each row's level, from its seed spread)." if mde else "."))
     if image_size < 64 or per_class_train < 500:   # below the paper's 64x64 and 500 images per class

@@ -85,7 +85,7 @@ import torch.nn.functional as F
 from .._seed import torch_seeded, torch_threads
 from .._validate import check_choice, check_int
 from ..device import Amp, RunDevice, as_device, check_precision, move, to_host
-from .batched import _Batched, _features, _logits, _NodeScaler
+from .batched import _Batched, _features, _logits, _NodeScaler  # noqa: F401 (re-exported for callers)
 from .learner_config import (
     LEARNER_KEYWORDS,
     LEARNERS,

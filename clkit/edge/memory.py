@@ -22,7 +22,6 @@ are small beside them) and leaves room for the allocator, cuBLAS and the test se
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 import numpy as np

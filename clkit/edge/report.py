@@ -141,7 +141,7 @@ def ceiling_text(structure, encoder: str) -> str:
                      f"of the variance beyond chance against the {encoder} names' R^2 of {listed(c['room'], r2)}: "
                      "another similarity scored through S(O) could rank these orders better.")
     if c["first"]:
-        parts.append(f"The first task alone explains more of the spread beyond chance than any function of S for "
+        parts.append("The first task alone explains more of the spread beyond chance than any function of S for "
                      + ", ".join(f"{n} ({c['first_beyond'][n]:.2f})" for n in c["first"]) + ".")
     return " ".join(parts)
 

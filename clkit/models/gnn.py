@@ -41,7 +41,6 @@ evaluates layer by layer in node chunks.
 
 from __future__ import annotations
 
-import math
 
 import torch
 from torch import nn

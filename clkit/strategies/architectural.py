@@ -35,7 +35,6 @@ import torch
 from torch import nn
 
 from .._seed import torch_seeded
-from ._common import mask_to
 from .base import Strategy, Task, register
 
 __all__ = ["MSTE", "PNN", "CWRStar", "ProgressiveNet"]

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from .._validate import check_real
-from ._common import TaskAwareStrategy, mask_to
+from ._common import TaskAwareStrategy
 from .base import Task, register, take
 
 __all__ = ["LwF", "distillation_loss"]
