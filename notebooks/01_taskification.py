@@ -415,6 +415,7 @@ else:
         progress=bar.update, strategy_kwargs=settings, null_control=True, device=rd.device,
         precision=rd.precision, max_epochs=epochs, patience=patience, lr_patience=lr_patience,
         lr=lr, batch_size=batch_size, num_threads=torch_threads, only=cl_selected,
+        checkpoint_dir=split.checkpoint_dir(cl_runs),  # a case killed at its wall time resumes from its last task
     )
     bar.close()
 record.log(cl={f"{m}|{n}|{s}": {k: v for k, v in r.items() if k != "M"} | {"M": r["M"]}

@@ -11,6 +11,8 @@ shared file system (:mod:`clkit.cluster`).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import socket
 import sys
@@ -33,6 +35,21 @@ __all__ = ["plan_sweep", "run_case", "run_sweep", "prepare_cases", "run_case_of"
            "submit_options", "CONNECT_TIMEOUT_S"]
 
 TOPIC = "clkit-sweep"
+#: the environment variable naming a case's checkpoint folder for the kernel (read by
+#: :func:`clkit.taskification.resume.checkpoint_dir`)
+CHECKPOINT_ENV = "CLKIT_CHECKPOINT_DIR"
+
+
+def checkpoint_folder(root, key: str) -> Path:
+    """The folder a case may checkpoint into, ``ROOT/.checkpoints/<key>``: it outlives the case's attempts
+    (each runs in a fresh work folder) and goes once the case has finished.
+
+    Examples
+    --------
+    >>> checkpoint_folder("out/nb", "ab12").as_posix()
+    'out/nb/.checkpoints/ab12'
+    """
+    return Path(root) / ".checkpoints" / key
 
 
 class CaseCancelled(RuntimeError):
@@ -160,7 +177,12 @@ def run_case(spec: dict) -> dict:
     which is published to ``root/<name>/`` in one rename once ``run.json`` is
     written. A failing cell, or a kernel that dies, gives ``status="failed"``
     with the error; an interrupt raises :class:`CaseCancelled` and leaves
-    nothing behind.
+    nothing behind but the case's checkpoints.
+
+    The kernel sees ``CLKIT_CHECKPOINT_DIR`` = :func:`checkpoint_folder`: a notebook that
+    checkpoints there (notebook 01's CL runs, :mod:`clkit.taskification.resume`) continues an
+    attempt that was killed (a wall time, a requeued job) instead of starting over. The folder is
+    removed once the case finished with ``status="ok"``; after a failure it is kept for the retry.
     """
     from ..run import execute
 
@@ -177,12 +199,19 @@ def run_case(spec: dict) -> dict:
                                                                     "notebook")}
                           | {"notebook_hash": spec.get("notebook_hash"), "clkit": __version__})
         t0 = time.perf_counter()
+        ckpt, env_before = checkpoint_folder(root, key), os.environ.get(CHECKPOINT_ENV)
+        os.environ[CHECKPOINT_ENV] = str(ckpt.resolve())   # one case at a time per worker process
         try:
             res = execute(spec["notebook_path"], work, spec["params"], progress=False)
         except Exception as exc:  # kernel died, could not start, ...
             res = {"status": "failed", "ename": type(exc).__name__,
                    "error": f"{spec['notebook']} could not run: {type(exc).__name__}: {exc}",
                    "runtime_s": round(time.perf_counter() - t0, 2)}
+        finally:
+            if env_before is None:
+                os.environ.pop(CHECKPOINT_ENV, None)
+            else:
+                os.environ[CHECKPOINT_ENV] = env_before
         if res.get("ename") == "KeyboardInterrupt":  # Ctrl-C reached the kernel: not the notebook's fault
             raise CaseCancelled(res["error"])
         meta = {"key": key, "name": name, "index": spec["index"], "notebook": spec["notebook"], "case": spec["case"],
@@ -190,6 +219,10 @@ def run_case(spec: dict) -> dict:
                 "host": socket.gethostname(), "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
         atomic_write_json(work / "run.json", meta)
         publish_case(work, root, key, name)
+        if res["status"] == "ok":   # finished: its checkpoints are spent
+            shutil.rmtree(ckpt, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                ckpt.parent.rmdir()   # .checkpoints/ goes when empty
         return meta
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)

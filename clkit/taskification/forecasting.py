@@ -52,6 +52,10 @@ drawn. Stored windows (``windows="copy"``) repeat every step ``context`` times: 
 memory for the paper set at stride 1, against well under 1 GiB for the views. A batch gathered
 from a view holds the same floats as the stored one, so training and evaluation give bitwise the
 same numbers (``tests/test_timeseries_windows.py``).
+
+**Checkpoints.** With ``checkpoint_dir=`` a run writes its state after every finished task and a
+rerun resumes from the next one, to the same ``M`` bitwise (:mod:`clkit.taskification.resume`): a
+paper-scale run is longer than a cluster job's wall time and cannot be cut into independent pieces.
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ from ..device import to_host
 from ..metrics import average_accuracy, backward_transfer, forgetting
 from ..strategies import Task, make_strategy, take
 from ..data.timeseries_windows import WindowView
+from . import resume
 from .boundaries import Taskification
 
 __all__ = ["WINDOW_MODES", "ForecastTask", "make_forecast_tasks", "forecast_task_sizes", "train_with_early_stopping",
@@ -430,7 +435,7 @@ def regression_cl_metrics(M) -> dict:
 def continual_forecasting(tasks: list[ForecastTask], model_fn, method: str, *, max_epochs: int = 1,
                           patience: int = 10, lr_patience: int = 5, lr: float = 1e-4, batch_size: int = 256,
                           seed: int = 0, strategy_kwargs: dict | None = None, num_threads: int | None = 1,
-                          progress=None, device="cpu", precision: str = "fp32") -> np.ndarray:
+                          progress=None, device="cpu", precision: str = "fp32", checkpoint_dir=None) -> np.ndarray:
     """Train ``method`` over ``tasks`` in order; return ``M`` (num_tasks, num_tasks), test MSE x 10^3.
 
     Parameters
@@ -455,6 +460,13 @@ def continual_forecasting(tasks: list[ForecastTask], model_fn, method: str, *, m
         first task). The model is built on the CPU by ``model_fn`` and moved by the strategy.
     precision : {"fp32", "bf16", "fp16"}
         The strategy's autocast (``fp16`` needs CUDA).
+    checkpoint_dir : str or Path, optional
+        Resume from and checkpoint into this folder (:mod:`clkit.taskification.resume`): after
+        every finished task the strategy's state, the generators and the rows of ``M`` so far
+        are written atomically; a rerun with the same arguments goes on from the next task and
+        returns the ``M`` of an uninterrupted run, bitwise. A checkpoint of other arguments is
+        refused (``ValueError``). ``None`` (default): no checkpoint. Methods:
+        :data:`~clkit.taskification.resume.CHECKPOINT_METHODS`.
 
     Examples
     --------
@@ -470,23 +482,32 @@ def continual_forecasting(tasks: list[ForecastTask], model_fn, method: str, *, m
     seed = check_int("seed", seed)
     with torch_threads(num_threads):
         return _continual(tasks, model_fn, method, max_epochs, patience, lr_patience, lr, batch_size, seed,
-                          strategy_kwargs, progress, device, precision)
+                          strategy_kwargs, progress, device, precision, checkpoint_dir)
 
 
 def _continual(tasks, model_fn, method, max_epochs, patience, lr_patience, lr, batch_size, seed, strategy_kwargs,
-               progress, device, precision):
+               progress, device, precision, checkpoint_dir=None):
     # the whole run inside torch_seeded: model init *and* dropout draw from a generator seeded here,
     # and the caller's global torch state is restored afterwards
     with torch_seeded(seed):
         model = model_fn()                      # on the CPU under the seed: the same weights on every device
         strategy = make_strategy(method, model, loss="mse", optimizer="adamw", lr=lr, batch_size=batch_size,
                                  seed=seed, device=device, precision=precision, **(strategy_kwargs or {}))
+        K, start, M = len(tasks), 0, np.full((len(tasks), len(tasks)), np.nan)
+        if checkpoint_dir is not None:   # the digest is of the host tasks and the model as built
+            resume.check_method(method, strategy)
+            digest = resume.run_digest(tasks, model, dict(
+                method=method, max_epochs=max_epochs, patience=patience, lr_patience=lr_patience, lr=lr,
+                batch_size=batch_size, seed=seed, strategy_kwargs=strategy_kwargs or {}, precision=strategy.precision,
+                device=strategy.device.type))
+            start, M = resume.load_checkpoint(checkpoint_dir, digest, strategy, K) or (0, M)
         tasks = [t.to(strategy.device) for t in tasks]     # every window moves once per run
-        K = len(tasks)
-        M = np.full((K, K), np.nan)
         for i, task in enumerate(tasks):
-            train_with_early_stopping(strategy, task, max_epochs, patience, lr_patience)
-            M[i] = mse_row(strategy, tasks)    # one read per task: an evaluation boundary
+            if i >= start:
+                train_with_early_stopping(strategy, task, max_epochs, patience, lr_patience)
+                M[i] = mse_row(strategy, tasks)    # one read per task: an evaluation boundary
+                if checkpoint_dir is not None:
+                    resume.save_checkpoint(checkpoint_dir, digest, i, M, strategy)
             if progress is not None:
                 progress()
     return M

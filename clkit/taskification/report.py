@@ -12,6 +12,7 @@ import numpy as np
 from ..progress import tqdm
 from .boundaries import check_delta, days_to_steps, fixed_windows
 from .forecasting import baseline_mse, continual_forecasting, make_forecast_tasks, regression_cl_metrics, run_jobs
+from .resume import CHECKPOINT_METHODS
 from .profiles import bps_over_series, bps_report, null_stream, profile_distance, taskification_profile
 from .discrepancy import distance_matrix
 
@@ -246,7 +247,8 @@ def run_cl(tasks: dict, model_fn, methods, cl_seeds: int, *, seed: int, workers:
     ``only`` (a list of ``(method, split, seed index)``, :func:`clkit.taskification.split.parse_runs`)
     trains those runs alone, each exactly as in the whole set: a case of the split grid.
     ``checkpoint_dir`` (a case's folder, :func:`clkit.taskification.resume.checkpoint_dir`): run ``(m, n, s)``
-    checkpoints into and resumes from its subfolder ``m_n_s`` (:mod:`clkit.taskification.resume`).
+    checkpoints into and resumes from its subfolder ``m_n_s`` (:mod:`clkit.taskification.resume`; a method
+    outside :data:`~clkit.taskification.resume.CHECKPOINT_METHODS`, e.g. a user's learner, starts over instead).
     """
     from ..device import as_device
 
@@ -270,7 +272,7 @@ def run_cl(tasks: dict, model_fn, methods, cl_seeds: int, *, seed: int, workers:
         runs = [tuple(r) for r in only]
 
     def job(m, n, s):
-        ckpt = None if checkpoint_dir is None else f"{checkpoint_dir}/{m}_{n}_{s}"
+        ckpt = f"{checkpoint_dir}/{m}_{n}_{s}" if checkpoint_dir is not None and m in CHECKPOINT_METHODS else None
         return lambda: continual_forecasting(tasks[n], model_fn, m, seed=seed + s, checkpoint_dir=ckpt,
                                              strategy_kwargs=(strategy_kwargs or {}).get(m), **train_kw)
 
