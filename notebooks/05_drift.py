@@ -114,6 +114,10 @@ workers: int = 2  # seeds trained in parallel processes on the CPU (one per core
 # GPU); the numbers do not depend on it
 deterministic: bool = False  # PyTorch deterministic algorithms (reproducible, slower)
 rehearse: bool = False  # the paper set on fabricated files, sizes cut (clkit.rehearsal)
+drift_cases: list = []  # a case of a split grid (e.g. notebooks/grids/05_drift/
+# paper_reddit_split.yaml): train only these runs, "METHOD|SEED" or "null|SEED"
+# (clkit.drift.split); []: the whole study
+drift_from: str = ""  # merge: read the runs from this sweep folder's cases ("": train)
 
 # %% [markdown]
 # **Rehearsal.** With `rehearse = True` the parameter set runs on fabricated files written
@@ -141,6 +145,7 @@ import clkit.drift as drift
 import clkit.stats as drift_stats
 from clkit.data.user import is_user_path
 from clkit.drift import budget as drift_budget, notebook_steps as steps, plots, report
+from clkit.drift import split as drift_split
 from clkit.plugins import split_learners
 from clkit.results import RunRecord
 
@@ -155,6 +160,8 @@ drift.check_params(**{**params, "dataset": "csbm" if user_graph else dataset,
                       "methods": own_methods or ["bare"], "protocol": protocols,
                       "all_methods": methods})
 LS = drift.check_learner_settings(learner_kwargs, methods, protocols)
+case_list = drift_split.parse_cases(drift_cases, methods, sweep_methods, seeds)
+whole = not drift_cases  # a case of a split trains its runs only; a whole run or merge: all
 record = RunRecord("05_drift", params=params)
 intervals, interval_notes = drift.eval_intervals(protocols, eval_every, eval_every_authors)
 rd = clkit.device.setup(device, precision, deterministic)
@@ -264,7 +271,9 @@ grid_kw = dict(**learner_kw, joint_epochs=joint_epochs, tau=tau, dataset=name,
                device=rd.device, precision=rd.precision,
                workers=rd.workers(workers, fork=True))
 budget = drift_budget.estimate(data, configs, methods, sweep_methods, seeds, null_configs=null_cfg,
-                               null_offset=report.NULL_SEED_OFFSET, describe=rd.describe(), **grid_kw)
+                               null_offset=report.NULL_SEED_OFFSET, describe=rd.describe(),
+                               split_note=drift_split.split_note(name, drift_cases, drift_from),
+                               **grid_kw)
 record.log(budget=budget.record())
 display(Markdown(budget.text()))
 
@@ -274,14 +283,21 @@ display(Markdown(budget.text()))
 # Every setting above -- hard, Gaussian, global and boundary-local mixing, the σ sweep and
 # the batch sizes -- trained for every method and seed, under each protocol of `protocols`
 # (`drift.run_protocols`); the figures and tables below read these runs.
+#
+# **A split run.** A study too long for one machine (Reddit's paper set) is cut into
+# cases, one per method and seed and one per seed's null controls
+# (`clkit.drift.split`). A case (`drift_cases`) trains its runs exactly as the whole
+# study trains them, records their rows (`drift_case`) and stops there; the merge
+# (`clkit merge`, which sets `drift_from`) reads every case's rows back in one run's
+# order and runs every section below on them, so its numbers and verdicts are one run's.
 
 # %%
-runs = drift.run_protocols(data, configs, methods, sweep_methods, seeds, **grid_kw)
-# mean and std over seeds; the main settings also under keys free of sigma, p, k_bl and B
-# (results.json "main"), so the rows of a parameter sweep line up: main.gaussian.er.A_AUC
-stats_by = steps.record_results(runs, configs_main, methods, record)
-p0 = protocols[0]
-mean, std = stats_by[p0]
+runs, nulls = steps.train_study(params, data, configs, null_cfg, case_list, record, **grid_kw)
+if whole:  # mean and std over seeds; the main settings also under keys free of sigma,
+    # p, k_bl and B (results.json "main"): main.gaussian.er.A_AUC
+    stats_by = steps.record_results(runs, configs_main, methods, record)
+    p0 = protocols[0]
+    mean, std = stats_by[p0]
 
 # %% [markdown]
 # ### The mixing curves
@@ -291,10 +307,11 @@ mean, std = stats_by[p0]
 # mixing entropy as $\sigma$ grows.
 
 # %%
-s0 = min(seeds)
-fig = sweep.mixing_figure(runs[p0][2], s0, p0)
-record.figure(fig, "mixing_curves")
-plt.show()
+if whole:
+    s0 = min(seeds)
+    fig = sweep.mixing_figure(runs[p0][2], s0, p0)
+    record.figure(fig, "mixing_curves")
+    plt.show()
 
 # %% [markdown]
 # ### Accuracy over the stream (Fig. 2)
@@ -305,11 +322,12 @@ plt.show()
 # while its detector has not fired) stay visible.
 
 # %%
-cfg_dyn = {c.setting: c for c in configs_main}[setting]
-online = [m for m in methods if m != "joint"]
-fig = plots.dynamics(runs, stats_by, cfg_dyn, methods, s0)
-record.figure(fig, "dynamics")
-plt.show()
+if whole:
+    cfg_dyn = {c.setting: c for c in configs_main}[setting]
+    online = [m for m in methods if m != "joint"]
+    fig = plots.dynamics(runs, stats_by, cfg_dyn, methods, s0)
+    record.figure(fig, "dynamics")
+    plt.show()
 
 # %% [markdown]
 # ### Tables: hard, Gaussian, global and boundary-local settings (Tables 2, 3, 7-9)
@@ -319,8 +337,9 @@ plt.show()
 # no forgetting.
 
 # %%
-for title, table in steps.setting_tables(stats_by, configs_main, len(seeds)):
-    display(Markdown(title), table)
+if whole:
+    for title, table in steps.setting_tables(stats_by, configs_main, len(seeds)):
+        display(Markdown(title), table)
 
 # %% [markdown]
 # ### The MAS\* shift detector
@@ -330,7 +349,7 @@ for title, table in steps.setting_tables(stats_by, configs_main, len(seeds)):
 # the detector had anything to work with; with 0 firings MAS\* *is* Bare.
 
 # %%
-if "mas_star" in methods:
+if whole and "mas_star" in methods:
     firings_table, fire = report.firings_table(stats_by, configs_main, methods)
     display(firings_table)
     record.log(mas_star_firings={pr: dict(zip(fire.index, fire[pr])) for pr in protocols})
@@ -380,22 +399,26 @@ if "mas_star" in methods:
 # seeds nothing is read as a finding.
 
 # %%
-nulls = drift.run_null_control(data, null_cfg, seeds, report.NULL_SEED_OFFSET,
-                               sweep_methods=sweep_methods, **grid_kw)
-verdicts, checks, findings = steps.judge(runs, nulls, params, sweep_sigmas,
-                                         exact=rd.device.type == "cpu", record=record)
-display(report.pipeline_table(checks), drift_stats.verdict_table(verdicts, digits=1), findings)
+if whole and not drift_from:  # a merge has read the controls with the runs
+    nulls = drift.run_null_control(data, null_cfg, seeds, report.NULL_SEED_OFFSET,
+                                   sweep_methods=sweep_methods, **grid_kw)
+if whole:
+    verdicts, checks, findings = steps.judge(runs, nulls, params, sweep_sigmas,
+                                             exact=rd.device.type == "cpu", record=record)
+    display(report.pipeline_table(checks), drift_stats.verdict_table(verdicts, digits=1),
+            findings)
 
 # %%
-sweep_args = (sweep_sigmas, batch_size, sampling)
-fig_data = report.finding_series(runs, sweep_methods, *sweep_args)
-if fig_data:
-    cl_sweep = [m for m in sweep_methods if m != "bare"]
-    fig = plots.protocol_findings(fig_data, protocols, sweep_sigmas, (cl_sweep or [None])[0])
-    record.figure(fig, "protocol_findings")
-    plt.show()
-    display(report.sweep_table(runs, sweep_methods, *sweep_args))
-    record.log(sigma_sweep=report.sweep_record(runs, *sweep_args))
+if whole:
+    sweep_args = (sweep_sigmas, batch_size, sampling)
+    fig_data = report.finding_series(runs, sweep_methods, *sweep_args)
+    if fig_data:
+        cl_sweep = [m for m in sweep_methods if m != "bare"]
+        fig = plots.protocol_findings(fig_data, protocols, sweep_sigmas, (cl_sweep or [None])[0])
+        record.figure(fig, "protocol_findings")
+        plt.show()
+        display(report.sweep_table(runs, sweep_methods, *sweep_args))
+        record.log(sigma_sweep=report.sweep_record(runs, *sweep_args))
 
 # %% [markdown]
 # ### With- vs without-replacement sampling (Fig. 4)
@@ -405,16 +428,17 @@ if fig_data:
 # by marker and colour (legend), not by text labels.
 
 # %%
-rep = report.replacement(mean, online, sigma, batch_size)
-fig = plots.method_scatter(rep["without"], rep["with"], online,
-                           [plots.STYLE.get(m, {}) for m in online],
-                           xlabel=r"$A_{AUC}$ without replacement (%)",
-                           ylabel=r"$A_{AUC}$ with replacement (%)",
-                           title=f"sampling strategy ({p0} protocol)", diagonal=True)
-record.figure(fig, "replacement_scatter")
-plt.show()
-display(rep.round(1))
-record.log(replacement=steps.replacement_record(rep))
+if whole:
+    rep = report.replacement(mean, online, sigma, batch_size)
+    fig = plots.method_scatter(rep["without"], rep["with"], online,
+                               [plots.STYLE.get(m, {}) for m in online],
+                               xlabel=r"$A_{AUC}$ without replacement (%)",
+                               ylabel=r"$A_{AUC}$ with replacement (%)",
+                               title=f"sampling strategy ({p0} protocol)", diagonal=True)
+    record.figure(fig, "replacement_scatter")
+    plt.show()
+    display(rep.round(1))
+    record.log(replacement=steps.replacement_record(rep))
 
 # %% [markdown]
 # ### Batch size (Table 10)
@@ -424,9 +448,11 @@ record.log(replacement=steps.replacement_record(rep))
 # size. The sweep methods only, under the first protocol.
 
 # %%
-bt = report.batch_size_table(mean, sigma, batch_sizes, sampling, [m for m in online if m in sweep_methods])
-display(bt.round(1))
-record.log(batch_size_auc=steps.batch_size_record(bt))
+if whole:
+    bt = report.batch_size_table(mean, sigma, batch_sizes, sampling,
+                                 [m for m in online if m in sweep_methods])
+    display(bt.round(1))
+    record.log(batch_size_auc=steps.batch_size_record(bt))
 
 # %% [markdown]
 # ### The paper's layout (Tables 2, 3, 5-10)
@@ -438,9 +464,10 @@ record.log(batch_size_auc=steps.batch_size_record(bt))
 # call (`{dataset: rows}`). Shown for the first protocol; results.json holds both.
 
 # %%
-paper, beside = steps.paper_layout(runs, name, params, sweep_sigmas, record)
-for t in paper[p0]:
-    display(Markdown(f"**{t.title}** ({p0} protocol)"), t.styled(), Markdown(t.note))
+if whole:
+    paper, beside = steps.paper_layout(runs, name, params, sweep_sigmas, record)
+    for t in paper[p0]:
+        display(Markdown(f"**{t.title}** ({p0} protocol)"), t.styled(), Markdown(t.note))
 
 # %% [markdown]
 # **Beside the paper's own numbers.** Each table again, clkit's cell next to the paper's
@@ -450,10 +477,11 @@ for t in paper[p0]:
 # reference and the note says the comparison is not meaningful.
 
 # %%
-for t, c in zip(paper[p0], beside[p0]):
-    if c.paper_table:
-        display(Markdown(f"**{t.title}** beside the paper's Table {c.paper_table} ({p0} protocol)"),
-                c.table, Markdown(c.note))
+if whole:
+    for t, c in zip(paper[p0], beside[p0]):
+        if c.paper_table:
+            display(Markdown(f"**{t.title}** beside the paper's Table {c.paper_table} ({p0} protocol)"),
+                    c.table, Markdown(c.note))
 
 # %% [markdown]
 # ### The CL advantage in every setting
@@ -463,13 +491,14 @@ for t, c in zip(paper[p0], beside[p0]):
 # setting, markers the protocol; the table below gives the names and numbers.
 
 # %%
-adv = report.advantage_table(stats_by, configs_main, methods)
-if len(adv):
-    fig = plots.advantage_vs_overlap(adv, configs_main)
-    record.figure(fig, "advantage_vs_overlap")
-    plt.show()
-    display(steps.percent_columns(adv, ["advantage_AA", "advantage_A_AUC"]))
-    record.log(advantage=adv.to_dict("records"))
+if whole:
+    adv = report.advantage_table(stats_by, configs_main, methods)
+    if len(adv):
+        fig = plots.advantage_vs_overlap(adv, configs_main)
+        record.figure(fig, "advantage_vs_overlap")
+        plt.show()
+        display(steps.percent_columns(adv, ["advantage_AA", "advantage_A_AUC"]))
+        record.log(advantage=adv.to_dict("records"))
 
 # %% [markdown]
 # ### A time-evolving stream: ogbn-arxiv by publication year
@@ -485,7 +514,7 @@ if len(adv):
 # boundary. Nothing is shown with the default `stream = "latent"`.
 
 # %%
-if stream == "arxiv_time":
+if whole and stream == "arxiv_time":
     t_kw = {**grid_kw, "eval_every": intervals.get("text", eval_every)}
     t_split, t_rows, t_curves = drift.run_time_stream(
         graph, methods, seeds, num_tasks=drift.TIME_TASKS, test_fraction=test_fraction,
@@ -503,14 +532,15 @@ if stream == "arxiv_time":
 # ## What this run shows
 
 # %%
-summary = report.closing_text(stats_by, verdicts, source=graph.source, name=name,
-                              num_tasks=split0.num_tasks, configs_main=configs_main,
-                              methods=methods, sigma=sigma, batch_size=batch_size,
-                              n_seeds=len(seeds), checks=checks)
-if rh is not None:
-    summary = f"{rh.note()}\n\n{summary}"
-record.log(summary=summary)
-display(Markdown(summary))
+if whole:
+    summary = report.closing_text(stats_by, verdicts, source=graph.source, name=name,
+                                  num_tasks=split0.num_tasks, configs_main=configs_main,
+                                  methods=methods, sigma=sigma, batch_size=batch_size,
+                                  n_seeds=len(seeds), checks=checks)
+    if rh is not None:
+        summary = f"{rh.note()}\n\n{summary}"
+    record.log(summary=summary)
+    display(Markdown(summary))
 
 # %%
 record.save()

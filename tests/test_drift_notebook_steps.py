@@ -38,7 +38,7 @@ def test_the_notebook_is_at_most_600_lines_and_uses_the_steps():
     n = len(text.splitlines())
     assert n <= 600, f"notebooks/05_drift.py has {n} lines; move logic into the package (at most 600)"
     for call in ("steps.load_study_data", "steps.plan_sweep", "steps.record_results", "steps.setting_tables",
-                 "steps.judge", "steps.paper_layout"):
+                 "steps.judge", "steps.paper_layout", "steps.train_study", "drift_split.parse_cases"):
         assert call in text, call
     assert "### Training" in text
 

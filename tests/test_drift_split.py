@@ -163,3 +163,62 @@ def test_the_merge_puts_fabricated_case_rows_in_one_runs_order(tmp_path):
     np.testing.assert_array_equal(runs["text"][1][(cfg0, "er", 1)][1], np.eye(2))
     assert len(runs["text"][2]) == len({(c, s) for part in plan if part.protocol == "text"
                                         for c in part.configs for s in part.seeds})
+
+
+def _check(**over):
+    base = dict(dataset="csbm", setting="gaussian", sigma=3.0, sigmas=[1.0], p=0.3, k_bl=2, batch_size=10,
+                batch_sizes=[10], sampling="without", methods=["bare"], memory_size=10, eval_every=5, seeds=[1],
+                classes_per_task=2, tau=0.9, hidden=8, lr=0.005, joint_epochs=1, test_fraction=0.2)
+    return drift.check_params(**{**base, **over})
+
+
+def test_check_params_names_bad_split_parameters():
+    _check(drift_cases=["bare|1"])                 # a case
+    _check(drift_from="runs/x")                    # a merge
+    with pytest.raises(ValueError, match=r"drift_cases and drift_from: a case trains runs, a merge reads them; "
+                                         r"give one, got drift_cases=\['bare\|1'\] and drift_from='runs/x'"):
+        _check(drift_cases=["bare|1"], drift_from="runs/x")
+    with pytest.raises(TypeError, match=r"drift_cases must be a list of 'METHOD\|SEED' strings .*got 'bare\|1'"):
+        _check(drift_cases="bare|1")
+    with pytest.raises(TypeError, match=r"drift_cases must be .*got \[\('bare', 1\)\]"):
+        _check(drift_cases=[("bare", 1)])
+    with pytest.raises(TypeError, match="drift_from must be a folder .*got 3"):
+        _check(drift_from=3)
+    with pytest.raises(ValueError, match="stream='arxiv_time'"):
+        _check(dataset="ogbn_arxiv", stream="arxiv_time", drift_cases=["bare|1"])
+
+
+class _Record:
+    def __init__(self, params):
+        self.params, self.logged = params, {}
+
+    def log(self, **kw):
+        self.logged.update(kw)
+
+
+def test_train_study_trains_whole_a_case_or_reads_the_merge(tmp_path, monkeypatch):
+    """The notebook's training step: a whole run trains every run (its null controls later), a case only its
+    runs (logged as drift_case, curves beside), a merge reads them back equal to the case's rows."""
+    from clkit.drift import notebook_steps as steps
+
+    data, configs, _, null_cfg, kw = _study()
+    methods, sweep, seeds = ["bare"], ["bare"], [1]
+    P = dict(methods=methods, sweep_methods=sweep, seeds=seeds, drift_cases=[], drift_from="")
+    runs, nulls = steps.train_study(P, data, configs, null_cfg, ds.parse_cases([], methods, sweep, seeds), **kw)
+    assert nulls is None and set(runs) == {"text", "authors"} and set(runs["text"][0]["method"]) == {"bare"}
+    whole_nulls = drift.run_null_control(data, null_cfg, seeds, report.NULL_SEED_OFFSET, sweep_methods=sweep, **kw)
+    monkeypatch.setenv("CLKIT_OUT_DIR", str(tmp_path / "case"))
+    cases = ["bare|1", "null|1"]
+    rec = _Record({**P, "drift_cases": cases})
+    got = steps.train_study({**P, "drift_cases": cases}, data, configs, null_cfg,
+                            ds.parse_cases(cases, methods, sweep, seeds), rec, **kw)
+    assert got == (None, None) and rec.logged["drift_case"]["cases"] == cases
+    assert (tmp_path / "case" / ds.CURVES_FILE).is_file()
+    _write_case(tmp_path / "case", rec.params, json.loads(json.dumps(rec.logged["drift_case"])))
+    merge = _Record({**P, "drift_from": str(tmp_path)})
+    runs_m, nulls_m = steps.train_study({**P, "drift_from": str(tmp_path)}, data, configs, null_cfg,
+                                        ds.parse_cases([], methods, sweep, seeds), merge, **kw)
+    for pr in data:
+        pd.testing.assert_frame_equal(runs_m[pr][0], runs[pr][0])
+        pd.testing.assert_frame_equal(nulls_m[pr], whole_nulls[pr])
+    assert merge.logged == {}

@@ -27,7 +27,7 @@ NOTEBOOK_PARAMETERS = ("dataset", "data_dir", "protocol", "num_nodes", "num_clas
                        "sampling", "methods", "memory_size", "learner_kwargs", "hidden", "backbone",
                        "neighbour_sampling", "stream", "lr", "eval_every",
                        "eval_every_authors", "joint_epochs", "tau", "seeds", "device", "precision", "workers",
-                       "deterministic", "rehearse")
+                       "deterministic", "rehearse", "drift_cases", "drift_from")
 
 __all__ = ["NOTEBOOK_PARAMETERS", "check_learner_settings", "LatentTaskSplit", "split_tasks", "protocol_data", "stream_metrics", "StreamConfig", "run_grid",
            "study_configs", "GridPart", "grid_plan", "null_control_configs", "null_control_methods", "run_protocols", "run_null_control",
@@ -507,12 +507,15 @@ def _before_step(model, seen_class_loss: bool, segment_graphs, segments):
 def check_params(*, dataset, setting, sigma, sigmas, p, k_bl, batch_size, batch_sizes, sampling, methods, memory_size,
                  eval_every, seeds, classes_per_task, tau, hidden, lr, joint_epochs, test_fraction,
                  protocol="text", sweep_methods=None, all_methods=None, eval_every_authors=None, overlaps=None,
-                 backbone="gcn", workers=1, neighbour_sampling="full", stream="latent", **_):
+                 backbone="gcn", workers=1, neighbour_sampling="full", stream="latent", drift_cases=(),
+                 drift_from="", **_):
     """Validate notebook 05_drift's parameters; raises ``ValueError``/``TypeError`` naming the parameter.
 
     ``sweep_methods`` must name online methods among ``all_methods`` (default:
     ``methods``; the notebook passes its full list, plugins included, while
-    ``methods`` holds the kit's own names).
+    ``methods`` holds the kit's own names). ``drift_cases`` (a list of ``"METHOD|SEED"`` strings,
+    :func:`clkit.drift.split.parse_cases` checks them against the study) and ``drift_from`` (a folder)
+    are exclusive: a case trains runs, a merge reads them.
 
     Examples
     --------
@@ -586,6 +589,17 @@ def check_params(*, dataset, setting, sigma, sigmas, p, k_bl, batch_size, batch_
         for m in sweep_methods:
             if m not in pool or m == "joint":
                 raise ValueError(f"sweep_methods must name online methods among methods={pool}, got {m!r}")
+    if not isinstance(drift_cases, (list, tuple)) or not all(isinstance(c, str) for c in drift_cases):
+        raise TypeError(f"drift_cases must be a list of 'METHOD|SEED' strings (e.g. ['er|1', 'null|1']; []: the "
+                        f"whole study), got {drift_cases!r}")
+    if not isinstance(drift_from, str):
+        raise TypeError(f"drift_from must be a folder (str) of finished cases, or '' to train, got {drift_from!r}")
+    if drift_cases and drift_from:
+        raise ValueError(f"drift_cases and drift_from: a case trains runs, a merge reads them; give one, got "
+                         f"drift_cases={list(drift_cases)!r} and drift_from={drift_from!r}")
+    if (drift_cases or drift_from) and stream != "latent":
+        raise ValueError(f"drift_cases / drift_from split the latent-task study only; got stream={stream!r} "
+                         "(allowed with a split: 'latent')")
 
 
 def study_configs(*, sigma: float, sigmas, p: float, k_bl: int, batch_size: int, batch_sizes, sampling: str) -> dict:

@@ -37,6 +37,7 @@ __all__ = [
     "record_results",
     "replacement_record",
     "setting_tables",
+    "train_study",
 ]
 
 #: the notebook parameters that shape the contextual SBM (used only with ``dataset = "csbm"``)
@@ -270,6 +271,62 @@ def main_results(stats_by: dict, configs_main, methods) -> dict:
     """
     return {pr: {c.setting: {m: mean.loc[(c.label(), m)].to_dict() for m in methods} for c in configs_main}
             for pr, (mean, _) in stats_by.items()}
+
+
+def train_study(params: dict, data: dict, configs: dict, null_configs, case_list, record=None, **grid_kw) -> tuple:
+    """The study's runs: trained in one run, trained in part by a case of a split, or read back by its merge.
+
+    - A whole run (``drift_cases`` and ``drift_from`` empty): :func:`clkit.drift.experiment.run_protocols`;
+      ``nulls`` is ``None`` (the notebook's null-control section trains them).
+    - A case (``drift_cases``): :func:`clkit.drift.split.run_cases` trains ``case_list`` only, as the whole
+      study trains those runs, and logs their rows as ``drift_case`` (its curves go beside results.json);
+      returns ``(None, None)``: a case computes nothing more.
+    - A merge (``drift_from``): :func:`clkit.drift.split.read_cases` reads every case under the folder and
+      returns ``(runs, nulls)`` as one run computes them; nothing is trained.
+
+    Parameters
+    ----------
+    params : dict
+        The notebook's parameters (``methods``, ``sweep_methods``, ``seeds``, ``drift_cases``, ``drift_from``).
+    data, configs, null_configs
+        :attr:`StudyData.data`, :attr:`Sweep.configs`, :attr:`Sweep.null_configs`.
+    case_list : list of (str, int)
+        :func:`clkit.drift.split.parse_cases` of ``drift_cases``.
+    record : RunRecord, optional
+        A case logs ``drift_case``; the merge compares its parameters (``record.params``) with the cases'.
+    **grid_kw
+        :func:`clkit.drift.experiment.run_grid`'s keywords (``dataset`` names the stream cache).
+
+    Returns
+    -------
+    (runs, nulls)
+        ``protocol -> (rows, curves, streams)`` and ``protocol -> rows`` (or ``None``, as above).
+
+    Examples
+    --------
+    >>> train_study(dict(methods=["bare"], sweep_methods=["bare"], seeds=[1], drift_cases=[], drift_from="x"),
+    ...             {}, {}, None, [], record=None)
+    Traceback (most recent call last):
+    ...
+    ValueError: drift_from: a merge compares the cases' parameters with this run's: give record
+    """
+    from . import split
+    from .experiment import run_protocols
+
+    ms, sweep, seeds = params["methods"], params["sweep_methods"], params["seeds"]
+    if params.get("drift_from"):
+        if record is None:
+            raise ValueError("drift_from: a merge compares the cases' parameters with this run's: give record")
+        return split.read_cases(params["drift_from"], record.params, data, configs, ms, sweep, seeds,
+                                null_configs=null_configs, null_offset=report.NULL_SEED_OFFSET,
+                                dataset=grid_kw.get("dataset", "graph"), cache=grid_kw.get("cache", True))
+    if params.get("drift_cases"):
+        case = split.run_cases(case_list, data, configs, ms, sweep, seeds, null_configs=null_configs,
+                               null_offset=report.NULL_SEED_OFFSET, **grid_kw)
+        if record is not None:
+            record.log(drift_case=case)
+        return None, None
+    return run_protocols(data, configs, ms, sweep, seeds, **grid_kw), None
 
 
 def record_results(runs: dict, configs_main, methods, record=None) -> dict:
