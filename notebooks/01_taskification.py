@@ -98,7 +98,7 @@ precision: str = "fp32"  # fp32 | bf16 | fp16: autocast dtype (fp16 needs CUDA)
 deterministic: bool = False  # PyTorch deterministic algorithms (reproducible, slower)
 rehearse: bool = False  # the paper set on fabricated files, sizes cut (clkit.rehearsal)
 # split (notebooks/grids/01_taskification/paper_split.yaml): train only these CL runs,
-# "METHOD|SPLIT|SEED" (SEED: 0 .. cl_seeds - 1; Finetune's null control on the first
+# "METHOD|SPLIT|SEED" (SEED: 0 .. cl_seeds - 1; Finetune's null control on every
 # split takes cl_seeds ..); []: every run and every section
 cl_runs: list = []
 cl_from: str = ""  # merge: read the CL runs from this sweep folder's cases ("": train)

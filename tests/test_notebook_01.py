@@ -83,13 +83,13 @@ def test_smoke_run_records_results_and_figures(run_smoke):
     roles = [v["role"] for v in vs]
     assert roles.count("null control") == 3  # BPS on two shuffles; Finetune under other seeds (MSE, forgetting)
     for v in vs:
-        assert v["rule"].startswith(("paired t", "exact sign-flip")), v["rule"]
+        assert v["rule"].startswith("paired t"), v["rule"]
     assert {v["comparison"] for v in vs} >= {"BPS/null 2d − 4d", "Finetune 2d − best baseline (avg MSE)",
                                               "EWC − Finetune 6d (forgetting)", "Finetune avg MSE 2d − 4d"}
     assert isinstance(r["controls_hold"], bool)
     assert "Too few pairs to conclude" in r["summary"] and "Findings" not in r["summary"]
-    # the null control's extra Finetune runs: seeds cl_seeds.. on the first split only
-    assert "naive|2d|2" in r["cl"] and "naive|4d|2" not in r["cl"]
+    # the null control's extra Finetune runs: seeds cl_seeds.. on every split (judged on the tightest)
+    assert {"naive|2d|2", "naive|4d|2", "naive|6d|2"} <= set(r["cl"]) and "ewc|2d|2" not in r["cl"]
     # per-learner settings (issue 26): recorded, with the measured EWC default
     assert res["params"]["learner_kwargs"] == {}
     assert res["params"]["learner_settings"]["ewc"] == {"ewc_lambda": 1e6}
@@ -191,20 +191,20 @@ def test_parameters_cell_equals_default_yaml():
 
 def test_device_auto_is_recorded_with_the_budget(run_smoke):
     """The default smoke run chose its device (no CUDA here: the CPU), recorded it and printed a budget
-    whose counts match a hand count: (4 methods x 3 splits + the null control) x 2 seeds."""
+    whose counts match a hand count: (4 methods x 3 splits + the null control on each split) x 2 seeds."""
     res, out = run_smoke(NB)
     r = res["results"]
     assert r["device"]["requested"] == "auto" and r["device"]["precision"] == "fp32"
     assert r["device"]["device_type"] == ("cuda" if torch.cuda.is_available() else "cpu")
     b = r["budget"]
-    assert b["trainings"] == (4 * 3 + 1) * 2 and b["estimated_seconds"] > 0
+    assert b["trainings"] == (4 * 3 + 3) * 2 and b["estimated_seconds"] > 0
     # steps: every task's training windows at batch 64, one epoch; 9 train windows per 2d task (1 series)
     steps = {w["name"].split(" (")[0]: w["count"] for w in b["work"]}
     assert steps["training steps"] == sum(
-        (4 + (n == "2d")) * 2 * len(r["train_windows"][n]) for n in r["train_windows"])   # one batch per task
+        (4 + 1) * 2 * len(r["train_windows"][n]) for n in r["train_windows"])   # one batch per task
     assert "rehearsal" not in r
     text = (out / f"{NB}.ipynb").read_text()
-    assert "**Budget:** 26 trainings" in text and "NumPy on the CPU" in text
+    assert "**Budget:** 30 trainings" in text and "NumPy on the CPU" in text
 
 
 def test_device_cpu_runs_and_is_recorded(run_smoke):
@@ -212,7 +212,7 @@ def test_device_cpu_runs_and_is_recorded(run_smoke):
     r = res["results"]
     assert r["device"]["device"] == "cpu" and r["device"]["requested"] == "cpu"
     assert res["params"]["device"] == "cpu" and res["params"]["precision"] == "fp32"
-    assert r["budget"]["trainings"] == (3 + 1) * 1 and "cpu" in r["budget"]["device"]
+    assert r["budget"]["trainings"] == (3 + 3) * 1 and "cpu" in r["budget"]["device"]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is for machines without CUDA")
@@ -255,7 +255,7 @@ def test_paper_set_rehearses_end_to_end(tmp_path):
     assert p["window_days"] == [9, 30, 44] and (p["d_model"], p["num_layers"], p["num_heads"]) == (32, 8, 4)
     assert (p["batch_size"], p["lr"], p["patience"], p["lr_patience"]) == (256, 1e-4, 10, 5)
     assert r["num_tasks"] == {"9d": 15, "30d": 4, "44d": 3}
-    assert len(r["cl"]) == (4 * 3 + 1) * MIN_SEEDS and r["budget"]["trainings"] == len(r["cl"])
+    assert len(r["cl"]) == (4 * 3 + 3) * MIN_SEEDS and r["budget"]["trainings"] == len(r["cl"])
     assert all(np.isfinite(c["avg_mse"]) for c in r["cl"].values())
     assert r["verdicts"] and isinstance(r["controls_hold"], bool) and r["device"]["precision"] == "fp32"
     for fig in ("fig1_case_studies", "stream", "fig2_wasserstein_matrices", "tables3_4_bps", "cl_error_matrices",

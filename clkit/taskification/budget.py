@@ -124,8 +124,9 @@ def cl_work(sizes: dict, methods, cl_seeds: int, *, epochs: int, batch_size: int
     batch_size = check_int("batch_size", batch_size, low=1)
     names = list(sizes)
     runs = {(m, n): cl_seeds for m in methods for n in names}
-    if null_control and "naive" in methods and names:
-        runs[("naive", names[0])] += cl_seeds
+    if null_control and "naive" in methods and names:     # the null control on every split (the verdicts use
+        for n in names:                                      # the tightest: clkit.taskification.verdicts.null_split_of)
+            runs[("naive", n)] += cl_seeds
     memory = _replay_memory(settings) if "replay" in methods else 0
     out = dict.fromkeys(("steps", "train_windows", "fisher_passes", "fisher_windows", "passes", "forward_windows"), 0)
     steps_per_run, tasks = {}, dict.fromkeys(methods, 0)

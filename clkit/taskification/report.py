@@ -222,7 +222,7 @@ def cl_tasks(cl_values, splits: dict, context_steps: int, target_index: int, **t
 
 def run_cl(tasks: dict, model_fn, methods, cl_seeds: int, *, seed: int, workers: int = 1, progress=None,
            strategy_kwargs: dict | None = None, null_control: bool = False, device="cpu", precision: str = "fp32",
-           only=None, null_split: str | None = None, checkpoint_dir=None, **train_kw) -> dict:
+           only=None, null_split: str | None = "all", checkpoint_dir=None, **train_kw) -> dict:
     """Every (method, split, seed) CL run; ``{(m, n, s): {"M", "avg_mse", "bwt", "forgetting"}}``.
 
     Run ``s`` uses seed ``seed + s`` (model initialisation and batch order), the same for
@@ -230,8 +230,8 @@ def run_cl(tasks: dict, model_fn, methods, cl_seeds: int, *, seed: int, workers:
     ``strategy_kwargs[m]`` are method ``m``'s settings. ``null_control`` adds Finetune
     (``naive``) on the split ``null_split`` under seeds ``seed + cl_seeds + s`` as runs
     ``("naive", null_split, cl_seeds + s)``: the seed-offset null control of
-    :func:`clkit.taskification.verdicts.cl_verdicts`. ``null_split`` is a split name (default: the
-    first), ``"all"`` (null runs on every split; the verdicts use the tightest,
+    :func:`clkit.taskification.verdicts.cl_verdicts`. ``null_split`` is a split name (``None``: the
+    first), ``"all"`` (the default: null runs on every split; the verdicts use the tightest,
     :func:`clkit.taskification.verdicts.null_split_of`: what a split grid can schedule), or
     ``"tightest"``: the split where Finetune's main seeds agree most
     (:func:`clkit.taskification.verdicts.tightest_split`), chosen after the main runs and before the

@@ -63,12 +63,16 @@ def all_runs(methods, names, cl_seeds: int, null_control: bool = True) -> list[t
 
     Examples
     --------
-    >>> all_runs(["naive", "ewc"], ["9d"], 1)
-    [('naive', '9d', 0), ('ewc', '9d', 0), ('naive', '9d', 1)]
+    The null control's runs (Finetune under the seeds after ``cl_seeds``) are on every split: the
+    verdicts judge it on the split where the main seeds agree most
+    (:func:`clkit.taskification.verdicts.null_split_of`), which no case can know in advance.
+
+    >>> all_runs(["naive", "ewc"], ["9d", "30d"], 1)
+    [('naive', '9d', 0), ('naive', '30d', 0), ('ewc', '9d', 0), ('ewc', '30d', 0), ('naive', '9d', 1), ('naive', '30d', 1)]
     """
     runs = [(m, n, s) for m in methods for n in names for s in range(cl_seeds)]
     if null_control and "naive" in methods and names:
-        runs += [("naive", names[0], cl_seeds + s) for s in range(cl_seeds)]
+        runs += [("naive", n, cl_seeds + s) for n in names for s in range(cl_seeds)]
     return runs
 
 
