@@ -34,10 +34,11 @@
 # closer to the true accuracy distribution (lower Jensen-Shannon divergence and
 # Wasserstein distance) than RS's.
 #
-# This notebook computes the combinatorics, builds the class-similarity matrix,
-# generates hard/easy sequences (the paper's algorithm plus a search that improves
-# them), trains five class-incremental learners on **all** sequences of a real dataset
-# (Fashion-MNIST, offline) to get the true distribution, and compares RS with EDGE.
+# This notebook computes the combinatorics, builds the class-similarity matrix, generates
+# hard/easy sequences (the paper's algorithm plus a search that improves them), trains
+# learners on **all** sequences of a real dataset (Fashion-MNIST offline; the `paper` set:
+# CIFAR-100 with the paper's twelve methods) to get the true distribution, and compares RS
+# with EDGE.
 #
 # Run it headless: `clkit run 02_edge --params smoke|default|paper [-p NAME VALUE]`.
 
@@ -118,6 +119,10 @@ rs_shuffle: str = "auto"
 # stop before training when the ViT's weights file or the CLIP weights are missing
 # (true in the paper set; false allows a random ViT, said in the results)
 require_pretrained: bool = False
+# split (clkit.edge.split, grids/02_edge/paper_split.yaml): train only these
+# units, "truth|LEARNER" / "bounds|DATASET|LEARNER" ([]: all of them, one run)
+edge_cases: list = []
+cases_from: str = ""  # merge: read the units from this sweep folder's cases
 
 # %% [markdown]
 # **Rehearsal.** With `rehearse: true` the same cells run on fabricated files in the real
@@ -125,6 +130,11 @@ require_pretrained: bool = False
 # folders, a tiny timm ViT checkpoint, tiny open_clip folders when the run encodes with
 # CLIP), read by the real loaders, with sizes, counts and epochs cut by clkit's one rule
 # (`clkit.edge.rehearsal`); the table says what was cut.
+#
+# **Split.** The paper set takes GPU-days; each learner's truth and its Fig. 5 on each split train
+# alone (`clkit.edge.split`). A *case* of `grids/02_edge/paper_split.yaml` (`edge_cases`) trains its
+# units and skips the analysis; `clkit merge` reruns the notebook with `cases_from`: it reads the
+# units, trains nothing and runs every section, so its `results.json` is the one of a single run.
 
 # %%
 from IPython.display import Markdown, display
@@ -137,74 +147,19 @@ if rh:
     display(Markdown(rh.note()), rh.table())
 
 # %%
-import numpy as np
 import pandas as pd
 
-import clkit.device
 import clkit.edge as edge
-import clkit.edge.bounds
-import clkit.edge.bounds_run
-import clkit.edge.budget
-import clkit.edge.encoders
-import clkit.edge.images
-import clkit.edge.paper_numbers
-from clkit.edge import plots, report
-from clkit.edge.experiment import load_enumerable_data
+from clkit.edge import encoders, images, notebook_steps, paper_numbers, plots, report
 from clkit.edge.learners import LearnerConfig
-from clkit.edge.params import check_params
-from clkit.data.class_names import load_class_names
-from clkit.data.user import imagefolder_enumerable, is_user_path, load_class_names_file
-from clkit.results import RunRecord
-from clkit._validate import check_type
 
-own_learners, user_learners = edge.images.notebook_learners(dataset, learners)
-user_lists = {d: load_class_names_file(d) for d in classic_datasets if is_user_path(d)}
-P = check_params(
-    dataset="fashion_mnist" if is_user_path(dataset) else dataset, classes=classes,
-    num_tasks=num_tasks, encoder=encoder, learners=own_learners or ["ncm"], n_train=n_train,
-    n_test=n_test, epochs=epochs, hidden=hidden, batch_size=batch_size, lr=lr, seeds=seeds,
-    seed=seed, granularities=granularities, num_random=num_random, num_bins=num_bins,
-    classic_datasets=[d for d in classic_datasets if d not in user_lists],
-    classic_num_tasks=classic_num_tasks, edge_num_random=edge_num_random,
-    similarity_sources=similarity_sources, num_null=num_null, num_draws=num_draws,
-    intra_weight=intra_weight, truth=truth, truth_samples=truth_samples,
-)
-P.update(dataset=dataset, learners=learners, classic_datasets=classic_datasets)
-import clkit.edge.protocol
-
-P["learner_kwargs"] = report.check_edge_learner_kwargs(
-    edge.protocol.protocol_learner_kwargs(protocol, dataset, learners, learner_kwargs, num_tasks=num_tasks),
-    own_learners + user_learners, batched=own_learners,
-)
-shuffle = edge.protocol.rs_shuffle(protocol, rs_shuffle)
-for d, names in user_lists.items():
-    edge.combinatorics.check_num_tasks(len(names), classic_num_tasks)
-check_type("clip_model", clip_model, str)
-check_type("clip_pretrained", clip_pretrained, str)
-check_type("rehearse", rehearse, bool)
-spec = edge.images.check_image_params(
-    dataset, image_size=image_size, backbone=backbone, vit_model=vit_model,
-    vit_weights=vit_weights, download=download, seed=seed,
-    encoder_sizes=encoder_sizes, bounds_datasets=bounds_datasets,
-)
-bounds_by = edge.bounds_run.check_bounds_learners(bounds_learners, learners)
-edge.protocol.check_pretrained(
-    require_pretrained, spec=spec, encoder=encoder, clip_model=clip_model,
-    clip_pretrained=clip_pretrained, download=download,
-)
-rd = clkit.device.setup(device, precision, deterministic)
-print(rd.describe())
-record = RunRecord("02_edge", params=dict(
-    P, clip_model=clip_model, clip_pretrained=clip_pretrained, device=device, precision=precision,
-    deterministic=deterministic, rehearse=rehearse, image_size=image_size, backbone=backbone,
-    vit_model=vit_model, vit_weights=vit_weights, download=download,
-    encoder_sizes=encoder_sizes, bounds_datasets=bounds_datasets, bounds_learners=bounds_by,
-    protocol=protocol,
-    rs_shuffle=shuffle, require_pretrained=require_pretrained,
-))
-record.log(device=rd.record(), **({"rehearsal": rh.record()} if rh else {}))
-N, K = len(classes), num_tasks
-grans = granularities or None
+# every parameter checked before any work (clkit.edge.notebook_steps.check_params: a ValueError
+# naming a bad one), the protocol's settings filled into learner_kwargs, the device set up
+run = notebook_steps.check_params(globals(), rehearsal=rh)
+P, record, rd, spec = run.P, run.record, run.device, run.spec
+own_learners, user_learners, shuffle = run.own_learners, run.user_learners, run.shuffle
+N, K, grans = run.N, run.K, run.grans
+print(run.describe())  # the device; a case of the split (edge_cases) or its merge (cases_from) says so
 
 # %% [markdown]
 # ## 1. How many class sequences are there? (Lemma 1, Theorems 1-2)
@@ -242,32 +197,15 @@ display(Markdown(sizes_text))
 # with batch norm on 224x224 images); the **pretrained** ones use a frozen ViT (`vit_model`,
 # weights from the file `vit_weights`): the prototype methods (SimpleCIL, RanPAC) classify
 # its features, computed **once per image** and reused in every order, and the prompt
-# method (L2P) runs the ViT in every step. The line below says which data and which ViT
-# weights this run used.
+# methods (L2P, CODA-Prompt, HiDe-Prompt, EASE, MOS) run the ViT in every step. With
+# `protocol: authors` RanPAC is the authors' (`RANPAC_AUTHORS`): an adapter tuned on the
+# first task, then a cosine ridge head on $h = \mathrm{ReLU}(f W_\text{rand})$, so it runs
+# the ViT too and its accuracy depends on the first task; `protocol: paper` keeps the
+# frozen-feature RanPAC. The line below says which data and ViT weights this run used.
 
 # %%
-if is_user_path(dataset):
-    data = imagefolder_enumerable(
-        dataset, classes, n_train=n_train, n_test=n_test, seed=seed
-    )
-elif spec is not None:  # the paper's RGB protocols: images + frozen ViT features (once)
-    data = edge.images.image_protocol_data(
-        dataset, classes, n_train=n_train, n_test=n_test, image_size=image_size,
-        seed=seed, download=download, spec=spec, device=rd,
-    )
-else:
-    data = load_enumerable_data(
-        dataset, classes, n_train=n_train, n_test=n_test, seed=seed, device=rd
-    )
+data, inputs = notebook_steps.load_data(run)  # inputs: each strategy's (images only)
 class_names = data["class_names"]
-# image protocols: each strategy's inputs and network (clkit.edge.images.strategy_inputs)
-inputs = (
-    edge.images.strategy_inputs(data, user_learners, backbone=backbone, spec=spec)
-    if spec is not None else None
-)
-record.log(data_source=data["data_source"], class_names=class_names)
-if spec is not None:  # say in the results whether the ViT was pretrained
-    record.log(vit_weights_random=not spec.weights)
 print(data["data_source"])
 print("x_train", data["x_train"].shape, "x_test", data["x_test"].shape)
 
@@ -281,9 +219,8 @@ print("x_train", data["x_train"].shape, "x_test", data["x_test"].shape)
 # so.
 
 # %%
-sim = edge.class_similarity(
-    class_names, encoder, clip_model=clip_model, clip_pretrained=clip_pretrained, device=rd
-)
+sim = edge.class_similarity(class_names, encoder, clip_model=clip_model, clip_pretrained=clip_pretrained,
+                            device=rd)
 print("encoder used:", sim.encoder)
 for note in sim.notes:
     print("  ", note)
@@ -342,66 +279,46 @@ display(ext["table"])
 #
 # $$\mathcal{A}(O) = \frac{1}{T}\sum_{t=1}^{T} A_{t,t},$$
 #
-# where we read $A_{t,t}$ as the accuracy after task $t$ on the test images of all
-# classes seen so far (the class-incremental test set of step $t$), i.e. the average
-# incremental accuracy. Accuracies are in percent from here on. The final accuracy (after
-# the last task, what the EDGE release's trainer returns) of every order is recorded beside
-# it (`true_final_accuracy`, `protocol_final_accuracy`) and tabled below; the protocols'
-# distances, verdicts and Tables 1-2 use Eq. 1's reading. NCM trains nothing and
-# forgets nothing, so its *final* accuracy is the same for every order; its average
-# incremental accuracy is not -- which classes are tested at each step follows the order --
-# so it is no order-insensitive control (the closing text gives each learner's spread).
+# where we read $A_{t,t}$ as the accuracy after task $t$ on the test images of all classes
+# seen so far, i.e. the average incremental accuracy (in percent from here on). The final
+# accuracy (what the EDGE release's trainer returns) of every order is recorded beside it
+# and tabled below; distances, verdicts and Tables 1-2 use Eq. 1. NCM forgets nothing, so
+# its *final* accuracy is the same in every order, but not its Eq. 1 accuracy (which
+# classes are tested at each step follows the order): it is no order-insensitive control.
 #
-# With `truth="sample"` only a uniform sample of `truth_samples` sequences (drawn with
-# `seed`, without replacement) stands for $\Omega$ in every distribution statistic; the
-# sequences an estimator evaluates (EDGE's hard/easy and their S-ties, the RS draws, each
-# similarity source's extremes) are trained as well and looked up, never added to the
-# sample (`clkit.edge.truth.GroundTruth`). A sequence's accuracy is the same in both modes
-# (all randomness is keyed by the sequence's prefix), so the two differ only by sampling
-# error, which is reported beside each percentile (binomial with finite-population
-# correction) and each JSD / W1 (bootstrap over the sample).
+# With `truth="sample"` a uniform sample of `truth_samples` sequences (seed `seed`) stands
+# for $\Omega$ in every distribution statistic; the sequences an estimator evaluates are
+# trained as well and looked up, never added to the sample (`clkit.edge.truth.GroundTruth`).
+# A sequence's accuracy is the same in both modes (all randomness is keyed by its prefix),
+# so they differ only by sampling error, reported beside each percentile (binomial with
+# finite-population correction) and each JSD / W1 (bootstrap over the sample).
 #
 # **Budget.** Before training, `edge.budget.truth_budget` counts the work -- per learner
 # the prefix-tree tasks, `epochs` x steps per task of batched steps, evaluation passes --
 # and times a few steps of each learner on this run's device (`device`, `precision`); the
 # learners' state is cut into chunks of sequences that fit the device's memory
-# (`clkit.edge.memory`: on CUDA from its free memory). All learners train on that device;
-# the accuracies come back to the host once per task of the tree.
+# (`clkit.edge.memory`: on CUDA from its free memory). Then `edge.budget_set.set_budget`
+# prices every stage of the set on one GPU (the truth per learner, the RS / EDGE estimates,
+# Fig. 4, Fig. 5), names the cards its rates come from, and says when the set needs its split
+# (a case prices the truth it trains; a merge trains nothing and prints none).
 
 # %%
 all_seqs = edge.enumerate_sequences(N, K)
 config = LearnerConfig(hidden=hidden, epochs=epochs, batch_size=batch_size, lr=lr)
-budget = edge.budget.truth_budget(
-    data, all_seqs, own_learners, user_learners, config, seed=seed,
-    learner_kwargs=P["learner_kwargs"], mode=truth, samples=truth_samples, device=rd,
-    num_random=num_random, random_settings=edge.budget.scoring_settings(
-        N, K, classic_datasets, classic_num_tasks, user_lists), inputs=inputs,
-)
-display(Markdown(budget.text()))
-record.log(budget=budget.record())
+work = notebook_steps.budget(run, data, inputs, all_seqs, config)  # truth_budget, then budget_set.set_budget
+if work is not None:
+    display(Markdown(work.text()))
 
 # %%
-GT = report.ground_truth(
-    data, all_seqs, own_learners, user_learners, config, seed=seed,
-    learner_kwargs=P["learner_kwargs"], mode=truth, samples=truth_samples, device=rd,
-    inputs=inputs,
-)
-truth_values = GT.population_values()  # {learner: accuracies of the population}
-S_all = edge.sequence_scores(sim, all_seqs)
-pop = GT.population
-print(GT.describe())
-record.log(
-    num_enumerated=len(all_seqs),
-    true_accuracy={k: v.round(4) for k, v in truth_values.items()},
-    truth_description=GT.describe(),
-    **GT.log(),
-)
-if not GT.exact:
-    record.log(truth_population_index=pop)
-display(report.truth_table(truth_values))
-# the final accuracy (after the last task) of every order: what the EDGE release's trainer returns
-display(Markdown("Final accuracy (after the last task) of the same orders:"),
-        report.truth_table(GT.population_final()))
+GT = notebook_steps.ground_truth(run, data, inputs, all_seqs, config)  # report.ground_truth (merge: the cases)
+whole = run.whole  # False in a case of the split: it stops here, the merge runs the analysis once
+if whole:
+    truth_values, pop = GT.population_values(), GT.population  # {learner: accuracies of the population}
+    S_all = edge.sequence_scores(sim, all_seqs)
+    print(GT.describe())
+    # beside Eq. 1's, the final accuracy (after the last task): what the EDGE release's trainer returns
+    display(report.truth_table(truth_values), Markdown("Final accuracy (after the last task) of the same orders:"),
+            report.truth_table(GT.population_final()))
 
 # %% [markdown]
 # ## 6. RS versus EDGE
@@ -416,11 +333,9 @@ display(Markdown("Final accuracy (after the last task) of the same orders:"),
 # without images; it shows what a better similarity buys). Each protocol estimates
 # $\mathcal{N}(\mu, \sigma^2)$ with the population standard deviation $\sigma^2 =
 # \frac1L\sum_l (\mathcal{A}(O_l) - \mu)^2$. Distances to the true distribution:
-# Jensen-Shannon divergence (bits; both discretised on `num_bins` bins over the true
-# range plus two open tail bins) and the Wasserstein-1 distance (percentage points,
-# exact against the Gaussian's quantiles). Next to each estimate the table lists the
-# accuracies it was computed from: three values give a narrow estimate whenever they
-# happen to lie close.
+# Jensen-Shannon divergence (bits; `num_bins` bins over the true range plus two open tail
+# bins) and the Wasserstein-1 distance (percentage points, exact against the Gaussian's
+# quantiles). Beside each estimate: the accuracies it was computed from.
 #
 # **Ties.** Every sequence has the same $S(O)$ as its reverse, so the search's hard (easy)
 # sequence is one member of a tie that EDGE cannot split; which member a plain `argmin`
@@ -432,16 +347,17 @@ display(Markdown("Final accuracy (after the last task) of the same orders:"),
 # of the classes.
 
 # %%
-seqs = report.protocol_sequences(
-    N, K, hard, easy, img_sim, seeds=seeds, edge_num_random=edge_num_random, granularities=grans,
-    shuffle=shuffle,
-)
-ties = report.protocol_ties(all_seqs, seqs, {"EDGE": sim.matrix, "EDGE-img": img_sim.matrix})
-ev = report.evaluate_protocols(GT, all_seqs, seqs, ties=ties, num_bins=num_bins, seed=seed)
-table, protocol_values = ev["table"], ev["values"]
-display(ev["frame"], Markdown(ev["note"]))
-record.log(**ev["log"], **ev["log_mean"], rs_sequences=seqs["RS"], edge_sequences=seqs["EDGE"],
-           edge_img_sequences=seqs["EDGE-img"], **report.final_accuracy_log(GT, seqs))
+if whole:
+    seqs = report.protocol_sequences(
+        N, K, hard, easy, img_sim, seeds=seeds, edge_num_random=edge_num_random, granularities=grans,
+        shuffle=shuffle,
+    )
+    ties = report.protocol_ties(all_seqs, seqs, {"EDGE": sim.matrix, "EDGE-img": img_sim.matrix})
+    ev = report.evaluate_protocols(GT, all_seqs, seqs, ties=ties, num_bins=num_bins, seed=seed)
+    table, protocol_values = ev["table"], ev["values"]
+    display(ev["frame"], Markdown(ev["note"]))
+    record.log(**ev["log"], **ev["log_mean"], rs_sequences=seqs["RS"], edge_sequences=seqs["EDGE"],
+               edge_img_sequences=seqs["EDGE-img"], **report.final_accuracy_log(GT, seqs))
 
 # %% [markdown]
 # The same numbers in the layout of the paper's Tables 1-2 (`edge.tables.paper_table`):
@@ -451,12 +367,13 @@ record.log(**ev["log"], **ev["log_mean"], rs_sequences=seqs["RS"], edge_sequence
 # paper's setting, a reference elsewhere), naming the paper's methods this run lacks.
 
 # %%
-tabs, note = edge.paper_numbers.tables_beside_paper(
-    record.results["protocols"], edge.images.table_families(list(truth_values), dataset), dataset=dataset,
-    classes=classes, num_tasks=num_tasks, rehearse=rehearse)
-for title, frame in tabs:
-    display(Markdown(f"**{title}**"), frame)
-display(Markdown(note))
+if whole:
+    tabs, note = paper_numbers.tables_beside_paper(
+        record.results["protocols"], images.table_families(list(truth_values), dataset), dataset=dataset,
+        classes=classes, num_tasks=num_tasks, rehearse=rehearse)
+    for title, frame in tabs:
+        display(Markdown(f"**{title}**"), frame)
+    display(Markdown(note))
 
 # %% [markdown]
 # **Fig. 4 / Table A4: the text encoder's size.** EDGE's hard and easy sequences come from
@@ -467,31 +384,26 @@ display(Markdown(note))
 # whose weights are not on this machine is listed as skipped, never replaced.
 
 # %%
-if encoder_sizes:
-    enc = edge.encoders.encoder_comparison(
-        class_names, K, truth_values, all_seqs[pop], edge.encoders.open_clip_pairs(encoder_sizes),
-        device=rd, train=report.truth_lookup(GT),
-    )
-    display(enc.table(), Markdown(edge.encoders.skipped_text(enc)))
+enc = notebook_steps.encoder_sizes(run, class_names, GT)  # encoders.encoder_comparison (None: skipped)
+if enc is not None:
+    display(enc.table(), Markdown(encoders.skipped_text(enc)))
     if enc.runs:
         record.figure(plots.encoder_distributions(enc), "encoder_sizes")
-    record.log(encoder_sizes_result=enc.record())
-else:
-    print("encoder_sizes is empty: Fig. 4 skipped (the paper set compares six CLIP encoders)")
 
 # %%
-fig = plots.distributions(truth_values, table, protocol_values, num_bins=num_bins)
-record.figure(fig, "distributions_rs_vs_edge")
+if whole:
+    fig = plots.distributions(truth_values, table, protocol_values, num_bins=num_bins)
+    record.figure(fig, "distributions_rs_vs_edge")
 
 # %% [markdown]
 # Normality of the true distributions (Table A3): Box-Cox transform, then Shapiro-Wilk,
-# D'Agostino's $K^2$ and Kolmogorov-Smirnov p-values (above 0.05: no evidence against a
-# Gaussian).
+# D'Agostino's $K^2$ and Kolmogorov-Smirnov p-values (above 0.05: no evidence against one).
 
 # %%
-normal, normal_table = report.normality_table(truth_values)
-display(normal_table)
-record.log(normality=normal)
+if whole:
+    normal, normal_table = report.normality_table(truth_values)
+    display(normal_table)
+    record.log(normality=normal)
 
 # %% [markdown]
 # Rankings of the learners (Tables A5/A6): by lower bound (min), upper bound (max) and
@@ -499,11 +411,12 @@ record.log(normality=normal)
 # error is $\sum_m |r_{\text{true}}(m) - r_{\text{protocol}}(m)|$.
 
 # %%
-rank_rows, rank_err = report.rankings(truth_values, protocol_values, ev["protocols"], ev["variants"])
-if rank_rows:
-    display(pd.DataFrame(rank_rows))
-print("total ranking error:", rank_err)
-record.log(ranking_error=rank_err)
+if whole:
+    rank_rows, rank_err = report.rankings(truth_values, protocol_values, ev["protocols"], ev["variants"])
+    if rank_rows:
+        display(pd.DataFrame(rank_rows))
+    print("total ranking error:", rank_err)
+    record.log(ranking_error=rank_err)
 
 # %% [markdown]
 # **Verdicts** (`clkit.stats`, `clkit.edge.verdicts`): one rule, the paired t-test over
@@ -534,18 +447,14 @@ record.log(ranking_error=rank_err)
 # `clkit plan RESULTS.json` says how many draws a stated effect would need.
 
 # %%
-V = report.edge_verdicts(
-    GT, all_seqs, hard, easy, num_draws=num_draws, num_bins=num_bins, seed=seed, scores=S_all
-)
-display(V["table"])
-display(Markdown(V["summary"]))
-record.log(
-    verdicts=[v.to_dict() for v in V["verdicts"]],
-    controls_hold=V["controls_hold"],
-    pipeline_checks=V["checks"],
-    checks_hold=V["checks_hold"],
-    summary=V["summary"],
-)
+if whole:
+    V = report.edge_verdicts(
+        GT, all_seqs, hard, easy, num_draws=num_draws, num_bins=num_bins, seed=seed, scores=S_all
+    )
+    display(V["table"])
+    display(Markdown(V["summary"]))
+    record.log(verdicts=[v.to_dict() for v in V["verdicts"]], controls_hold=V["controls_hold"],
+               pipeline_checks=V["checks"], checks_hold=V["checks_hold"], summary=V["summary"])
 
 # %% [markdown]
 # One draw of three sequences is a lottery ticket; the question is how the two procedures
@@ -560,10 +469,11 @@ record.log(
 # asks whether the similarity's extremes come close enough.
 
 # %%
-D = report.draws_report(GT, all_seqs, hard, easy, scores=S_all, num_bins=num_bins, seed=seed)
-display(D["frame"].round(3))
-display(Markdown(D["text"]))
-record.log(**D["log"], draws_text=D["text"])
+if whole:
+    D = report.draws_report(GT, all_seqs, hard, easy, scores=S_all, num_bins=num_bins, seed=seed)
+    display(D["frame"].round(3))
+    display(Markdown(D["text"]))
+    record.log(**D["log"], draws_text=D["text"])
 
 # %% [markdown]
 # ## 7. Does accuracy follow inter-task similarity? (Fig. 2c)
@@ -572,12 +482,13 @@ record.log(**D["log"], draws_text=D["text"])
 # learner.
 
 # %%
-corr = report.correlations(S_all[pop], truth_values)
-corr_img = report.correlations(edge.sequence_scores(img_sim, all_seqs[pop]), truth_values)
-display(report.correlation_table(**{"R (text S)": corr, "R (image S)": corr_img}))
-fig = plots.similarity_vs_accuracy(S_all[pop], truth_values, corr)
-record.figure(fig, "similarity_vs_accuracy")
-record.log(correlation=corr, correlation_image=corr_img)
+if whole:
+    corr = report.correlations(S_all[pop], truth_values)
+    corr_img = report.correlations(edge.sequence_scores(img_sim, all_seqs[pop]), truth_values)
+    display(report.correlation_table(**{"R (text S)": corr, "R (image S)": corr_img}))
+    fig = plots.similarity_vs_accuracy(S_all[pop], truth_values, corr)
+    record.figure(fig, "similarity_vs_accuracy")
+    record.log(correlation=corr, correlation_image=corr_img)
 
 # %% [markdown]
 # **What can $S$ explain at all?** Sequences with equal $S(O)$ are the same to EDGE
@@ -593,10 +504,11 @@ record.log(correlation=corr, correlation_image=corr_img)
 # truth each carries a 95 % Wilson interval, which stays open at 0 and 100.
 
 # %%
-struct = report.structure_report(GT, S_all, all_seqs, hard, easy)
-display(struct["table"].round(3), struct["ties"].round(1))
-display(Markdown(struct["text"]))
-record.log(**struct["log"])
+if whole:
+    struct = report.structure_report(GT, S_all, all_seqs, hard, easy)
+    display(struct["table"].round(3), struct["ties"].round(1))
+    display(Markdown(struct["text"]))
+    record.log(**struct["log"])
 
 # %% [markdown]
 # ## 8. Classic settings: hard and easy sequences from class names alone
@@ -607,48 +519,26 @@ record.log(**struct["log"])
 # among random sequences.
 
 # %%
-classic, classic_table = report.classic_settings(
-    {ds: user_lists[ds] if ds in user_lists else load_class_names(ds) for ds in classic_datasets},
-    classic_num_tasks,
-    encoder,
-    num_random=num_random,
-    seed=seed,
-    clip_model=clip_model,
-    clip_pretrained=clip_pretrained,
-    device=rd,
-)
+classic, classic_table, first_tasks = notebook_steps.classic_settings(run)
 if classic:
     display(classic_table)
-    for d, v in classic.items():
-        print(
-            f"{d}: hard task 1 = {v['hard_first_task'][:8]}...\n"
-            f"{' ' * len(d)}  easy task 1 = {v['easy_first_task'][:8]}..."
-        )
-record.log(classic=classic)
+    print("\n".join(first_tasks))
 
 # %% [markdown]
 # **Fig. 5: the bounds each protocol sees on the classic splits.** For every dataset in
 # `bounds_datasets` (the paper: CIFAR-100 in 10 tasks of 10, CUB-200 and ImageNet-R in 10
-# tasks of 20; here `classic_num_tasks` tasks) all classes are trained -- this run's learners (or `bounds_learners`), settings and ViT, each class
-# cut to the same number of images -- under RS's three sequences and EDGE's hard, random and
-# easy ones (`edge.bounds_run.classic_bounds_run`, `edge.bounds.classic_bounds`). The paper's
-# claim: EDGE's lowest accuracy is lower and its highest higher than RS's.
+# tasks of 20; here `classic_num_tasks` tasks) all classes are trained -- this run's
+# learners (or `bounds_learners`), settings and ViT, each class cut to the same number of
+# images -- under RS's three sequences and EDGE's hard, random and easy ones
+# (`edge.bounds_run.classic_bounds_run`). The paper's claim: EDGE's lowest accuracy is
+# lower and its highest higher than RS's.
 
 # %%
-bounds = {
-    d: edge.bounds_run.classic_bounds_run(
-        d, bounds_by, config, num_tasks=classic_num_tasks,
-        encoder=encoder, clip_model=clip_model, clip_pretrained=clip_pretrained, spec=spec,
-        backbone=backbone, learner_kwargs=P["learner_kwargs"], n_train=n_train,
-        n_test=n_test, seed=seed, download=download, device=rd, shuffle=shuffle,
-    )
-    for d in bounds_datasets
-}
+bounds = notebook_steps.classic_bounds(run, config)  # bounds_run.classic_bounds_run (split: Split.fig5)
 for d, b in bounds.items():
     display(Markdown(f"**{d}** -- {b.notes[0]}"), b.table())
-if bounds:
+if bounds and whole:  # a case records its units for the merge
     record.figure(plots.bounds_bars(bounds), "bounds_rs_vs_edge")
-record.log(bounds={d: b.record() for d, b in bounds.items()})
 
 # %% [markdown]
 # ## 9. Which similarity makes EDGE work?
@@ -661,10 +551,8 @@ record.log(bounds={d: b.record() for d, b in bounds.items()})
 # draws of the random sequences (EDGE's random member is RS's first sequence of the same
 # draw, so the draw pairs them) and over the S-ties of the source's hard and easy
 # sequences. Who is closer is decided by `clkit.stats`: the paired t-test over the draws,
-# Holm-adjusted over every source, learner and metric -- an **exploratory** family (which
-# source would make EDGE work is a question beside the paper's claim, so these rows are
-# shown with their intervals and recorded, never listed as findings); otherwise it is a
-# tie. Percentiles are averaged over the S-tie of the source's sequence.
+# Holm-adjusted over every source, learner and metric -- an **exploratory** family (a
+# question beside the paper's claim: shown with intervals, never listed as findings).
 #
 # Sources (`edge.class_similarity(source=...)`, `clkit.edge.data_similarity`): the class
 # *names* through the encoder of section 3 and through GloVe; class-mean **features** of
@@ -682,47 +570,30 @@ record.log(bounds={d: b.record() for d, b in bounds.items()})
 # never instead.
 
 # %%
-source_sims, null_labels = report.similarity_sources(
-    similarity_sources,
-    name_sim=sim,
-    class_names=class_names,
-    data=data,
-    hidden=hidden,
-    seed=seed,
-    num_null=num_null,
-    clip_model=clip_model,
-    clip_pretrained=clip_pretrained,
-    device=rd,
-)
-SRC = report.source_study(
-    source_sims, null_labels, GT, all_seqs, K, intra_weight=intra_weight, num_null=num_null,
-    edge_num_random=edge_num_random, num_draws=num_draws, num_bins=num_bins, seed=seed,
-)
-for title, frame in SRC["tables"]:
-    display(Markdown(title), frame)
-corr_intra = {n: c["r"] for n, c in report.correlations(
-    edge.intra_task_scores(sim, all_seqs[pop]), truth_values).items()}
-record.log(**SRC["log"], correlation_intra=corr_intra)
-
-# %%
-fig = plots.similarity_sources(SRC["summary"], SRC["rows"], null_labels)
-record.figure(fig, "similarity_sources")
+if whole:
+    SRC = notebook_steps.similarity_sources(run, sim, data, GT, all_seqs)  # report.source_study
+    for title, frame in SRC["tables"]:
+        display(Markdown(title), frame)
+    corr_intra = SRC["corr_intra"]
+    fig = plots.similarity_sources(SRC["summary"], SRC["rows"], SRC["null_labels"])
+    record.figure(fig, "similarity_sources")
 
 # %% [markdown]
 # ## What this run shows
 
 # %%
-summary, lists = report.closing_text(
-    truth=truth_values, table=table, corr=corr, corr_img=corr_img, corr_intra=corr_intra,
-    normal=normal, rank_err=rank_err, agree=agree, seq_rows=ext["rows"], hard_info=hard_info,
-    easy_info=easy_info, encoder=sim.encoder, num_sequences_run=len(all_seqs), N=N, K=K,
-    L1=sizes["theorem1_L_100_10"], num_draws=num_draws, src_text=SRC["text"],
-    gen_text=SRC["gen_text"], claim=SRC["claim"], structure=struct["table"],
-    truth_text=GT.describe(), draws=D["frame"], verdicts=V["verdicts"], checks=V["checks"],
-)
-record.log(**lists, truth_description=GT.describe(), **GT.log())
-display(Markdown((rh.note() + "\n\n" if rh else "") + summary))
-display(Markdown("**Section 6's verdicts.** " + V["summary"]))
+if whole:
+    summary, lists = report.closing_text(
+        truth=truth_values, table=table, corr=corr, corr_img=corr_img, corr_intra=corr_intra,
+        normal=normal, rank_err=rank_err, agree=agree, seq_rows=ext["rows"], hard_info=hard_info,
+        easy_info=easy_info, encoder=sim.encoder, num_sequences_run=len(all_seqs), N=N, K=K,
+        L1=sizes["theorem1_L_100_10"], num_draws=num_draws, src_text=SRC["text"],
+        gen_text=SRC["gen_text"], claim=SRC["claim"], structure=struct["table"],
+        truth_text=GT.describe(), draws=D["frame"], verdicts=V["verdicts"], checks=V["checks"],
+    )
+    record.log(**lists, truth_description=GT.describe(), **GT.log())
+    display(Markdown((rh.note() + "\n\n" if rh else "") + summary))
+    display(Markdown("**Section 6's verdicts.** " + V["summary"]))
 
 # %%
 record.save()

@@ -76,3 +76,58 @@ def test_the_authors_protocol_reaches_the_learners_settings():
     kw = run.P["learner_kwargs"]
     assert kw["ewc"]["ewc_lambda"] == 1000.0 and kw["ranpac"]["first_session_adaptation"] is True
     assert run.shuffle == "edge_release" and run.user_learners == ["ewc", "ranpac"]
+
+
+def test_check_params_checks_the_split():
+    with pytest.raises(ValueError, match="edge_cases: 'truth|der' is not a unit of this set"):
+        steps.check_params(_smoke_values(device="cpu", edge_cases=["truth|der"]))
+    with pytest.raises(ValueError, match="a case trains units, a merge reads them; give one"):
+        steps.check_params(_smoke_values(device="cpu", edge_cases=["truth|ewc"], cases_from="runs/x"))
+    with pytest.raises(TypeError, match="cases_from must be a string"):
+        steps.check_params(_smoke_values(device="cpu", cases_from=3))
+    with pytest.raises(ValueError, match="cases_from: 'no/such/sweep' is not a folder"):
+        steps.check_params(_smoke_values(device="cpu", cases_from="no/such/sweep"))
+    run = steps.check_params(_smoke_values(device="cpu", edge_cases=["truth|ewc"]))
+    assert not run.whole and run.split.selection.truth == ["ewc"] and "truth|ewc" in run.describe()
+
+
+def test_a_case_trains_its_unit_as_the_whole_run_does_and_skips_the_analysis(tmp_path, monkeypatch):
+    """The split's premise at the unit level: a learner's truth is the same trained alone (a case) or beside
+    the others (a whole run), bitwise; the case records it at full precision and skips sections 4-9."""
+    import numpy as np
+
+    from clkit import edge
+    from clkit.edge.learners import LearnerConfig
+
+    monkeypatch.chdir(tmp_path)
+    small = {"device": "cpu", "learners": ["finetune", "ncm"], "n_train": 12, "n_test": 10, "epochs": 1}
+    whole = steps.check_params(_smoke_values(**small))
+    case = steps.check_params(_smoke_values(**small, edge_cases=["truth|finetune"]))
+    data, inputs = steps.load_data(whole)
+    seqs = edge.enumerate_sequences(whole.N, whole.K)
+    config = LearnerConfig(hidden=8, epochs=1, batch_size=16, lr=0.05)
+    gt_case = steps.ground_truth(case, data, inputs, seqs, config)
+    gt_whole = steps.ground_truth(whole, data, inputs, seqs, config)
+    assert list(gt_case.values) == ["finetune"] and set(gt_whole.values) == {"finetune", "ncm"}
+    np.testing.assert_array_equal(gt_case.values["finetune"], gt_whole.values["finetune"])
+    rc, rw = case.record.results, whole.record.results
+    assert rc["split_case"] == ["truth|finetune"] and len(rc["truth_case"]["positions"]) == 90
+    assert rc["truth_case"]["values"]["finetune"] == gt_whole.values["finetune"].tolist()   # full precision
+    assert "true_accuracy" not in rc and "split_case" not in rw and rw["num_enumerated"] == 90
+    assert steps.classic_settings(case) == ({}, None, []) and steps.encoder_sizes(case, data["class_names"], gt_case) \
+        is None and "classic" not in rc
+    assert steps.classic_bounds(case, config) == {} and rc["bounds"] == {}
+
+
+def test_a_case_prices_the_truth_it_trains(tmp_path, monkeypatch):
+    from clkit import edge
+    from clkit.edge.learners import LearnerConfig
+
+    monkeypatch.chdir(tmp_path)
+    small = {"device": "cpu", "learners": ["finetune", "ncm"], "n_train": 12, "n_test": 10, "epochs": 1}
+    case = steps.check_params(_smoke_values(**small, edge_cases=["truth|ncm"]))
+    data, inputs = steps.load_data(case)
+    seqs, config = edge.enumerate_sequences(case.N, case.K), LearnerConfig(hidden=8, epochs=1, batch_size=16)
+    work = steps.budget(case, data, inputs, seqs, config)
+    assert work.units.keys() == {"truth|ncm"} and case.record.results["budget"]["stages"][0]["name"] == "ground truth"
+    assert "The whole set on one GPU" in work.text()
