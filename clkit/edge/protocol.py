@@ -47,14 +47,26 @@ The paper's other three methods trained from scratch (PyCIL's ``models/{foster,m
 weight decay 5e-4, batch 128); FOSTER keeps its two stages (each 170 epochs; compression 130: the text
 names no compression) and MEMO takes the schedule through its own keywords.
 
-The pre-trained ViT methods (``l2p``, ``coda_prompt``, ``hide_prompt``, ``ease``, ``mos``) run PILOT's
-``exps/*.json`` (HiDe-Prompt: thu-ml/HiDe-Prompt's ``cifar100_hideprompt_5e``) -- their strategies'
-constructor defaults -- under **both** protocols: the text's one pre-trained line ("SGD ... 0.1 ...
-{80, 120, 150}", 170 epochs) matches none of the released configs (L2P: Adam 0.001875, 5 epochs;
-CODA-Prompt: Adam 0.001, 20; EASE / MOS: SGD 0.025 / 0.03, 20; HiDe-Prompt: Adam, 50), so no setting
-reads it; :data:`SETTINGS` writes the defaults out because the ground truth's driver otherwise hands every
-strategy the run's ``epochs`` / ``lr`` / ``batch_size``. CODA-Prompt's pool is split over the stream's
-tasks (``n_tasks`` = ``num_tasks``, as PILOT's ``args["nb_tasks"]``).
+The pre-trained ViT methods (``l2p``, ``coda_prompt``, ``hide_prompt``, ``ease``, ``mos``):
+
+- ``authors``: the released configs, :data:`PILOT` -- PILOT's ``exps/*.json`` (HiDe-Prompt: thu-ml/HiDe-Prompt's
+  ``cifar100_hideprompt_5e``), their strategies' constructor defaults (L2P: Adam 0.001875, batch 16, 5 epochs;
+  CODA-Prompt: Adam 0.001, cosine, 20; EASE / MOS: SGD 0.025 / 0.03, cosine, batch 48, 20; HiDe-Prompt: Adam,
+  step every 30 epochs, batch 24, 50); :data:`SETTINGS` writes them out because the ground truth's driver
+  otherwise hands every strategy the run's ``epochs`` / ``lr`` / ``batch_size``;
+- ``paper``: App. E.1.1's pre-trained line, :data:`VIT_PAPER` -- SGD, learning rate 0.1, weight decay 5e-4,
+  the rate times 0.1 at epochs 80 / 120 / 150 (``milestones`` / ``lr_decay``: ``MultiStepLR`` stepped per
+  epoch, :func:`clkit.strategies._vit_common.step_lr`, replacing each method's own schedule), 170 epochs,
+  batch 128. The text names no momentum: 0.9, PyCIL's and PILOT's (every SGD of both trees). Each method
+  builds a new optimizer per task (as in the release), so the schedule restarts every task: the text's one
+  schedule, and what PyCIL's ``_train`` does for the methods trained from scratch. Method-specific structure
+  stays: HiDe-Prompt's and MOS's heads at ``head_lr_ratio`` / ``head_lr_scale`` (0.1) of the rate. For
+  HiDe-Prompt the text's "training" is WTP's (the prompts' and head's, the method's ``lr`` / ``epochs`` /
+  ``batch_size``); its auxiliary stages keep the release's settings (TII: Adam 0.0005 x 24 / 256 at weight
+  decay 0, batch 24, ``tii_epochs``; TAP: ``ca_lr``, ``ca_epochs``, ``ca_batch`` 120, ``tii_ca_batch`` 24).
+
+CODA-Prompt's pool is split over the stream's tasks (``n_tasks`` = ``num_tasks``, as PILOT's
+``args["nb_tasks"]``) under both.
 
 **RanPAC** -- the one pre-trained method whose two settings differ in kind:
 
@@ -89,8 +101,8 @@ import copy
 
 from .._validate import check_choice
 
-__all__ = ["PROTOCOLS", "EDGE_RELEASE", "SETTINGS", "PILOT", "PYCIL_EWC_LAMBDA", "protocol_learner_kwargs", "stream_settings",
-           "rs_shuffle", "check_pretrained"]
+__all__ = ["PROTOCOLS", "EDGE_RELEASE", "SETTINGS", "PILOT", "VIT_PAPER", "PYCIL_EWC_LAMBDA",
+           "protocol_learner_kwargs", "stream_settings", "rs_shuffle", "check_pretrained"]
 
 PROTOCOLS = ("paper", "authors")
 
@@ -114,6 +126,15 @@ PILOT = {
     "mos": {"optimizer": "sgd", "lr": 0.03, "momentum": 0.9, "weight_decay": 0.0005, "batch_size": 48,
             "epochs": 20},
 }
+
+#: App. E.1.1's pre-trained line ("SGD ... initial learning rate 0.1, weight decay 5x10^-4, LR decay factor 0.1 at
+#: epochs ... {80, 120, 150} (pre-trained). Training: 170 epochs, batch size 128"); momentum 0.9 (PyCIL / PILOT's:
+#: the text names none)
+VIT_PAPER = {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 0.0005, "milestones": [80, 120, 150],
+             "lr_decay": 0.1, "epochs": 170, "batch_size": 128}
+#: HiDe-Prompt's auxiliary stages as released (TII: Adam at weight decay 0, batch 24; TAP: 5 x 24 and 24 rows a step)
+#: while its WTP training takes :data:`VIT_PAPER`
+_HIDE_AUX = {"tii_optimizer": "adam", "tii_batch_size": 24, "ca_batch": 5 * 24, "tii_ca_batch": 24}
 
 #: PyCIL's EWC penalty weight (``PyCIL/models/ewc.py``: ``lamda = 1000``), as clkit's ``ewc_lambda`` (equal: see above)
 PYCIL_EWC_LAMBDA = 1000.0
@@ -143,7 +164,8 @@ SETTINGS = {
         "memo": dict(_MEMO_PAPER),
         "tagfex": dict(_PAPER),
         "ranpac": dict(_RANPAC_PAPER),
-        **PILOT,
+        **{name: dict(VIT_PAPER) for name in PILOT},
+        "hide_prompt": {**VIT_PAPER, **_HIDE_AUX},
     },
     "authors": {
         "ewc": {**_PYCIL_FIRST, "epochs": 180, "milestones": [70, 120, 150], "ewc_lambda": PYCIL_EWC_LAMBDA},
@@ -183,6 +205,9 @@ def protocol_learner_kwargs(protocol: str, dataset: str, learners, learner_kwarg
     >>> kw = protocol_learner_kwargs("authors", "cifar100", ["coda_prompt", "memo"], num_tasks=3)
     >>> kw["coda_prompt"]["n_tasks"], kw["coda_prompt"]["epochs"], kw["memo"]["init_epochs"]
     (3, 20, 200)
+    >>> kw = protocol_learner_kwargs("paper", "cifar100", ["coda_prompt"], num_tasks=3)["coda_prompt"]
+    >>> kw["optimizer"], kw["lr"], kw["milestones"], kw["epochs"], kw["batch_size"]
+    ('sgd', 0.1, [80, 120, 150], 170, 128)
     >>> protocol_learner_kwargs("text", "cifar100", ["ewc"])
     Traceback (most recent call last):
     ...

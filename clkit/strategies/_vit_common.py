@@ -1,10 +1,13 @@
-"""What the frozen-ViT strategies share (L2P, CODA-Prompt, HiDe-Prompt, MOS).
+"""What the frozen-ViT strategies share (L2P, CODA-Prompt, HiDe-Prompt, MOS; EASE the step schedule).
 
 :func:`check_vit_model` checks the model they take (a :class:`~clkit.models.vit.ViTBackbone`:
 a ``features`` timm ``VisionTransformer`` and a linear ``head`` of the ViT's width);
 :class:`FrozenViTMixin` holds their common strategy methods: the ViT frozen in evaluation mode,
 an optimizer over the trainable parameters only, the class masks (0 / ``-inf``), the check of a
-task's classes, and the masking of training and evaluation logits.
+task's classes, and the masking of training and evaluation logits. :func:`check_step_schedule` and
+:func:`step_lr` give the five pre-trained ViT methods (EASE too) the optional step schedule of their
+``milestones`` / ``lr_decay`` keywords (``torch.optim.lr_scheduler.MultiStepLR`` stepped once after each
+epoch, restarted with each task's new optimizer: the EDGE paper's pre-trained line, App. E.1.1).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from torch import nn
 
 from ..device import move
 
-__all__ = ["VIT_PARTS", "check_vit_model", "FrozenViTMixin"]
+__all__ = ["VIT_PARTS", "check_vit_model", "FrozenViTMixin", "check_step_schedule", "step_lr"]
 
 VIT_PARTS = ("patch_embed", "_pos_embed", "blocks", "norm")
 
@@ -52,6 +55,51 @@ _pos_embed, blocks, norm
     width = getattr(feats, "embed_dim", getattr(feats, "num_features", head.in_features))
     if head.in_features != width:
         raise TypeError(f"model.head must take the ViT's width {width}, got in_features={head.in_features}")
+
+
+def check_step_schedule(milestones, lr_decay) -> tuple:
+    """``(milestones, lr_decay)`` checked: ``None`` (no step schedule: the strategy's own) or strictly
+    increasing epochs ``>= 1``, as a tuple; ``lr_decay`` a number ``> 0``.
+
+    Examples
+    --------
+    >>> check_step_schedule([80, 120, 150], 0.1)
+    ((80, 120, 150), 0.1)
+    >>> check_step_schedule(None, 0.1)
+    (None, 0.1)
+    >>> check_step_schedule([120, 80], 0.1)
+    Traceback (most recent call last):
+    ...
+    ValueError: milestones must be strictly increasing epochs >= 1 (e.g. [80, 120, 150]) or None, got [120, 80]
+    """
+    from .._validate import check_real
+
+    lr_decay = check_real("lr_decay", lr_decay, low=0, low_open=True)
+    if milestones is None:
+        return None, lr_decay
+    what = f"milestones must be strictly increasing epochs >= 1 (e.g. [80, 120, 150]) or None, got {milestones!r}"
+    if isinstance(milestones, (str, bytes)) or not isinstance(milestones, (list, tuple)):
+        raise TypeError(what)
+    if any(isinstance(m, bool) or not isinstance(m, int) for m in milestones):
+        raise TypeError(what)
+    out = tuple(int(m) for m in milestones)
+    if any(m < 1 for m in out) or any(b <= a for a, b in zip(out, out[1:])):
+        raise ValueError(what)
+    return out, lr_decay
+
+
+def step_lr(base_lr: float, epoch: int, milestones, lr_decay: float) -> float:
+    """The rate of epoch ``epoch`` (0-based) under ``MultiStepLR(milestones, gamma=lr_decay)`` stepped after each
+    epoch: ``base_lr * lr_decay ** #{m in milestones : m <= epoch}``.
+
+    Examples
+    --------
+    >>> [round(step_lr(0.1, e, (80, 120, 150), 0.1), 10) for e in (0, 79, 80, 119, 120, 150, 169)]
+    [0.1, 0.1, 0.01, 0.01, 0.001, 0.0001, 0.0001]
+    """
+    import bisect
+
+    return base_lr * lr_decay ** bisect.bisect_right(milestones, epoch)
 
 
 class FrozenViTMixin:

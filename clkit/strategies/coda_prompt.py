@@ -32,6 +32,9 @@ at commit ``a60c1179cf762e8c1197ab876a3c06db3a49b639``, files ``PILOT/models/cod
 - **optimizer**: Adam, ``lr = 0.001``, ``weight_decay = 0``, batch size 128, 20 epochs, over the whole
   pool and the head, created anew at each task, with the authors' cosine schedule per epoch
   (:func:`cosine_lr`); the last incomplete batch of an epoch is dropped (their ``drop_last=True``).
+  PILOT's other scheduler, ``steplr`` (``MultiStepLR(milestones, gamma)``, stepped per epoch), is
+  ``milestones`` / ``lr_decay`` (:func:`~clkit.strategies._vit_common.step_lr`), which replace the
+  cosine when given: the EDGE paper's pre-trained line (App. E.1.1, notebook 02's ``protocol: paper``).
 
 Checked against the authors' code (``tests/test_strategies_coda_prompt.py``): losses, gradient norms,
 Adam updates and logits of a tiny ViT over two tasks, the Gram-Schmidt initialisation draw for draw,
@@ -51,7 +54,7 @@ Deviations, documented:
 - the authors' ``torch.zeros((1,), requires_grad=True).to(device)`` accumulator fails on the CPU (an
   in-place update of a leaf); their orthogonality penalty builds its identity matrix on the CPU
   (fails on CUDA when ``ortho_mu > 0``): clkit computes the same values on any device;
-- not implemented: data augmentation (PILOT's random-resized crops and flips), the ``steplr`` scheduler,
+- not implemented: data augmentation (PILOT's random-resized crops and flips),
   more tasks than ``n_tasks`` (refused: the authors' slices would run past the pool).
 
 The model is a :class:`~clkit.models.vit.ViTBackbone` or anything with a ``features`` timm
@@ -73,7 +76,7 @@ from torch import nn
 from .._validate import check_choice, check_int, check_real
 from ..device import move
 from ..models.vit_prefix import prefix_attention, prefix_block_forward
-from ._vit_common import FrozenViTMixin, check_vit_model
+from ._vit_common import FrozenViTMixin, check_step_schedule, check_vit_model, step_lr
 from .base import Strategy, Task, epoch_means, register
 
 __all__ = ["CODAPrompt", "CODAPromptNet", "gram_schmidt", "cosine_lr", "prefix_block_forward",
@@ -290,6 +293,11 @@ class CODAPrompt(FrozenViTMixin, Strategy):
         Prompted blocks (the authors' ``e_layers``); those beyond the ViT's depth are ignored.
     scheduler : {"cosine", "constant"}, default "cosine"
         The authors' per-epoch cosine schedule (:func:`cosine_lr`) or a constant rate.
+    milestones : list of int, optional
+        PILOT's ``steplr``: epochs (0-based, increasing) after which the rate is multiplied by ``lr_decay``
+        in every task; given, it replaces ``scheduler``. ``None`` (default): ``scheduler``.
+    lr_decay : float, default 0.1
+        The factor at each milestone.
     drop_last : bool, default True
         Drop an epoch's last incomplete batch (the authors' loader), unless it is the only one.
     optimizer, lr, weight_decay, epochs, batch_size : default "adam", 0.001, 0.0, 20, 128
@@ -320,10 +328,11 @@ class CODAPrompt(FrozenViTMixin, Strategy):
     def __init__(self, model, *, pool_size: int = 100, prompt_length: int = 8, ortho_mu: float = 0.0,
                  n_tasks: int = 10, layers=(0, 1, 2, 3, 4), scheduler: str = "cosine", drop_last: bool = True,
                  optimizer="adam", lr: float = 0.001, weight_decay: float = 0.0, epochs: int = 20,
-                 batch_size: int = 128, **kwargs):
+                 batch_size: int = 128, milestones=None, lr_decay: float = 0.1, **kwargs):
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         check_vit_model(model)
+        self.milestones, self.lr_decay = check_step_schedule(milestones, lr_decay)
         self.n_tasks = check_int("n_tasks", n_tasks, low=1)
         self.pool_size = check_int("pool_size", pool_size, low=1)
         if self.pool_size < self.n_tasks:
@@ -379,7 +388,8 @@ class CODAPrompt(FrozenViTMixin, Strategy):
 
     # ------------------------------------------------------------------ training
     def train_task(self, task: Task, epochs: int | None = None) -> list[float]:
-        """Train on a task: ``epochs`` passes, the learning rate set per epoch (:func:`cosine_lr`), the last
+        """Train on a task: ``epochs`` passes, the learning rate set per epoch (:func:`cosine_lr`, or
+        :func:`~clkit.strategies._vit_common.step_lr` with ``milestones``), the last
         incomplete batch dropped (``drop_last``); returns the mean loss per epoch."""
         task = task.to(self.device)
         epochs = self.begin_task(task, epochs)
@@ -389,8 +399,11 @@ class CODAPrompt(FrozenViTMixin, Strategy):
         n = len(task)
         for e in range(epochs):
             for group in self.optimizer.param_groups:
-                group["lr"] = (cosine_lr(group["initial_lr"], e, epochs) if self.scheduler == "cosine"
-                               else group["initial_lr"])
+                if self.milestones is not None:
+                    group["lr"] = step_lr(group["initial_lr"], e, self.milestones, self.lr_decay)
+                else:
+                    group["lr"] = (cosine_lr(group["initial_lr"], e, epochs) if self.scheduler == "cosine"
+                                   else group["initial_lr"])
             steps = []
             for idx in self.batches(n, self.device):
                 if self.drop_last and len(idx) < self.batch_size and n >= self.batch_size:

@@ -19,7 +19,9 @@ config ``PILOT/exps/ease.json``):
   position of the label within the task; SGD (momentum 0.9, ``lr`` 0.025, weight decay 5e-4) on
   the adapter and the proxy head, rebuilt at each task; the learning rate follows a cosine
   schedule over the epochs (``CosineAnnealingLR(T_max=epochs, eta_min=min_lr)``, stepped per
-  epoch; ``min_lr`` 0); 20 epochs, batch size 48;
+  epoch; ``min_lr`` 0); 20 epochs, batch size 48. ``milestones`` / ``lr_decay`` replace the cosine by
+  ``MultiStepLR(milestones, gamma=lr_decay)`` stepped per epoch (:func:`~clkit.strategies._vit_common.step_lr`,
+  restarted each task): the EDGE paper's pre-trained line (App. E.1.1; notebook 02's ``protocol: paper``);
 - **prototypes** (``replace_fc``, after the task's training, adapters in evaluation mode): for
   every class of the task and every subspace ``j <= t``, ``P[c, j]`` = the mean of ``f_j(x)``
   over the class's training rows;
@@ -72,6 +74,7 @@ from torch import nn
 from .._validate import check_int, check_real
 from ..device import move
 from ..models.vit_adapter import AdapterStack, adapted_features, check_vit, vit_tokens
+from ._vit_common import check_step_schedule, step_lr
 from .base import Strategy, Task, epoch_means, register
 from .ranpac_adapter import CosineClassifier
 
@@ -227,6 +230,11 @@ class EASE(Strategy):
         ``eta_min`` of the cosine schedule (the config's ``min_lr``).
     num_classes : int, optional
         Classes of the stream; default ``model.head.out_features``.
+    milestones : list of int, optional
+        Epochs (0-based, increasing) after which the rate is multiplied by ``lr_decay`` in every task
+        (MultiStepLR stepped per epoch); given, it replaces the cosine. ``None`` (default): the cosine.
+    lr_decay : float, default 0.1
+        The factor at each milestone.
     lr, epochs, batch_size, weight_decay, momentum
         Defaults 0.025, 20, 48, 5e-4, 0.9 (the config's ``init_lr``/``later_lr``, ``init_epochs``/
         ``later_epochs``, ``batch_size``, ``weight_decay``; PILOT's SGD momentum).
@@ -254,9 +262,11 @@ class EASE(Strategy):
     needs_vit_model = True
 
     def __init__(self, model, *, ffn_num: int = 64, adapter_scale: float = 0.1, adapter_dropout: float = 0.1,
-                 alpha: float = 0.1, min_lr: float = 0.0, num_classes: int | None = None, **kwargs):
+                 alpha: float = 0.1, min_lr: float = 0.0, num_classes: int | None = None, milestones=None,
+                 lr_decay: float = 0.1, **kwargs):
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        self.milestones, self.lr_decay = check_step_schedule(milestones, lr_decay)
         vit = check_vit(model, "EASE")
         self.ffn_num = check_int("ffn_num", ffn_num, low=1)
         self.adapter_scale = check_real("adapter_scale", adapter_scale)
@@ -335,10 +345,14 @@ class EASE(Strategy):
 
     # ------------------------------------------------------------------ training
     def _cosine_lr(self, epoch: int, epochs: int) -> float:
+        """The rate of ``epoch``: the cosine to ``min_lr``, or :func:`step_lr` with ``milestones``."""
+        if self.milestones is not None:
+            return step_lr(self.lr, epoch, self.milestones, self.lr_decay)
         return self.min_lr + (self.lr - self.min_lr) * (1 + math.cos(math.pi * epoch / epochs)) / 2
 
     def train_task(self, task: Task, epochs: int | None = None) -> list[float]:
-        """Train the task's adapter and proxy head (cosine schedule over ``epochs``), then compute the prototypes."""
+        """Train the task's adapter and proxy head (cosine schedule over ``epochs``, or the step one with
+        ``milestones``), then compute the prototypes."""
         task = task.to(self.device)
         epochs = self.begin_task(task, epochs)
         history = []

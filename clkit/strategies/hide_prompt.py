@@ -78,6 +78,12 @@ Choices, documented:
   per sample (scikit-learn refuses it). TAP draws only the feature rows it trains on (the
   reference draws ``5 x batch_size`` rows for every centroid, shuffles them and uses the first
   ``crct_num x 5 x batch_size``: the same distribution);
+- the EDGE paper's pre-trained line (App. E.1.1; notebook 02's ``protocol: paper``) is taken as WTP's
+  training (the constructor's optimizer keywords, ``epochs``, ``batch_size`` and ``milestones`` /
+  ``lr_decay``: MultiStepLR per epoch, replacing ``lr_decay_epochs`` / ``lr_decay_rate``; the head keeps
+  ``head_lr_ratio``); TII and TAP keep their own settings, ``tii_optimizer`` (weight decay 0) and
+  ``tii_batch_size`` holding TII as released (by default it shares WTP's ``--opt`` / ``--weight-decay`` /
+  ``--batch-size``, as the reference's two runs do);
 - only ``top_k=1`` (the config's) is implemented; ``prompt_layers`` beyond the ViT's depth are
   dropped (the reference allocates but never uses them);
 - not implemented: data augmentation and the config's other options off in the CIFAR-100 run
@@ -101,8 +107,8 @@ from torch import nn
 from .._validate import check_choice, check_int, check_real
 from ..device import move
 from ..models.vit_prefix import prefix_block_forward
-from ._vit_common import FrozenViTMixin, check_vit_model
-from .base import Strategy, Task, epoch_means, register
+from ._vit_common import FrozenViTMixin, check_step_schedule, check_vit_model, step_lr
+from .base import Strategy, Task, _sgd, epoch_means, register
 
 __all__ = ["HiDePrompt", "HiDePromptNet", "contrastive_loss", "kmeans"]
 
@@ -288,12 +294,16 @@ class HiDePrompt(FrozenViTMixin, Strategy):
         The head's learning rate over the prompts' (``--larger_prompt_lr``).
     lr_decay_epochs, lr_decay_rate : int, float, default 30, 0.1
         WTP's step schedule (``--decay-epochs``, ``--decay-rate``); ``lr_decay_rate=1``: constant.
+    milestones, lr_decay : list of int or None, float, default None, 0.1
+        WTP's MultiStepLR (x ``lr_decay`` after each milestone epoch); given, it replaces ``lr_decay_epochs``.
     clip_grad : float or None, default 1.0
         Gradient-norm clipping of WTP and TII steps (``--clip-grad``).
     tii_epochs : int, default 20
         TII epochs per task (the first script run's ``--epochs``).
     tii_lr : float, default 4.6875e-5
         TII's learning rate: 0.0005 x 24 / 256 (``--lr 0.0005`` scaled by the batch size).
+    tii_optimizer, tii_batch_size : {"adam", "sgd", "adamw"}, int, optional
+        TII's optimizer at weight decay 0 and minibatch; default the constructor's (its ``weight_decay``).
     tii_mlp_ratio : int, default 2
         TII MLP width in multiples of ``d`` (``--original_model_mlp_structure``).
     ca_epochs : int, default 30
@@ -338,7 +348,8 @@ class HiDePrompt(FrozenViTMixin, Strategy):
                  clip_grad: float | None = 1.0, tii_epochs: int = 20, tii_lr: float = 0.0005 * 24 / 256,
                  tii_mlp_ratio: int = 2, ca_epochs: int = 30, ca_lr: float = 0.005 * 24 / 256,
                  ca_batch: int | None = None, tii_ca_batch: int | None = None, n_centroids: int = 10,
-                 kmeans_iters: int = 300, prefix_layout: str = "per_row", **kwargs):
+                 kmeans_iters: int = 300, prefix_layout: str = "per_row", milestones=None, lr_decay: float = 0.1,
+                 tii_optimizer: str | None = None, tii_batch_size: int | None = None, **kwargs):
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         check_vit_model(model, qkv=True)
@@ -357,6 +368,10 @@ class HiDePrompt(FrozenViTMixin, Strategy):
         self.head_lr_ratio = check_real("head_lr_ratio", head_lr_ratio, low=0)
         self.lr_decay_epochs = check_int("lr_decay_epochs", lr_decay_epochs, low=1)
         self.lr_decay_rate = check_real("lr_decay_rate", lr_decay_rate, low=0, low_open=True)
+        self.milestones, self.lr_decay = check_step_schedule(milestones, lr_decay)
+        self.tii_optimizer = (None if tii_optimizer is None
+                              else check_choice("tii_optimizer", tii_optimizer, ["adam", "sgd", "adamw"]))
+        self._tii_batch = None if tii_batch_size is None else check_int("tii_batch_size", tii_batch_size, low=1)
         self.clip_grad = None if clip_grad is None else check_real("clip_grad", clip_grad, low=0, low_open=True)
         self.tii_epochs = check_int("tii_epochs", tii_epochs, low=0)
         self.tii_lr = check_real("tii_lr", tii_lr, low=0, low_open=True)
@@ -379,6 +394,7 @@ class HiDePrompt(FrozenViTMixin, Strategy):
         super().__init__(net, **kwargs)
         self.ca_batch = self._ca_batch or 5 * self.batch_size
         self.tii_ca_batch = self._tii_ca_batch or self.batch_size
+        self.tii_batch_size = self._tii_batch or self.batch_size
         self.slots: dict[int, int] = {}                       # task_id -> prompt slot
         self._class_slot = move(torch.zeros(self.num_classes, dtype=torch.long), self.device)
         self._seen_mask: torch.Tensor | None = None
@@ -437,14 +453,29 @@ class HiDePrompt(FrozenViTMixin, Strategy):
         if self.clip_grad is not None:
             torch.nn.utils.clip_grad_norm_([p for p in params if p.grad is not None], self.clip_grad)
 
+    def _tii_optim(self, groups):
+        """TII's optimizer: ``tii_optimizer`` at weight decay 0, or (``None``) the constructor's (:meth:`_optim`)."""
+        kind = self.tii_optimizer
+        if kind is None:
+            return self._optim(groups)
+        if kind == "sgd":
+            return _sgd(groups, lr=self.tii_lr, momentum=self.momentum, weight_decay=0.0)
+        return (torch.optim.Adam if kind == "adam" else torch.optim.AdamW)(groups, lr=self.tii_lr, weight_decay=0.0)
+
+    def _tii_batches(self, n: int):
+        """TII's minibatch rows: :meth:`batches`' draws at ``tii_batch_size``."""
+        perm = move(torch.randperm(n, generator=self.generator), self.device)
+        for start in range(0, n, self.tii_batch_size):
+            yield perm[start:start + self.tii_batch_size]
+
     def _train_tii(self, task: Task) -> None:
         """TII: ``tii_epochs`` on the task's frozen features (logits masked to the task), statistics, TAP."""
         net = self.model
         feats = self._features(task.x, net.cls)
         params = list(net.tii_mlp.parameters()) + list(net.tii_head.parameters())
-        opt = self._optim([{"params": params, "lr": self.tii_lr}])
+        opt = self._tii_optim([{"params": params, "lr": self.tii_lr}])
         for _ in range(self.tii_epochs):
-            for idx in self.batches(len(feats), self.device):
+            for idx in self._tii_batches(len(feats)):
                 opt.zero_grad(set_to_none=True)
                 loss = F.cross_entropy(net.tii(feats[idx]) + self._train_mask, task.y[idx])
                 loss.backward()
@@ -456,14 +487,16 @@ class HiDePrompt(FrozenViTMixin, Strategy):
             self._tap("tii", params, net.tii, self.tii_ca_batch)
 
     def train_task(self, task: Task, epochs: int | None = None) -> list[float]:
-        """WTP's epochs with the step schedule (``lr * lr_decay_rate ** ((epoch - 1) // lr_decay_epochs)``)."""
+        """WTP's epochs with the step schedule (``lr * lr_decay_rate ** ((epoch - 1) // lr_decay_epochs)``, or with
+        ``milestones`` :func:`~clkit.strategies._vit_common.step_lr`)."""
         task = task.to(self.device)
         epochs = self.begin_task(task, epochs)
         base = [g["lr"] for g in self.optimizer.param_groups]
         history = []
         for e in range(epochs):
             for g, lr in zip(self.optimizer.param_groups, base):
-                g["lr"] = lr * self.lr_decay_rate ** (max(e - 1, 0) // self.lr_decay_epochs)
+                g["lr"] = (lr * self.lr_decay_rate ** (max(e - 1, 0) // self.lr_decay_epochs) if self.milestones is None
+                           else step_lr(lr, e, self.milestones, self.lr_decay))
             history.append([self.train_batch(task, idx) for idx in self.batches(len(task), self.device)])
         self.after_task(task)
         return epoch_means(history)

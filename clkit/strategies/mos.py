@@ -25,7 +25,8 @@ The method, per task ``t`` (0-based, in learning order):
   batch's features (the batch alone at the first task);
 - schedule: SGD, momentum 0.9, ``lr`` 0.03 for the adapters and ``0.1 * lr`` for the head, weight
   decay 5e-4, ``epochs`` 20 with a cosine decay per epoch to 0, batch size 48; the optimiser is
-  rebuilt at every task;
+  rebuilt at every task (``milestones`` / ``lr_decay``: a ``MultiStepLR`` step schedule instead of the
+  cosine, restarted each task; the EDGE paper's pre-trained line);
 - after training: the snapshot; each class's feature **mean and covariance** (+ 1e-4 I) with the
   current adapter (batches of ``3 * batch_size``); from the second task on, **classifier
   alignment**: ``ca_epochs`` (30) epochs, each drawing ``5 * batch_size`` features per seen class
@@ -70,7 +71,8 @@ Choices where clkit differs:
   result is the same;
 - each :meth:`MOS.train_task` call is one MOS session (a new snapshot); only the authors'
   ``"covariance"`` storage of classifier alignment is implemented (their ``"variance"`` and
-  ``"multi-centroid"`` options are not), and the ``"cosine"`` or ``"constant"`` schedules.
+  ``"multi-centroid"`` options are not), and the ``"cosine"`` or ``"constant"`` schedules or the
+  ``milestones`` step one.
 
 The model is a :class:`~clkit.models.vit.ViTBackbone` (a ``features`` timm ``VisionTransformer``
 and a linear ``head`` of the ViT's width; ``head.out_features`` classes). MOS cannot use cached
@@ -91,7 +93,7 @@ from torch import nn
 from .._validate import check_choice, check_int, check_real
 from ..device import move
 from ..models.vit_adapter import Adapter
-from ._vit_common import FrozenViTMixin, check_vit_model
+from ._vit_common import FrozenViTMixin, check_step_schedule, check_vit_model, step_lr
 from .base import Strategy, Task, _sgd, epoch_means, register
 
 __all__ = ["MOS", "MOSNet", "MOSAdapter"]
@@ -234,6 +236,12 @@ class MOS(FrozenViTMixin, Strategy):
         The head's learning rate is ``head_lr_scale * lr`` (``get_optimizer``).
     scheduler : {"cosine", "constant"}, default "cosine"
         Per-epoch learning-rate schedule of training (cosine to ``min_lr``; ``min_lr`` 0).
+    milestones : list of int, optional
+        Epochs (0-based, increasing) after which the rates are multiplied by ``lr_decay`` in every task
+        (MultiStepLR stepped per epoch, :func:`~clkit.strategies._vit_common.step_lr`); given, it replaces
+        ``scheduler`` (the EDGE paper's pre-trained line, App. E.1.1). ``None`` (default): ``scheduler``.
+    lr_decay : float, default 0.1
+        The factor at each milestone.
     reweight : {"authors", "step"}, default "authors"
         Where the EMA is applied: as the authors' code does (in place inside every forward and
         after each step; inference changes the snapshots), or after each step only.
@@ -263,10 +271,11 @@ class MOS(FrozenViTMixin, Strategy):
     def __init__(self, model, *, ffn_num: int = 16, adapter_momentum: float = 0.1, reg: float = 0.1,
                  ca_epochs: int = 30, ca_lr: float = 0.005, ca_samples: int | None = None, ensemble: bool = True,
                  adapter_dropout: float = 0.1, head_lr_scale: float = 0.1, scheduler: str = "cosine",
-                 reweight: str = "authors", **kwargs):
+                 reweight: str = "authors", milestones=None, lr_decay: float = 0.1, **kwargs):
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         check_vit_model(model)
+        self.milestones, self.lr_decay = check_step_schedule(milestones, lr_decay)
         self.ffn_num = check_int("ffn_num", ffn_num, low=1)
         self.adapter_momentum = check_real("adapter_momentum", adapter_momentum, low=0, high=1)
         self.reg = check_real("reg", reg, low=0)
@@ -366,13 +375,16 @@ class MOS(FrozenViTMixin, Strategy):
         return base * (1 + math.cos(math.pi * epoch / total)) / 2
 
     def train_task(self, task: Task, epochs: int | None = None) -> list[float]:
-        """Train one MOS session on ``task`` (cosine schedule per epoch), then snapshot, statistics,
+        """Train one MOS session on ``task`` (cosine schedule per epoch, or the step one with ``milestones``), then snapshot, statistics,
         classifier alignment (from the second session on) and prototypes."""
         task = task.to(self.device)
         epochs = self.begin_task(task, epochs)
         history = []
         for e in range(epochs):
-            if self.scheduler == "cosine":
+            if self.milestones is not None:
+                for g in self.optimizer.param_groups:
+                    g["lr"] = step_lr(g["initial_lr"], e, self.milestones, self.lr_decay)
+            elif self.scheduler == "cosine":
                 for g in self.optimizer.param_groups:
                     g["lr"] = self._cosine(g["initial_lr"], e, epochs)
             history.append([self.train_batch(task, idx) for idx in self.batches(len(task), self.device)])

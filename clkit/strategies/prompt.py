@@ -48,7 +48,10 @@ Choices, documented:
 - optimizer: the :class:`~clkit.strategies.Strategy` default (SGD, ``lr``, ``momentum``);
   the reference's Adam is ``optimizer="adam"`` (it used ``lr = 0.03 * batch_size / 256`` with
   batch size 16, betas (0.9, 0.999)) and its gradient clipping ``clip_grad=1.0``. The optimizer
-  is rebuilt at each new task (the reference's ``reinit_optimizer=True``);
+  is rebuilt at each new task (the reference's ``reinit_optimizer=True``); the rate is constant
+  unless ``milestones`` is given: then ``MultiStepLR(milestones, gamma=lr_decay)`` stepped once after
+  each epoch, restarted with each task's optimizer (:func:`~clkit.strategies._vit_common.step_lr`; the
+  EDGE paper's pre-trained line, App. E.1.1, notebook 02's ``protocol: paper``);
 - not implemented: the reference's options off by default in its configs (``use_prompt_mask``,
   shared pools, prefix tuning, other head types), data augmentation and label smoothing.
 
@@ -67,8 +70,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._validate import check_choice, check_int, check_real
-from ._vit_common import FrozenViTMixin, check_vit_model
-from .base import Strategy, Task, register
+from ._vit_common import FrozenViTMixin, check_step_schedule, check_vit_model, step_lr
+from .base import Strategy, Task, epoch_means, register
 
 __all__ = ["L2P", "L2PNet", "select_prompts"]
 
@@ -230,6 +233,11 @@ class L2P(FrozenViTMixin, Strategy):
         classes seen so far (clkit's class-incremental convention).
     clip_grad : float, optional
         Clip the gradients' total norm to this value (the reference: 1.0); ``None``: no clipping.
+    milestones : list of int, optional
+        Epochs (0-based, increasing) after which the rate is multiplied by ``lr_decay`` in every task
+        (MultiStepLR stepped per epoch); ``None`` (default): a constant rate, as the reference.
+    lr_decay : float, default 0.1
+        The factor at each milestone.
     **kwargs
         Those of :class:`~clkit.strategies.Strategy` (``seed`` also draws the prompts and keys).
 
@@ -261,10 +269,11 @@ class L2P(FrozenViTMixin, Strategy):
 
     def __init__(self, model, *, pool_size: int = 10, prompt_length: int = 5, top_k: int = 5,
                  pull_constraint: float = 0.1, batchwise_prompt: bool = True, train_mask: str = "task",
-                 clip_grad: float | None = None, **kwargs):
+                 clip_grad: float | None = None, milestones=None, lr_decay: float = 0.1, **kwargs):
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         check_vit_model(model)
+        self.milestones, self.lr_decay = check_step_schedule(milestones, lr_decay)
         self.pool_size = check_int("pool_size", pool_size, low=1)
         self.prompt_length = check_int("prompt_length", prompt_length, low=1)
         self.top_k = check_int("top_k", top_k, low=1)
@@ -300,6 +309,22 @@ class L2P(FrozenViTMixin, Strategy):
         if task.task_id not in self.trained_tasks:   # the reference re-initialises the optimizer per task
             self.trained_tasks.append(task.task_id)
             self.optimizer = self.make_optimizer(self.model.parameters())
+
+    def train_task(self, task: Task, epochs: int | None = None) -> list[float]:
+        """Train on a task (``epochs`` passes); with ``milestones`` the rate of each epoch is
+        :func:`~clkit.strategies._vit_common.step_lr` of ``lr``. Returns the mean loss per epoch."""
+        if self.milestones is None:
+            return super().train_task(task, epochs)
+        task = task.to(self.device)
+        epochs = self.begin_task(task, epochs)
+        base = [g.setdefault("initial_lr", g["lr"]) for g in self.optimizer.param_groups]  # a task trained on
+        history = []
+        for e in range(epochs):
+            for g, lr in zip(self.optimizer.param_groups, base):
+                g["lr"] = step_lr(lr, e, self.milestones, self.lr_decay)
+            history.append([self.train_batch(task, idx) for idx in self.batches(len(task), self.device)])
+        self.after_task(task)
+        return epoch_means(history)
 
     def observe(self, x, y, task: Task | None = None) -> float:
         """Refused: L2P needs task boundaries (``task_free = False``); train it with ``train_task``."""
