@@ -100,7 +100,7 @@ read.listing().drop(columns=["source"])
 # %%
 result = cmp.compare(read, comparisons=compare or None, reference=reference or None,
                      metric=metric, target=target_effect or None, tol=tolerance,
-                     oracle_shift=oracle_shift or None, oracle_sds=oracle_sds or None)
+                     oracle_shift=oracle_shift or None, oracle_sds=oracle_sds or None, percent=percent)
 result["metrics"].drop(columns=["source"]).groupby("method", sort=False).mean(numeric_only=True)
 
 # %%

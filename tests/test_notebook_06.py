@@ -258,3 +258,31 @@ def test_shown_tables_carry_no_machine_path():
     mine = str(example_runs_path())  # a user's absolute runs path (as `clkit run 06 -p runs DIR` now passes it)
     assert data_label(mine) == "your runs from example_runs"
     assert "`example_runs`" in data_note(mine, read_runs(mine)) and mine not in data_note(mine, read_runs(mine))
+
+
+def test_every_table_names_its_unit_fractions_or_percent_read():
+    """Issue 55: 06's tables name their unit in the header (columns' name): fractions (0-1); with ``percent``
+    the header says the runs' percentages were divided by 100, and the numbers are the fraction run's."""
+    import json
+    import tempfile
+
+    from clkit.compare.params import shown_sources
+    from clkit.compare.report import write_report
+
+    runs = read_runs(example_runs_path())
+    res = compare(runs, reference="naive")
+    assert res["table"].columns.name == res["unit"] == "effect, CI and detectable: fractions (0-1)"
+    assert res["disagreements"].columns.name == "reported, recomputed and difference: fractions (0-1)"
+    assert shown_sources(res["disagreements"], "example").columns.name == res["disagreements"].columns.name
+    means = res["metrics"].drop(columns=["source"]).groupby("method", sort=False).mean(numeric_only=True)
+    assert "fractions (0-1)" in means.columns.name       # the metrics table the notebook shows
+    assert 0 <= means["acc"].min() and means["acc"].max() <= 1
+    # runs read with percent (their scores divided by 100): the same fractions, the header says what was divided
+    res_p = compare(runs, reference="naive", percent=True)
+    assert res_p["table"].columns.name == ("effect, CI and detectable: fractions (0-1; the runs' percentages "
+                                           "0-100 were divided by 100)")
+    np.testing.assert_allclose(res_p["table"]["effect"].astype(float), res["table"]["effect"].astype(float))
+    out = tempfile.mkdtemp()
+    write_report(res_p, out)
+    with open(f"{out}/results.json") as fh:
+        assert "percentages 0-100 were divided by 100" in json.load(fh)["results"]["unit"]

@@ -80,14 +80,15 @@ def compare(args) -> int:
                          steps=getattr(args, "steps", None), task_base=getattr(args, "task_base", None))
     res = cmp.compare(runs, comparisons=args.compare, reference=args.reference, metric=args.metric,
                       target=args.target_effect, tol=tol, oracle_shift=args.oracle_shift,
-                      oracle_sds=args.oracle_sds)
+                      oracle_sds=args.oracle_sds, percent=args.percent)
     show(res["runs"], f"{len(runs)} run(s) read from {runs.source} ({runs.format}); what was used from each:")
     for note in runs.notes:
         print(f"note: {note}")
     if res["not_compared"]:
         print(f"note: read but not compared: {', '.join(res['not_compared'])}")
     print()
-    show(res["metrics"].drop(columns=["source"]), "metrics recomputed from each R (clkit.metrics):")
+    show(res["metrics"].drop(columns=["source"]),
+         f"metrics recomputed from each R (clkit.metrics; {res['metrics'].columns.name or 'fractions (0-1)'}):")
     dis, checked = res["disagreements"], res["checks"]
     print()
     if len(checked):
@@ -100,7 +101,8 @@ def compare(args) -> int:
                   + ", ".join(f"{n} {st}" for st, n in group["status"].value_counts().items()))
         if len(dis):
             show(dis.drop(columns=["definition", "status"]),
-                 f"reported numbers that disagree with their definition recomputed from R (|difference| > {tol:g}):")
+                 f"reported numbers that disagree with their definition recomputed from R (|difference| > {tol:g}; "
+                 f"{dis.columns.name}):")
         unchecked = checked[checked["status"] == "not checkable"]
         for key, group in unchecked.groupby("metric", sort=False):
             print(f"note: {key} of {len(group)} run(s) not checkable: {group['why'].iloc[0]}")
@@ -110,7 +112,8 @@ def compare(args) -> int:
     table = res["table"].reset_index()
     against = (f"its rerun {res['rerun']} on the same seeds" if res.get("rerun")
                else "itself on other seeds (no rerun given: unpaired, weaker)")
-    show(table, f"verdicts (primary metric: {args.metric}; null control: {res['control']} against {against}):")
+    show(table, f"verdicts (primary metric: {args.metric}; null control: {res['control']} against {against}; "
+                f"{res['unit']}):")
     print()
     print(res["paragraph"])
     if res["planner"]:

@@ -5,9 +5,11 @@
 
     clkit data list [NN] [--params SET]        # what each set needs: folder, size, address, checksum and its source
     clkit data check NN --params SET [--no-open] [-p NAME VALUE]   # found / unverified / missing / wrong, with the fix
+        [--memory] [--card CARD] [--host-gib GIB]   # and (paper* sets, or --memory) the memory at the real sizes
     clkit data get NN --params SET [--allow-unverified] [--only NAME]   # download into the cache, verified
 
-``check`` and ``get`` exit 2 when anything is still missing or wrong.
+``check`` and ``get`` exit 2 when anything is still missing or wrong; ``check`` also when the set's memory plan
+(:mod:`clkit.memory_check`) is over the card or the host it is checked against.
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ def register(sub) -> None:
         if name == "check":
             c.add_argument("--no-open", action="store_true",
                            help="check presence and digests only, without opening each file through its loader")
+            c.add_argument("--memory", action="store_true",
+                           help="print the memory plan for any set (paper* sets always print it)")
+            c.add_argument("--card", default=None,
+                           help="the card the memory plan is checked against (default: the one the set's budget names)")
+            c.add_argument("--host-gib", type=float, default=None,
+                           help="the host memory the plan is checked against, GiB (default 64)")
         else:
             c.add_argument("--allow-unverified", action="store_true",
                            help="keep a downloaded file whose digest differs from the published one")
@@ -57,13 +65,15 @@ def _cmd(args) -> int:
                 plan += [(nb, s, _values(nb, s, ())[1]) for s in sets]
         else:
             nb, values = _values(args.notebook, args.params, args.p)
+            if args.data_cmd == "check":
+                _memory_args(args)
     except (ValueError, TypeError) as exc:
         print(f"[clkit] ERROR: {exc}", file=sys.stderr, flush=True)
         return 2
     if args.data_cmd == "list":
         return _list(plan)
     if args.data_cmd == "check":
-        return _check(nb, args.params, values, open_=not args.no_open)
+        return _check(nb, args.params, values, open_=not args.no_open, args=args)
     return _get(nb, args.params, values, args)
 
 
@@ -85,14 +95,43 @@ def _list(plan) -> int:
     return 0
 
 
-def _check(nb, set_name, values, open_) -> int:
+def _memory_args(args) -> None:
+    """Refuse a bad ``--card`` or ``--host-gib`` before any work (one line, exit 2)."""
+    import math
+
+    if args.card is not None:
+        from ..cards import card_spec
+        from ..memory_check import CARD_MEMORY
+
+        if card_spec(args.card) not in CARD_MEMORY:
+            raise ValueError(f"--card must be one of {sorted(CARD_MEMORY)} (or CUDA's name of one), got {args.card!r}")
+    if args.host_gib is not None and not (math.isfinite(args.host_gib) and args.host_gib > 0):
+        raise ValueError(f"--host-gib must be a positive number of GiB, got {args.host_gib!r}")
+
+
+def _check(nb, set_name, values, open_, args=None) -> int:
     from ..data.preflight import check
 
     report = check(nb, values, set_name=set_name, open=open_)
     print(report.table())
+    memory = None
+    if args is not None and (args.memory or str(set_name).startswith("paper")):
+        from ..data.preflight import memory_finding
+        from ..memory_check import DEFAULT_HOST_GIB, plan_for, table
+
+        host = DEFAULT_HOST_GIB if args.host_gib is None else args.host_gib
+        plan = plan_for(nb, values, set_name, card=args.card, host_gib=host)
+        if plan is not None:
+            print()
+            print(table([plan]))
+            memory = memory_finding(nb, values, set_name, plan=plan)
+            if memory.problem:
+                print(f"[clkit] memory: {memory.detail}", file=sys.stderr)
     if report.problems:
         print(f"[clkit] {len(report.problems)} of {len(report.findings)} missing or wrong; "
               f"`clkit data get {nb[:2]} --params {set_name}` fetches what can be fetched", file=sys.stderr)
+        return 2
+    if memory is not None and memory.problem:
         return 2
     return 0
 

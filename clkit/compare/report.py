@@ -18,7 +18,7 @@ from .. import stats
 from .checks import check_runs
 from .metrics import TOLERANCE, check_reported, metrics_table
 from .plots import mean_matrices, metric_strip
-from .verdicts import RERUN_SUFFIX, comparisons_for, planner, verdicts
+from .verdicts import RERUN_SUFFIX, comparisons_for, planner, unit_label, verdicts
 
 __all__ = ["compare", "paragraph", "write_report"]
 
@@ -67,7 +67,7 @@ def paragraph(verdicts_, disagree, *, subject: str = "this set of runs", tol: fl
 
 def compare(runs, *, comparisons=None, reference: str | None = None, metric: str = "acc",
             target: float | None = None, tol: float = TOLERANCE, oracle_shift: float | None = None,
-            oracle_sds: float | None = 3.0, rerun: str | None = None) -> dict:
+            oracle_sds: float | None = 3.0, rerun: str | None = None, percent: bool = False) -> dict:
     """Check the runs, recompute their metrics and decide the comparisons.
 
     Parameters
@@ -96,6 +96,9 @@ def compare(runs, *, comparisons=None, reference: str | None = None, metric: str
     rerun : str, optional
         The control method's rerun (same keys, another training seed) for the paired null control;
         default ``<control>-rerun`` when present. It is never compared as a method.
+    percent : bool
+        The runs were read with ``percent=True`` (their 0-100 scores divided by 100): the tables'
+        headers say so. Every table holds fractions (0-1) either way.
 
     Returns
     -------
@@ -104,7 +107,9 @@ def compare(runs, *, comparisons=None, reference: str | None = None, metric: str
         ``run_list`` (the Run records), ``comparisons``, ``verdicts`` (list of Verdict),
         ``table`` (:func:`clkit.stats.verdict_table`),
         ``paragraph``, ``planner`` (lines), ``control``, ``rerun`` (or ``None``), ``pipeline`` (pipeline
-        checks, dicts), ``metric``, ``not_compared`` (methods read, not compared).
+        checks, dicts), ``metric``, ``not_compared`` (methods read, not compared), ``unit`` (the
+        verdict table's unit, :func:`clkit.compare.verdicts.unit_label`). Each table's header (its
+        columns' name) names its unit: fractions (0-1).
 
     Examples
     --------
@@ -116,6 +121,8 @@ def compare(runs, *, comparisons=None, reference: str | None = None, metric: str
     >>> res = compare(rs, reference="a")
     >>> res["table"].loc["ACC: b − a", "decision"], res["table"].loc["ACC: a − a (other seeds)", "control"]
     ('b higher', 'holds')
+    >>> res["table"].columns.name
+    'effect, CI and detectable: fractions (0-1)'
     """
     from .runs import Runs
 
@@ -150,10 +157,14 @@ def compare(runs, *, comparisons=None, reference: str | None = None, metric: str
     pipeline = [pipeline_check(runs, control, oracle_shift)] if oracle_shift else []
     checked = check_reported(runs, tol)
     dis = checked[checked["status"] == "disagrees"].reset_index(drop=True)
+    table = stats.verdict_table(vs)
+    table.columns.name = unit_label(percent)
+    for t in (checked, dis):
+        t.columns.name = unit_label(percent, "reported, recomputed and difference")
     return {"runs": listing, "run_list": runs, "metrics": metrics_table(runs), "disagreements": dis,
             "checks": checked,
             "comparisons": pairs,
-            "verdicts": vs, "table": stats.verdict_table(vs),
+            "verdicts": vs, "table": table, "unit": table.columns.name,
             "paragraph": paragraph(vs, dis, tol=tol, checked=checked, pipeline=pipeline),
             "planner": planner(vs, target), "control": control, "rerun": rerun, "pipeline": pipeline,
             "metric": metric, "not_compared":
@@ -184,6 +195,7 @@ def write_report(result: dict, out, *, params: dict | None = None) -> list:
     rec = RunRecord("compare", params=params or {})
     m = result["metrics"]
     rec.log(metric=result["metric"], control=result["control"], rerun=result.get("rerun"),
+            unit=result.get("unit", unit_label()),
             pipeline_checks=result.get("pipeline", []),
             comparisons=[list(c) for c in result["comparisons"]],
             not_compared=result["not_compared"], num_runs=len(m),

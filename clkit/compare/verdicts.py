@@ -42,7 +42,7 @@ from .. import stats
 from .metrics import METRICS, run_metrics
 from .runs import seed_key
 
-__all__ = ["FAMILIES", "RERUN_SUFFIX", "rerun_of", "comparisons_for", "null_pairs", "rerun_pairs", "verdicts",
+__all__ = ["FAMILIES", "RERUN_SUFFIX", "unit_label", "rerun_of", "comparisons_for", "null_pairs", "rerun_pairs", "verdicts",
            "planner"]
 
 #: scope -> the name of its Holm family
@@ -231,6 +231,21 @@ def verdicts(runs, comparisons, *, metric: str = "acc", control: str | None = No
                                              scope=scope))
         out += stats.holm(stats.drop_sign_duplicates(findings), name=FAMILIES[scope])
     return stats.judge_controls(out)
+
+
+def unit_label(percent: bool = False, what: str = "effect, CI and detectable") -> str:
+    """The unit said in a 06 table's header (its columns' name): the metrics are always fractions (0-1);
+    with ``percent`` the header also says the runs' percentages were divided by 100 when read.
+
+    Examples
+    --------
+    >>> unit_label()
+    'effect, CI and detectable: fractions (0-1)'
+    >>> unit_label(True, "reported, recomputed and difference")
+    "reported, recomputed and difference: fractions (0-1; the runs' percentages 0-100 were divided by 100)"
+    """
+    scale = "fractions (0-1; the runs' percentages 0-100 were divided by 100)" if percent else "fractions (0-1)"
+    return f"{what}: {scale}"
 
 
 def planner(verdicts, target: float | None = None) -> list:

@@ -30,7 +30,8 @@ from pathlib import Path
 
 from .catalog import UNVERIFIABLE, Entry, Location, required_files
 
-__all__ = ["PROBLEMS", "Finding", "Report", "check", "check_entry", "file_digest", "verify_file"]
+__all__ = ["PROBLEMS", "Finding", "MemoryFinding", "Report", "check", "check_entry", "file_digest", "memory_finding",
+           "verify_file"]
 
 #: the statuses that stop a run
 PROBLEMS = ("missing", "wrong")
@@ -394,9 +395,84 @@ def check(notebook: str, params: dict | None = None, *, set_name: str = "", veri
     return Report(notebook, set_name or "custom", findings)
 
 
+@dataclass
+class _MemoryEntry:
+    name: str = "memory plan"
+    title: str = "the memory plan at the real sizes"
+    kind: str = "memory"
+
+
+@dataclass
+class MemoryFinding(Finding):
+    """A :class:`Finding` for a set's memory plan (:mod:`clkit.memory_check`): a problem when it does not fit."""
+
+    fits: bool = True
+
+    @property
+    def problem(self) -> bool:
+        return not self.fits
+
+
+def memory_finding(notebook: str, values: dict, set_name: str, *, card=None, host_gib=None,
+                   plan=None) -> MemoryFinding | None:
+    """The set's memory plan (:func:`clkit.memory_check.plan_for`, or ``plan`` made already) as a finding;
+    ``None`` where no plan applies.
+
+    ``card`` and ``host_gib`` default to the set's card and :data:`clkit.memory_check.DEFAULT_HOST_GIB`.
+
+    Examples
+    --------
+    >>> f = memory_finding("05_drift", {"dataset": "corafull", "hidden": 256}, "paper")
+    >>> f.status, f.problem, f.where
+    ('fits', False, 'H100 SXM')
+    >>> memory_finding("05_drift", {"dataset": "reddit", "hidden": 256}, "x", card="L4", host_gib=4).problem
+    True
+    """
+    from ..memory_check import DEFAULT_HOST_GIB, plan_for
+
+    c = plan if plan is not None else plan_for(notebook, values, set_name, card=card,
+                                                 host_gib=DEFAULT_HOST_GIB if host_gib is None else host_gib)
+    if c is None:
+        return None
+    try:
+        c.check()
+        return MemoryFinding(_MemoryEntry(), "fits", c.card, c.row()["device plan"], fits=True)
+    except ValueError as exc:
+        return MemoryFinding(_MemoryEntry(), "too big", c.card, str(exc), fix=c.refused_advice, fits=False)
+
+
+def _run_card():
+    """``(card name, host GiB)`` of a CUDA machine, or ``None`` off CUDA (the run preflight checks memory there only)."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return None
+        name = torch.cuda.get_device_name(0)
+    except (ImportError, RuntimeError, AssertionError):
+        return None
+    from ..budget import host_memory_gib
+    from ..cards import card_spec
+    from ..memory_check import CARD_MEMORY
+
+    spec = card_spec(name)
+    return None if spec not in CARD_MEMORY else (spec, host_memory_gib())
+
+
 def preflight_run(notebook: str, values: dict, set_name: str) -> Report | None:
     """The check ``clkit run`` does before it starts a notebook: ``None`` for a rehearsal (its validation
-    cell writes fabricated files in a cache of its own)."""
+    cell writes fabricated files in a cache of its own).
+
+    A ``paper*`` set run on a CUDA card of :data:`clkit.memory_check.CARD_MEMORY` also has its memory plan
+    checked against that card and this host (:func:`memory_finding`): a plan over either is a problem,
+    so the run is refused (exit 2) naming the parameter to change. Off CUDA the memory is not checked
+    here (``clkit data check`` prints the plan)."""
     if values.get("rehearse") is True:
         return None
-    return check(notebook, values, set_name=set_name)
+    report = check(notebook, values, set_name=set_name)
+    machine = _run_card() if str(set_name).startswith("paper") else None
+    if machine is not None:
+        f = memory_finding(notebook, values, set_name, card=machine[0], host_gib=machine[1] or None)
+        if f is not None and f.problem:
+            report.findings.append(f)
+    return report
