@@ -9,8 +9,8 @@ later (or rendered as HTML) then shows that line instead of "Error displaying
 widget: model not found", since widget models live only as long as the kernel.
 A bar with ``leave=False`` leaves an empty line.
 
-In a kernel an open bar is redrawn every :data:`REFRESH_S` seconds even when the
-loop does not advance (a step of several minutes), so its elapsed time and rate
+In a kernel an open bar is redrawn every :data:`REFRESH_S` seconds, until it closes or its
+cell ends, even when the loop does not advance (a step of several minutes), so its elapsed time and rate
 keep moving in JupyterLab, and ``clkit run`` (which relays the bars of a running
 cell to the terminal, :mod:`clkit.run_progress`) sees it alive.
 """
@@ -41,10 +41,28 @@ def _refresh_open_bars() -> None:
                 pass
 
 
+def _forget_open_bars(*_args) -> None:
+    """When a cell ends (finished, failed or interrupted), stop redrawing the bars it left open.
+
+    A bar updated by hand stays open when its cell is interrupted; redrawn after the cell, its
+    widget would keep changing the notebook after the user saved it.
+    """
+    _OPEN.clear()
+
+
 def _keep_alive(bar) -> None:
-    """Redraw ``bar`` every :data:`REFRESH_S` seconds until it closes (one daemon thread for all bars)."""
+    """Redraw ``bar`` every :data:`REFRESH_S` seconds until it closes or its cell ends (one daemon
+    thread for all bars)."""
     _OPEN.add(bar)
     if not _REFRESHER:
+        try:
+            from IPython import get_ipython
+
+            ip = get_ipython()
+            if ip is not None:
+                ip.events.register("post_run_cell", _forget_open_bars)
+        except Exception:  # noqa: BLE001 - outside IPython there is no cell to end
+            pass
         thread = threading.Thread(target=_refresh_open_bars, daemon=True, name="clkit-bar-refresh")
         _REFRESHER.append(thread)
         thread.start()
