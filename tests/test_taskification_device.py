@@ -200,8 +200,8 @@ def test_cl_budget_counts_times_and_states_memory():
     b = tb.cl_budget(splits, methods=["naive", "ewc"], cl_seeds=2, cl_series=1, context=8, stride=4,
                      context_across_tasks=False, epochs=3, batch_size=4, model_fn=_model, num_features=3,
                      device=rd, workers=2, settings={"ewc": {"ewc_lambda": 1.0}})
-    # (2 methods x 2 splits + 1 null control) x 2 seeds
-    assert b.trainings == 10 and b.parallel == 2
+    # (2 methods x 2 splits + the null control on each of the 2 splits) x 2 seeds
+    assert b.trainings == 12 and b.parallel == 2
     rec = b.record()
     assert [w["name"].split(" (")[0] for w in rec["work"]] == ["training steps", "forward passes",
                                                                "task boundaries"]
@@ -215,7 +215,7 @@ def test_cl_budget_counts_times_and_states_memory():
     assert rec["window_bytes_host"] == views < total * (8 * 3 + 1) * 4 and rec["window_bytes_device"] == 0
     assert rec["host_bytes_planned"] >= views
     text = b.text()
-    assert text.startswith("**Budget:** 10 trainings ((2 methods x 2 splits + 1 null control) x 2 seeds")
+    assert text.startswith("**Budget:** 12 trainings ((2 methods x 2 splits + the null control on each split) x 2 seeds")
     assert "with 2 worker processes" in text and "NumPy on the CPU" in text
     big = tb.CLBudget("01", "cpu", 1, [], host_bytes=2 ** 40, host_memory_gib=16.0)
     assert "exceeds the host memory" in big.text()

@@ -4,9 +4,9 @@ Only the CL part (section 7 of the notebook) trains, and it dominates a paper-sc
 :func:`cl_work` counts it from the task sizes alone (:func:`~clkit.taskification.forecasting.forecast_task_sizes`,
 so a budget never builds windows that might not fit in memory):
 
-- **trainings**: ``(len(methods) * len(splits) + null control) * cl_seeds`` runs, the null control
-  being Finetune on the first split under ``cl_seeds`` further seeds (when ``naive`` is among the
-  methods);
+- **trainings**: ``(len(methods) + null control) * len(splits) * cl_seeds`` runs, the null control
+  being Finetune on every split under ``cl_seeds`` further seeds (when ``naive`` is among the
+  methods; the verdicts judge it on the tightest split);
 - **training steps**: per run, ``epochs * sum_k ceil(train_k / batch_size)``, an *upper bound*
   (early stopping on the validation MSE ends most tasks sooner);
 - **training windows** (one forward and backward each): the steps' rows, plus Replay's memory
@@ -108,16 +108,17 @@ def cl_work(sizes: dict, methods, cl_seeds: int, *, epochs: int, batch_size: int
 
     Examples
     --------
-    Two splits (2 tasks of 10/2/2 windows, 1 task of 20/3/3), batch 4, 2 epochs, one seed:
+    Two splits (2 tasks of 10/2/2 windows, 1 task of 20/3/3), batch 4, 2 epochs, one seed; the
+    null control adds a Finetune run on each split:
 
     >>> sizes = {"a": np.array([[10, 2, 2], [10, 2, 2]]), "b": np.array([[20, 3, 3]])}
     >>> w = cl_work(sizes, ["naive"], 1, epochs=2, batch_size=4)
     >>> w["trainings"], w["runs"], w["steps_per_run"]
-    (3, {('naive', 'a'): 2, ('naive', 'b'): 1}, {'a': 12, 'b': 10})
-    >>> w["steps"], w["train_windows"]          # 2 * 12 + 10 steps; 2 * (2 * 20) + 2 * 20 rows
-    (34, 120)
+    (4, {('naive', 'a'): 2, ('naive', 'b'): 2}, {'a': 12, 'b': 10})
+    >>> w["steps"], w["train_windows"]          # 2 * 12 + 2 * 10 steps; 2 * (2 * 20) + 2 * (2 * 20) rows
+    (44, 160)
     >>> w["passes"], w["forward_windows"], w["task_trainings"]   # a run of a: 2 * 2 validation + 2 * 2 test passes
-    (19, 41, {'naive': 5})
+    (22, 50, {'naive': 6})
     """
     cl_seeds = check_int("cl_seeds", cl_seeds, low=1)
     epochs = check_int("epochs", epochs, low=1)
@@ -521,7 +522,7 @@ def cl_budget(splits: dict, *, methods, cl_seeds: int, cl_series: int, context: 
     counts = {n: len(s) for n, s in sizes.items()}
     windows = {n: "/".join(str(int(v)) for v in s.sum(axis=0)) for n, s in sizes.items()}
     null = "naive" in methods and null_control
-    detail = (f"({len(methods)} methods x {len(splits)} splits{' + 1 null control' if null else ''}) x "
+    detail = (f"({len(methods)} methods x {len(splits)} splits{' + the null control on each split' if null else ''}) x "
               f"{cl_seeds} seeds; tasks per split " + ", ".join(f"{n}: {k}" for n, k in counts.items())
               + "; train/validation/test windows per split (all tasks, " + f"{cl_series} series) "
               + ", ".join(f"{n}: {w}" for n, w in windows.items())
