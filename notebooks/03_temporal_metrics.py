@@ -91,6 +91,9 @@ device: str = "auto"  # auto (CUDA if available, else CPU) | cpu | cuda | cuda:N
 precision: str = "fp32"  # fp32 | bf16 | fp16: autocast dtype (fp16 needs CUDA)
 deterministic: bool = False  # PyTorch deterministic algorithms (reproducible, slower)
 rehearse: bool = False  # the paper set on fabricated files, sizes cut (clkit.rehearsal)
+temporal_cases: list = []  # a split's case (grids/03_temporal_metrics/paper_split.yaml)
+#                            "LEARNER|SEED" matrices to train; []: all (a whole run)
+temporal_from: str = ""  # merge: read the matrices from this sweep folder ("": train)
 
 # %% [markdown]
 # **Rehearsal.** With `rehearse: true` the run goes on exactly as a `paper` run does (the
@@ -125,6 +128,7 @@ from clkit.temporal.wildtime_settings import iterations_for
 from clkit.temporal.memory_plan import run_memory_plan
 from clkit.data.user import is_user_path, load_matrix_csv, load_period_table
 from clkit.plugins import split_learners
+from clkit.temporal import notebook_steps as tsteps, split as tsplit
 
 own_learners, user_learners = split_learners(learners, tm.LEARNERS,
                                              parameter="learners",
@@ -162,6 +166,13 @@ check_real("drift", drift)
 check_real("separation_start", separation_start, low=0, low_open=True)
 check_real("separation_end", separation_end, low=0, low_open=True)
 check_type("rehearse", rehearse, bool)
+judged = [name for name in own_learners if name != "erm"]  # sequential learners, for the verdicts
+every = tsplit.all_cases(learners, judged, seed, verdict_seeds,  # every (learner, seed) matrix of the run
+                         verdicts=tb.verdicts_run(judged, verdict_seeds))
+case_list = tsplit.parse_cases(temporal_cases, every)  # a split's case: its matrices only
+if check_type("temporal_from", temporal_from, str) and temporal_cases:
+    raise ValueError("temporal_cases and temporal_from: a run is a case or a merge, not both")
+whole = not temporal_cases  # a case trains its matrices only; a whole run or a merge: every cell
 rd = clkit.device.setup(device, precision, deterministic)
 print(rd.describe())
 if not isinstance(hidden, list) or not all(isinstance(h, int) and h > 0 for h in hidden):
@@ -180,7 +191,8 @@ record = RunRecord("03_temporal_metrics", params=dict(
     learner_kwargs=learner_kwargs, verdict_seeds=verdict_seeds, device=device, precision=precision,
     deterministic=deterministic, rehearse=rehearse, backbone=backbone,
     backbone_weights=backbone_weights, pretrained_required=pretrained_required, image_size=image_size,
-    image_normalize=image_normalize, train_update_iter=train_update_iter, paper_scale=paper_scale))
+    image_normalize=image_normalize, train_update_iter=train_update_iter, paper_scale=paper_scale,
+    temporal_cases=temporal_cases, temporal_from=temporal_from))
 record.log(device=rd.record(), **({"rehearsal": rh.record()} if rh else {}))
 H = horizon or None  # None: all future periods
 train_kw = dict(epochs=epochs, hidden=hidden, lr=lr, batch_size=batch_size, seed=seed, device=rd.device,
@@ -231,11 +243,12 @@ metric_kw = dict(delta=delta, epsilon=epsilon, lam=lam, n=n, horizon=H,
 # say what it will do before anything trains: how many trainings, steps and evaluation passes
 # (cells of $A$), and how long they should take on this device, timed from a few real steps of
 # each learner's strategy around the notebook's backbone (`clkit.temporal.budget`).
-# A Wild-Time stream is planned before it is read (`clkit.temporal.memory_plan`): its float32
-# images, all on the device at once, plus a training allowance for the backbone, against the
-# card's memory (and the images against the host's). A plan that does not fit stops here, naming
-# what to change: FMoW at 224 px (the `paper` set, 79.5 GiB of images) needs an H200-class card
-# and is refused on an 80 GB H100.
+# A Wild-Time stream is planned before it is read (`clkit.temporal.memory_plan`): its images,
+# all on the device at once, plus a training allowance for the backbone, against the card's
+# memory (and the images against the host's). Unpooled images stay the file's uint8 and the
+# network converts each batch on the device, $x' = (x/255 - \mu_c)/\sigma_c$
+# (`clkit.temporal.image_input`): FMoW at 224 px (the `paper` set) is 19.9 GiB of images and
+# 38.2 GiB planned, within an 80 GB H100. A plan that does not fit stops here, naming what to change.
 
 # %%
 if is_user_path(dataset):
@@ -254,7 +267,7 @@ else:  # the memory plan first: a run over its card's or host's memory stops her
     record.log(memory_plan=mem_plan)
     data = load_wild_time(dataset, period_length=period_length,
                           max_per_period=max_per_period or None, seed=seed,
-                          image_size=image_size, normalize=image_normalize)
+                          image_size=image_size, normalize=image_normalize, dtype=mem_plan["dtype"])
 if max_periods and data.num_periods > max_periods:
     data.periods, data.train, data.test = (data.periods[:max_periods],
                                            data.train[:max_periods], data.test[:max_periods])
@@ -273,11 +286,11 @@ display(Markdown(f"**Data used:** {data.source}. {T} periods, {n_train} training
                  f"**Backbone:** {net_source}."))
 
 # %%
-judged = [name for name in own_learners if name != "erm"]  # sequential learners, for the verdicts
 budget = tb.run_budget(tasks, learners=learners, train_kw=train_kw, judged=judged, verdict_seeds=verdict_seeds,
                        learner_kwargs=LS, synthetic_periods=synthetic_periods,
                        synthetic_samples=synthetic_samples, synthetic_epochs=synthetic_epochs,
                        where=rd.describe())
+budget.note = tsplit.split_note(dataset, image_size, temporal_cases, temporal_from)  # a split's
 display(Markdown(f"{budget.text()} {tb.NOT_TIMED}"))
 record.log(budget=budget.record())
 
@@ -321,8 +334,8 @@ fig = tplots.adaptation_curves(part1, synthetic_periods)
 record.figure(fig, "part1_adaptation_vs_difficulty")
 plt.show()
 
-gap_d = table1.loc[("difficulty only", "erm"), "ID-OOD gap"]
-gap_s = table1.loc[("shift only", "erm"), "ID-OOD gap"]
+gap_d = table1.loc[("difficulty only", "erm"), f"ID-OOD gap {tm.FRACTION}"]
+gap_s = table1.loc[("shift only", "erm"), f"ID-OOD gap {tm.FRACTION}"]
 tas_d = part1["difficulty only"]["erm"]["tas"]
 tas_s = part1["shift only"]["erm"]["tas"]
 dh_d = part1["difficulty only"]["erm"]["dh"]
@@ -374,27 +387,31 @@ display(Markdown(
 #   of two augmented views (key encoder $\theta_k \leftarrow m\theta_k + (1-m)\theta_q$, a
 #   FIFO queue of negatives), then a streaming softmax classifier learns the period online,
 #   each example once, on the frozen features.
+#
+# **A split run** (`clkit.temporal.split`): a case (`temporal_cases`) trains its (learner, seed)
+# matrices as the whole run does, records them and stops; the merge (`temporal_from`, set by
+# `clkit merge`) reads every case's matrices, so every cell below gives one run's numbers.
 
 # %%
-from clkit.progress import tqdm
-
-acc, acc_full = {}, {}  # the paper's forward matrices; with the past (tau < t) evaluated too
-for name in tqdm(learners, desc="learners"):
-    acc_full[name] = tm.accuracy_matrix(tasks, name, backward=True, strategy_kwargs=LS.get(name),
-                                        **train_kw)
-    acc[name] = tm.forward_view(acc_full[name])
-for name, A in user_acc.items():
-    if A.shape != (T, T):
-        raise ValueError(f"acc_matrices: {name} has {len(A)} periods, the stream {T}")
-    acc[name] = A
-learners = [*learners, *user_acc]  # user matrices join the tables and figures below
-record.log(acc_matrices=acc_matrices)
-oracle_vec = np.diag(acc["erm"]) if oracle == "erm" else None
-rows = {name: tm.summarize_learner(A, oracle=oracle_vec, **metric_kw) for name, A in acc.items()}
-# No-learning baseline: predict the majority class of the training period (and chance).
-A_major = tm.majority_accuracy_matrix([y for _, y in data.train], [y for _, y in data.test])
-baseline = tm.summarize_learner(A_major, oracle=oracle_vec, **metric_kw)
-chance = 1.0 / data.num_classes
+known = tsteps.run_cases_or_read(tasks, case_list, every, temporal_cases=temporal_cases,  # a split
+                                 temporal_from=temporal_from, train_kw=train_kw, learner_settings=LS,
+                                 record=record)
+if whole:  # the paper's forward matrices; acc_full with the past (tau < t) evaluated too
+    acc_full = tsteps.learner_matrices(tasks, learners, seed=seed, train_kw=train_kw, learner_settings=LS,
+                                       known=known)
+    acc = {name: tm.forward_view(A) for name, A in acc_full.items()}
+    for name, A in user_acc.items():
+        if A.shape != (T, T):
+            raise ValueError(f"acc_matrices: {name} has {len(A)} periods, the stream {T}")
+        acc[name] = A
+    learners = [*learners, *user_acc]  # user matrices join the tables and figures below
+    record.log(acc_matrices=acc_matrices)
+    oracle_vec = np.diag(acc["erm"]) if oracle == "erm" else None
+    rows = {name: tm.summarize_learner(A, oracle=oracle_vec, **metric_kw) for name, A in acc.items()}
+    # No-learning baseline: predict the majority class of the training period (and chance).
+    A_major = tm.majority_accuracy_matrix([y for _, y in data.train], [y for _, y in data.test])
+    baseline = tm.summarize_learner(A_major, oracle=oracle_vec, **metric_kw)
+    chance = 1.0 / data.num_classes
 
 # %% [markdown]
 # ### $A(t,\tau)$ and $g(t,\tau)$
@@ -405,11 +422,12 @@ chance = 1.0 / data.num_classes
 # (first-crossing) Stability Horizon ends.
 
 # %%
-show = "finetune" if "finetune" in acc else learners[0]
-g_show = tm.transfer_ratio(acc[show], oracle_vec)
-fig = tplots.accuracy_and_ratio_heatmaps(acc[show], g_show, delta, show)
-record.figure(fig, "A_and_g_heatmaps")
-plt.show()
+if whole:
+    show = "finetune" if "finetune" in acc else learners[0]
+    g_show = tm.transfer_ratio(acc[show], oracle_vec)
+    fig = tplots.accuracy_and_ratio_heatmaps(acc[show], g_show, delta, show)
+    record.figure(fig, "A_and_g_heatmaps")
+    plt.show()
 
 # %% [markdown]
 # ### Stability and Drift Horizons per training period
@@ -418,15 +436,17 @@ plt.show()
 # stream (dotted line: the steps that exist after period $t$).
 
 # %%
-H_eff = H or (T - 1)
-learners_shown = [name for name in learners if name != "erm"] or learners
-fig = tplots.horizons_per_period(rows, learners_shown, num_periods=T, horizon=H_eff,
-                                 delta=delta, epsilon=epsilon, lam=lam)
-record.figure(fig, "sh_dh_per_period")
-plt.show()
-sh_dh = tm.horizons_table(rows, learners_shown, data.periods)
-print(f"H = {H_eff}; DH sentinel (not crossed) = {H_eff + 1}")
-display(sh_dh.T)
+if whole:
+    H_eff = H or (T - 1)
+    learners_shown = [name for name in learners if name != "erm"] or learners
+    fig = tplots.horizons_per_period(rows, learners_shown, num_periods=T, horizon=H_eff,
+                                     delta=delta, epsilon=epsilon, lam=lam)
+    record.figure(fig, "sh_dh_per_period")
+    plt.show()
+    h_unit = tm.horizon_unit(dataset, period_length)  # SH and DH count periods: years on Wild-Time
+    sh_dh = tm.horizons_table(rows, learners_shown, data.periods, unit=h_unit)
+    print(f"H = {H_eff}; DH sentinel (not crossed) = {H_eff + 1}")
+    display(sh_dh.T)
 
 # %% [markdown]
 # ### Per-learner comparison (every metric of the paper's Tables 1 and 2)
@@ -436,12 +456,12 @@ display(sh_dh.T)
 # $1/\text{classes}$. A learner's ID/OOD are only informative above them.
 
 # %%
-table2 = tm.learner_table(rows, baseline, chance)
-display(table2.style.format({c: "{:.1%}" for c in ("ID", "OOD", "OOD min", "TAS", "TAS min")} |
-                            {"SH": "{:.2f}", "SH (Eq. 3)": "{:.2f}", "DH": "{:.2f}"}))
-record.log(baselines={"majority": baseline, "chance": chance})
-record.log(learners={name: {k: v for k, v in r.items()} for name, r in rows.items()},
-           acc_matrix={name: A for name, A in acc.items()}, H=H_eff, dh_sentinel=H_eff + 1)
+if whole:
+    table2 = tm.learner_table(rows, baseline, chance, unit=h_unit)  # accuracies as fractions, SH/DH in h_unit
+    display(table2.round(3))
+    record.log(baselines={"majority": baseline, "chance": chance})
+    record.log(learners={name: {k: v for k, v in r.items()} for name, r in rows.items()},
+               acc_matrix={name: A for name, A in acc.items()}, H=H_eff, dh_sentinel=H_eff + 1)
 
 # %% [markdown]
 # ### Beyond the paper: the backward view
@@ -453,14 +473,16 @@ record.log(learners={name: {k: v for k, v in r.items()} for name, r in rows.item
 # the forward view; this table alone from the backward one.
 
 # %%
-back = {name: tm.backward_summary(A) for name, A in acc_full.items()}
-display(tm.backward_table(back).style.format("{:.1%}"))
-record.log(backward=back, learner_settings=LS)
+if whole:
+    back = {name: tm.backward_summary(A) for name, A in acc_full.items()}
+    display(tm.backward_table(back).round(3))
+    record.log(backward=back, learner_settings=LS)
 
 # %%
-fig = tplots.metrics_over_time(rows, learners, T, n)
-record.figure(fig, "id_ood_tas_over_time")
-plt.show()
+if whole:
+    fig = tplots.metrics_over_time(rows, learners, T, n)
+    record.figure(fig, "id_ood_tas_over_time")
+    plt.show()
 
 # %% [markdown]
 # ### Verdicts: does a method differ from fine-tuning?
@@ -489,26 +511,17 @@ plt.show()
 # exactly when the row differs.
 
 # %%
-import clkit.stats as stats
-import clkit.temporal.verdicts as tmv
+if whole:
+    import clkit.stats as stats
 
-verdicts, checks, per_seed = [], [], {}
-if tb.verdicts_run(judged, verdict_seeds):
-    seeds = [seed + i for i in range(verdict_seeds)]
-    per_seed, null = tmv.seed_metrics(tasks, judged, seeds, train_kw=train_kw, learner_kwargs=LS,
-                                      oracle=oracle_vec, metric_kw=metric_kw, known=acc_full,
-                                      progress=True)
-    verdicts = tmv.verdicts(per_seed, null)
-    checks = tmv.pipeline_checks(per_seed, seeds, rows=rows, backward=back)
-    display(stats.verdict_table(verdicts))
-    summary = tmv.verdict_text(verdicts, checks, small_n=4)
-else:
-    summary = ("No verdicts: they need `verdict_seeds` ≥ 2 and finetune plus another "
-               "sequential learner in `learners`.")
-display(Markdown(summary))
-record.log(verdicts=[v.to_dict() for v in verdicts], pipeline_checks=checks,
-           controls_hold=stats.controls_hold(verdicts)[0] and all(c["holds"] for c in checks),
-           summary=summary)
+    if whole:  # judged learners on every seed, the null control (read from the cases in a merge)
+        verdicts, checks, per_seed, seeds, summary = tsteps.run_verdicts(
+            tasks, judged, seed=seed, verdict_seeds=verdict_seeds, train_kw=train_kw, learner_settings=LS,
+            oracle=oracle_vec, metric_kw=metric_kw, acc_full=acc_full, rows=rows, back=back, known=known)
+        display(*([stats.verdict_table(verdicts)] if verdicts else []), Markdown(summary))
+        record.log(verdicts=[v.to_dict() for v in verdicts], pipeline_checks=checks,
+                   controls_hold=stats.controls_hold(verdicts)[0] and all(c["holds"] for c in checks),
+                   summary=summary)
 
 # %% [markdown]
 # ### The paper's Table 1 (FMoW) / Table 2 (Yearbook) and Fig. 3
@@ -526,16 +539,17 @@ record.log(verdicts=[v.to_dict() for v in verdicts], pipeline_checks=checks,
 # has it, otherwise for the learner of the heatmaps above.
 
 # %%
-from clkit.temporal import tables as ttables
+if whole:
+    from clkit.temporal import tables as ttables
 
-paper_tables = [ttables.paper_table(rows, layout, baseline=baseline, chance=chance, per_seed=per_seed,
-                                    seeds=seeds if per_seed else [seed],
-                                    horizon_unit=ttables.period_unit(dataset, period_length))
-                for layout in ttables.layouts_for(dataset)]
-for pt in paper_tables:
-    display(Markdown(f"**Layout of {pt.title}**, this run's numbers ({data.name})"), pt.formatted(),
-            Markdown(pt.note))
-record.log(paper_tables=[pt.record() for pt in paper_tables])
+    paper_tables = [ttables.paper_table(rows, layout, baseline=baseline, chance=chance, per_seed=per_seed,
+                                        seeds=seeds if per_seed else [seed],
+                                        horizon_unit=ttables.period_unit(dataset, period_length))
+                    for layout in ttables.layouts_for(dataset)]
+    for pt in paper_tables:
+        display(Markdown(f"**Layout of {pt.title}**, this run's numbers ({data.name})"), pt.formatted(),
+                Markdown(pt.note))
+    record.log(paper_tables=[pt.record() for pt in paper_tables])
 
 # %% [markdown]
 # **Beside the paper's own numbers.** Each cell of the run next to the number the paper prints
@@ -547,35 +561,38 @@ record.log(paper_tables=[pt.record() for pt in paper_tables])
 # numbers are there for reference.
 
 # %%
-from clkit.temporal import paper_numbers as tpn
+if whole:
+    from clkit.temporal import paper_numbers as tpn
 
-for pt in paper_tables:
-    judge = paper_scale and pt.layout == dataset
-    why = ("" if judge else "a rehearsal on fabricated data" if rehearse else
-           f"{data.name} is not the paper's {pt.layout}" if pt.layout != dataset else "paper_scale is false")
-    display(tpn.beside_paper(pt, paper_scale=judge), Markdown(tpn.beside_note(pt, paper_scale=judge, why=why)))
-record.log(beside_paper=[tpn.beside_record(pt, paper_scale=paper_scale and pt.layout == dataset)
-                          for pt in paper_tables])
+    for pt in paper_tables:
+        judge = paper_scale and pt.layout == dataset
+        why = ("" if judge else "a rehearsal on fabricated data" if rehearse else
+               f"{data.name} is not the paper's {pt.layout}" if pt.layout != dataset else "paper_scale is false")
+        display(tpn.beside_paper(pt, paper_scale=judge), Markdown(tpn.beside_note(pt, paper_scale=judge, why=why)))
+    record.log(beside_paper=[tpn.beside_record(pt, paper_scale=paper_scale and pt.layout == dataset)
+                              for pt in paper_tables])
 
 # %%
-fig3_learner = "moco_sml" if "moco_sml" in rows else show
-fig = tplots.id_ood_tas_trends(rows[fig3_learner], data.periods, learner=fig3_learner, dataset=data.name, n=n)
-record.figure(fig, "paper_fig3_id_ood_tas")
-plt.show()
+if whole:
+    fig3_learner = "moco_sml" if "moco_sml" in rows else show
+    fig = tplots.id_ood_tas_trends(rows[fig3_learner], data.periods, learner=fig3_learner, dataset=data.name, n=n)
+    record.figure(fig, "paper_fig3_id_ood_tas")
+    plt.show()
 
 # %% [markdown]
 # ## What this run shows
 
 # %%
-n_seeds = min((v.n for v in verdicts), default=0)
-facts = tm.stability_facts(rows, baseline, acc, delta=delta, oracle=oracle_vec,
-                           periods=list(data.periods))
-back_text = tm.backward_text(back, rows, verdicts, seed=seed)
-display(Markdown((rh.note() + "\n\n" if rh else "") + tm.closing_text(
-    dataset_name=data.name, rows=rows, table=table2, baseline=baseline, chance=chance, n=n,
-    seed=seed, delta=delta, horizon=H_eff, verdict_seeds=n_seeds)))
-display(Markdown(f"{facts} {back_text}"))
-record.log(stability_facts=facts, backward_text=back_text)
+if whole:
+    n_seeds = min((v.n for v in verdicts), default=0)
+    facts = tm.stability_facts(rows, baseline, acc, delta=delta, oracle=oracle_vec,
+                               periods=list(data.periods))
+    back_text = tm.backward_text(back, rows, verdicts, seed=seed)
+    display(Markdown((rh.note() + "\n\n" if rh else "") + tm.closing_text(
+        dataset_name=data.name, rows=rows, table=table2, baseline=baseline, chance=chance, n=n,
+        seed=seed, delta=delta, horizon=H_eff, verdict_seeds=n_seeds)))
+    display(Markdown(f"{facts} {back_text}"))
+    record.log(stability_facts=facts, backward_text=back_text)
 
 # %%
 record.save()

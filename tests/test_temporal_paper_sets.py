@@ -82,7 +82,8 @@ def test_224px_path_reads_the_checkpoint_and_trains_one_step(tmp_path, checkpoin
     DenseNet-121 read from the torchvision-layout checkpoint, one step of fine-tuning per period, A filled."""
     write_fmow(tmp_path, per_step=2, steps=[0, 1])
     data = load_wild_time("fmow", image_size=224, normalize="imagenet", data_dir=tmp_path / "wild-time")
-    assert data.input_shape == (3, 224, 224) and data.meta == {"image_size": 224, "normalize": "imagenet"}
+    assert data.input_shape == (3, 224, 224) and data.meta == {"image_size": 224, "normalize": "imagenet",
+                                                                "dtype": "float32"}
     raw = load_wild_time("fmow", image_size=224, data_dir=tmp_path / "wild-time")
     mean, std = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
     np.testing.assert_allclose(data.train[0][0], (raw.train[0][0] - mean[:, None, None]) / std[:, None, None],
@@ -91,6 +92,10 @@ def test_224px_path_reads_the_checkpoint_and_trains_one_step(tmp_path, checkpoin
     A = tm.accuracy_matrix(data, "finetune", epochs=1, batch_size=2, lr=1e-4, backbone="densenet121",
                            backbone_weights=checkpoint, train_update_iter={"default": 1})
     assert A.shape == (2, 2) and np.isfinite(A[np.triu_indices(2)]).all() and np.isnan(A[1, 0])
+    u8 = load_wild_time("fmow", image_size=224, normalize="imagenet", data_dir=tmp_path / "wild-time", dtype="uint8")
+    A_u8 = tm.accuracy_matrix(u8, "finetune", epochs=1, batch_size=2, lr=1e-4, backbone="densenet121",
+                              backbone_weights=checkpoint, train_update_iter={"default": 1})
+    np.testing.assert_allclose(A_u8, A, atol=1e-6)      # the pretrained network on uint8 periods: the same A
     with pytest.raises(ValueError, match="normalize='imagenet' needs 3-channel images"):
         from clkit.data.fixtures.wild_time import write_yearbook
 
@@ -145,7 +150,8 @@ def test_cheaper_set_says_what_it_is_not():
 
 def test_paper_set_names_its_card_and_memory():
     _, text = _params("paper")
-    assert "H200" in text and "H100" in text and "85 GB" in text and "not measured on a GPU" in text
+    assert "80 GB H100 holds it" in text and "21.3 GB" in text and "38.2 GiB" in text and "not measured on" in text
+    assert "notebooks/grids/03_temporal_metrics/paper_split.yaml" in text      # the set over a day names its split
 
 
 def test_rehearsal_fabricates_the_checkpoint_and_cuts_the_iterations(tmp_path):
@@ -201,42 +207,52 @@ def test_marks_exactly_the_cells_beyond_two_sd():
 # ------------------------------------------------------------------ the memory plan: which card the set needs
 
 def test_memory_plan_counts_the_images_and_names_the_card():
-    """FMoW at 224 px: 141,696 x 3 x 224 x 224 x 4 bytes = 79.5 GiB of images + 16 GiB allowance for DenseNet-121:
-    over an 80 GB H100 (79.6 GiB in all), within an H200 (141 GB); at 32 px 1.6 GiB + 16 fits either."""
+    """FMoW at 224 px as uint8: 141,696 x 3 x 224 x 224 bytes = 19.9 GiB of images + 2.3 GiB converted at once + 16 GiB
+    allowance for DenseNet-121 = 38.2 GiB: within an 80 GB H100 (79.6 GiB in all); a 32 GB card is refused; at
+    32 px (pooled, float32) 1.6 GiB + 16 fits either."""
     from clkit.temporal.memory_plan import TRAINING_ALLOWANCE_GIB, check_memory_plan, memory_plan
 
-    h100, h200 = 85_520_809_984, 150_754_820_096       # torch.cuda total_memory of an H100 80GB and an H200
+    h100, v100 = 85_520_809_984, 34_089_730_048       # torch.cuda total_memory of an H100 80GB and a V100 32GB
     p = memory_plan("fmow", image_size=224, backbone="densenet121", device_bytes=h100, device_name="NVIDIA H100 80GB HBM3")
-    assert p["images_bytes"] == 141_696 * 3 * 224 * 224 * 4
-    assert p["device_need_bytes"] == p["images_bytes"] + TRAINING_ALLOWANCE_GIB["densenet121"] * 2**30
-    assert p["fits_device"] is False and p["fits_host"] is None
-    with pytest.raises(ValueError, match=r"image_size 224 does not fit the device.*NVIDIA H100.*H200-class.*"
+    assert p["images_bytes"] == 141_696 * 3 * 224 * 224 and p["dtype"] == "uint8"
+    assert p["device_need_bytes"] == p["images_bytes"] + p["convert_bytes"] + TRAINING_ALLOWANCE_GIB["densenet121"] * 2**30
+    assert p["fits_device"] is True and p["fits_host"] is None
+    check_memory_plan(p)
+    p = memory_plan("fmow", image_size=224, backbone="densenet121", device_bytes=v100, device_name="Tesla V100-SXM2-32GB")
+    with pytest.raises(ValueError, match=r"image_size 224 does not fit the device.*Tesla V100.*38 GiB.*"
                                          r"max_per_period.*paper_32px"):
         check_memory_plan(p)
-    assert memory_plan("fmow", image_size=224, backbone="densenet121", device_bytes=h200)["fits_device"] is True
-    assert memory_plan("fmow", image_size=32, backbone="densenet121", device_bytes=h100)["fits_device"] is True
-    small = memory_plan("fmow", image_size=224, backbone="densenet121", host_bytes=50 * 2**30)
+    assert memory_plan("fmow", image_size=32, backbone="densenet121", device_bytes=v100)["fits_device"] is True
+    small = memory_plan("fmow", image_size=224, backbone="densenet121", host_bytes=16 * 2**30)
     assert small["fits_host"] is False and small["fits_device"] is None
     with pytest.raises(ValueError, match="does not fit the host"):
         check_memory_plan(small)
-    check_memory_plan(memory_plan("yearbook", image_size=32, backbone="yearbook_cnn", device_bytes=h100))
+    check_memory_plan(memory_plan("yearbook", image_size=32, backbone="yearbook_cnn", device_bytes=v100))
 
 
 def test_paper_set_is_refused_on_a_too_small_card_before_loading(monkeypatch):
-    """The notebook's plan on a CUDA device of an H100's size refuses the paper set; nothing is read first."""
+    """The notebook's plan on a CUDA device of a V100's size (32 GB) refuses the paper set, on an H100's size it
+    passes; nothing is read first."""
     import clkit.temporal.memory_plan as mp
 
     class Props:
+        total_memory, name = 34_089_730_048, "Tesla V100-SXM2-32GB"
+
+    class H100:
         total_memory, name = 85_520_809_984, "NVIDIA H100 80GB HBM3"
 
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: Props)
     monkeypatch.setattr("clkit.data.temporal.load_wild_time", lambda *a, **k: pytest.fail("loaded before the plan"))
+    monkeypatch.setattr("clkit._validate.available_memory", lambda: 32 * 2**30)
     p, _ = _params("paper")
-    with pytest.raises(ValueError, match="NVIDIA H100 80GB HBM3"):
+    with pytest.raises(ValueError, match="Tesla V100-SXM2-32GB"):
         mp.run_memory_plan(p["dataset"], torch.device("cuda", 0), image_size=p["image_size"], backbone=p["backbone"])
     capped = mp.run_memory_plan("fmow", torch.device("cuda", 0), image_size=224, max_per_period=100,
                                 backbone="densenet121")
-    assert capped["fits_device"] is True and capped["images_bytes"] <= 2 * 100 * 16 * 3 * 224 * 224 * 4
+    assert capped["fits_device"] is True and capped["images_bytes"] <= 2 * 100 * 16 * 3 * 224 * 224
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: H100)
+    full = mp.run_memory_plan(p["dataset"], torch.device("cuda", 0), image_size=p["image_size"], backbone=p["backbone"])
+    assert full["fits_device"] and full["fits_host"] and full["dtype"] == "uint8"
 
 
 def test_loader_periods_equal_the_joined_stream(tmp_path):

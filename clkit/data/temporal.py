@@ -28,7 +28,7 @@ from ._cache import DatasetNotFoundError, data_root
 from ._reads import record_read
 
 __all__ = ["PeriodDataset", "make_drifting_gaussians", "gaussian_ground_truth", "load_rainfall",
-           "load_wild_time", "split_periods", "NORMALIZE", "wild_time_bytes"]
+           "load_wild_time", "split_periods", "NORMALIZE", "wild_time_bytes", "wild_time_native_size"]
 
 
 @dataclass
@@ -43,7 +43,8 @@ class PeriodDataset:
     periods : list of str
         Period labels, e.g. years.
     train, test : list of (ndarray (n_t, ...), ndarray (n_t,)) pairs
-        Inputs (float32) and integer labels of each period.
+        Inputs (float32; uint8 images from ``load_wild_time(dtype="uint8")``) and integer labels
+        of each period.
     num_classes : int
     ground_truth : dict, optional
         Known answers (synthetic data only), see :func:`gaussian_ground_truth`.
@@ -72,7 +73,8 @@ class PeriodDataset:
 
         check_choice("split", split, ["train", "test"])
         data = self.train if split == "train" else self.test
-        return [Task(torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y, dtype=torch.long), task_id=t,
+        return [Task(torch.as_tensor(x, dtype=torch.uint8 if x.dtype == np.uint8 else torch.float32),
+                     torch.as_tensor(y, dtype=torch.long), task_id=t,
                      classes=tuple(range(self.num_classes)))
                 for t, (x, y) in enumerate(data)]
 
@@ -262,8 +264,8 @@ NORMALIZE = {"none": None, "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.
 WILD_TIME_IMAGES = {"fmow": (141_696, (3, 224, 224)), "yearbook": (37_921, (1, 32, 32))}
 
 
-def wild_time_bytes(name: str, image_size: int, max_per_period: int = 0) -> int:
-    """Host bytes of Wild-Time ``name``'s float32 images as :func:`load_wild_time` holds them at ``image_size``.
+def wild_time_bytes(name: str, image_size: int, max_per_period: int = 0, dtype: str = "float32") -> int:
+    """Host bytes of Wild-Time ``name``'s images as :func:`load_wild_time` holds them at ``image_size`` and ``dtype``.
 
     An upper bound with ``max_per_period`` (that many per split and time step at most).
 
@@ -271,15 +273,30 @@ def wild_time_bytes(name: str, image_size: int, max_per_period: int = 0) -> int:
     --------
     >>> round(wild_time_bytes("fmow", 224) / 1e9, 1), round(wild_time_bytes("fmow", 32) / 1e9, 2)
     (85.3, 1.74)
+    >>> round(wild_time_bytes("fmow", 224, dtype="uint8") / 1e9, 1)
+    21.3
     """
     check_choice("name", name, list(WILD_TIME))
+    check_choice("dtype", dtype, ["float32", "uint8"])
     image_size = check_int("image_size", image_size, low=1)
     count, (c, h, w) = WILD_TIME_IMAGES[name]
     if max_per_period:
         import wild_time_data as wtd
 
         count = min(count, 2 * int(max_per_period) * len(wtd.available_time_steps(name)))
-    return int(count * c * min(h, image_size) * min(w, image_size) * 4)
+    return int(count * c * min(h, image_size) * min(w, image_size) * (4 if dtype == "float32" else 1))
+
+
+def wild_time_native_size(name: str) -> int:
+    """Pixels a side of Wild-Time ``name``'s images in its file (FMoW 224, Yearbook 32).
+
+    Examples
+    --------
+    >>> wild_time_native_size("fmow"), wild_time_native_size("yearbook")
+    (224, 32)
+    """
+    check_choice("name", name, list(WILD_TIME))
+    return int(WILD_TIME_IMAGES[name][1][-1])
 
 
 def _wild_time_dirs():
@@ -288,7 +305,7 @@ def _wild_time_dirs():
 
 def load_wild_time(name: str, period_length: int = 1, max_per_period: int | None = None,
                    image_size: int = 32, data_dir=None, download: bool = False,
-                   seed: int = 0, normalize: str = "none") -> PeriodDataset:
+                   seed: int = 0, normalize: str = "none", dtype: str = "float32") -> PeriodDataset:
     """Wild-Time Yearbook or FMoW through ``wild-time-data``, grouped into periods.
 
     Parameters
@@ -311,6 +328,13 @@ def load_wild_time(name: str, period_length: int = 1, max_per_period: int | None
         transform (``transforms.Normalize`` in ``data/fmow/data_generator.py``; also
         wild-time-data's default FMoW transform), what ImageNet weights expect. Three-channel
         images only.
+    dtype : {"float32", "uint8"}
+        ``"float32"`` (default): scaled to [0, 1] (and normalised) here. ``"uint8"``: the file's
+        pixels as they are, channels first, neither scaled nor normalised (a quarter of the
+        memory: FMoW at 224 px, 21.3 GB instead of 85.3 GB); the network converts each batch on
+        its device (:class:`clkit.temporal.image_input.ImageInput`, the same arithmetic) and
+        ``meta["normalize"]`` says how. Only unpooled: ``image_size`` at least the file's
+        (:func:`wild_time_native_size`).
     data_dir : path-like, optional
         Folder holding ``<name>.hdf5``; default: ``$CLKIT_DATA/wild-time`` then
         ``~/wild-time-data``.
@@ -327,6 +351,10 @@ def load_wild_time(name: str, period_length: int = 1, max_per_period: int | None
     period_length = check_int("period_length", period_length, low=1)
     image_size = check_int("image_size", image_size, low=1)
     check_choice("normalize", normalize, list(NORMALIZE))
+    check_choice("dtype", dtype, ["float32", "uint8"])
+    if dtype == "uint8" and image_size < wild_time_native_size(name):
+        raise ValueError(f"dtype='uint8' keeps the images unpooled: image_size must be at least Wild-Time {name}'s "
+                         f"{wild_time_native_size(name)} px, got {image_size}; use dtype='float32' to pool")
     fname = WILD_TIME[name]["file"]
     dirs = [Path(data_dir)] if data_dir is not None else _wild_time_dirs()
     found = next((d for d in dirs if (d / fname).exists()), None)
@@ -357,7 +385,8 @@ def load_wild_time(name: str, period_length: int = 1, max_per_period: int | None
                     y = y[keep]
                 # pooled step by step: the raw images of a whole stream (FMoW: 141,696 at 224x224x3,
                 # 21 GB as uint8) never sit in memory together, only one step's
-                x = _to_chw(np.stack([np.asarray(ds.X[k]) for k in keep]), image_size)
+                x = np.stack([np.asarray(ds.X[k]) for k in keep])
+                x = _to_chw(x, image_size) if dtype == "float32" else _uint8_chw(x)
                 del ds
                 xs.append(x), ys.append(y), pidx.append(np.full(len(y), i // period_length)), splits.append(split)
     except DatasetNotFoundError:
@@ -368,9 +397,9 @@ def load_wild_time(name: str, period_length: int = 1, max_per_period: int | None
     if not xs:
         raise DatasetNotFoundError(f"Wild-Time {name}", [found / fname], "The file holds no time steps.")
     record_read(found / fname)
-    if normalize != "none":
-        if xs[0].shape[1] != 3:
-            raise ValueError(f"normalize={normalize!r} needs 3-channel images, Wild-Time {name} has {xs[0].shape[1]}")
+    if normalize != "none" and xs[0].shape[1] != 3:
+        raise ValueError(f"normalize={normalize!r} needs 3-channel images, Wild-Time {name} has {xs[0].shape[1]}")
+    if normalize != "none" and dtype == "float32":
         mean, std = (np.asarray(v, dtype=np.float32)[None, :, None, None] for v in NORMALIZE[normalize])
         for part in xs:
             part -= mean
@@ -382,7 +411,7 @@ def load_wild_time(name: str, period_length: int = 1, max_per_period: int | None
 
     def joined(k, split):
         rows = [j for j, (pi, sj) in enumerate(zip(pidx, splits)) if pi[0] == k and sj == split]
-        x_k = np.concatenate([xs[j] for j in rows]) if rows else np.zeros((0, *xs[0].shape[1:]), np.float32)
+        x_k = np.concatenate([xs[j] for j in rows]) if rows else np.zeros((0, *xs[0].shape[1:]), xs[0].dtype)
         y_k = np.concatenate([ys[j] for j in rows]) if rows else np.zeros(0, np.int64)
         for j in rows:
             xs[j] = None
@@ -394,8 +423,25 @@ def load_wild_time(name: str, period_length: int = 1, max_per_period: int | None
     return PeriodDataset(name=name, periods=[str(s) for s in first], train=train, test=test,
                          num_classes=int(wtd.num_outputs(name)),
                          source=(f"Wild-Time {name} via wild-time-data ({found / fname}), {width}x{height} px"
-                                 + (", ImageNet-normalised" if normalize == "imagenet" else "")),
-                         meta={"image_size": width, "normalize": normalize})
+                                 + (", ImageNet-normalised" if normalize == "imagenet" else "")
+                                 + (", uint8 (converted per batch on the device)" if dtype == "uint8" else "")),
+                         meta={"image_size": width, "normalize": normalize, "dtype": dtype})
+
+
+def _uint8_chw(x):
+    """(N, H, W[, C]) integer images -> uint8 (N, C, H, W), values unchanged (a contiguous copy).
+
+    Examples
+    --------
+    >>> _uint8_chw(np.arange(8, dtype=np.uint8).reshape(1, 2, 2, 2))[0].tolist()
+    [[[0, 2], [4, 6]], [[1, 3], [5, 7]]]
+    """
+    x = np.asarray(x)
+    if x.dtype != np.uint8:
+        raise ValueError(f"dtype='uint8' needs the file's images as uint8, got {x.dtype}")
+    if x.ndim == 3:
+        x = x[..., None]
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2))
 
 
 def _to_chw(x, image_size, chunk: int = 512):

@@ -28,6 +28,8 @@ __all__ = ["MERGES", "merge_declaration", "merge_plan", "merge_sweep"]
 
 #: notebook -> ``module:NAME`` of its merge declaration
 MERGES = {"01_taskification": "clkit.taskification.split:MERGE", "02_edge": "clkit.edge.split:MERGE",
+          "03_temporal_metrics": "clkit.temporal.split:MERGE",
+          "04_curriculum": "clkit.curriculum.split:MERGE",
           "05_drift": "clkit.drift.split:MERGE"}
 
 

@@ -59,8 +59,8 @@ from .experiment import (SUPPLIED_KEYWORDS, PeriodTasks, accuracy_matrix, accura
 from .metrics import (drift_horizon, forward_view, id_accuracy, ood_accuracy, stability_horizon,
                       summarize_learner, temporal_adaptation_score, transfer_ratio)
 from .params import DATASETS, LEARNERS, check_params
-from .report import (backward_summary, backward_table, backward_text, closing_text, horizons_table, learner_table,
-                     part1_table, stability_facts)
+from .report import (FRACTION, backward_summary, backward_table, backward_text, closing_text, horizon_unit,
+                     horizons_table, learner_column, learner_table, part1_table, stability_facts)
 
 __all__ = [
     "transfer_ratio", "stability_horizon", "drift_horizon", "temporal_adaptation_score", "id_accuracy",
@@ -69,5 +69,5 @@ __all__ = [
     "PeriodTasks", "period_tasks", "learner_strategy", "build_learner", "accuracy_row",
     "check_params", "DATASETS", "LEARNERS",
     "backward_summary", "backward_table", "stability_facts", "backward_text", "part1_table", "horizons_table",
-    "learner_table", "closing_text",
+    "learner_table", "closing_text", "horizon_unit", "learner_column", "FRACTION",
 ]

@@ -40,6 +40,10 @@ class PeriodTasks:
     input_shape : tuple
         Shape of one input, e.g. ``(8,)`` or ``(3, 32, 32)``.
     device : torch.device
+    image_normalize : str or None
+        ``None``: the inputs are the network's (float). Otherwise the inputs are uint8 images
+        (``load_wild_time(dtype="uint8")``) and every network built on them converts each batch
+        on the device with this normalisation (:mod:`clkit.temporal.image_input`).
     """
 
     train: tuple
@@ -47,6 +51,7 @@ class PeriodTasks:
     num_classes: int
     input_shape: tuple
     device: torch.device
+    image_normalize: str | None = None
 
     @property
     def num_periods(self) -> int:
@@ -81,9 +86,15 @@ def period_tasks(data, device="cpu") -> PeriodTasks:
     device = as_device(device)
     if isinstance(data, PeriodTasks) and data.device == device:
         return data
+    if isinstance(data, PeriodTasks):
+        return PeriodTasks(tuple(t.to(device) for t in data.train), tuple(t.to(device) for t in data.test),
+                           data.num_classes, data.input_shape, device, data.image_normalize)
     train, test = data.tasks("train"), data.tasks("test")
+    meta = getattr(data, "meta", None) or {}
+    raw = meta.get("dtype") == "uint8"
     return PeriodTasks(tuple(t.to(device) for t in train), tuple(t.to(device) for t in test),
-                       int(data.num_classes), tuple(data.input_shape), device)
+                       int(data.num_classes), tuple(data.input_shape), device,
+                       meta.get("normalize", "none") if raw else None)
 
 
 # --------------------------------------------------------------------------- producing A(t, tau)
@@ -112,7 +123,8 @@ def learner_strategy(learner: str) -> tuple[str, bool]:
 
 def build_learner(learner: str, in_features: int, num_classes: int, *, seed: int, hidden=(64,), lr: float = 1e-3,
                   epochs: int = 5, batch_size: int = 64, strategy_kwargs: dict | None = None, device="cpu",
-                  precision: str = "fp32", backbone: str = "mlp", input_shape=None, backbone_weights=None):
+                  precision: str = "fp32", backbone: str = "mlp", input_shape=None, backbone_weights=None,
+                  image_normalize: str | None = None):
     """The strategy of ``learner`` around a fresh backbone, built on the CPU under ``seed`` and moved to ``device``.
 
     The model's initial weights depend on ``seed`` only (not on the device); the strategy
@@ -129,6 +141,10 @@ def build_learner(learner: str, in_features: int, num_classes: int, *, seed: int
         One input's shape (needed by the image backbones; default ``(in_features,)``).
     backbone_weights : path-like, optional
         densenet121 only: a local ImageNet state-dict file (default: random initialisation).
+    image_normalize : {None, "none", "imagenet"}
+        ``None``: float inputs. Otherwise the inputs are uint8 images and the model converts
+        each batch on its device (:func:`clkit.temporal.image_input.with_image_input`; same
+        initial weights).
 
     Examples
     --------
@@ -153,6 +169,10 @@ def build_learner(learner: str, in_features: int, num_classes: int, *, seed: int
         else:
             model = make_wildtime_backbone(backbone, input_shape if input_shape is not None else (in_features,),
                                            num_classes, weights=backbone_weights)
+    if image_normalize is not None:
+        from .image_input import with_image_input
+
+        model = with_image_input(model, image_normalize, channels=int(input_shape[0]))
     return make_strategy(name, model, seed=seed, device=device, precision=precision, **kw)
 
 
@@ -257,7 +277,7 @@ def accuracy_matrix(dataset, learner: str, *, epochs: int = 5, hidden=(64,), lr:
         return build_learner(learner, in_features, tasks.num_classes, seed=s, hidden=hidden, lr=lr, epochs=epochs,
                              batch_size=batch_size, strategy_kwargs=strategy_kwargs, device=tasks.device,
                              precision=precision, backbone=backbone, input_shape=tasks.input_shape,
-                             backbone_weights=backbone_weights)
+                             backbone_weights=backbone_weights, image_normalize=tasks.image_normalize)
 
     from .wildtime_settings import period_epochs
 

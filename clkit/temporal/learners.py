@@ -27,6 +27,7 @@ from .._seed import torch_seeded
 from .._validate import check_choice, check_int, check_real
 from ..device import move
 from ..strategies.base import Strategy, Task, take
+from .image_input import model_input
 
 __all__ = ["coral_penalty", "mean_coral_penalty", "CORAL", "info_nce", "momentum_update", "KeyQueue", "augment_view",
            "MoCoSML"]
@@ -423,7 +424,7 @@ class MoCoSML(Strategy):
 
     def train_batch(self, task: Task, idx: torch.Tensor) -> torch.Tensor:
         """One MoCo step on rows ``idx`` of ``task`` (their inputs only)."""
-        x = take(task.x, idx)
+        x = model_input(self.model, take(task.x, idx))  # uint8 images: augmented as the float view
         aug = dict(noise=self.moco_noise, mask=self.moco_mask, shift=self.moco_shift)
         xq, xk = augment_view(x, self.generator, **aug), augment_view(x, self.generator, **aug)
         self.train_mode()

@@ -14,7 +14,7 @@ import numpy as np
 from .metrics import _accuracy_matrix, summarize_learner, transfer_ratio
 
 __all__ = ["backward_summary", "backward_table", "stability_facts", "backward_text", "part1_table",
-           "horizons_table", "learner_table", "closing_text"]
+           "horizons_table", "learner_table", "closing_text", "horizon_unit", "learner_column", "FRACTION"]
 
 
 # --------------------------------------------------------------------------- the backward view
@@ -75,19 +75,21 @@ def backward_table(summaries: dict):
     """One row per learner: mean backward accuracy, final backward accuracy, mean and max forgetting.
 
     ``summaries``: ``{learner: backward_summary(A)}``; learners without backward cells
-    (user matrices) are left out.
+    (user matrices) are left out. Every header names its unit: accuracies and forgetting
+    are fractions (0-1; forgetting a difference of accuracies, in the same unit).
 
     Examples
     --------
     >>> s = backward_summary([[0.9, 0.2], [0.6, 0.8]])
-    >>> backward_table({"ft": s}).round(2).to_dict("records")
-    [{'backward accuracy': 0.6, 'final backward accuracy': 0.6, 'forgetting': 0.3, 'max forgetting': 0.3}]
+    >>> backward_table({"ft": s}).round(2).to_dict("records")  # doctest: +NORMALIZE_WHITESPACE
+    [{'backward accuracy (fraction)': 0.6, 'final backward accuracy (fraction)': 0.6,
+      'forgetting (fraction)': 0.3, 'max forgetting (fraction)': 0.3}]
     """
     import pandas as pd
 
-    return pd.DataFrame({name: {"backward accuracy": s["backward_accuracy"],
-                                "final backward accuracy": s["final_backward_accuracy"],
-                                "forgetting": s["forgetting"], "max forgetting": s["max_forgetting"]}
+    return pd.DataFrame({name: {f"backward accuracy {FRACTION}": s["backward_accuracy"],
+                                f"final backward accuracy {FRACTION}": s["final_backward_accuracy"],
+                                f"forgetting {FRACTION}": s["forgetting"], f"max forgetting {FRACTION}": s["max_forgetting"]}
                          for name, s in summaries.items() if s.get("evaluated")}).T
 
 
@@ -213,44 +215,107 @@ def backward_text(summaries: dict, rows: dict, verdicts=(), seed: int = 0, small
                    else "none differs under the rule") + " (exploratory, not findings)."
 
 
+def horizon_unit(dataset: str, period_length: int = 1) -> str:
+    """The unit of SH and DH (counted in periods) in notebook 03's own tables: ``"years"`` where a period is a year.
+
+    :func:`clkit.temporal.tables.period_unit` decides (Wild-Time's yearly streams with
+    ``period_length`` 1, the rainfall stream with 365 days a period); else ``"periods"``.
+
+    Examples
+    --------
+    >>> horizon_unit("fmow", 1), horizon_unit("yearbook", 2), horizon_unit("rainfall", 365)
+    ('years', 'periods', 'years')
+    """
+    from .tables import period_unit
+
+    return "years" if period_unit(dataset, period_length) == "y" else "periods"
+
+
 def part1_table(part1: dict):
     """Part 1's table: ID, OOD, TAS, SH, SH (Eq. 3), DH and the ID-OOD gap per stream and source.
 
     ``part1`` is ``{stream: {"true": summary, "erm": summary}}`` of :func:`summarize_learner`
-    summaries. Returns a DataFrame indexed by (stream, source).
+    summaries. Returns a DataFrame indexed by (stream, source); every header names its unit:
+    accuracies and the gap are fractions (0-1), SH and DH periods (Part 1's synthetic streams
+    have no calendar).
+
+    Examples
+    --------
+    >>> from clkit.temporal import summarize_learner
+    >>> s = summarize_learner([[0.9, 0.7], [np.nan, 0.8]], n=1, horizon=1, delta=0.5, epsilon=0.02, lam=0.15)
+    >>> list(part1_table({"toy": {"true": s, "erm": s}}).columns)  # doctest: +NORMALIZE_WHITESPACE
+    ['ID (fraction)', 'OOD (fraction)', 'TAS (fraction)', 'SH (periods)', 'SH (Eq. 3) (periods)', 'DH (periods)',
+     'ID-OOD gap (fraction)']
     """
     import pandas as pd
 
     table = pd.DataFrame({(name, src): {k: part1[name][src][k] for k in ("id", "ood", "tas", "sh", "sh_eq3", "dh")}
                           for name in part1 for src in ("true", "erm")}).T
     table["ID-OOD gap"] = table["id"] - table["ood"]
-    table.columns = ["ID", "OOD", "TAS", "SH", "SH (Eq. 3)", "DH", "ID-OOD gap"]
+    table.columns = [f"ID {FRACTION}", f"OOD {FRACTION}", f"TAS {FRACTION}", "SH (periods)", "SH (Eq. 3) (periods)",
+                     "DH (periods)", f"ID-OOD gap {FRACTION}"]
     return table
 
 
-def horizons_table(rows: dict, learners, periods):
-    """SH and DH (integers) per training period (all but the last) for each learner: a DataFrame."""
+def horizons_table(rows: dict, learners, periods, unit: str = "periods"):
+    """SH and DH (integers, in ``unit``: :func:`horizon_unit`) per training period (all but the last) per learner.
+
+    Examples
+    --------
+    >>> rows = {"ft": {"per_period": {"sh": [1, 2, 0], "dh": [2, 2, 0]}}}
+    >>> list(horizons_table(rows, ["ft"], [2000, 2001, 2002], unit="years").columns)
+    [('ft', 'SH (years)'), ('ft', 'DH (years)')]
+    """
     import pandas as pd
 
-    return pd.DataFrame({(name, key.upper()): [int(v) for v in rows[name]["per_period"][key][:-1]]
+    return pd.DataFrame({(name, f"{key.upper()} ({unit})"): [int(v) for v in rows[name]["per_period"][key][:-1]]
                          for name in learners for key in ("sh", "dh")},
                         index=pd.Index(list(periods)[:-1], name="training period"))
 
 
-def learner_table(rows: dict, baseline: dict, chance: float):
+def learner_table(rows: dict, baseline: dict, chance: float, unit: str = "periods"):
     """Every metric of the paper's Tables 1 and 2 per learner (and SH by Eq. 3), the baselines as last rows.
 
+    Every header names its unit: accuracies (ID, OOD, TAS and their minima) are fractions (0-1),
+    SH and DH are in ``unit`` (:func:`horizon_unit`: years on Wild-Time's yearly streams).
     The paper's own layouts (rows, labels, units, seed spread): :func:`clkit.temporal.tables.paper_table`.
+
+    Examples
+    --------
+    >>> r = {"id": .8, "ood": .7, "ood_min": .6, "tas": .9, "tas_min": .8, "sh": 2., "sh_eq3": 2., "dh": 3.}
+    >>> t = learner_table({"ft": r}, r, 0.5, unit="years")
+    >>> list(t.columns)  # doctest: +NORMALIZE_WHITESPACE
+    ['ID (fraction)', 'OOD (fraction)', 'OOD min (fraction)', 'TAS (fraction)', 'TAS min (fraction)',
+     'SH (years)', 'SH (Eq. 3) (years)', 'DH (years)']
+    >>> list(t.index)
+    ['ft', 'majority (baseline)', 'chance (baseline)']
     """
     import pandas as pd
 
-    table = pd.DataFrame({name: {"ID": r["id"], "OOD": r["ood"], "OOD min": r["ood_min"], "TAS": r["tas"],
-                                 "TAS min": r["tas_min"], "SH": r["sh"], "SH (Eq. 3)": r["sh_eq3"], "DH": r["dh"]}
-                          for name, r in rows.items()}).T
-    table.loc["majority (baseline)"] = [baseline[k] for k in ("id", "ood", "ood_min", "tas", "tas_min", "sh",
-                                                               "sh_eq3", "dh")]
+    keys = ("id", "ood", "ood_min", "tas", "tas_min", "sh", "sh_eq3", "dh")
+    table = pd.DataFrame({name: {k: r[k] for k in keys} for name, r in rows.items()}).T
+    table.loc["majority (baseline)"] = [baseline[k] for k in keys]
     table.loc["chance (baseline)"] = [chance, chance, chance] + [np.nan] * 5
+    table.columns = [learner_column(k, unit) for k in keys]
     return table
+
+
+#: the unit of notebook 03's accuracy columns
+FRACTION = "(fraction)"
+
+_LABELS = {"id": "ID", "ood": "OOD", "ood_min": "OOD min", "tas": "TAS", "tas_min": "TAS min", "sh": "SH",
+           "sh_eq3": "SH (Eq. 3)", "dh": "DH"}
+
+
+def learner_column(key: str, unit: str = "periods") -> str:
+    """:func:`learner_table`'s header of metric ``key``, unit included.
+
+    Examples
+    --------
+    >>> learner_column("ood"), learner_column("sh_eq3", "years")
+    ('OOD (fraction)', 'SH (Eq. 3) (years)')
+    """
+    return f"{_LABELS[key]} " + (f"({unit})" if key in ("sh", "sh_eq3", "dh") else FRACTION)
 
 
 def closing_text(*, dataset_name: str, rows: dict, table, baseline: dict, chance: float, n: int, seed: int,
@@ -262,6 +327,7 @@ def closing_text(*, dataset_name: str, rows: dict, table, baseline: dict, chance
     verdicts compared (0: none ran, and the differences are one seed's descriptions).
     """
     learned = table.loc[list(rows)]
+    learned = learned.set_axis([c[:c.rfind(" (")] for c in learned.columns], axis=1)  # headers less their units
     T = len(next(iter(rows.values()))["per_period"]["id"])
     ref = "erm" if "erm" in rows else next(iter(rows))
     id_trend = np.polyfit(np.arange(T), rows[ref]["per_period"]["id"], 1)[0]

@@ -277,7 +277,8 @@ def verdict_text(vs, checks=(), *, small_n: int = 4, subject: str = "this run") 
 
 
 def seed_metrics(dataset, learners, seeds, *, train_kw: dict, learner_kwargs=None, oracle=None,
-                 metric_kw: dict, known: dict | None = None, progress: bool = False) -> tuple:
+                 metric_kw: dict, known: dict | None = None, progress: bool = False,
+                 precomputed: dict | None = None) -> tuple:
     """Train each learner on every seed; return ``(per_seed, null)`` for :func:`verdicts`.
 
     Parameters
@@ -300,6 +301,9 @@ def seed_metrics(dataset, learners, seeds, *, train_kw: dict, learner_kwargs=Non
         :func:`clkit.temporal.summarize_learner` settings.
     known : dict, optional
         ``{learner: A}`` (backward view evaluated) already trained with ``seeds[0]``.
+    precomputed : dict, optional
+        ``{(learner, seed): A}`` trained elsewhere (the cases of a split run,
+        :func:`clkit.temporal.split.read_cases`): read instead of trained.
     """
     from ..learner_kwargs import settings_for
 
@@ -310,6 +314,8 @@ def seed_metrics(dataset, learners, seeds, *, train_kw: dict, learner_kwargs=Non
     def A_of(name, s):
         if s == seeds[0] and name in known:
             return known[name]
+        if precomputed and (name, s) in precomputed:
+            return precomputed[(name, s)]
         return experiment.accuracy_matrix(dataset, name, backward=True, **(train_kw | {"seed": s}),
                                   strategy_kwargs=settings_for(name, None, learner_kwargs))
 
