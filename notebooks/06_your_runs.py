@@ -37,8 +37,8 @@
 
 # %% tags=["parameters"]
 # Parameters: edit a value, then Run All. Headless: clkit run 06 -p NAME VALUE
-# runs: example (runs shipped with clkit: 4 methods x 8 seeds on real digits, and a rerun
-# of naive on the same seeds, naive-rerun, for the paired null control) or
+# runs: example (runs shipped with clkit: 4 methods x 8 seeds on real digits, and a
+# rerun of naive on the same seeds, naive-rerun, for the paired null control) or
 # PATH: a folder with runs.csv / runs.yaml, a long CSV, a mammoth / PyCIL log
 runs: str = "example"
 reference: str = "naive"  # every method against this one; also the controls' method
@@ -47,8 +47,10 @@ metric: str = "acc"  # primary metric: acc | acc_all_seen | bwt | fwt | forgetti
 percent: bool = False  # scores are percentages 0-100 (divided by 100)
 target_effect: float = 0.01  # seed budget: pairs to detect it, 0.01 is one point
 tolerance: float = 0.001  # reported numbers further than this from clkit's are listed
-oracle_shift: float = 0.1  # pipeline check: share of the final row's error removed (0: none)
-oracle_sds: float = 3.0  # oracle control: planted gain, in spreads of the sharpest comparison (0: none)
+# pipeline check: share of the last row's error removed (0: none)
+oracle_shift: float = 0.1
+# oracle control: planted gain, in spreads of the sharpest comparison's differences
+oracle_sds: float = 3.0  # (0: none)
 
 # %%
 from IPython.display import Markdown, display
