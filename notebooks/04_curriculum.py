@@ -107,6 +107,11 @@ device: str = "auto"  # auto (CUDA if available, else CPU) | cpu | cuda | cuda:N
 precision: str = "fp32"  # fp32 | bf16 | fp16: autocast dtype (fp16 needs CUDA)
 deterministic: bool = False  # PyTorch deterministic algorithms (reproducible, slower)
 rehearse: bool = False  # the paper set on fabricated files, sizes cut (clkit.rehearsal)
+# a case of a split grid (e.g. notebooks/grids/04_curriculum/
+# paper_efficientnet_b1_split.yaml): train only these strategies' streams, or "null"
+# (the null control's); []: a whole run (clkit.curriculum.split)
+curriculum_cases: list = []
+curriculum_from: str = ""  # merge: read the streams from this sweep folder's cases
 
 # %% [markdown]
 # **Rehearsal.** With `rehearse = true` the run keeps this parameter set's structure (with
@@ -133,7 +138,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import clkit.device
-from clkit.curriculum import plots, report
+from clkit.curriculum import plots, report, split
 from clkit.data.user import is_user_path, load_image_folder
 from clkit.plugins import resolve_factory, use_strategies
 from clkit.progress import tqdm
@@ -151,8 +156,11 @@ params = dict(datasets=datasets, num_tasks=num_tasks, download=download,
               learner_kwargs=learner_kwargs, protocol=protocol, per_class_train=per_class_train,
               per_class_test=per_class_test, image_size=image_size, channels=channels,
               seed=seed, seeds=seeds, workers=workers, num_threads=num_threads, device=device,
-              precision=precision, deterministic=deterministic, rehearse=rehearse)
+              precision=precision, deterministic=deterministic, rehearse=rehearse,
+              curriculum_cases=curriculum_cases, curriculum_from=curriculum_from)
 strategies, skipped = cur.scenario_strategies(strategies, scenario)  # mste, pnn: task only
+cases = split.parse_cases(curriculum_cases, strategies, curriculum_from)  # what this run trains
+whole = not curriculum_cases  # a case trains its streams only; a whole run or a merge: all
 if skipped:
     print(skipped)
 use_strategies(strategies, notebook="04_curriculum",
@@ -241,7 +249,9 @@ budget = cur.budget.estimate(bench0.per_class, strategies, device=rd, seeds=seed
                              backbone=backbone, image_size=image_size, channels=channels,
                              memory_format=memory_format, workers=rd.workers(workers),
                              hyper=hyper, learner_kwargs=run_kwargs,
-                             control=control.strategy, strategy_epochs=run_epochs)
+                             control=control.strategy, strategy_epochs=run_epochs,
+                             split_note=split.split_note(backbone, scenario, cur.paper_numbers.is_paper_scale(
+                                 params), curriculum_cases, curriculum_from))
 display(Markdown(budget.text()))
 record.log(budget=budget.record())
 
@@ -258,11 +268,13 @@ record.log(budget=budget.record())
 # their own weighting reference: the curriculum is chosen on the run's seeds.
 
 # %%
+merged = (split.read_cases(curriculum_from, record.params, strategies, seed_list, control)
+          if curriculum_from else None)  # a merge reads the cases' runs, trains nothing
 progress = tqdm(total=len(benches) * len(bench0.names), desc="single-task runs")
-acc_single = cur.measure_difficulty(benches, backbone=backbone, memory_format=memory_format,
-                                    epochs=difficulty_epochs, device=rd,
-                                    workers=rd.workers(workers), num_threads=num_threads,
-                                    progress=progress, **hyper)
+acc_single = split.measure(benches, cases, strategies, seed_list, control, merged,
+                           backbone=backbone, memory_format=memory_format,
+                           epochs=difficulty_epochs, device=rd, workers=rd.workers(workers),
+                           num_threads=num_threads, progress=progress, **hyper)
 progress.close()
 curriculum = cur.choose_curriculum({s: acc_single[s] for s in seed_list}, num_tasks)
 orders, T = curriculum.orders, len(curriculum.tasks)
@@ -293,6 +305,13 @@ record.figure(plots.difficulty(curriculum), "difficulty")
 #
 # **The null control's runs.** The control strategy then trains through M2I once more on
 # the offset seeds: the same learner and order, other images, weights and batch orders.
+#
+# **A split run.** A set over a day of one GPU (`paper_efficientnet_b1`) is cut into one
+# case per strategy and one for the null control (`clkit.curriculum.split`): a case
+# (`curriculum_cases`) measures difficulty, trains its streams exactly as the whole run
+# does, records them (`curriculum_case`) and stops there; the merge (`clkit merge`, which
+# sets `curriculum_from`) reads every case back and runs every section below on them, so
+# its numbers and verdicts are one run's.
 
 # %%
 progress = tqdm(total=len(seed_list) * 2 * len(strategies) + len(control.offset_seeds),
@@ -300,9 +319,8 @@ progress = tqdm(total=len(seed_list) * 2 * len(strategies) + len(control.offset_
 train = dict(scenario=scenario, backbone=backbone, memory_format=memory_format, epochs=epochs,
              device=rd, workers=rd.workers(workers), num_threads=num_threads,
              progress=progress, learner_kwargs=run_kwargs, strategy_epochs=run_epochs, **hyper)
-R = cur.run_streams({s: benches[s] for s in seed_list}, orders, strategies, **train)
-R_control = cur.run_streams({s: benches[s] for s in control.offset_seeds},
-                            control.orders(orders), [control.strategy], **train)
+R, R_control = split.train(benches, cases, strategies, seed_list, orders, control,
+                           record=record, merged=merged, acc_single=acc_single, **train)
 progress.close()
 
 # %% [markdown]
@@ -336,23 +354,24 @@ progress.close()
 # strategy's ACC and final-row mean; `rank` ranks ACC.
 
 # %%
-per_seed = cur.analysis.metrics_per_seed(R, curriculum, strategies, scenario)
-control_per_seed = cur.analysis.metrics_per_seed(R_control, curriculum, [control.strategy],
-                                                 scenario, accuracy=acc_single)
-mean, metrics = cur.analysis.metrics_summary(per_seed, strategies)
-display(report.metrics_table(mean, strategies))
-R_mean = cur.analysis.mean_matrices(R, orders, strategies)
-bwt_check = report.bwt_identity(R[seed]["M2I"][strategies[0]])
-display(Markdown(f"BWT (code) of {strategies[0]}, M2I, seed {seed}: "
-                 f"{bwt_check['BWT_code']:+.4f}; $\\frac{{2}}{{T(T-1)}}\\sum_{{j<T}}"
-                 f"(R_{{T,j}} - R_{{j,j}})$ = {bwt_check['identity']:+.4f}."))
-record.log(metrics=metrics, scenario=scenario, acc_matrix=R_mean,
-           acc_matrix_per_seed={str(s): {o: {k: R[s][o][k] for k in strategies}
-                                         for o in orders} for s in seed_list},
-           metrics_per_seed=per_seed.to_dict("records"), bwt_identity=bwt_check,
-           null_control=control.record() | {"difficulty_per_seed": {
-               str(s): acc_single[s] for s in control.offset_seeds}},
-           null_control_per_seed=control_per_seed.to_dict("records"))
+if whole:  # a case of a split stops after its streams; the merge computes this
+    per_seed = cur.analysis.metrics_per_seed(R, curriculum, strategies, scenario)
+    control_per_seed = cur.analysis.metrics_per_seed(R_control, curriculum, [control.strategy],
+                                                     scenario, accuracy=acc_single)
+    mean, metrics = cur.analysis.metrics_summary(per_seed, strategies)
+    display(report.metrics_table(mean, strategies))
+    R_mean = cur.analysis.mean_matrices(R, orders, strategies)
+    bwt_check = report.bwt_identity(R[seed]["M2I"][strategies[0]])
+    display(Markdown(f"BWT (code) of {strategies[0]}, M2I, seed {seed}: "
+                     f"{bwt_check['BWT_code']:+.4f}; $\\frac{{2}}{{T(T-1)}}\\sum_{{j<T}}"
+                     f"(R_{{T,j}} - R_{{j,j}})$ = {bwt_check['identity']:+.4f}."))
+    record.log(metrics=metrics, scenario=scenario, acc_matrix=R_mean,
+               acc_matrix_per_seed={str(s): {o: {k: R[s][o][k] for k in strategies}
+                                             for o in orders} for s in seed_list},
+               metrics_per_seed=per_seed.to_dict("records"), bwt_identity=bwt_check,
+               null_control=control.record() | {"difficulty_per_seed": {
+                   str(s): acc_single[s] for s in control.offset_seeds}},
+               null_control_per_seed=control_per_seed.to_dict("records"))
 
 # %% [markdown]
 # The same seed means in the layout of the paper's Tables 3-8 (`cur.tables.paper_tables`):
@@ -366,14 +385,15 @@ record.log(metrics=metrics, scenario=scenario, acc_matrix=R_mean,
 # outside the run's mean ± 2 sd (the paper reports no spread).
 
 # %%
-for order, frame in cur.tables.paper_tables({scenario: record.results}, backbone=backbone).items():
-    display(Markdown(f"**{order}** ({scenario}-incremental, {backbone}, {seeds} seeds)"), frame)
-at_scale = cur.paper_numbers.is_paper_scale(params)
-beside, beside_note = cur.paper_numbers.beside_paper(record.results, scenario, backbone, paper_scale=at_scale)
-display(Markdown(beside_note))
-for order, frame in beside.items():
-    display(Markdown(f"**{order}**, this run beside the paper"), frame.round(3))
-record.log(paper_scale=at_scale, beside_paper={o: f.reset_index().to_dict("records") for o, f in beside.items()})
+if whole:  # a case of a split stops after its streams; the merge computes this
+    for order, frame in cur.tables.paper_tables({scenario: record.results}, backbone=backbone).items():
+        display(Markdown(f"**{order}** ({scenario}-incremental, {backbone}, {seeds} seeds)"), frame)
+    at_scale = cur.paper_numbers.is_paper_scale(params)
+    beside, beside_note = cur.paper_numbers.beside_paper(record.results, scenario, backbone, paper_scale=at_scale)
+    display(Markdown(beside_note))
+    for order, frame in beside.items():
+        display(Markdown(f"**{order}**, this run beside the paper"), frame.round(3))
+    record.log(paper_scale=at_scale, beside_paper={o: f.reset_index().to_dict("records") for o, f in beside.items()})
 
 # %% [markdown]
 # ## M2I − I2M: one claim, exploratory families, controls that can fail
@@ -428,16 +448,17 @@ record.log(paper_scale=at_scale, beside_paper={o: f.reset_index().to_dict("recor
 # failed check stops the findings as a failed control does.
 
 # %%
-verdicts = cur.verdicts.order_verdicts(per_seed, curriculum, strategies, primary=primary,
-                                       control=control, control_per_seed=control_per_seed)
-checks = cur.controls.pipeline_checks(R, curriculum, strategies)
-display(Markdown("**Pipeline checks**"), report.checks_table(checks))
-for title, table in report.verdict_tables(verdicts).items():
-    display(Markdown(f"**{title}** ({seeds} seeds)"), table)
-record.log(verdicts=[v.to_dict() for v in verdicts],
-           pipeline_checks=[k.to_dict() for k in checks],
-           weighting_reference=cur.analysis.weighting_record(curriculum, seed_list),
-           **cur.verdicts.effects(per_seed, curriculum, strategies))
+if whole:  # a case of a split stops after its streams; the merge computes this
+    verdicts = cur.verdicts.order_verdicts(per_seed, curriculum, strategies, primary=primary,
+                                           control=control, control_per_seed=control_per_seed)
+    checks = cur.controls.pipeline_checks(R, curriculum, strategies)
+    display(Markdown("**Pipeline checks**"), report.checks_table(checks))
+    for title, table in report.verdict_tables(verdicts).items():
+        display(Markdown(f"**{title}** ({seeds} seeds)"), table)
+    record.log(verdicts=[v.to_dict() for v in verdicts],
+               pipeline_checks=[k.to_dict() for k in checks],
+               weighting_reference=cur.analysis.weighting_record(curriculum, seed_list),
+               **cur.verdicts.effects(per_seed, curriculum, strategies))
 
 # %% [markdown]
 # ## Figures
@@ -451,20 +472,23 @@ record.log(verdicts=[v.to_dict() for v in verdicts],
 # decision (the legend gives the range).
 
 # %%
-for o in orders:
-    record.figure(plots.order_matrices(R_mean, orders, o, strategies,
-                                       title=f"{backbone}, {scenario}-incremental"),
-                  f"acc_matrices_{o}")
+if whole:  # a case of a split stops after its streams; the merge computes this
+    for o in orders:
+        record.figure(plots.order_matrices(R_mean, orders, o, strategies,
+                                           title=f"{backbone}, {scenario}-incremental"),
+                      f"acc_matrices_{o}")
 
 # %%
-for k in strategies:
-    fig = plots.acc_matrices(R_mean, orders, k)
-    record.figure(fig, f"acc_matrix_{k}")
-    if k != strategies[0]:
-        plt.close(fig)  # shown: the first strategy's; all are saved
+if whole:  # a case of a split stops after its streams; the merge computes this
+    for k in strategies:
+        fig = plots.acc_matrices(R_mean, orders, k)
+        record.figure(fig, f"acc_matrix_{k}")
+        if k != strategies[0]:
+            plt.close(fig)  # shown: the first strategy's; all are saved
 
 # %%
-record.figure(plots.gaps(verdicts, scenario=scenario), "m2i_vs_i2m")
+if whole:  # a case of a split stops after its streams; the merge computes this
+    record.figure(plots.gaps(verdicts, scenario=scenario), "m2i_vs_i2m")
 
 # %% [markdown]
 # ## What this run shows
@@ -478,22 +502,23 @@ record.figure(plots.gaps(verdicts, scenario=scenario), "m2i_vs_i2m")
 # differences; `clkit plan <results.json>` does it for every row).
 
 # %%
-bounds = {ref: cur.verdicts.bound_verdicts(per_seed, ref, strategies, orders)
-          for ref in ("cumulative", "mste") if ref in strategies}
-for title, table in report.bound_tables(bounds).items():
-    display(Markdown(f"**{title}** ({seeds} seeds)"), table)
-summary, facts = report.summary(c=curriculum, metrics=metrics, verdicts=verdicts,
-                                bounds=bounds, strategies=strategies, scenario=scenario,
-                                backbone=backbone, image_size=image_size,
-                                per_class_train=per_class_train, epochs=epochs,
-                                memory_format=memory_format, note=rh.note() if rh else None,
-                                checks=checks, control=control, primary=primary)
-display(Markdown(summary))
-seeds_needed = report.seeds_plan(verdicts, primary)
-display(Markdown(seeds_needed) if isinstance(seeds_needed, str) else seeds_needed)
-record.log(**facts, summary=summary,
-           bound_verdicts={ref: {o: [v.to_dict() for v in vs] for o, vs in b.items()}
-                           for ref, b in bounds.items()})
+if whole:  # a case of a split stops after its streams; the merge computes this
+    bounds = {ref: cur.verdicts.bound_verdicts(per_seed, ref, strategies, orders)
+              for ref in ("cumulative", "mste") if ref in strategies}
+    for title, table in report.bound_tables(bounds).items():
+        display(Markdown(f"**{title}** ({seeds} seeds)"), table)
+    summary, facts = report.summary(c=curriculum, metrics=metrics, verdicts=verdicts,
+                                    bounds=bounds, strategies=strategies, scenario=scenario,
+                                    backbone=backbone, image_size=image_size,
+                                    per_class_train=per_class_train, epochs=epochs,
+                                    memory_format=memory_format, note=rh.note() if rh else None,
+                                    checks=checks, control=control, primary=primary)
+    display(Markdown(summary))
+    seeds_needed = report.seeds_plan(verdicts, primary)
+    display(Markdown(seeds_needed) if isinstance(seeds_needed, str) else seeds_needed)
+    record.log(**facts, summary=summary,
+               bound_verdicts={ref: {o: [v.to_dict() for v in vs] for o, vs in b.items()}
+                               for ref, b in bounds.items()})
 
 # %%
 record.save()

@@ -485,7 +485,8 @@ def estimate(per_class: dict, strategies, *, device="cpu", precision: str | None
              difficulty_epochs: int, batch_size: int, backbone: str, image_size: int, channels: int,
              memory_format: str = "contiguous", workers: int = 1, hyper: dict | None = None,
              learner_kwargs: dict | None = None, timings: dict | None = None,
-             control: str | None = None, flops: dict | bool = True, strategy_epochs: dict | None = None) -> Budget:
+             control: str | None = None, flops: dict | bool = True, strategy_epochs: dict | None = None,
+             split_note: str = "") -> Budget:
     """The run's budget (a :class:`clkit.budget.Budget`): :func:`count_work` costed by :func:`calibrate`.
 
     Parameters
@@ -507,6 +508,9 @@ def estimate(per_class: dict, strategies, *, device="cpu", precision: str | None
     flops : dict or bool
         :func:`step_flops`'s result, or True to count it: the budget then also says the time on
         one GPU, estimated from FLOPs, not measured (:func:`gpu_estimate`); False: no GPU line.
+    split_note : str
+        Said after the estimate: the split grid of a set over a day of one GPU, or what a case or a
+        merge of it is (:func:`clkit.curriculum.split.split_note`).
     Other parameters
         The notebook's (optimiser settings in ``hyper``).
 
@@ -579,4 +583,5 @@ def estimate(per_class: dict, strategies, *, device="cpu", precision: str | None
     name = getattr(device, "info", {}).get("name") if dev.type == "cuda" else None
     cores = free_cores() if dev.type == "cpu" and workers > 1 else None
     return Budget("04_curriculum", f"{dev}{f' ({name})' if name else ''}, {precision}", n_single + n_streams, items,
-                  parallel=max(1, workers), detail=detail, leaves_out=LEFT_OUT, gpu=gpu, cores=cores)
+                  parallel=max(1, workers), detail=detail, leaves_out=LEFT_OUT, gpu=gpu, cores=cores,
+                  note=split_note)
